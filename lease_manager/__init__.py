@@ -1,0 +1,22 @@
+"""lease_manager: a Haizea-style lease manager for clusters and data centers.
+
+The public API is what this module exports; everything else may change.
+"""
+
+__version__ = "0.1.0"
+
+from .config import Option, OptionType  # noqa: E402
+from .errors import ConfigError, InputError, LeaseManagerError, TraceError  # noqa: E402
+from .hookspecs import hookimpl  # noqa: E402
+from .lease import Lease, LeaseState, LeaseType, VMRequest  # noqa: E402
+from .policies import (AdmissionPolicy, HostSelectionPolicy, Policy,  # noqa: E402
+                       PricingPolicy, QueuePolicy)
+from .run import Run, load_run  # noqa: E402
+from .slottable import Reservation, SlotTable  # noqa: E402
+
+__all__ = [
+    "__version__", "hookimpl", "Option", "OptionType", "Lease", "LeaseState", "LeaseType",
+    "VMRequest", "Reservation", "SlotTable", "Run", "load_run", "Policy", "AdmissionPolicy",
+    "PricingPolicy", "QueuePolicy", "HostSelectionPolicy", "LeaseManagerError", "InputError",
+    "ConfigError", "TraceError",
+]

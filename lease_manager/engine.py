@@ -1,0 +1,113 @@
+"""The event loop: at every instant, ends, then planned starts, then arrivals, then a cycle.
+
+The engine is driven by a clock (:mod:`lease_manager.clock`) and does not know whether it is
+simulated or real. Leases arrive from an iterator in submit order (a trace) and, from other
+threads, through :meth:`Engine.submit` (a daemon's API).
+"""
+
+from __future__ import annotations
+
+import collections
+import math
+import threading
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator
+
+from .events import EventKind, Timeline
+from .lease import LeaseType
+
+if TYPE_CHECKING:
+    from .clock import RealClock, SimulatedClock
+    from .lease import Lease
+    from .scheduler import LeaseScheduler
+    from .slottable import SlotTable
+
+
+class SimulatedEnactment:
+    """Carries out leases in a simulation: a started lease's work ends after its actual
+    duration (capped by its reservation), which the engine learns through an END event."""
+
+    def __init__(self, timeline: Timeline) -> None:
+        self.timeline = timeline
+
+    def start(self, lease: "Lease", now: float) -> None:
+        res = lease.reservations[-1]
+        end = min(now + lease.run_duration, res.end)
+        if not math.isinf(end):
+            self.timeline.push(end, EventKind.END, lease)
+
+
+class Engine:
+    """Steps one site's scheduler through time until the stop condition holds."""
+
+    def __init__(self, scheduler: "LeaseScheduler", table: "SlotTable", timeline: Timeline,
+                 clock: "SimulatedClock | RealClock", arrivals: Iterable["Lease"] = (), *,
+                 stop_when: str = "all-leases-done", runtime: float = math.inf,
+                 serve: bool = False) -> None:
+        self.scheduler = scheduler
+        self.table = table
+        self.timeline = timeline
+        self.clock = clock
+        self._arrivals: Iterator["Lease"] = iter(arrivals)
+        self.stop_when = stop_when
+        self.runtime = runtime
+        #: keep running with nothing to do, waiting for :meth:`submit` (a daemon)
+        self.serve = serve
+        self._inbox: collections.deque["Lease"] = collections.deque()
+        self._stopping = threading.Event()
+        self.steps = 0
+        #: leases released by the core because the run would have ended with them held
+        self.force_released = 0
+
+    @property
+    def now(self) -> float:
+        return self.clock.now()
+
+    def submit(self, lease: "Lease") -> None:
+        """Hand a lease to the running engine from any thread; it is submitted at once."""
+        self._inbox.append(lease)
+        self.clock.wake()
+
+    def stop(self) -> None:
+        """Ask a running engine to stop after the current step (any thread)."""
+        self._stopping.set()
+        self.clock.wake()
+
+    def run(self, progress: Callable[[float], None] | None = None) -> None:
+        sched = self.scheduler
+        timeline = self.timeline
+        nxt = next(self._arrivals, None)
+        now = self.clock.now()
+        while not self._stopping.is_set():
+            t = timeline.next_time()
+            if nxt is not None and nxt.submit < t:
+                t = nxt.submit
+            if self.stop_when == "time" and t > self.runtime:
+                break
+            if math.isinf(t) and not self._inbox:
+                if sched.held:
+                    self.force_released += sched.release_all_held()
+                    sched.cycle(now)
+                    continue
+                if not self.serve:
+                    break
+            now = self.clock.wait_until(t)
+            inbox = self._inbox
+            while inbox:
+                sched.submit(inbox.popleft(), now)
+            if now >= t:
+                for kind, lease in timeline.pop_due(now):
+                    if kind is EventKind.END:
+                        sched.end(lease, now)
+                    elif kind is EventKind.START:
+                        sched.start_due(lease, now)
+                while nxt is not None and nxt.submit <= now:
+                    sched.submit(nxt, now)
+                    nxt = next(self._arrivals, None)
+            sched.cycle(now)
+            self.table.advance(now)
+            self.steps += 1
+            if progress is not None and self.steps % 512 == 0:
+                progress(now)
+            if (self.stop_when == "besteffort-done" and nxt is None and not self._inbox
+                    and not any(l.type is LeaseType.BEST_EFFORT for l in sched.active_leases())):
+                break

@@ -1,0 +1,43 @@
+"""Errors that are the user's to fix, reported as one clear line."""
+
+from __future__ import annotations
+
+
+class LeaseManagerError(Exception):
+    """Base class of every error lease_manager reports to a user without a traceback."""
+
+
+class InputError(LeaseManagerError):
+    """Bad user input: names the file, the line and the field when they are known."""
+
+    def __init__(self, message: str, *, file: str | None = None, line: int | None = None,
+                 field: str | None = None) -> None:
+        self.file = file
+        self.line = line
+        self.field = field
+        self.detail = message
+        where = ""
+        if file is not None:
+            where = str(file)
+            if line is not None:
+                where += f":{line}"
+            where += ": "
+        if field is not None:
+            message = f"{field}: {message}"
+        super().__init__(where + message)
+
+
+class ConfigError(InputError):
+    """An invalid configuration file or command-line override."""
+
+
+class TraceError(InputError):
+    """A malformed workload trace."""
+
+
+class IllegalTransition(LeaseManagerError):
+    """A lease was asked to move between two states that are not connected."""
+
+
+class OvercommitError(LeaseManagerError):
+    """A reservation would use more of a resource than a node (or the site) has."""

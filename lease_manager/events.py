@@ -1,0 +1,48 @@
+"""The timeline of future events the engine steps through."""
+
+from __future__ import annotations
+
+import enum
+import heapq
+import itertools
+import math
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .lease import Lease
+
+
+class EventKind(enum.IntEnum):
+    """What happens at an instant, in the order it is handled: ends free resources before
+    planned starts take them, and both before new requests are considered."""
+
+    END = 0      # a running lease's work finishes
+    START = 1    # a planned reservation begins
+    WAKE = 2     # a decision point without a lease (a periodic epoch, a policy's timer)
+
+
+class Timeline:
+    """A heap of ``(time, kind, seq, lease)``. Stale events are left in and skipped by whoever
+    pops them (cheaper than deleting from the heap when a plan changes)."""
+
+    def __init__(self) -> None:
+        self._heap: list[tuple[float, int, int, Any]] = []
+        self._seq = itertools.count()
+
+    def push(self, time: float, kind: EventKind, lease: "Lease | None" = None) -> None:
+        heapq.heappush(self._heap, (time, int(kind), next(self._seq), lease))
+
+    def next_time(self) -> float:
+        return self._heap[0][0] if self._heap else math.inf
+
+    def pop_due(self, time: float) -> list[tuple[EventKind, Any]]:
+        """Remove and return the events at ``time`` (or earlier), in handling order."""
+        due = []
+        heap = self._heap
+        while heap and heap[0][0] <= time:
+            _, kind, _, lease = heapq.heappop(heap)
+            due.append((EventKind(kind), lease))
+        return due
+
+    def __len__(self) -> int:
+        return len(self._heap)

@@ -1,0 +1,94 @@
+"""The core's ini options. Names follow Haizea's where the concept is the same."""
+
+from __future__ import annotations
+
+import math
+from typing import Mapping
+
+from .config import (AMOUNTS, BOOLEAN, DURATION, FLOAT, INTEGER, INTEGERS, NAMES, PATH, SITE,
+                     STRING, Option)
+
+BACKFILLING = ("off", "aggressive", "conservative", "intermediate")
+STOP_WHEN = ("all-leases-done", "besteffort-done", "time")
+
+
+def core_options(policy_names: Mapping[str, tuple[str, ...]]) -> list[Option]:
+    """The core's options; policy options accept the names of the installed policies."""
+
+    def names(kind: str) -> tuple[str, ...]:
+        return tuple(policy_names.get(kind, ()))
+
+    return [
+        # ------------------------------------------------------------------- [simulation]
+        Option("simulation", "resources", SITE, doc="""
+            The site's nodes: a node count and each node's capacity, e.g.
+            `144 CPU:8 Memory:16384`. The resource types are those named here. Groups of
+            different nodes are separated by `;`. A CPU amount above 1 is a pool of cores that
+            VMs of different leases share."""),
+        Option("simulation", "site-resources", STRING, "", doc="""
+            Site-wide resources with a capacity of their own (e.g. `Power:40000`), shared by all
+            nodes. Empty for none."""),
+        Option("simulation", "clock", STRING, "simulated", choices=("simulated", "real"), doc="""
+            `simulated` jumps from one event to the next (trace replay, as fast as possible);
+            `real` follows the wall clock (see `speedup`)."""),
+        Option("simulation", "speedup", FLOAT, 1.0, minimum=1e-9, doc="""
+            With the real clock, how many seconds of schedule pass per wall-clock second."""),
+        Option("simulation", "starttime", STRING, "", doc="""
+            Wall-clock date and time of the run's time 0 (ISO 8601), used when times are shown
+            as dates. Empty: the trace's `UnixStartTime` if it has one."""),
+        Option("simulation", "stop-when", STRING, "all-leases-done", choices=STOP_WHEN, doc="""
+            When a simulation ends: `all-leases-done` (every lease finished), `besteffort-done`
+            (every best-effort lease finished) or `time` (at `runtime`)."""),
+        Option("simulation", "runtime", DURATION, math.inf, doc="""
+            With `stop-when = time`: how long the run lasts."""),
+        # --------------------------------------------------------------------- [tracefile]
+        Option("tracefile", "tracefile", PATH, "", doc="""
+            The workload to replay: an SWF file (`.swf` or gzipped `.swf.gz`). Required to
+            replay a trace."""),
+        Option("tracefile", "procs-per-vm", INTEGER, 1, minimum=1, doc="""
+            SWF: processors per VM; a job gets ceil(processors / procs-per-vm) VMs, where
+            processors is field 8 (requested) if positive, else field 5 (allocated)."""),
+        Option("tracefile", "vm-resources", AMOUNTS, "CPU:1", doc="""
+            SWF: the capacity of each VM, in the site's resource types."""),
+        Option("tracefile", "paradigm", STRING, "hpc", choices=("hpc", "cloud"), doc="""
+            `hpc`: reserve the requested time and end the lease at its actual run time;
+            `cloud`: the requested time is the actual run time."""),
+        Option("tracefile", "queues", INTEGERS, (), doc="""
+            SWF: replay only jobs of these queues (field 15). Empty: all."""),
+        Option("tracefile", "window-start", DURATION, 0, doc="""
+            SWF: replay only jobs submitted at or after this offset into the log
+            (D:HH:MM:SS, e.g. `5:02:14:30`)."""),
+        Option("tracefile", "window-length", DURATION, math.inf, doc="""
+            SWF: replay only jobs submitted within this long after `window-start`."""),
+        Option("tracefile", "max-jobs", INTEGER, 0, minimum=0, doc="""
+            Replay only the first N jobs that pass the other filters (0: all)."""),
+        Option("tracefile", "rebase", BOOLEAN, False, doc="""
+            Shift submit times so that the first replayed job arrives at time 0."""),
+        Option("tracefile", "skip-bad-lines", BOOLEAN, False, doc="""
+            Report malformed trace lines and go on instead of stopping at the first one."""),
+        Option("tracefile", "oversized", STRING, "reject", choices=("reject", "error"), doc="""
+            A job larger than the site: `reject` it (it is counted and listed in leases.csv) or
+            stop with an `error` naming its line."""),
+        # -------------------------------------------------------------------- [scheduling]
+        Option("scheduling", "backfilling", STRING, "aggressive", choices=BACKFILLING, doc="""
+            `off`: the head of the queue blocks; `aggressive` (EASY): at most one queued lease
+            holds a future reservation; `conservative`: every queued lease gets one;
+            `intermediate`: at most `backfilling-reservations` do."""),
+        Option("scheduling", "backfilling-reservations", INTEGER, 1, minimum=1, doc="""
+            With `backfilling = intermediate`: how many leases may hold future reservations."""),
+        Option("scheduling", "policy-admission", STRING, "accept-all", choices=names("admission"),
+               doc="Admission control policy."),
+        Option("scheduling", "policy-pricing", STRING, "free", choices=names("pricing"),
+               doc="Pricing policy."),
+        Option("scheduling", "policy-queue", STRING, "fcfs", choices=names("queue"),
+               doc="Queue mechanism: the order of the wait queue, and holding leases back."),
+        Option("scheduling", "policy-host-selection", STRING, "greedy",
+               choices=names("host-selection"), doc="Host selection policy used by the mapper."),
+        # -------------------------------------------------------------------- [accounting]
+        Option("accounting", "probes", NAMES, (), doc=f"""
+            Probes that record extra metrics and time series
+            (installed: {', '.join(names('probe')) or 'none'})."""),
+        Option("accounting", "check-invariants", BOOLEAN, True, doc="""
+            Check at the end of the run that no node was ever over-committed and that every
+            lease is accounted for exactly once (a failed check is an error)."""),
+    ]

@@ -1,0 +1,116 @@
+"""The plugin manager facade: built-in plugins, installed plugins, the policies they provide.
+
+Installed plugins are found through the ``lease_manager`` entry-point group::
+
+    [options.entry_points]
+    lease_manager =
+        my_policy = my_package.plugin
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+from importlib import metadata
+from typing import Any, Iterable
+
+import attrs
+import pluggy
+
+from . import hookspecs
+from .config import Schema
+from .errors import ConfigError, LeaseManagerError
+from .options import core_options
+from .policies import POLICY_KINDS
+
+BUILTIN_PLUGINS = (
+    "lease_manager.policies.defaults",
+    "lease_manager.policies.host_selection",
+)
+ENTRY_POINT_GROUP = "lease_manager"
+
+
+@attrs.frozen
+class PluginInfo:
+    """What ``lease-manager plugins`` shows about one plugin."""
+
+    name: str
+    distribution: str
+    version: str
+    hooks: tuple[str, ...]
+    policies: tuple[str, ...]
+
+
+class Plugins:
+    """Built-in and installed plugins, their policies and the full option schema."""
+
+    def __init__(self, *, entry_points: bool = True, extra: Iterable[Any] = ()) -> None:
+        self.pm = pluggy.PluginManager("lease_manager")
+        self.pm.add_hookspecs(hookspecs)
+        self._dist: dict[str, tuple[str, str]] = {}
+        import lease_manager
+
+        for name in BUILTIN_PLUGINS:
+            self.pm.register(importlib.import_module(name), name=name)
+            self._dist[name] = ("lease-manager (built-in)", lease_manager.__version__)
+        if entry_points:
+            self._load_entry_points()
+        for plugin in extra:
+            self.pm.register(plugin)
+        self.policies = self._collect_policies()
+        self.schema = Schema(core_options(
+            {kind: tuple(names) for kind, names in self.policies.items()}))
+        for options in self.pm.hook.register_options():
+            self.schema.add(options or ())
+
+    def _load_entry_points(self) -> None:
+        for ep in metadata.entry_points(group=ENTRY_POINT_GROUP):
+            if self.pm.get_plugin(ep.name) is not None or self.pm.is_blocked(ep.name):
+                continue
+            try:
+                plugin = ep.load()
+            except Exception as exc:   # a broken plugin must not look like our bug
+                raise LeaseManagerError(f"plugin {ep.name!r} ({ep.value}) failed to load: "
+                                        f"{type(exc).__name__}: {exc}") from None
+            self.pm.register(plugin, name=ep.name)
+            dist = ep.dist
+            self._dist[ep.name] = (dist.metadata["Name"], dist.version) if dist else ("?", "?")
+
+    def _collect_policies(self) -> dict[str, dict[str, tuple[type, str]]]:
+        found: dict[str, dict[str, tuple[type, str]]] = {kind: {} for kind in POLICY_KINDS}
+        for impl in self.pm.hook.register_policies.get_hookimpls():
+            for cls in impl.function() or ():
+                kind, name = getattr(cls, "kind", None), getattr(cls, "name", None)
+                if not kind or not name:
+                    raise LeaseManagerError(f"plugin {impl.plugin_name!r}: policy {cls!r} needs "
+                                            f"'kind' and 'name' class attributes")
+                kinds = found.setdefault(kind, {})
+                if name in kinds and kinds[name][0] is not cls:
+                    raise LeaseManagerError(
+                        f"policy name {kind} {name!r} is provided by both plugin "
+                        f"{kinds[name][1]!r} and {impl.plugin_name!r}")
+                kinds[name] = (cls, impl.plugin_name)
+        return found
+
+    def policy(self, kind: str, name: str) -> type:
+        """The policy class registered as ``name`` for ``kind``."""
+        known = self.policies.get(kind, {})
+        if name not in known:
+            close = difflib.get_close_matches(name, list(known), n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise ConfigError(f"no {kind} policy named {name!r} is installed{hint}; "
+                              f"installed: {', '.join(sorted(known)) or 'none'}")
+        return known[name][0]
+
+    def describe(self) -> list[PluginInfo]:
+        """Every plugin with its distribution, version, hooks and policies."""
+        out = []
+        for name, plugin in self.pm.list_name_plugin():
+            if plugin is None:
+                continue
+            hooks = tuple(sorted(h.name for h in self.pm.get_hookcallers(plugin) or ()))
+            policies = tuple(f"{kind}: {pname}" for kind, named in self.policies.items()
+                             for pname, (_, owner) in sorted(named.items()) if owner == name)
+            dist, version = self._dist.get(name, ("-", "-"))
+            out.append(PluginInfo(name, dist, version, hooks, policies))
+        return out

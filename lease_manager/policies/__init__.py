@@ -1,0 +1,87 @@
+"""Built-in policies, and the protocol of each policy kind.
+
+A policy is a class with ``kind`` and ``name`` class attributes, registered through the
+``register_policies`` hook and instantiated per run as ``cls(run)``. The methods each kind must
+have are those of the base classes below; subclassing them is optional.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from ..lease import Lease
+    from ..run import Run
+    from ..slottable import SlotTable
+
+#: The kinds of policy the core selects by name from the ini file.
+POLICY_KINDS = ("admission", "pricing", "queue", "host-selection", "probe")
+
+
+class Policy:
+    """Base of the built-in policies: keeps the run it serves."""
+
+    kind: str = ""
+    name: str = ""
+
+    def __init__(self, run: "Run") -> None:
+        self.run = run
+
+
+class AdmissionPolicy(Policy):
+    """Decides whether a lease is accepted (kind ``admission``)."""
+
+    kind = "admission"
+
+    def admit(self, lease: "Lease", now: float) -> str | None:
+        """Return None to accept ``lease``, or the reason for rejecting it."""
+        raise NotImplementedError
+
+
+class PricingPolicy(Policy):
+    """Prices a lease when it is admitted (kind ``pricing``)."""
+
+    kind = "pricing"
+
+    def price(self, lease: "Lease", now: float) -> float:
+        """The price of ``lease`` (in the run's currency)."""
+        raise NotImplementedError
+
+
+class QueuePolicy(Policy):
+    """The queue mechanism (kind ``queue``): orders the wait queue and may hold leases back.
+
+    A held lease is kept by the core (state HELD) until :meth:`release` returns it; the core
+    releases every held lease itself if the run would otherwise end with leases held, so a
+    policy cannot lose a lease.
+    """
+
+    kind = "queue"
+
+    def hold(self, lease: "Lease", now: float) -> bool:
+        """True to hold ``lease`` back instead of putting it in the wait queue."""
+        return False
+
+    def release(self, held: Sequence["Lease"], now: float) -> Iterable["Lease"]:
+        """Called at the start of every scheduling cycle: the held leases to queue now."""
+        return ()
+
+    def sort_key(self, lease: "Lease") -> Any:
+        """Position in the wait queue (smaller first); ties keep arrival order."""
+        return (lease.submit, lease.id)
+
+
+class HostSelectionPolicy(Policy):
+    """Orders the physical hosts the mapper visits (kind ``host-selection``)."""
+
+    kind = "host-selection"
+
+    def order_hosts(self, lease: "Lease", start: float, end: float,
+                    table: "SlotTable") -> Sequence[int] | np.ndarray:
+        """Node indices, best first, for placing ``lease`` over ``[start, end)``.
+
+        Nodes left out are not used. Read the schedule through ``table``'s public queries.
+        """
+        raise NotImplementedError

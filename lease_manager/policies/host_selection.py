@@ -1,0 +1,51 @@
+"""Built-in host selection: Haizea's ``greedy`` and ``no-policy`` (node order)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..hookspecs import hookimpl
+from . import HostSelectionPolicy
+
+if TYPE_CHECKING:
+    from ..lease import Lease
+    from ..slottable import SlotTable
+
+
+class NoPolicy(HostSelectionPolicy):
+    """Visit hosts in node order."""
+
+    name = "no-policy"
+
+    def order_hosts(self, lease: "Lease", start: float, end: float,
+                    table: "SlotTable") -> np.ndarray:
+        return np.arange(table.capacity.shape[0])
+
+
+class GreedyPolicy(HostSelectionPolicy):
+    """Haizea's greedy: hosts with fewer leases first, then hosts whose free capacity lasts.
+
+    Score = 0.5 x (4 - min(leases on the host at the start, 4)) / 4 + 0.25 + 0.25 x
+    min(1, how long the host's free capacity lasts / lease duration); highest first, ties by
+    node index. (Haizea's third term, "highest capacity", is the constant 0.25 there too.)
+    """
+
+    name = "greedy"
+    HORIZON = 4
+
+    def order_hosts(self, lease: "Lease", start: float, end: float,
+                    table: "SlotTable") -> np.ndarray:
+        counts = np.minimum(table.lease_counts_at(start), self.HORIZON)
+        lease_score = (self.HORIZON - counts) / self.HORIZON
+        duration = end - start
+        lasts = table.capacity_lasts_until(start, end) - start
+        duration_score = np.minimum(lasts / duration, 1.0) if duration > 0 else 1.0
+        score = 0.5 * lease_score + 0.25 + 0.25 * duration_score
+        return np.lexsort((np.arange(len(score)), -score))
+
+
+@hookimpl
+def register_policies():
+    return [GreedyPolicy, NoPolicy]

@@ -1,0 +1,215 @@
+"""A run: the site, scheduler, policies, clock and outputs built from one configuration.
+
+``Run`` is what hooks receive. Its public attributes are the plugin API: ``config``, ``nodes``,
+``table`` (the slot table), ``scheduler``, ``metrics`` and ``now``.
+"""
+
+from __future__ import annotations
+
+import resource
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
+
+import numpy as np
+
+from .accounting import Accounting, write_summary
+from .clock import RealClock, SimulatedClock
+from .config import Config, load_config
+from .engine import Engine, SimulatedEnactment
+from .errors import ConfigError, TraceError
+from .events import Timeline
+from .invariants import InvariantChecker
+from .metrics import Metrics
+from .plugins import Plugins
+from .resources import parse_amounts, parse_site
+from .scheduler import LeaseScheduler
+from .slottable import SlotTable
+from .swf import SWFConversion, SWFReader, TraceStats, swf_leases
+
+if TYPE_CHECKING:
+    from .lease import Lease
+
+
+class Run:
+    """One replay (or real-time run) of a workload under one configuration."""
+
+    def __init__(self, config: Config, plugins: Plugins | None = None, *,
+                 leases: Iterable["Lease"] | None = None,
+                 clock: SimulatedClock | RealClock | None = None, serve: bool = False) -> None:
+        self.config = config
+        self.plugins = plugins if plugins is not None else Plugins()
+        pm = self.plugins.pm
+        self.nodes = parse_site(config.get("simulation", "resources"))
+        site_text = config.get("simulation", "site-resources")
+        site_resources = parse_amounts(site_text) if site_text else None
+        self.table = SlotTable(self.nodes, site_resources=site_resources)
+        self.timeline = Timeline()
+        self.metrics = Metrics()
+        self.trace_stats = TraceStats()
+        self.trace_reader: SWFReader | None = None
+
+        self.policies: dict[str, Any] = {}
+        for kind, option in (("admission", "policy-admission"), ("pricing", "policy-pricing"),
+                             ("queue", "policy-queue"),
+                             ("host-selection", "policy-host-selection")):
+            name = config.get("scheduling", option)
+            self.policies[kind] = self._instantiate(kind, name)
+        self.probes = [self._instantiate("probe", name)
+                       for name in config.get("accounting", "probes")]
+        # the core's own observers are called directly, before any plugin's hooks
+        self.accounting = Accounting(self.nodes.types.names)
+        observers: list[Any] = [self.accounting]
+        self.invariants: InvariantChecker | None = None
+        if config.get("accounting", "check-invariants"):
+            self.invariants = InvariantChecker(self.nodes.capacity)
+            observers.append(self.invariants)
+
+        self._hooks = _HookRelay(pm.hook, self, observers)
+        self.enactment = SimulatedEnactment(self.timeline)
+        self.scheduler = LeaseScheduler(
+            self.table, self.timeline,
+            admission=self.policies["admission"], pricing=self.policies["pricing"],
+            queue=self.policies["queue"], host_selection=self.policies["host-selection"],
+            backfilling=config.get("scheduling", "backfilling"),
+            backfilling_reservations=config.get("scheduling", "backfilling-reservations"),
+            start_work=self.enactment.start, emit=self._hooks)
+        if clock is None:
+            if config.get("simulation", "clock") == "real":
+                clock = RealClock(speedup=config.get("simulation", "speedup"))
+            else:
+                clock = SimulatedClock()
+        self.clock = clock
+        arrivals = self._checked(leases if leases is not None else self._trace_leases())
+        self.engine = Engine(self.scheduler, self.table, self.timeline, clock, arrivals,
+                             stop_when=config.get("simulation", "stop-when"),
+                             runtime=config.get("simulation", "runtime"), serve=serve)
+        self.summary: dict[str, Any] = {}
+
+    def _instantiate(self, kind: str, name: str) -> Any:
+        policy = self.plugins.policy(kind, name)(self)
+        self.plugins.pm.register(policy, name=f"run:{kind}:{name}")
+        return policy
+
+    @property
+    def now(self) -> float:
+        return self.clock.now()
+
+    # ---------------------------------------------------------------------------- inputs
+    def vm_vector(self) -> np.ndarray:
+        """The per-VM capacity of trace leases (``[tracefile] vm-resources``), validated."""
+        cfg = self.config
+        types = self.nodes.types
+        try:
+            vector = types.vector(parse_amounts(cfg.get("tracefile", "vm-resources")))
+        except ValueError as exc:
+            raise cfg.error("tracefile", "vm-resources", str(exc)) from None
+        if not (vector > 0).any():
+            raise cfg.error("tracefile", "vm-resources", "a VM must need some resource")
+        if not (self.nodes.capacity >= vector).all(axis=1).any():
+            raise cfg.error("tracefile", "vm-resources",
+                            f"a VM ({types.format(vector)}) fits on no node of the site")
+        return vector
+
+    def _trace_leases(self) -> Iterator["Lease"]:
+        cfg = self.config
+        path = cfg.get("tracefile", "tracefile")
+        if not path:
+            raise cfg.error("tracefile", "tracefile", "no trace file given (set it in "
+                                                      "[tracefile] or with --set)")
+        if not Path(path).is_file():
+            raise cfg.error("tracefile", "tracefile", f"trace file not found: {path}")
+        conv = SWFConversion(
+            vm_vector=self.vm_vector(), procs_per_vm=cfg.get("tracefile", "procs-per-vm"),
+            paradigm=cfg.get("tracefile", "paradigm"), queues=cfg.get("tracefile", "queues"),
+            window_start=cfg.get("tracefile", "window-start"),
+            window_length=cfg.get("tracefile", "window-length"),
+            max_jobs=cfg.get("tracefile", "max-jobs"), rebase=cfg.get("tracefile", "rebase"))
+        self.trace_reader = SWFReader(path, skip_bad_lines=cfg.get("tracefile", "skip-bad-lines"))
+        return swf_leases(self.trace_reader, conv, self.trace_stats)
+
+    def _checked(self, leases: Iterable["Lease"]) -> Iterator["Lease"]:
+        strict = self.config.get("tracefile", "oversized") == "error"
+        for lease in leases:
+            if strict:
+                reason = self.scheduler.oversize_reason(lease)
+                if reason:
+                    file, _, line = (lease.origin or "").rpartition(":")
+                    raise TraceError(reason, file=file or None,
+                                     line=int(line) if line.isdigit() else None,
+                                     field="requested processors")
+            yield lease
+
+    # ------------------------------------------------------------------------------ run
+    def run(self, progress: Callable[[float], None] | None = None) -> dict[str, Any]:
+        """Run to the stop condition; return the summary (also kept as ``self.summary``)."""
+        wall0, cpu0 = time.perf_counter(), time.process_time()
+        self._hooks("run_started")
+        self.engine.run(progress)
+        self._hooks("run_finished")
+        self.accounting.finish(self.scheduler.active_leases())
+        summary = self.accounting.summary(self.nodes.total)
+        summary["trace"] = self.trace_stats.as_dict()
+        if self.engine.force_released:
+            summary["held_leases_force_released"] = self.engine.force_released
+        for extra in self.plugins.pm.hook.collect_summary(run=self):
+            for key, value in (extra or {}).items():
+                if key in summary:
+                    raise ConfigError(f"a plugin's summary field {key!r} clashes with another")
+                summary[key] = value
+        summary["simulation"] = {
+            "wall_seconds": round(time.perf_counter() - wall0, 3),
+            "cpu_seconds": round(time.process_time() - cpu0, 3),
+            "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+            "steps": self.engine.steps,
+        }
+        self.summary = summary
+        if self.invariants is not None:
+            self.invariants.verify()
+        return summary
+
+    def write(self, out: str | Path) -> Path:
+        """Write ``leases.csv``, ``summary.json`` and recorded series under ``out``."""
+        out = Path(out)
+        out.mkdir(parents=True, exist_ok=True)
+        self.accounting.write_leases(out / "leases.csv")
+        write_summary(out / "summary.json", self.summary)
+        self.metrics.write(out / "series")
+        return out
+
+
+class _HookRelay:
+    """Calls a hook with ``run=`` filled in: first the core's observers (plain method calls),
+    then the plugins that implement it. Hooks nobody implements cost a dictionary lookup."""
+
+    def __init__(self, hook: Any, run: Run, observers: Iterable[Any] = ()) -> None:
+        self._run = run
+        self._targets: dict[str, list[Callable[..., Any]]] = {}
+        for name in dir(hook):
+            if name.startswith("_"):
+                continue
+            caller = getattr(hook, name)
+            targets = [getattr(o, name) for o in observers if hasattr(o, name)]
+            if caller.get_hookimpls():
+                targets.append(caller)
+            if targets:
+                self._targets[name] = targets
+
+    def __call__(self, name: str, **kwargs: Any) -> None:
+        targets = self._targets.get(name)
+        if targets:
+            for target in targets:
+                target(run=self._run, **kwargs)
+
+
+def load_run(path: str | Path | None, overrides: Iterable[str] = (), *,
+             plugins: Plugins | None = None, **kwargs: Any) -> Run:
+    """Load a configuration file (with ``section.option=value`` overrides) and build its run."""
+    plugins = plugins if plugins is not None else Plugins()
+    config = load_config(path, plugins.schema, overrides)
+    return Run(config, plugins, **kwargs)
+
+
+def default_out_dir(config_path: str | Path) -> Path:
+    return Path("results") / Path(config_path).stem
+

@@ -1,0 +1,43 @@
+"""Durations and time offsets as users write them: seconds, HH:MM:SS or D:HH:MM:SS."""
+
+from __future__ import annotations
+
+import math
+
+
+def parse_duration(text: str) -> float:
+    """Parse ``"90"``, ``"90.5"``, ``"01:30:00"``, ``"5:02:14:30"`` (days first) or ``"unlimited"``.
+
+    Raises ValueError with a message fit for a user when the text is not a duration.
+    """
+    s = text.strip()
+    if s.lower() in ("unlimited", "inf", "infinity"):
+        return math.inf
+    parts = s.split(":")
+    if len(parts) > 4 or any(p.strip() == "" for p in parts):
+        raise ValueError(f"{text!r} is not a duration (seconds, HH:MM:SS or D:HH:MM:SS)")
+    try:
+        numbers = [float(p) for p in parts]
+    except ValueError:
+        raise ValueError(f"{text!r} is not a duration (seconds, HH:MM:SS or D:HH:MM:SS)") from None
+    if any(n < 0 or not math.isfinite(n) for n in numbers):
+        raise ValueError(f"{text!r} is not a duration: parts must be finite and non-negative")
+    if len(parts) > 1 and any(n >= 60 for n in numbers[-2:]):
+        raise ValueError(f"{text!r} is not a duration: minutes and seconds must be below 60")
+    if len(parts) == 4 and numbers[1] >= 24:
+        raise ValueError(f"{text!r} is not a duration: hours must be below 24 when days are given")
+    weights = [1, 60, 3600, 86400][: len(parts)][::-1]
+    total = sum(n * w for n, w in zip(numbers, weights))
+    return int(total) if float(total).is_integer() else total
+
+
+def format_duration(seconds: float) -> str:
+    """Format seconds as ``[D:]HH:MM:SS`` (fractions dropped); ``unlimited`` for infinity."""
+    if math.isinf(seconds):
+        return "unlimited"
+    s = int(seconds)
+    days, s = divmod(s, 86400)
+    hours, s = divmod(s, 3600)
+    minutes, s = divmod(s, 60)
+    text = f"{hours:02d}:{minutes:02d}:{s:02d}"
+    return f"{days}:{text}" if days else text
