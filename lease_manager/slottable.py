@@ -161,6 +161,15 @@ class SlotTable:
         return self._t[0]
 
     @property
+    def version(self) -> int:
+        """A number that changes whenever the table changes (for caching answers)."""
+        return self._version
+
+    def room_at(self, vector: np.ndarray, t: float) -> float:
+        """How many VMs of shape ``vector`` the whole site could host at instant ``t``."""
+        return float(self._shape(vector).totals[self._slot[self._row(t)]])
+
+    @property
     def breakpoints(self) -> int:
         """Number of rows in the profile."""
         return len(self._t)
@@ -198,6 +207,7 @@ class SlotTable:
             shape.totals[dst] = shape.totals[src]
         self._t.insert(k + 1, t)
         self._slot.insert(k + 1, dst)
+        self._version += 1
         return k + 1
 
     def _ref(self, t: float, grows: bool) -> None:
@@ -231,15 +241,23 @@ class SlotTable:
         self._spare.append(self._slot[k])
         del self._t[k]
         del self._slot[k]
+        self._version += 1
 
     def _slots(self, ks: int, ke: int) -> np.ndarray:
         return np.array(self._slot[ks:ke], dtype=np.intp)
 
     def _span(self, start: float, end: float) -> tuple[int, int]:
-        """Rows ``ks:ke`` covering ``[start, end)`` (``end > start``), start clipped to the horizon."""
+        """Rows ``ks:ke`` covering ``[start, end)``, start clipped to the horizon (``ks == ke``
+        when nothing of the interval is left)."""
         ks = 0 if start <= self._t[0] else self._row(start)
-        ke = len(self._t) if math.isinf(end) else bisect_left(self._t, end, ks + 1)
+        if end <= max(start, self._t[0]):
+            return ks, ks
+        ke = len(self._t) if math.isinf(end) else bisect_left(self._t, end, ks)
         return ks, ke
+
+    def _check_known(self, t: float) -> None:
+        if t < self._t[0]:
+            raise ValueError(f"time {t} is before the slot table's horizon {self._t[0]}")
 
     def _row_totals(self, shape: _Shape) -> np.ndarray:
         """``shape``'s totals for every row, in time order (cached per table version)."""
@@ -350,15 +368,25 @@ class SlotTable:
         """Make site-wide resource ``name`` vary: ``steps`` are ``(from_time, capacity)`` pairs.
 
         Each capacity holds from its time until the next step's time (the last one for ever).
-        Raises :class:`OvercommitError` if reservations already hold more than a new capacity.
+        Raises :class:`OvercommitError`, changing nothing, if reservations already hold more
+        than a new capacity.
         """
         i = self.site_resources.index(name)
         steps = sorted(steps)
         bounds = [t for t, _ in steps[1:]] + [math.inf]
+        spans = []
         for (t, value), until in zip(steps, bounds):
             t = max(t, self._t[0])
             if t >= until:
                 continue
+            ks, ke = self._span(t, until)
+            slots = self._slots(ks, ke)
+            used = self._site_cap[slots, i] - self._site[slots, i]
+            if (value - used < -EPS).any():
+                raise OvercommitError(f"site resource {name!r}: capacity {value} from {t} is below "
+                                      f"what reservations already hold ({used.max()})")
+            spans.append((t, until, value))
+        for t, until, value in spans:
             k = self._split(t)
             self._ref(t, True)
             if math.isinf(until):
@@ -368,9 +396,6 @@ class SlotTable:
                 self._ref(until, True)
             slots = self._slots(k, ke)
             used = self._site_cap[slots, i] - self._site[slots, i]
-            if (value - used < -EPS).any():
-                raise OvercommitError(f"site resource {name!r}: capacity {value} from {t} is below "
-                                      f"what reservations already hold ({used.max()})")
             self._site[slots, i] = value - used
             self._site_cap[slots, i] = value
             self._version += 1
@@ -416,6 +441,7 @@ class SlotTable:
         """Free capacity of every node all through ``[start, end)``: shape (nodes, types)."""
         if not end > start:
             return self.free_at(start)
+        self._check_known(start)
         ks, ke = self._span(start, end)
         return self._free[self._slots(ks, ke)].min(axis=0)
 
@@ -490,6 +516,9 @@ class SlotTable:
 
     def vm_fits(self, vector: np.ndarray, start: float, end: float) -> np.ndarray:
         """How many VMs of shape ``vector`` each node can host all through ``[start, end)``."""
+        self._check_known(start)
+        if not end > start:
+            end = start + EPS
         ks, ke = self._span(start, end)
         return self._window_fits(self._shape(vector), ks, ke).min(axis=0)
 
@@ -506,6 +535,8 @@ class SlotTable:
         Candidates are ``after`` and the later breakpoints where some capacity may grow.
         ``own`` is a reservation (the lease's current one) whose resources count as free.
         """
+        if not_after is not None and not_after < after:
+            return
         times = self._t
         n = len(times)
         k0 = self._row(after)
@@ -518,8 +549,8 @@ class SlotTable:
         slots = self._slots(k0, k_end)
         groups = [(self._shape(v), c) for c, v in zip(demand.counts, demand.vectors)]
         own_rows = None
-        if own is not None and own.id in self._reservations:
-            lo, hi = self._span(max(own.start, times[k0]), own.end)
+        if own is not None and own.id in self._reservations and own.end > after:
+            lo, hi = self._span(max(own.start, after), own.end)
             lo, hi = max(lo, k0) - k0, min(hi, k_end) - k0
             if hi > lo:
                 own_rows = (lo, hi)
@@ -543,8 +574,6 @@ class SlotTable:
             if own_rows is not None and own.site_amount is not None:
                 site[own_rows[0]:own_rows[1]] += own.site_amount
             blocked |= (site < site_demand - EPS).any(axis=1)
-        if k_end == n and blocked[-1]:
-            return   # not even the table's last (unbounded) row can host the lease
         # prev_blocked[i]: the last blocked row at or before row i (-1: none)
         prev_blocked = np.maximum.accumulate(
             np.where(blocked, np.arange(k_rows), -1)).tolist()
@@ -673,3 +702,13 @@ class SlotTable:
         for shape in self._shapes.values():
             if not np.allclose(shape.totals[slots], shape.fits(free).sum(axis=1)):
                 raise AssertionError("slot table VM totals differ from its profile")
+        if self.site_resources:
+            site = self._site_cap[slots].copy()
+            for res in self._reservations.values():
+                if res.site_amount is not None:
+                    ks, ke = self._span(max(res.start, self._t[0]), res.end)
+                    site[ks:ke] -= res.site_amount
+            if not np.allclose(site, self._site[slots]):
+                raise AssertionError("slot table site-wide amounts differ from its reservations")
+            if (site < -EPS).any():
+                raise AssertionError("slot table over-commits a site-wide resource")
