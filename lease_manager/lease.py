@@ -91,11 +91,16 @@ class VMRequest:
         v.flags.writeable = False
         return cls((int(count),), v)
 
+    #: ``vectors[0].tobytes()`` when all VMs have one shape, else None (for caches)
+    shape_key: bytes | None = attrs.field(init=False, default=None)
+
     def __attrs_post_init__(self) -> None:
         if len(self.counts) != self.vectors.shape[0]:
             raise ValueError("one count per VM group is needed")
         if any(c <= 0 for c in self.counts):
             raise ValueError("a lease needs at least one VM in each group")
+        if len(self.counts) == 1:
+            object.__setattr__(self, "shape_key", self.vectors[0].tobytes())
 
     @property
     def count(self) -> int:

@@ -12,6 +12,7 @@ moved later than the start it was promised.
 from __future__ import annotations
 
 import math
+from bisect import bisect_right
 from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
@@ -136,8 +137,6 @@ class LeaseScheduler:
         self._emit("lease_rejected", lease=lease, now=now)
 
     def _enqueue(self, lease: Lease) -> None:
-        from bisect import bisect_right
-
         key = self.queue_policy.sort_key(lease)
         at = bisect_right(self._queue_keys, key)
         self._queue_keys.insert(at, key)
@@ -171,10 +170,33 @@ class LeaseScheduler:
 
     def _process_queue(self, now: float) -> None:
         queue, keys = self.queue, self._queue_keys
+        table = self.table
         kept: list[int] = []
         stop = len(queue)
+        # Within a pass, while the table does not change, a lease of one VM shape cannot start
+        # now if it needs more VMs than the site can host now, or at least as many VMs for at
+        # least as long as one that just could not: decided without asking the table again.
+        version = -1
+        room: dict[bytes, float] = {}
+        failed: dict[bytes, list[tuple[int, float]]] = {}
         for i, lease in enumerate(queue):
-            if self._schedule(lease, now, len(self.future) < self.max_future):
+            allow_future = len(self.future) < self.max_future
+            key = lease.vms.shape_key
+            if not allow_future and key is not None:
+                if table.version != version:
+                    version = table.version
+                    room.clear()
+                    failed.clear()
+                count, duration = lease.vms.count, lease.requested_duration
+                if key not in room:
+                    room[key] = table.room_at(lease.vms.vectors[0], now)
+                blocked = count > room[key] or any(
+                    c <= count and d <= duration for c, d in failed.get(key, ()))
+                if not blocked and self._schedule(lease, now, False):
+                    continue
+                if table.version == version:
+                    failed.setdefault(key, []).append((count, duration))
+            elif self._schedule(lease, now, allow_future):
                 continue
             kept.append(i)
             if self.backfilling == "off":   # the head of the queue blocks the rest

@@ -13,7 +13,7 @@ import io
 import math
 import re
 from pathlib import Path
-from typing import IO, Iterator
+from typing import IO, Iterator, NamedTuple
 
 import attrs
 import numpy as np
@@ -47,8 +47,7 @@ NUMERIC_DIRECTIVES = ("MaxJobs", "MaxRecords", "UnixStartTime", "TimeZone", "Max
                       "MaxProcs", "MaxRuntime", "MaxMemory", "MaxQueues", "MaxPartitions")
 
 
-@attrs.frozen(slots=True)
-class SWFJob:
+class SWFJob(NamedTuple):
     """One job line; ``-1`` means unknown, as in the format. ``line`` is its line number."""
 
     job: int
@@ -72,9 +71,9 @@ class SWFJob:
     line: int
 
 
-_INT_FIELDS = {i for i, (name, _) in enumerate(FIELDS)
-               if name in ("job", "allocated_procs", "requested_procs", "status", "user", "group",
-                           "executable", "queue", "partition", "preceding_job")}
+_INT_FIELDS = tuple(i for i, (name, _) in enumerate(FIELDS)
+                    if name in ("job", "allocated_procs", "requested_procs", "status", "user", "group",
+                                "executable", "queue", "partition", "preceding_job"))
 
 
 def open_text(path: str | Path) -> IO[str]:
@@ -152,25 +151,33 @@ class SWFReader:
         if len(parts) != 18:
             self._bad(number, f"expected 18 fields, found {len(parts)}")
             return None
-        values: list[float | int] = []
+        try:
+            v = list(map(float, parts))
+        except ValueError:
+            v = None
+        if v is None or not all(map(math.isfinite, v)) or not all(
+                v[i].is_integer() for i in _INT_FIELDS):
+            return self._explain(parts, number)
+        return SWFJob(int(v[0]), v[1], v[2], v[3], int(v[4]), v[5], v[6], int(v[7]), v[8],
+                      v[9], int(v[10]), int(v[11]), int(v[12]), int(v[13]), int(v[14]),
+                      int(v[15]), int(v[16]), v[17], number)
+
+    def _explain(self, parts: list[str], number: int) -> None:
+        """Report the first bad field of a line that did not parse."""
         for i, part in enumerate(parts):
+            field = f"field {i + 1} ({FIELDS[i][1]})"
             try:
                 value = float(part)
             except ValueError:
-                self._bad(number, f"{part!r} is not a number", f"field {i + 1} ({FIELDS[i][1]})")
+                self._bad(number, f"{part!r} is not a number", field)
                 return None
             if not math.isfinite(value):
-                self._bad(number, f"{part!r} is not a finite number",
-                          f"field {i + 1} ({FIELDS[i][1]})")
+                self._bad(number, f"{part!r} is not a finite number", field)
                 return None
-            if i in _INT_FIELDS:
-                if not value.is_integer():
-                    self._bad(number, f"{part!r} is not an integer",
-                              f"field {i + 1} ({FIELDS[i][1]})")
-                    return None
-                value = int(value)
-            values.append(value)
-        return SWFJob(*values, line=number)
+            if i in _INT_FIELDS and not value.is_integer():
+                self._bad(number, f"{part!r} is not an integer", field)
+                return None
+        return None
 
 
 def _raw_position(raw: IO[bytes]) -> int:
