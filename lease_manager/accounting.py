@@ -144,7 +144,7 @@ class Accounting:
         """Write ``leases.csv``, one row per lease in id order (``nodes``: the node indices the
         lease ran on, space-separated)."""
         with path.open("w", newline="") as fh:
-            out = csv.writer(fh)
+            out = csv.writer(fh, lineterminator="\n")
             out.writerow(COLUMNS)
             for row in sorted(self._rows, key=lambda r: r[0]):
                 out.writerow(row[:4] + tuple(_fmt(x) for x in row[4:7]) + (row[7],)

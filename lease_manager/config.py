@@ -170,9 +170,8 @@ class Schema:
         for section in self.sections:
             out += [f"## [{section}]", ""]
             for opt in self.options_in(section):
-                default = ("*required*" if opt.required else
-                           f"`{opt.type.format(opt.default)}`" if opt.default not in (None, "")
-                           else "*empty*")
+                text = "" if opt.required or opt.default is None else opt.type.format(opt.default)
+                default = ("*required*" if opt.required else f"`{text}`" if text else "*empty*")
                 out.append(f"### `{opt.name}`")
                 out.append("")
                 out.append(f"- type: {opt.type.name}")
@@ -209,11 +208,14 @@ class Config:
 
     def error(self, section: str, name: str, message: str) -> ConfigError:
         """A :class:`ConfigError` about an option's value, naming where it was set."""
+        field = f"[{section}] {name}"
         src = self.source(section, name)
+        if src == "default":   # not set anywhere: name the configuration file, if any
+            return ConfigError(message, file=str(self.path) if self.path else None, field=field)
         file, _, line = src.rpartition(":")
         if file and line.isdigit():
-            return ConfigError(message, file=file, line=int(line), field=f"[{section}] {name}")
-        return ConfigError(message, file=src, field=f"[{section}] {name}")
+            return ConfigError(message, file=file, line=int(line), field=field)
+        return ConfigError(message, file=src, field=field)
 
     def items(self) -> dict[str, dict[str, Any]]:
         out: dict[str, dict[str, Any]] = {}

@@ -29,7 +29,7 @@ class Metrics:
         for name, (times, values) in sorted(self.series.items()):
             path = directory / f"{name}.csv"
             with path.open("w", newline="") as fh:
-                out = csv.writer(fh)
+                out = csv.writer(fh, lineterminator="\n")
                 out.writerow(["time", "value"])
                 out.writerows(zip(times, values))
             written.append(path)

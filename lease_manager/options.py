@@ -25,17 +25,11 @@ def core_options(policy_names: Mapping[str, tuple[str, ...]]) -> list[Option]:
             `144 CPU:8 Memory:16384`. The resource types are those named here. Groups of
             different nodes are separated by `;`. A CPU amount above 1 is a pool of cores that
             VMs of different leases share."""),
-        Option("simulation", "site-resources", STRING, "", doc="""
-            Site-wide resources with a capacity of their own (e.g. `Power:40000`), shared by all
-            nodes. Empty for none."""),
         Option("simulation", "clock", STRING, "simulated", choices=("simulated", "real"), doc="""
             `simulated` jumps from one event to the next (trace replay, as fast as possible);
             `real` follows the wall clock (see `speedup`)."""),
         Option("simulation", "speedup", FLOAT, 1.0, minimum=1e-9, doc="""
             With the real clock, how many seconds of schedule pass per wall-clock second."""),
-        Option("simulation", "starttime", STRING, "", doc="""
-            Wall-clock date and time of the run's time 0 (ISO 8601), used when times are shown
-            as dates. Empty: the trace's `UnixStartTime` if it has one."""),
         Option("simulation", "stop-when", STRING, "all-leases-done", choices=STOP_WHEN, doc="""
             When a simulation ends: `all-leases-done` (every lease finished), `besteffort-done`
             (every best-effort lease finished) or `time` (at `runtime`)."""),

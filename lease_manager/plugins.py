@@ -26,6 +26,7 @@ from .policies import POLICY_KINDS
 BUILTIN_PLUGINS = (
     "lease_manager.policies.defaults",
     "lease_manager.policies.host_selection",
+    "lease_manager.policies.probes",
 )
 ENTRY_POINT_GROUP = "lease_manager"
 
@@ -60,8 +61,11 @@ class Plugins:
         self.policies = self._collect_policies()
         self.schema = Schema(core_options(
             {kind: tuple(names) for kind, names in self.policies.items()}))
-        for options in self.pm.hook.register_options():
-            self.schema.add(options or ())
+        for impl in self.pm.hook.register_options.get_hookimpls():
+            try:
+                self.schema.add(impl.function() or ())
+            except ValueError as exc:
+                raise LeaseManagerError(f"plugin {impl.plugin_name!r}: {exc}") from None
 
     def _load_entry_points(self) -> None:
         for ep in metadata.entry_points(group=ENTRY_POINT_GROUP):

@@ -17,7 +17,7 @@ from .accounting import Accounting, write_summary
 from .clock import RealClock, SimulatedClock
 from .config import Config, load_config
 from .engine import Engine, SimulatedEnactment
-from .errors import ConfigError, TraceError
+from .errors import LeaseManagerError, TraceError
 from .events import Timeline
 from .invariants import InvariantChecker
 from .metrics import Metrics
@@ -41,9 +41,7 @@ class Run:
         self.plugins = plugins if plugins is not None else Plugins()
         pm = self.plugins.pm
         self.nodes = parse_site(config.get("simulation", "resources"))
-        site_text = config.get("simulation", "site-resources")
-        site_resources = parse_amounts(site_text) if site_text else None
-        self.table = SlotTable(self.nodes, site_resources=site_resources)
+        self.table = SlotTable(self.nodes)
         self.timeline = Timeline()
         self.metrics = Metrics()
         self.trace_stats = TraceStats()
@@ -155,7 +153,8 @@ class Run:
         for extra in self.plugins.pm.hook.collect_summary(run=self):
             for key, value in (extra or {}).items():
                 if key in summary:
-                    raise ConfigError(f"a plugin's summary field {key!r} clashes with another")
+                    raise LeaseManagerError(f"a plugin's summary field {key!r} clashes with "
+                                            f"another field of summary.json")
                 summary[key] = value
         summary["simulation"] = {
             "wall_seconds": round(time.perf_counter() - wall0, 3),
