@@ -93,6 +93,8 @@ class VMRequest:
 
     #: ``vectors[0].tobytes()`` when all VMs have one shape, else None (for caches)
     shape_key: bytes | None = attrs.field(init=False, default=None)
+    #: total number of VMs
+    count: int = attrs.field(init=False, default=0)
 
     def __attrs_post_init__(self) -> None:
         if len(self.counts) != self.vectors.shape[0]:
@@ -101,11 +103,7 @@ class VMRequest:
             raise ValueError("a lease needs at least one VM in each group")
         if len(self.counts) == 1:
             object.__setattr__(self, "shape_key", self.vectors[0].tobytes())
-
-    @property
-    def count(self) -> int:
-        """Total number of VMs."""
-        return sum(self.counts)
+        object.__setattr__(self, "count", sum(self.counts))
 
     @property
     def total(self) -> np.ndarray:

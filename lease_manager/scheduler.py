@@ -169,43 +169,73 @@ class LeaseScheduler:
             self._enqueue(lease)
 
     def _process_queue(self, now: float) -> None:
-        queue, keys = self.queue, self._queue_keys
+        """Schedule queued leases in order: while another future reservation is allowed, each
+        lease in turn starts now or reserves; after that only leases that start now."""
+        queue = self.queue
+        done: set[int] = set()
+        n = len(queue)
+        i = 0
+        while i < n and len(self.future) < self.max_future:
+            if self._schedule(queue[i], now, True):
+                done.add(i)
+            i += 1
+        if self.backfilling == "off":
+            if i < n and self._schedule(queue[i], now, False):   # the head blocks the rest
+                done.add(i)
+                i += 1
+                while i < n and self._schedule(queue[i], now, False):
+                    done.add(i)
+                    i += 1
+        elif i < n:
+            done.update(self._backfill_now(i, now))
+        if done:
+            keys = self._queue_keys
+            self.queue = [l for j, l in enumerate(queue) if j not in done]
+            self._queue_keys = [k for j, k in enumerate(keys) if j not in done]
+
+    def _backfill_now(self, first: int, now: float) -> list[int]:
+        """Start what can start now among ``queue[first:]``, in queue order.
+
+        While the table does not change, a lease of one VM shape cannot start now if it needs
+        more VMs than the site can host now, or at least as many VMs for at least as long as
+        one that just could not: such leases are passed over without asking the table.
+        """
         table = self.table
-        kept: list[int] = []
-        stop = len(queue)
-        # Within a pass, while the table does not change, a lease of one VM shape cannot start
-        # now if it needs more VMs than the site can host now, or at least as many VMs for at
-        # least as long as one that just could not: decided without asking the table again.
-        version = -1
-        room: dict[bytes, float] = {}
-        failed: dict[bytes, list[tuple[int, float]]] = {}
-        for i, lease in enumerate(queue):
-            allow_future = len(self.future) < self.max_future
+        queue = self.queue
+        room: dict[bytes | None, float] = {}
+
+        def room_for(lease: Lease) -> float:
             key = lease.vms.shape_key
-            if not allow_future and key is not None:
-                if table.version != version:
-                    version = table.version
-                    room.clear()
-                    failed.clear()
-                count, duration = lease.vms.count, lease.requested_duration
-                if key not in room:
-                    room[key] = table.room_at(lease.vms.vectors[0], now)
-                blocked = count > room[key] or any(
-                    c <= count and d <= duration for c, d in failed.get(key, ()))
-                if not blocked and self._schedule(lease, now, False):
+            if key is None:
+                return math.inf
+            r = room.get(key)
+            if r is None:
+                r = room[key] = table.room_at(lease.vms.vectors[0], now)
+            return r
+
+        candidates = [j for j in range(first, len(queue))
+                      if queue[j].vms.count <= room_for(queue[j])]
+        started: list[int] = []
+        version = table.version
+        failed: dict[bytes, list[tuple[int, float]]] = {}
+        for j in candidates:
+            lease = queue[j]
+            key = lease.vms.shape_key
+            count, duration = lease.vms.count, lease.requested_duration
+            if table.version != version:   # something started: the room shrank
+                version = table.version
+                room.clear()
+                failed.clear()
+                if count > room_for(lease):
                     continue
-                if table.version == version:
-                    failed.setdefault(key, []).append((count, duration))
-            elif self._schedule(lease, now, allow_future):
+            if key is not None and any(c <= count and d <= duration
+                                       for c, d in failed.get(key, ())):
                 continue
-            kept.append(i)
-            if self.backfilling == "off":   # the head of the queue blocks the rest
-                stop = i + 1
-                break
-        if len(kept) == stop:
-            return   # nothing was scheduled: the queue is unchanged
-        self.queue = [queue[i] for i in kept] + queue[stop:]
-        self._queue_keys = [keys[i] for i in kept] + keys[stop:]
+            if self._schedule(lease, now, False):
+                started.append(j)
+            elif key is not None:
+                failed.setdefault(key, []).append((count, duration))
+        return started
 
     def _place_at(self, lease: Lease, start: float, duration: float) -> "Reservation | None":
         """Ask host selection for an order and the mapper for a placement at ``start``."""
