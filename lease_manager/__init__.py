@@ -9,14 +9,15 @@ from .config import Option, OptionType  # noqa: E402
 from .errors import ConfigError, InputError, LeaseManagerError, TraceError  # noqa: E402
 from .hookspecs import hookimpl  # noqa: E402
 from .lease import Lease, LeaseState, LeaseType, VMRequest  # noqa: E402
-from .policies import (AdmissionPolicy, HostSelectionPolicy, Policy,  # noqa: E402
-                       PricingPolicy, QueuePolicy)
+from .policies import (AdmissionPolicy, Annotator, HostSelectionPolicy,  # noqa: E402
+                       Policy, PricingPolicy, QueuePolicy)
 from .run import Run, load_run  # noqa: E402
 from .slottable import Reservation, SlotTable  # noqa: E402
 
 __all__ = [
     "__version__", "hookimpl", "Option", "OptionType", "Lease", "LeaseState", "LeaseType",
     "VMRequest", "Reservation", "SlotTable", "Run", "load_run", "Policy", "AdmissionPolicy",
+    "Annotator",
     "PricingPolicy", "QueuePolicy", "HostSelectionPolicy", "LeaseManagerError", "InputError",
     "ConfigError", "TraceError",
 ]

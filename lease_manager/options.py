@@ -30,6 +30,9 @@ def core_options(policy_names: Mapping[str, tuple[str, ...]]) -> list[Option]:
             `real` follows the wall clock (see `speedup`)."""),
         Option("simulation", "speedup", FLOAT, 1.0, minimum=1e-9, doc="""
             With the real clock, how many seconds of schedule pass per wall-clock second."""),
+        Option("simulation", "seed", INTEGER, 0, minimum=0, doc="""
+            Seed of the run's random numbers: policies and annotators draw from independent
+            streams derived from it, so the same seed gives the same results."""),
         Option("simulation", "stop-when", STRING, "all-leases-done", choices=STOP_WHEN, doc="""
             When a simulation ends: `all-leases-done` (every lease finished), `besteffort-done`
             (every best-effort lease finished) or `time` (at `runtime`)."""),
@@ -58,6 +61,9 @@ def core_options(policy_names: Mapping[str, tuple[str, ...]]) -> list[Option]:
             Replay only the first N jobs that pass the other filters (0: all)."""),
         Option("tracefile", "rebase", BOOLEAN, False, doc="""
             Shift submit times so that the first replayed job arrives at time 0."""),
+        Option("tracefile", "annotators", NAMES, (), doc=f"""
+            Annotators applied, in this order, to every lease read from the trace
+            (installed: {', '.join(names('annotator')) or 'none'})."""),
         Option("tracefile", "skip-bad-lines", BOOLEAN, False, doc="""
             Report malformed trace lines and go on instead of stopping at the first one."""),
         Option("tracefile", "oversized", STRING, "reject", choices=("reject", "error"), doc="""

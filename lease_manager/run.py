@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import resource
 import time
+import zlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 
@@ -53,8 +54,11 @@ class Run:
                              ("host-selection", "policy-host-selection")):
             name = config.get("scheduling", option)
             self.policies[kind] = self._instantiate(kind, name)
+        self._rngs: dict[str, np.random.Generator] = {}
         self.probes = [self._instantiate("probe", name)
                        for name in config.get("accounting", "probes")]
+        self.annotators = [self._instantiate("annotator", name)
+                           for name in config.get("tracefile", "annotators")]
         # the core's own observers are called directly, before any plugin's hooks
         self.accounting = Accounting(self.nodes.types.names)
         observers: list[Any] = [self.accounting]
@@ -93,6 +97,15 @@ class Run:
     def now(self) -> float:
         return self.clock.now()
 
+    def rng(self, name: str) -> np.random.Generator:
+        """The random stream called ``name`` (one per policy, say), derived from the run's
+        ``[simulation] seed``: independent of the other streams and of the order of use."""
+        gen = self._rngs.get(name)
+        if gen is None:
+            seed = self.config.get("simulation", "seed")
+            gen = self._rngs[name] = np.random.default_rng([seed, zlib.crc32(name.encode())])
+        return gen
+
     # ---------------------------------------------------------------------------- inputs
     def vm_vector(self) -> np.ndarray:
         """The per-VM capacity of trace leases (``[tracefile] vm-resources``), validated."""
@@ -128,7 +141,10 @@ class Run:
 
     def _checked(self, leases: Iterable["Lease"]) -> Iterator["Lease"]:
         strict = self.config.get("tracefile", "oversized") == "error"
+        annotators = self.annotators
         for lease in leases:
+            for annotator in annotators:
+                annotator.annotate(lease)
             if strict:
                 reason = self.scheduler.oversize_reason(lease)
                 if reason:

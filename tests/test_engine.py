@@ -81,3 +81,37 @@ def test_usage_probe_and_plugin_summary_fields():
     assert values[:2] == [0.5, 0.5] and max(values) == 1.0
     assert run.metrics.series["queue_length"][1][1] == 1      # #2 waits at 0:01
     assert run.summary["cycles_seen"] == run.engine.steps
+
+
+class Tagger(lease_manager.Annotator):
+    """Tags every lease with a draw from its own random stream."""
+
+    name = "tagger"
+
+    def annotate(self, lease):
+        lease.extra["draw"] = float(self.run.rng("tagger").random())
+
+
+class _Annotators:
+    @lease_manager.hookimpl
+    def register_policies(self):
+        return [Tagger]
+
+
+def test_annotators_are_seeded_per_stream():
+    def draws(seed, other_stream_first=False):
+        plugins = Plugins(entry_points=False, extra=[_Annotators()])
+        from lease_manager.config import load_config
+        from lease_manager.run import Run
+        cfg = load_config(None, plugins.schema, ["simulation.resources=4 CPU:1 Memory:1024",
+                                                 "tracefile.annotators=tagger",
+                                                 f"simulation.seed={seed}"])
+        leases = [be(i, 1, HOUR, i) for i in range(1, 4)]
+        run = Run(cfg, plugins, leases=leases)
+        if other_stream_first:
+            run.rng("someone-else").random(100)
+        run.run()
+        return [l.extra["draw"] for l in leases]
+
+    assert draws(1) == draws(1) == draws(1, other_stream_first=True)
+    assert draws(1) != draws(2)

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from ..slottable import SlotTable
 
 #: The kinds of policy the core selects by name from the ini file.
-POLICY_KINDS = ("admission", "pricing", "queue", "host-selection", "probe")
+POLICY_KINDS = ("admission", "pricing", "queue", "host-selection", "probe", "annotator")
 
 
 class Policy:
@@ -71,6 +71,18 @@ class QueuePolicy(Policy):
     def sort_key(self, lease: "Lease") -> Any:
         """Position in the wait queue (smaller first); ties keep arrival order."""
         return (lease.submit, lease.id)
+
+
+class Annotator(Policy):
+    """Adds attributes to every lease read from the workload, before it is submitted (kind
+    ``annotator``): synthetic workload characteristics, for instance. Random draws must come
+    from ``self.run.rng(name)`` so that a run is reproducible from its seed."""
+
+    kind = "annotator"
+
+    def annotate(self, lease: "Lease") -> None:
+        """Set attributes of ``lease`` (usually in ``lease.extra``)."""
+        raise NotImplementedError
 
 
 class HostSelectionPolicy(Policy):
