@@ -59,6 +59,11 @@ class Accounting:
         self.first_submit = math.inf
         self.last_end = -math.inf
         self.revenue = 0.0
+        self.by_type: collections.Counter = collections.Counter()   # (type, accepted?)
+        self.deadlines: collections.Counter = collections.Counter()  # met / missed
+        self.preemptions = 0
+        self.suspensions = 0
+        self.time_suspended = 0.0
         self.used = np.zeros(len(self.resource_names))   # capacity x seconds actually held
 
     # ------------------------------------------------------------------------ observing
@@ -82,6 +87,12 @@ class Accounting:
         self.states[state] += 1
         if state is LeaseState.REJECTED:
             self.rejected_by_reason[lease.reason.split(":")[0]] += 1
+        self.by_type[lease.type.value, state is not LeaseState.REJECTED] += 1
+        self.preemptions += lease.preemptions
+        self.suspensions += lease.suspensions
+        self.time_suspended += lease.time_suspended
+        if lease.deadline is not None and state is LeaseState.DONE:
+            self.deadlines["met" if lease.end <= lease.deadline + 1e-9 else "missed"] += 1
         wait = lease.wait
         if wait is not None:
             self._started += 1
@@ -138,6 +149,15 @@ class Accounting:
             "utilization": util.get(main, 0.0),
             "utilization_by_resource": util,
             "revenue": self.revenue,
+            "ar_accepted": self.by_type["advance-reservation", True],
+            "ar_rejected": self.by_type["advance-reservation", False],
+            "immediate_accepted": self.by_type["immediate", True],
+            "immediate_rejected": self.by_type["immediate", False],
+            "deadline_met": self.deadlines["met"],
+            "deadline_missed": self.deadlines["missed"],
+            "preemptions": self.preemptions,
+            "suspensions": self.suspensions,
+            "time_suspended": self.time_suspended,
         }
 
     def write_leases(self, path: Path) -> None:

@@ -19,21 +19,22 @@ if TYPE_CHECKING:
     from .clock import RealClock, SimulatedClock
     from .lease import Lease
     from .scheduler import LeaseScheduler
-    from .slottable import SlotTable
+    from .slottable import Reservation, SlotTable
 
 
 class SimulatedEnactment:
-    """Carries out leases in a simulation: a started lease's work ends after its actual
-    duration (capped by its reservation), which the engine learns through an END event."""
+    """Carries out leases in a simulation: once a lease's VMs run, its remaining work ends
+    after its actual duration, which the engine learns through an END event (if that is not
+    after the running reservation ends: then a planned suspension or the reservation's end
+    comes first)."""
 
     def __init__(self, timeline: Timeline) -> None:
         self.timeline = timeline
 
-    def start(self, lease: "Lease", now: float) -> None:
-        res = lease.reservations[-1]
-        end = min(now + lease.run_duration, res.end)
-        if not math.isinf(end):
-            self.timeline.push(end, EventKind.END, lease)
+    def start(self, lease: "Lease", res: "Reservation", now: float) -> None:
+        end = now + lease.remaining_actual
+        if end <= res.end and not math.isinf(end):
+            self.timeline.push(end, EventKind.END, res)
 
 
 class Engine:
@@ -67,6 +68,10 @@ class Engine:
         self._inbox.append(lease)
         self.clock.wake()
 
+    def call_at(self, time: float, fn: Callable[[float], None]) -> None:
+        """Call ``fn(now)`` at ``time`` (a decision point of its own; not thread-safe)."""
+        self.timeline.push(time, EventKind.CALL, fn)
+
     def stop(self) -> None:
         """Ask a running engine to stop after the current step (any thread)."""
         self._stopping.set()
@@ -95,11 +100,15 @@ class Engine:
             while inbox:
                 sched.submit(inbox.popleft(), now)
             if now >= t:
-                for kind, lease in timeline.pop_due(now):
+                for kind, payload in timeline.pop_due(now):
                     if kind is EventKind.END:
-                        sched.end(lease, now)
+                        sched.work_finished(payload, now)
+                    elif kind is EventKind.SEGMENT_END:
+                        sched.segment_ended(payload, now)
                     elif kind is EventKind.START:
-                        sched.start_due(lease, now)
+                        sched.segment_started(payload, now)
+                    else:
+                        payload(now)
                 while nxt is not None and nxt.submit <= now:
                     sched.submit(nxt, now)
                     nxt = next(self._arrivals, None)

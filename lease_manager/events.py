@@ -6,19 +6,17 @@ import enum
 import heapq
 import itertools
 import math
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from .lease import Lease
+from typing import Any
 
 
 class EventKind(enum.IntEnum):
     """What happens at an instant, in the order it is handled: ends free resources before
     planned starts take them, and both before new requests are considered."""
 
-    END = 0      # a running lease's work finishes
-    START = 1    # a planned reservation begins
-    WAKE = 2     # a decision point without a lease (a periodic epoch, a policy's timer)
+    END = 0          # a lease's work finishes (payload: its running "vm" reservation)
+    SEGMENT_END = 1  # a planned segment ends, e.g. a suspension completes (payload: reservation)
+    START = 2        # a planned segment begins (payload: reservation)
+    CALL = 3         # a callback at a decision point (payload: callable taking ``now``)
 
 
 class Timeline:
@@ -29,8 +27,8 @@ class Timeline:
         self._heap: list[tuple[float, int, int, Any]] = []
         self._seq = itertools.count()
 
-    def push(self, time: float, kind: EventKind, lease: "Lease | None" = None) -> None:
-        heapq.heappush(self._heap, (time, int(kind), next(self._seq), lease))
+    def push(self, time: float, kind: EventKind, payload: Any = None) -> None:
+        heapq.heappush(self._heap, (time, int(kind), next(self._seq), payload))
 
     def next_time(self) -> float:
         return self._heap[0][0] if self._heap else math.inf
@@ -40,8 +38,8 @@ class Timeline:
         due = []
         heap = self._heap
         while heap and heap[0][0] <= time:
-            _, kind, _, lease = heapq.heappop(heap)
-            due.append((EventKind(kind), lease))
+            _, kind, _, payload = heapq.heappop(heap)
+            due.append((EventKind(kind), payload))
         return due
 
     def __len__(self) -> int:

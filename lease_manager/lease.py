@@ -57,13 +57,14 @@ TRANSITIONS: dict[LeaseState, frozenset[LeaseState]] = {
     S.HELD: frozenset({S.QUEUED}),
     S.QUEUED: frozenset({S.SCHEDULED, S.REJECTED}),
     # SCHEDULED -> QUEUED: the reservation was given up before it started (requeued).
-    S.SCHEDULED: frozenset({S.ACTIVE, S.QUEUED, S.FAILED}),
+    # SCHEDULED -> RESUMING / MIGRATING: a suspended lease's planned resumption begins.
+    S.SCHEDULED: frozenset({S.ACTIVE, S.QUEUED, S.RESUMING, S.MIGRATING, S.FAILED}),
     # ACTIVE -> QUEUED: preempted without suspension, requeued and losing its work.
     # ACTIVE -> SCHEDULED: preempted in the plan before it started its next segment.
     S.ACTIVE: frozenset({S.DONE, S.SUSPENDING, S.QUEUED, S.FAILED}),
     S.SUSPENDING: frozenset({S.SUSPENDED, S.FAILED}),
     S.SUSPENDED: frozenset({S.RESUMING, S.MIGRATING, S.QUEUED, S.FAILED}),
-    S.MIGRATING: frozenset({S.SUSPENDED, S.FAILED}),
+    S.MIGRATING: frozenset({S.SUSPENDED, S.RESUMING, S.FAILED}),
     S.RESUMING: frozenset({S.ACTIVE, S.FAILED}),
 }
 TRANSITIONS = {
@@ -148,7 +149,16 @@ class Lease:
     reservations: list["Reservation"] = attrs.field(factory=list)
     #: every reservation the lease actually used, as it ended (for accounting and invariants)
     allocations: list["Reservation"] = attrs.field(factory=list)
-    #: first start ever promised to the lease, and when it really started / ended
+    #: seconds of work done so far (a suspended lease resumes with the rest)
+    work_done: float = 0.0
+    #: the node of each VM while the lease is suspended (where its memory images are)
+    image_nodes: tuple[int, ...] = ()
+    preemptions: int = 0
+    suspensions: int = 0
+    #: seconds spent suspending, suspended and resuming
+    time_suspended: float = 0.0
+    #: first start promised to the lease since it last entered the queue, and when it really
+    #: started (first) / ended
     promised_start: float | None = None
     start: float | None = None
     end: float | None = None
@@ -173,6 +183,16 @@ class Lease:
         if actual is None:
             return self.requested_duration
         return min(actual, self.requested_duration)
+
+    @property
+    def remaining_requested(self) -> float:
+        """Work still to reserve for (the request minus the work done)."""
+        return self.requested_duration - self.work_done
+
+    @property
+    def remaining_actual(self) -> float:
+        """Work still to do before the lease really ends."""
+        return self.run_duration - self.work_done
 
     @property
     def unlimited(self) -> bool:

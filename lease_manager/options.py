@@ -84,6 +84,23 @@ def core_options(policy_names: Mapping[str, tuple[str, ...]]) -> list[Option]:
                doc="Queue mechanism: the order of the wait queue, and holding leases back."),
         Option("scheduling", "policy-host-selection", STRING, "greedy",
                choices=names("host-selection"), doc="Host selection policy used by the mapper."),
+        Option("scheduling", "policy-preemption", STRING, "ar-preempts-everything",
+               choices=names("preemption"), doc="""
+            Which leases an advance reservation may preempt, and in which order."""),
+        Option("scheduling", "suspension", STRING, "all", choices=("none", "serial-only", "all"),
+               doc="""
+            Whether a preempted running lease is suspended (`all`; `serial-only`: only leases
+            of one VM) or cancelled and requeued, losing its work (`none`)."""),
+        Option("scheduling", "suspend-rate", FLOAT, 32.0, minimum=1e-9, doc="""
+            MB of a VM's memory (its `Memory` amount) written per second when suspending."""),
+        Option("scheduling", "resume-rate", FLOAT, 32.0, minimum=1e-9, doc="""
+            MB of a VM's memory read per second when resuming."""),
+        Option("scheduling", "suspendresume-exclusion", STRING, "local",
+               choices=("local", "global"), doc="""
+            Suspensions and resumptions of VMs are serialised per node (`local`) or across the
+            whole site (`global`)."""),
+        Option("scheduling", "enactment-overhead", DURATION, 0, doc="""
+            Extra time for each VM's suspension or resumption command."""),
         # -------------------------------------------------------------------- [accounting]
         Option("accounting", "probes", NAMES, (), doc=f"""
             Probes that record extra metrics and time series

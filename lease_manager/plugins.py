@@ -27,6 +27,7 @@ BUILTIN_PLUGINS = (
     "lease_manager.policies.defaults",
     "lease_manager.policies.host_selection",
     "lease_manager.policies.probes",
+    "lease_manager.policies.preemption",
 )
 ENTRY_POINT_GROUP = "lease_manager"
 

@@ -24,7 +24,7 @@ from .invariants import InvariantChecker
 from .metrics import Metrics
 from .plugins import Plugins
 from .resources import parse_amounts, parse_site
-from .scheduler import LeaseScheduler
+from .scheduler import LeaseScheduler, SuspendResume
 from .slottable import SlotTable
 from .swf import SWFConversion, SWFReader, TraceStats, swf_leases
 
@@ -51,7 +51,8 @@ class Run:
         self.policies: dict[str, Any] = {}
         for kind, option in (("admission", "policy-admission"), ("pricing", "policy-pricing"),
                              ("queue", "policy-queue"),
-                             ("host-selection", "policy-host-selection")):
+                             ("host-selection", "policy-host-selection"),
+                             ("preemption", "policy-preemption")):
             name = config.get("scheduling", option)
             self.policies[kind] = self._instantiate(kind, name)
         self._rngs: dict[str, np.random.Generator] = {}
@@ -69,12 +70,20 @@ class Run:
 
         self._hooks = _HookRelay(pm.hook, self, observers)
         self.enactment = SimulatedEnactment(self.timeline)
+        names = self.nodes.types.names
+        suspend_resume = SuspendResume(
+            names.index("Memory") if "Memory" in names else None,
+            config.get("scheduling", "suspend-rate"), config.get("scheduling", "resume-rate"),
+            config.get("scheduling", "suspendresume-exclusion"),
+            config.get("scheduling", "enactment-overhead"))
         self.scheduler = LeaseScheduler(
             self.table, self.timeline,
             admission=self.policies["admission"], pricing=self.policies["pricing"],
             queue=self.policies["queue"], host_selection=self.policies["host-selection"],
+            preemption=self.policies["preemption"],
             backfilling=config.get("scheduling", "backfilling"),
             backfilling_reservations=config.get("scheduling", "backfilling-reservations"),
+            suspension=config.get("scheduling", "suspension"), suspend_resume=suspend_resume,
             start_work=self.enactment.start, emit=self._hooks)
         if clock is None:
             if config.get("simulation", "clock") == "real":

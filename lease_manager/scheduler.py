@@ -1,30 +1,44 @@
-"""The lease scheduler: admission, the wait queue, backfilling and the plan of every lease.
+"""The lease scheduler: admission, the wait queue, backfilling, preemption and every plan.
 
 Best-effort leases wait in a queue ordered by the queue policy. At every scheduling cycle the
 queue is processed in order; a lease starts now if it fits, or gets a reservation at the
 earliest time it fits if the backfilling mode allows one more future reservation
 (``off``: none, and the head of the queue blocks the rest; ``aggressive``: one; ``intermediate``:
 N; ``conservative``: all). When a lease ends before its reservation does, every future
-reservation is re-evaluated in scheduling order and moved earlier if it can be; it is never
-moved later than the start it was promised.
+reservation is re-evaluated and moved earlier if it can be; it is never moved later than the
+start it was promised.
+
+Advance reservations get their exact interval or are rejected; if the interval is not free,
+leases the preemption policy allows are preempted, most preemptable first, until it is. A
+preempted lease that has not started is requeued; a running one is suspended (the suspension
+ends exactly when the preemptor starts) or, without suspension, cancelled and requeued,
+losing its work. A suspended lease goes back to the queue and resumes on the nodes holding its
+memory images, with only its remaining work. Immediate leases start now or are rejected;
+deadline leases get the earliest slot that ends by their deadline or are rejected.
+
+A lease's plan is a list of reservations in time order, each of a ``kind``: ``resume``, ``vm``
+(the VMs run), ``suspend``.
 """
 
 from __future__ import annotations
 
 import math
 from bisect import bisect_right
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 import numpy as np
 
 from .events import EventKind, Timeline
 from .lease import Lease, LeaseState, LeaseType
 from .mapper import place, place_on
+from .slottable import Reservation
 
 if TYPE_CHECKING:
-    from .policies import AdmissionPolicy, HostSelectionPolicy, PricingPolicy, QueuePolicy
-    from .slottable import Reservation, SlotTable
+    from .policies import (AdmissionPolicy, HostSelectionPolicy, PreemptionPolicy,
+                           PricingPolicy, QueuePolicy)
+    from .slottable import SlotTable
 
+S = LeaseState
 FUTURE_RESERVATIONS = {"off": 0, "aggressive": 1, "conservative": math.inf}
 
 
@@ -35,19 +49,58 @@ def max_future_reservations(backfilling: str, reservations: int = 1) -> float:
     return FUTURE_RESERVATIONS[backfilling]
 
 
+class SuspendResume:
+    """How long suspending and resuming a lease's VMs takes.
+
+    Each VM writes (reads) its memory at ``suspend_rate`` (``resume_rate``) MB/s, plus an
+    enactment overhead; VMs are handled one after another on each node (``local``) or across
+    the whole site (``global``).
+    """
+
+    def __init__(self, memory_index: int | None, suspend_rate: float, resume_rate: float,
+                 exclusion: str = "local", overhead: float = 0.0) -> None:
+        self.memory_index = memory_index
+        self.suspend_rate = suspend_rate
+        self.resume_rate = resume_rate
+        self.exclusion = exclusion
+        self.overhead = overhead
+
+    def _time(self, res: Reservation, rate: float) -> float:
+        vm_nodes = res.vm_nodes or tuple(res.nodes.tolist())
+        lease = res.lease
+        per_vm = lease.vms.per_vm() if lease is not None else None
+        times: dict[int, float] = {}
+        for i, node in enumerate(vm_nodes):
+            memory = 0.0
+            if self.memory_index is not None and per_vm is not None and i < len(per_vm):
+                memory = float(per_vm[i][self.memory_index])
+            times[node] = times.get(node, 0.0) + memory / rate + self.overhead
+        if not times:
+            return 0.0
+        return sum(times.values()) if self.exclusion == "global" else max(times.values())
+
+    def suspend_time(self, res: Reservation) -> float:
+        return self._time(res, self.suspend_rate)
+
+    def resume_time(self, res: Reservation) -> float:
+        return self._time(res, self.resume_rate)
+
+
 class LeaseScheduler:
     """Decides, for one site, when and where every lease runs.
 
-    Collaborators are passed in: the slot table, the policies, the timeline to put future
-    starts on, ``start_work`` (the enactment: called when a lease starts) and ``hook`` (the run's
-    pluggy hook relay, called with ``run=...`` by :meth:`_emit`).
+    Collaborators are passed in: the slot table, the policies, the timeline to put planned
+    events on, ``start_work`` (the enactment: called when a lease's VMs start running) and
+    ``emit`` (the run's hook relay).
     """
 
     def __init__(self, table: "SlotTable", timeline: Timeline, *,
                  admission: "AdmissionPolicy", pricing: "PricingPolicy", queue: "QueuePolicy",
-                 host_selection: "HostSelectionPolicy", backfilling: str = "aggressive",
-                 backfilling_reservations: int = 1,
-                 start_work: Callable[[Lease, float], None] | None = None,
+                 host_selection: "HostSelectionPolicy",
+                 preemption: "PreemptionPolicy | None" = None,
+                 backfilling: str = "aggressive", backfilling_reservations: int = 1,
+                 suspension: str = "all", suspend_resume: SuspendResume | None = None,
+                 start_work: Callable[[Lease, Reservation, float], None] | None = None,
                  emit: Callable[..., None] | None = None) -> None:
         self.table = table
         self.timeline = timeline
@@ -55,25 +108,31 @@ class LeaseScheduler:
         self.pricing = pricing
         self.queue_policy = queue
         self.host_selection = host_selection
+        self.preemption = preemption
         self.backfilling = backfilling
         self.max_future = max_future_reservations(backfilling, backfilling_reservations)
-        self._start_work = start_work or (lambda lease, now: None)
+        self.suspension = suspension
+        self.suspend_resume = suspend_resume or SuspendResume(None, 1.0, 1.0)
+        self._start_work = start_work or (lambda lease, res, now: None)
         self._emit = emit or (lambda hook, **kw: None)
         #: QUEUED leases, in queue order
         self.queue: list[Lease] = []
         self._queue_keys: list[Any] = []
         #: HELD leases (held back by the queue policy), by id
         self.held: dict[int, Lease] = {}
-        #: SCHEDULED leases whose reservation starts in the future, in scheduling order
+        #: leases whose plan has not started yet, in scheduling order
         self.future: dict[int, Lease] = {}
-        #: ACTIVE leases, by id
+        #: ids of the leases in ``future`` that got their reservation from the queue (these
+        #: count against the backfilling mode's limit)
+        self._backfill_reserved: set[int] = set()
+        #: leases running, suspending or resuming, by id
         self.running: dict[int, Lease] = {}
         self._reevaluate = False
         self._site_max: dict[Any, int] = {}
 
     # ---------------------------------------------------------------------------- queries
     def active_leases(self) -> list[Lease]:
-        """Every lease that is not finished: held, queued, scheduled or running."""
+        """Every lease that is not finished: held, queued, planned or running."""
         return [*self.held.values(), *self.queue, *self.future.values(), *self.running.values()]
 
     @property
@@ -82,12 +141,8 @@ class LeaseScheduler:
 
     # ------------------------------------------------------------------------- submission
     def submit(self, lease: Lease, now: float) -> None:
-        """A lease arrives: admission, pricing, then the queue (or held back)."""
+        """A lease arrives: admission, pricing, then the queue or its own slot."""
         self._emit("lease_submitted", lease=lease, now=now)
-        if lease.type is not LeaseType.BEST_EFFORT:
-            self.reject(lease, now, f"{lease.type.value} leases are not supported by this "
-                                    f"scheduler yet")
-            return
         too_big = self.oversize_reason(lease)
         if too_big:
             self.reject(lease, now, too_big)
@@ -101,11 +156,19 @@ class LeaseScheduler:
             self.reject(lease, now, f"rejected by the user: price {lease.price:g} is above "
                                     f"the maximum {lease.max_price:g}")
             return
-        if self.queue_policy.hold(lease, now):
-            lease.transition(LeaseState.HELD)
-            self.held[lease.id] = lease
+        kind = lease.type
+        if kind is LeaseType.BEST_EFFORT:
+            if self.queue_policy.hold(lease, now):
+                lease.transition(S.HELD)
+                self.held[lease.id] = lease
+            else:
+                self._enqueue(lease)
+        elif kind is LeaseType.IMMEDIATE:
+            self._schedule_immediate(lease, now)
+        elif kind is LeaseType.ADVANCE_RESERVATION:
+            self._schedule_ar(lease, now)
         else:
-            self._enqueue(lease)
+            self._schedule_deadline(lease, now)
 
     def oversize_reason(self, lease: Lease) -> str:
         """Why the empty site could not host ``lease`` (empty if it could)."""
@@ -114,7 +177,7 @@ class LeaseScheduler:
             raise ValueError(f"lease {lease.id} gives {demand.vectors.shape[1]} resource amounts "
                              f"per VM; the site has {self.table.capacity.shape[1]} resource types")
         if len(demand.counts) == 1:
-            key = demand.vectors[0].tobytes()
+            key = demand.shape_key
             most = self._site_max.get(key)
             if most is None:
                 vector = demand.vectors[0]
@@ -133,7 +196,7 @@ class LeaseScheduler:
 
     def reject(self, lease: Lease, now: float, reason: str) -> None:
         lease.reason = reason
-        lease.transition(LeaseState.REJECTED)
+        lease.transition(S.REJECTED)
         self._emit("lease_rejected", lease=lease, now=now)
 
     def _enqueue(self, lease: Lease) -> None:
@@ -141,7 +204,76 @@ class LeaseScheduler:
         at = bisect_right(self._queue_keys, key)
         self._queue_keys.insert(at, key)
         self.queue.insert(at, lease)
-        lease.transition(LeaseState.QUEUED)
+        lease.transition(S.QUEUED)
+        lease.promised_start = None
+
+    # ------------------------------------------------------------ leases with their own slot
+    def _schedule_immediate(self, lease: Lease, now: float) -> None:
+        duration = lease.requested_duration
+        res = None
+        if self.table.fits_at(lease.vms, duration, now):
+            res = self._place_at(lease, now, duration)
+        if res is None:
+            self.reject(lease, now, "no room now (an immediate lease is never queued)")
+            return
+        self._commit(lease, [res], now)
+
+    def _schedule_deadline(self, lease: Lease, now: float) -> None:
+        duration = lease.requested_duration
+        earliest = max(now, lease.start_request if lease.start_request is not None else now)
+        latest = lease.deadline - duration
+        res = self._find_slot(lease, duration, earliest, latest) if latest >= earliest else None
+        if res is None:
+            self.reject(lease, now, f"cannot finish by its deadline {lease.deadline:g}")
+            return
+        self._commit(lease, [res], now)
+
+    def _schedule_ar(self, lease: Lease, now: float) -> None:
+        start, duration = lease.start_request, lease.requested_duration
+        if start is None or start < now:
+            self.reject(lease, now, f"its start time {start} has already passed")
+            return
+        res = None
+        if self.table.fits_at(lease.vms, duration, start):
+            res = self._place_at(lease, start, duration)
+        if res is None:
+            victims = self._victims(lease, start, duration, now)
+            if victims is None:
+                self.reject(lease, now, "the requested interval is not free and no lease "
+                                        "there may be preempted")
+                return
+            for victim in victims:
+                self._preempt(victim, start, now)
+            res = self._place_at(lease, start, duration)
+            if res is None:   # only possible for leases of several VM shapes
+                self.reject(lease, now, "the requested interval could not be freed")
+                return
+        self._commit(lease, [res], now)
+
+    def _victims(self, lease: Lease, start: float, duration: float,
+                 now: float) -> list[Lease] | None:
+        """The leases to preempt so that ``lease`` fits at ``start`` (most preemptable first,
+        one more at a time, as Haizea's mapper does), or None if no set of them suffices."""
+        if self.preemption is None:
+            return None
+        scored: dict[int, tuple[float, Lease]] = {}
+        for res in self.table.reservations_between(start, start + duration):
+            other = res.lease
+            if (not isinstance(other, Lease) or other.id in scored or other is lease
+                    or other.state not in (S.SCHEDULED, S.ACTIVE)):
+                continue
+            score = self.preemption.score(lease, other, now)
+            if score is not None:
+                scored[other.id] = (score, other)
+        chosen: list[Lease] = []
+        released: list[Reservation] = []
+        for _, other in sorted(scored.values(), key=lambda item: (-item[0], item[1].id)):
+            chosen.append(other)
+            released.extend(other.reservations)
+            if self.table.earliest_fit(lease.vms, duration, start, not_after=start,
+                                       released=released) is not None:
+                return chosen
+        return None
 
     # ------------------------------------------------------------------- scheduling cycle
     def cycle(self, now: float) -> None:
@@ -162,11 +294,14 @@ class LeaseScheduler:
         self._release(list(self.held.values()))
         return count
 
-    def _release(self, leases) -> None:
+    def _release(self, leases: Iterable[Lease]) -> None:
         for lease in list(leases):
             if self.held.pop(lease.id, None) is None:
                 raise RuntimeError(f"queue policy released lease {lease.id}, which is not held")
             self._enqueue(lease)
+
+    def _may_reserve(self) -> bool:
+        return len(self._backfill_reserved) < self.max_future
 
     def _process_queue(self, now: float) -> None:
         """Schedule queued leases in order: while another future reservation is allowed, each
@@ -175,17 +310,14 @@ class LeaseScheduler:
         done: set[int] = set()
         n = len(queue)
         i = 0
-        while i < n and len(self.future) < self.max_future:
+        while i < n and self._may_reserve():
             if self._schedule(queue[i], now, True):
                 done.add(i)
             i += 1
         if self.backfilling == "off":
-            if i < n and self._schedule(queue[i], now, False):   # the head blocks the rest
+            while i < n and self._schedule(queue[i], now, False):   # the head blocks the rest
                 done.add(i)
                 i += 1
-                while i < n and self._schedule(queue[i], now, False):
-                    done.add(i)
-                    i += 1
         elif i < n:
             done.update(self._backfill_now(i, now))
         if done:
@@ -206,7 +338,7 @@ class LeaseScheduler:
 
         def room_for(lease: Lease) -> float:
             key = lease.vms.shape_key
-            if key is None:
+            if key is None or lease.image_nodes:
                 return math.inf
             r = room.get(key)
             if r is None:
@@ -221,23 +353,23 @@ class LeaseScheduler:
         for j in candidates:
             lease = queue[j]
             key = lease.vms.shape_key
-            count, duration = lease.vms.count, lease.requested_duration
+            count, duration = lease.vms.count, lease.remaining_requested
             if table.version != version:   # something started: the room shrank
                 version = table.version
                 room.clear()
                 failed.clear()
                 if count > room_for(lease):
                     continue
-            if key is not None and any(c <= count and d <= duration
-                                       for c, d in failed.get(key, ())):
+            plain = key is not None and not lease.image_nodes
+            if plain and any(c <= count and d <= duration for c, d in failed.get(key, ())):
                 continue
             if self._schedule(lease, now, False):
                 started.append(j)
-            elif key is not None:
+            elif plain:
                 failed.setdefault(key, []).append((count, duration))
         return started
 
-    def _place_at(self, lease: Lease, start: float, duration: float) -> "Reservation | None":
+    def _place_at(self, lease: Lease, start: float, duration: float) -> Reservation | None:
         """Ask host selection for an order and the mapper for a placement at ``start``."""
         end = start + duration
         order = self.host_selection.order_hosts(lease, start, end, self.table)
@@ -245,7 +377,7 @@ class LeaseScheduler:
         return None if placement is None else placement.reservation(lease, start, end)
 
     def _find_slot(self, lease: Lease, duration: float, after: float, not_after: float | None,
-                   before: float = math.inf) -> "Reservation | None":
+                   before: float = math.inf) -> Reservation | None:
         """A reservation at the earliest start in ``[after, not_after]`` (and before
         ``before``) where the mapper places ``lease``."""
         for start in self.table.iter_fit_starts(lease.vms, duration, after,
@@ -258,36 +390,71 @@ class LeaseScheduler:
         return None
 
     def _schedule(self, lease: Lease, now: float, allow_future: bool) -> bool:
-        duration = lease.requested_duration
-        res = None
-        if self.table.fits_at(lease.vms, duration, now):
-            res = self._place_at(lease, now, duration)
-        if res is None:
-            if not allow_future:
-                return False
-            res = self._find_slot(lease, duration, now, None)
-            if res is None:
-                return False
-        self.table.add(res)
-        lease.reservations = [res]
-        lease.transition(LeaseState.SCHEDULED)
-        if lease.promised_start is None:
-            lease.promised_start = res.start
-        self._emit("lease_scheduled", lease=lease, now=now)
-        if res.start <= now:
-            self._start(lease, now)
+        """Plan a queued lease: now, or (if allowed) at the earliest time it fits."""
+        if lease.image_nodes:
+            plan = self._resumption_plan(lease, now, allow_future)
         else:
-            self.future[lease.id] = lease
-            self.timeline.push(res.start, EventKind.START, lease)
+            duration = lease.requested_duration
+            res = None
+            if self.table.fits_at(lease.vms, duration, now):
+                res = self._place_at(lease, now, duration)
+            if res is None and allow_future:
+                res = self._find_slot(lease, duration, now, None)
+            plan = None if res is None else [res]
+        if plan is None:
+            return False
+        lease.transition(S.SCHEDULED)
+        if plan[0].start > now:
+            self._backfill_reserved.add(lease.id)
+        self._commit(lease, plan, now)
         return True
 
+    def _resumption_plan(self, lease: Lease, now: float,
+                         allow_future: bool) -> list[Reservation] | None:
+        """Resume a suspended lease on the nodes holding its memory images, then run the rest
+        of its work there: ``[resume][vm]``."""
+        image = lease.allocations[-1]
+        resume = self.suspend_resume.resume_time(image)
+        remaining = lease.remaining_requested
+        start = self.table.earliest_fit_on(image.nodes, image.amounts, resume + remaining, now,
+                                           None if allow_future else now)
+        if start is None:
+            return None
+
+        def segment(kind: str, a: float, b: float) -> Reservation:
+            return Reservation(lease, a, b, image.nodes, image.amounts, None, kind,
+                               image.vm_nodes, image.vm_shape)
+
+        plan = [segment("vm", start + resume, start + resume + remaining)]
+        if resume > 0:
+            plan.insert(0, segment("resume", start, start + resume))
+        return plan
+
+    def _commit(self, lease: Lease, plan: list[Reservation], now: float) -> None:
+        """Put ``plan`` in the slot table and on the timeline; start what starts now."""
+        if lease.state is S.NEW:
+            lease.transition(S.SCHEDULED)
+        for res in plan:
+            self.table.add(res)
+        lease.reservations = plan
+        if lease.promised_start is None:
+            lease.promised_start = plan[0].start
+        self._emit("lease_scheduled", lease=lease, now=now)
+        self.future[lease.id] = lease
+        for res in plan:
+            if res.start > now:
+                self.timeline.push(res.start, EventKind.START, res)
+        if plan[0].start <= now:
+            self.segment_started(plan[0], now)
+
+    # --------------------------------------------------------------------- re-evaluation
     def _reevaluate_future(self, now: float) -> None:
         """Move future reservations earlier where a premature end left room (never later).
 
-        Leases are taken in scheduling order; a lease that moves can make room for one before
-        it, so passes repeat until none moves (each pass only moves starts earlier, onto
-        breakpoints, so this ends). A pass can stop at the last lease that moved in the pass
-        before: the leases after it have seen every move since.
+        Best-effort and deadline leases are taken in scheduling order; a lease that moves can
+        make room for one before it, so passes repeat until none moves (each pass only moves
+        starts earlier, onto breakpoints, so this ends). A pass can stop at the last lease that
+        moved in the pass before: the leases after it have seen every move since.
         """
         last_mover: Lease | None = None
         first_pass = True
@@ -301,6 +468,9 @@ class LeaseScheduler:
             first_pass = False
 
     def _move_earlier(self, lease: Lease, now: float) -> bool:
+        if lease.type not in (LeaseType.BEST_EFFORT, LeaseType.DEADLINE) or len(
+                lease.reservations) != 1:
+            return False
         table = self.table
         res = lease.reservations[0]
         duration = res.end - res.start
@@ -320,41 +490,183 @@ class LeaseScheduler:
         lease.reservations = [new]
         self._emit("lease_scheduled", lease=lease, now=now)
         if new.start <= now:
-            del self.future[lease.id]
-            self._start(lease, now)
+            self.segment_started(new, now)
         else:
-            self.timeline.push(new.start, EventKind.START, lease)
+            self.timeline.push(new.start, EventKind.START, new)
         return True
 
-    # ------------------------------------------------------------------ starting, ending
-    def start_due(self, lease: Lease, now: float) -> None:
-        """A START event: begin ``lease`` if its plan still says so (stale events are ignored)."""
-        if lease.state is not LeaseState.SCHEDULED or lease.id not in self.future:
-            return
-        if lease.reservations[0].start != now:
-            return
-        del self.future[lease.id]
-        self._start(lease, now)
+    # ------------------------------------------------------------------------ preemption
+    def _can_suspend(self, lease: Lease) -> bool:
+        if self.suspension == "none":
+            return False
+        return self.suspension == "all" or lease.vms.count == 1
 
-    def _start(self, lease: Lease, now: float) -> None:
-        lease.transition(LeaseState.ACTIVE)
-        if lease.start is None:
-            lease.start = now
-        self.running[lease.id] = lease
-        self._emit("lease_started", lease=lease, now=now)
-        self._start_work(lease, now)
+    def _preempt(self, lease: Lease, by_start: float, now: float) -> None:
+        """Make ``lease`` give up its resources from ``by_start`` on."""
+        lease.preemptions += 1
+        if lease.state is S.SCHEDULED:    # not started: give up the plan, back to the queue
+            for res in lease.reservations:
+                self.table.remove(res)
+            lease.reservations = []
+            self._drop_future(lease)
+            lease.transition(S.QUEUED)
+            self._requeue(lease)
+        else:                              # running
+            res = lease.reservations[0]
+            suspend = self.suspend_resume.suspend_time(res) if self._can_suspend(lease) else None
+            if suspend is not None and by_start - suspend >= now:
+                stop = by_start - suspend
+                for later in lease.reservations[1:]:
+                    self.table.remove(later)
+                if stop < res.end:
+                    self.table.truncate(res, stop)
+                plan = [res]
+                if suspend > 0:
+                    plan.append(Reservation(lease, stop, by_start, res.nodes, res.amounts, None,
+                                            "suspend", res.vm_nodes, res.vm_shape))
+                    self.table.add(plan[-1])
+                lease.reservations = plan
+                if stop <= now:
+                    self._begin_suspension(lease, now)
+                elif suspend > 0:
+                    self.timeline.push(stop, EventKind.START, plan[-1])
+                if suspend > 0:
+                    self.timeline.push(by_start, EventKind.SEGMENT_END, plan[-1])
+                else:   # nothing to write: suspended the moment it stops
+                    self.timeline.push(stop, EventKind.SEGMENT_END, res)
+            else:                          # cancelled now and requeued, losing its work
+                for later in lease.reservations[1:]:
+                    self.table.remove(later)
+                self.table.truncate(res, now)
+                lease.allocations.append(res)
+                lease.reservations = []
+                lease.work_done = 0.0
+                del self.running[lease.id]
+                lease.transition(S.QUEUED)
+                self._requeue(lease)
+        self._emit("lease_preempted", lease=lease, now=now)
 
-    def end(self, lease: Lease, now: float) -> None:
-        """``lease``'s work finished at ``now`` (at or before its reservation's end)."""
-        if lease.state is not LeaseState.ACTIVE:
+    def _requeue(self, lease: Lease) -> None:
+        """Put a lease back in the queue (its state is already QUEUED)."""
+        key = self.queue_policy.sort_key(lease)
+        at = bisect_right(self._queue_keys, key)
+        self._queue_keys.insert(at, key)
+        self.queue.insert(at, lease)
+        lease.promised_start = None
+
+    def _drop_future(self, lease: Lease) -> None:
+        self.future.pop(lease.id, None)
+        self._backfill_reserved.discard(lease.id)
+
+    def _begin_suspension(self, lease: Lease, now: float) -> None:
+        lease.work_done += now - lease.reservations[0].start
+        lease.transition(S.SUSPENDING)
+        lease.suspensions += 1
+        lease.extra.setdefault("_suspended_at", now)
+
+    # ------------------------------------------------------------ events of running leases
+    def segment_started(self, res: Reservation, now: float) -> None:
+        """A planned segment begins (stale events, of plans that changed, are ignored)."""
+        lease = res.lease
+        if res.start != now or not any(r is res for r in lease.reservations):
             return
-        res = lease.reservations[-1]
+        kind = res.kind
+        if kind == "vm":
+            if lease.state is S.SCHEDULED:
+                self._drop_future(lease)
+                lease.transition(S.ACTIVE)
+                if lease.start is None:
+                    lease.start = now
+            elif lease.state is S.RESUMING:
+                lease.transition(S.ACTIVE)
+                began = lease.extra.pop("_suspended_at", None)
+                if began is not None:
+                    lease.time_suspended += now - began
+            else:
+                return
+            while lease.reservations[0] is not res:   # a resumption that is over
+                lease.allocations.append(lease.reservations.pop(0))
+            self.running[lease.id] = lease
+            self._emit("lease_started", lease=lease, now=now)
+            self._start_work(lease, res, now)
+        elif kind == "resume" and lease.state is S.SCHEDULED:
+            self._drop_future(lease)
+            lease.transition(S.RESUMING)
+            self.running[lease.id] = lease
+        elif kind == "suspend" and lease.state is S.ACTIVE:
+            self._begin_suspension(lease, now)
+
+    def segment_ended(self, res: Reservation, now: float) -> None:
+        """A planned segment ends: a suspension completes and the lease goes back to the queue."""
+        lease = res.lease
+        if not any(r is res for r in lease.reservations):
+            return
+        if res.kind == "vm" and lease.state is S.ACTIVE:   # a suspension taking no time
+            self._begin_suspension(lease, now)
+        if lease.state is not S.SUSPENDING:
+            return
+        lease.allocations.extend(lease.reservations)
+        lease.reservations = []
+        lease.image_nodes = res.vm_nodes
+        del self.running[lease.id]
+        lease.transition(S.SUSPENDED)
+        lease.transition(S.QUEUED)
+        self._requeue(lease)
+
+    def work_finished(self, res: Reservation, now: float) -> None:
+        """The lease's work finished at ``now`` (END event of its running reservation)."""
+        lease = res.lease
+        if (lease.state is not S.ACTIVE or not lease.reservations
+                or lease.reservations[0] is not res or now > res.end):
+            return
         if now < res.end:
             self.table.truncate(res, now)
             self._reevaluate = True
+        for later in lease.reservations[1:]:   # a planned suspension it no longer needs
+            self.table.remove(later)
         lease.allocations.append(res)
         lease.reservations = []
+        lease.work_done = lease.run_duration
+        lease.image_nodes = ()
+        self._finish(lease, S.DONE, now)
+
+    def _finish(self, lease: Lease, state: LeaseState, now: float) -> None:
         lease.end = now
-        lease.transition(LeaseState.DONE)
-        del self.running[lease.id]
+        self.running.pop(lease.id, None)
+        surcharge = getattr(self.pricing, "surcharge", None)
+        if surcharge is not None and lease.time_suspended > 0 and lease.price is not None:
+            lease.price += surcharge(lease, lease.time_suspended)
+        lease.transition(state)
         self._emit("lease_ended", lease=lease, now=now)
+
+    # ------------------------------------------------------------------------ cancellation
+    def cancel(self, lease: Lease, now: float, reason: str = "cancelled") -> None:
+        """Cancel ``lease`` in whatever state it is: its reservations from ``now`` on are
+        given back and the schedule is re-evaluated."""
+        state = lease.state
+        if state.terminal:
+            return
+        lease.reason = reason
+        if state is S.HELD:
+            del self.held[lease.id]
+        elif state is S.QUEUED:
+            i = next(i for i, l in enumerate(self.queue) if l is lease)
+            del self.queue[i]
+            del self._queue_keys[i]
+        for res in lease.reservations:
+            if res.start >= now:
+                self.table.remove(res)
+            else:
+                if res.end > now:
+                    self.table.truncate(res, now)
+                lease.allocations.append(res)
+        if lease.reservations:
+            self._reevaluate = True
+        lease.reservations = []
+        self._drop_future(lease)
+        if state is S.NEW:
+            lease.transition(S.CANCELLED)
+            lease.end = now
+            self._emit("lease_ended", lease=lease, now=now)
+            return
+        self._finish(lease, S.CANCELLED, now)

@@ -525,7 +525,8 @@ class SlotTable:
     def iter_fit_starts(self, demand: "VMRequest", duration: float, after: float, *,
                         not_after: float | None = None,
                         site_demand: np.ndarray | None = None,
-                        own: Reservation | None = None) -> Iterator[float]:
+                        own: Reservation | None = None,
+                        released: Sequence[Reservation] = ()) -> Iterator[float]:
         """Candidate start times ``s >= after`` (earliest first) at which ``demand`` fits.
 
         At each candidate, every group of identical VMs fits on the nodes' free capacity all
@@ -533,7 +534,8 @@ class SlotTable:
         lease of identical VMs the test is exact (the mapper will succeed); with several groups
         it is necessary but not sufficient, and the caller tries the mapper at each candidate.
         Candidates are ``after`` and the later breakpoints where some capacity may grow.
-        ``own`` is a reservation (the lease's current one) whose resources count as free.
+        ``own`` (the lease's current reservation) and ``released`` (reservations that would be
+        given up, e.g. by preempted leases) count as free from ``after`` on.
         """
         if not_after is not None and not_after < after:
             return
@@ -548,31 +550,33 @@ class SlotTable:
         k_rows = k_end - k0
         slots = self._slots(k0, k_end)
         groups = [(self._shape(v), c) for c, v in zip(demand.counts, demand.vectors)]
-        own_rows = None
-        if own is not None and own.id in self._reservations and own.end > after:
-            lo, hi = self._span(max(own.start, after), own.end)
-            lo, hi = max(lo, k0) - k0, min(hi, k_end) - k0
-            if hi > lo:
-                own_rows = (lo, hi)
+        # reservations counted as free: (reservation, first row, end row) relative to k0
+        freed = []
+        for res in ([own] if own is not None else []) + list(released):
+            if res.id in self._reservations and res.end > after:
+                lo, hi = self._span(max(res.start, after), res.end)
+                lo, hi = max(lo, k0) - k0, min(hi, k_end) - k0
+                if hi > lo:
+                    freed.append((res, lo, hi))
         blocked = None
         for shape, count in groups:
             totals = self._row_totals(shape)[k0:k_end]
-            if own_rows is not None:
+            if freed:
                 totals = totals.copy()
-                lo, hi = own_rows
-                if own.vm_shape == shape.vector.tobytes():
-                    totals[lo:hi] += len(own.vm_nodes)
-                else:
-                    block = self._free[slots[lo:hi, None], own.nodes[None, :]]
-                    totals[lo:hi] += (shape.fits(block + own.amounts)
-                                      - shape.fits(block)).sum(axis=1)
+                key = shape.vector.tobytes()
+                for res, lo, hi in freed:
+                    if res.vm_shape == key and not released:
+                        totals[lo:hi] += len(res.vm_nodes)
+                    else:   # several freed reservations may share nodes: recount those rows
+                        totals[lo:hi] = self._freed_totals(shape, slots, freed, lo, hi)
             b = totals < count
             blocked = b if blocked is None else blocked | b
         use_site = site_demand is not None and len(self.site_resources) > 0
         if use_site:
             site = self._site[slots]
-            if own_rows is not None and own.site_amount is not None:
-                site[own_rows[0]:own_rows[1]] += own.site_amount
+            for res, lo, hi in freed:
+                if res.site_amount is not None:
+                    site[lo:hi] += res.site_amount
             blocked |= (site < site_demand - EPS).any(axis=1)
         # prev_blocked[i]: the last blocked row at or before row i (-1: none)
         prev_blocked = np.maximum.accumulate(
@@ -587,12 +591,12 @@ class SlotTable:
                 return True   # one row: the totals test is already exact
             if not per_row:
                 for shape, _ in groups:
-                    if own_rows is None:
+                    if not freed:
                         per_row.append(self._window_fits(shape, k0, k_end))
                     else:
                         free = self._free[slots]
-                        lo, hi = own_rows
-                        free[lo:hi, own.nodes] += own.amounts
+                        for res, lo, hi in freed:
+                            free[lo:hi, res.nodes] += res.amounts
                         per_row.append(shape.fits(free))
             return all(fits[i:j].min(axis=0).sum() >= count
                        for fits, (_, count) in zip(per_row, groups))
@@ -638,6 +642,31 @@ class SlotTable:
                 return False
         return True
 
+    def _freed_totals(self, shape: _Shape, slots: np.ndarray, freed: list, lo: int,
+                      hi: int) -> np.ndarray:
+        """Totals of rows ``lo:hi`` (of ``slots``) with the ``freed`` reservations given back."""
+        free = self._free[slots[lo:hi]]
+        for res, a, b in freed:
+            a, b = max(a, lo), min(b, hi)
+            if b > a:
+                free[a - lo:b - lo, res.nodes] += res.amounts
+        return shape.fits(free).sum(axis=1)
+
+    def earliest_fit_on(self, nodes: np.ndarray, amounts: np.ndarray, duration: float,
+                        after: float, not_after: float | None = None) -> float | None:
+        """The earliest start ``s >= after`` (and ``<= not_after``) at which ``amounts[i]`` is
+        free on ``nodes[i]`` for every ``i`` all through ``[s, s + duration)`` (a resumption on
+        the nodes holding a lease's memory images, for instance)."""
+        if not_after is not None and not_after < after:
+            return None
+        candidates = [after]
+        hi = self._t[-1] if not_after is None else not_after
+        candidates += list(self._grow_times.irange(after, hi, inclusive=(False, True)))
+        for s in candidates:
+            if (self.min_free(s, s + duration)[nodes] - amounts >= -EPS).all():
+                return s
+        return None
+
     def may_fit_before(self, demand: "VMRequest", duration: float, after: float,
                        before: float) -> bool:
         """Could ``demand``, now reserved from ``before`` on, start in ``[after, before)`` if
@@ -673,10 +702,12 @@ class SlotTable:
 
     def earliest_fit(self, demand: "VMRequest", duration: float, after: float, *,
                      not_after: float | None = None, site_demand: np.ndarray | None = None,
-                     own: Reservation | None = None) -> float | None:
+                     own: Reservation | None = None,
+                     released: Sequence[Reservation] = ()) -> float | None:
         """The first candidate of :meth:`iter_fit_starts`, or ``None`` if there is none."""
         return next(self.iter_fit_starts(demand, duration, after, not_after=not_after,
-                                         site_demand=site_demand, own=own), None)
+                                         site_demand=site_demand, own=own,
+                                         released=released), None)
 
     # ------------------------------------------------------------------------- checking
     def check(self) -> None:

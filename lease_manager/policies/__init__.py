@@ -17,7 +17,8 @@ if TYPE_CHECKING:
     from ..slottable import SlotTable
 
 #: The kinds of policy the core selects by name from the ini file.
-POLICY_KINDS = ("admission", "pricing", "queue", "host-selection", "probe", "annotator")
+POLICY_KINDS = ("admission", "pricing", "queue", "host-selection", "preemption", "probe",
+                "annotator")
 
 
 class Policy:
@@ -82,6 +83,17 @@ class Annotator(Policy):
 
     def annotate(self, lease: "Lease") -> None:
         """Set attributes of ``lease`` (usually in ``lease.extra``)."""
+        raise NotImplementedError
+
+
+class PreemptionPolicy(Policy):
+    """Which leases a lease may preempt, most preemptable first (kind ``preemption``)."""
+
+    kind = "preemption"
+
+    def score(self, preemptor: "Lease", preemptee: "Lease", now: float) -> float | None:
+        """None if ``preemptee`` may not be preempted by ``preemptor``; otherwise a score,
+        higher meaning preempted sooner."""
         raise NotImplementedError
 
 

@@ -1,0 +1,68 @@
+"""Built-in preemption policies: ``no-preemption``, ``ar-preempts-be``, ``ar-preempts-everything``.
+
+As in Haizea, a preemptable lease is scored by age: a lease submitted a week or more before is
+not preempted; younger leases score higher and are preempted first.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..hookspecs import hookimpl
+from ..lease import LeaseType
+from . import PreemptionPolicy
+
+if TYPE_CHECKING:
+    from ..lease import Lease
+
+AGE_HORIZON = 7 * 86400.0
+
+
+def age_score(lease: "Lease", now: float) -> float | None:
+    """1 for a lease submitted now, falling to 0 at a week; None beyond."""
+    age = now - lease.submit
+    if age >= AGE_HORIZON:
+        return None
+    return (AGE_HORIZON - age) / AGE_HORIZON
+
+
+class NoPreemption(PreemptionPolicy):
+    """No lease is ever preempted."""
+
+    name = "no-preemption"
+
+    def score(self, preemptor: "Lease", preemptee: "Lease", now: float) -> float | None:
+        return None
+
+
+class ARPreemptsBE(PreemptionPolicy):
+    """Advance reservations preempt best-effort leases (younger first)."""
+
+    name = "ar-preempts-be"
+
+    def score(self, preemptor: "Lease", preemptee: "Lease", now: float) -> float | None:
+        if preemptor.type is not LeaseType.ADVANCE_RESERVATION:
+            return None
+        if preemptee.type is not LeaseType.BEST_EFFORT or preemptee.extra.get("preemptible") is False:
+            return None
+        return age_score(preemptee, now)
+
+
+class ARPreemptsEverything(PreemptionPolicy):
+    """Advance reservations preempt any lease that is not an advance reservation (younger
+    first); leases marked ``preemptible = no`` are never preempted."""
+
+    name = "ar-preempts-everything"
+
+    def score(self, preemptor: "Lease", preemptee: "Lease", now: float) -> float | None:
+        if preemptor.type is not LeaseType.ADVANCE_RESERVATION:
+            return None
+        if (preemptee.type is LeaseType.ADVANCE_RESERVATION
+                or preemptee.extra.get("preemptible") is False):
+            return None
+        return age_score(preemptee, now)
+
+
+@hookimpl
+def register_policies():
+    return [NoPreemption, ARPreemptsBE, ARPreemptsEverything]

@@ -1,0 +1,192 @@
+"""Haizea's lease semantics on hand-computed schedules: advance reservations, preemption with
+suspension and resumption, immediate and deadline leases, cancellation.
+
+Site: 4 nodes of CPU 100, Memory 1024; a VM takes a whole node (CPU 100, Memory 1024);
+suspend and resume rates 32 MB/s (a VM suspends or resumes in 32 s); aggressive backfilling.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import HOUR, MIN, simulate
+from lease_manager.lease import Lease, LeaseState, LeaseType, VMRequest
+
+NODE = [100, 1024]
+SITE = "4 CPU:100 Memory:1024"
+
+
+def lease(lease_id: int, kind: LeaseType, vms: int, duration: float, submit: float, *,
+          start: float | None = None, deadline: float | None = None,
+          actual: float | None = None) -> Lease:
+    return Lease(lease_id, kind, submit, VMRequest.uniform(vms, NODE), duration,
+                 duration if actual is None else actual, start_request=start, deadline=deadline)
+
+
+def be(i, vms, duration, submit, **kw):
+    return lease(i, LeaseType.BEST_EFFORT, vms, duration, submit, **kw)
+
+
+def ar(i, vms, start, duration, submit):
+    return lease(i, LeaseType.ADVANCE_RESERVATION, vms, duration, submit, start=start)
+
+
+def run(leases, *settings):
+    return simulate(leases, "scheduling.backfilling=aggressive", *settings, resources=SITE)
+
+
+def segments(l: Lease) -> list[tuple[str, float, float]]:
+    return [(r.kind, r.start, r.end) for r in l.allocations]
+
+
+def test_ar_preempts_a_running_lease_which_is_suspended_and_resumed():
+    """
+    n0  [BE 0:00 ---- 0:29:28][susp][AR 0:30-1:00][resume 1:00:00-1:00:32][BE ----- 1:31:04]
+    n1-3                            [AR 0:30-1:00]
+
+    The suspension is planned to end exactly when the AR starts: 1024 MB / 32 MB/s = 32 s
+    before 0:30. The BE lease did 29 min 28 s of work and runs the remaining 30 min 32 s after
+    resuming: it completes at 1:31:04 with its full hour of work done.
+    """
+    b, a = be(1, 1, HOUR, 0), ar(2, 4, 30 * MIN, 30 * MIN, 15 * MIN)
+    r = run([b, a])
+    assert (a.start, a.end) == (30 * MIN, HOUR)
+    assert segments(b) == [("vm", 0, 1768), ("suspend", 1768, 1800),
+                           ("resume", 3600, 3632), ("vm", 3632, 5464)]
+    assert (b.start, b.end, b.state) == (0, 5464, LeaseState.DONE)
+    assert sum(s.end - s.start for s in b.allocations if s.kind == "vm") == HOUR
+    assert (b.preemptions, b.suspensions, b.time_suspended) == (1, 1, 3632 - 1768)
+    assert r.summary["ar_accepted"] == 1 and r.summary["suspensions"] == 1
+
+
+def test_without_suspension_the_preempted_lease_is_cancelled_and_requeued():
+    """suspension = none: the BE lease is cancelled when the AR is accepted (0:15), requeued,
+    and reruns its whole hour after the AR: 1:00-2:00."""
+    b, a = be(1, 1, HOUR, 0), ar(2, 4, 30 * MIN, 30 * MIN, 15 * MIN)
+    run([b, a], "scheduling.suspension=none")
+    assert segments(b) == [("vm", 0, 15 * MIN), ("vm", HOUR, 2 * HOUR)]
+    assert (b.start, b.end) == (0, 2 * HOUR) and b.preemptions == 1 and b.suspensions == 0
+    assert (a.start, a.end) == (30 * MIN, HOUR)
+
+
+def test_without_preemption_the_ar_is_rejected():
+    b, a = be(1, 1, HOUR, 0), ar(2, 4, 30 * MIN, 30 * MIN, 15 * MIN)
+    r = run([b, a], "scheduling.policy-preemption=no-preemption")
+    assert a.state is LeaseState.REJECTED and "not free" in a.reason
+    assert (b.start, b.end) == (0, HOUR)
+    assert r.summary["ar_rejected"] == 1
+
+
+def test_eight_leases_of_the_whole_site_run_back_to_back():
+    leases = [be(i, 4, 15 * MIN, 0) for i in range(1, 9)]
+    run(leases)
+    assert [(l.start, l.end) for l in leases] == [
+        (i * 15 * MIN, (i + 1) * 15 * MIN) for i in range(8)]
+
+
+def test_ar_preempts_a_future_reservation_which_is_requeued():
+    """#1 (4 nodes, 0:00-1:00) runs; #2 (4 nodes, 30 min) reserves 1:00-1:30; an AR for
+    1:00-1:20 arrives at 0:10 and takes 1:00; #2 is requeued and runs 1:20-1:50."""
+    first, second, a = be(1, 4, HOUR, 0), be(2, 4, 30 * MIN, 0), ar(3, 4, HOUR, 20 * MIN, 10 * MIN)
+    run([first, second, a])
+    assert (a.start, a.end) == (HOUR, 80 * MIN)
+    assert (second.start, second.end) == (80 * MIN, 110 * MIN) and second.preemptions == 1
+
+
+def test_ar_in_a_free_interval_preempts_nothing_and_past_starts_are_rejected():
+    b, a, late = be(1, 2, HOUR, 0), ar(2, 2, 10 * MIN, 20 * MIN, 0), ar(3, 1, 0, MIN, 5 * MIN)
+    r = run([b, a, late])
+    assert (a.start, a.end) == (10 * MIN, 30 * MIN) and b.preemptions == 0
+    assert late.state is LeaseState.REJECTED and "passed" in late.reason
+    assert r.summary["preemptions"] == 0
+
+
+def test_ar_preempts_the_youngest_lease_first():
+    """Two 2-node BE leases run; an AR needs 2 nodes: the younger (#2, submitted later) is
+    preempted, the older keeps running."""
+    old, young = be(1, 2, HOUR, 0), be(2, 2, HOUR, 5 * MIN)
+    a = ar(3, 2, 30 * MIN, 10 * MIN, 20 * MIN)
+    run([old, young, a])
+    assert old.preemptions == 0 and (old.start, old.end) == (0, HOUR)
+    assert young.preemptions == 1
+
+
+def test_global_exclusion_serialises_suspensions_across_nodes():
+    """A 2-VM lease (on two nodes) suspends one VM after the other with global exclusion (64 s),
+    both at once with local exclusion (32 s); it resumes after the AR (0:30-0:40) the same way
+    and runs the rest of its hour: local ends at 0:40 + 32 s + (1 h - 29:28) = 4264 s, global
+    at 0:40 + 64 s + (1 h - 28:56) = 4328 s."""
+    for exclusion, suspend in (("local", 32), ("global", 64)):
+        b, a = be(1, 2, HOUR, 0), ar(2, 4, 30 * MIN, 10 * MIN, 1)
+        run([b, a], f"scheduling.suspendresume-exclusion={exclusion}")
+        assert segments(b)[:2] == [("vm", 0, 1800 - suspend), ("suspend", 1800 - suspend, 1800)]
+        assert b.end == 40 * MIN + suspend + (HOUR - (1800 - suspend)) == {32: 4264, 64: 4328}[suspend]
+
+
+def test_serial_only_suspends_one_vm_leases_and_cancels_the_others():
+    one, two = be(1, 1, HOUR, 0), be(2, 2, HOUR, 0)
+    a = ar(3, 4, 30 * MIN, 10 * MIN, MIN)
+    run([one, two, a], "scheduling.suspension=serial-only")
+    assert one.suspensions == 1 and one.preemptions == 1
+    assert two.suspensions == 0 and two.preemptions == 1
+    assert segments(two) == [("vm", 0, MIN), ("vm", 40 * MIN, 100 * MIN)]
+
+
+def test_immediate_leases_start_now_or_are_rejected():
+    """#1 takes 3 nodes; #2 (immediate, 1 node) starts at once; #3 (immediate, 1 node) finds
+    no room and is rejected, never queued."""
+    first = be(1, 3, HOUR, 0)
+    now1 = lease(2, LeaseType.IMMEDIATE, 1, 10 * MIN, MIN)
+    now2 = lease(3, LeaseType.IMMEDIATE, 1, 10 * MIN, 2 * MIN)
+    r = run([first, now1, now2])
+    assert (now1.start, now1.end) == (MIN, 11 * MIN)
+    assert now2.state is LeaseState.REJECTED
+    assert r.summary["immediate_accepted"] == 1 and r.summary["immediate_rejected"] == 1
+
+
+def test_deadline_leases_finish_by_their_deadline_or_are_rejected():
+    """#1 holds the site 0:00-1:00. #2 (4 nodes, 30 min, start 0:00, deadline 2:00) gets
+    1:00-1:30; #3 (deadline 1:45) cannot fit after #2 and is rejected; #4 (1 h, deadline 3:00)
+    gets 1:30-2:30."""
+    first = be(1, 4, HOUR, 0)
+    d2 = lease(2, LeaseType.DEADLINE, 4, 30 * MIN, MIN, start=0, deadline=2 * HOUR)
+    d3 = lease(3, LeaseType.DEADLINE, 4, 30 * MIN, 2 * MIN, start=0, deadline=105 * MIN)
+    d4 = lease(4, LeaseType.DEADLINE, 4, HOUR, 3 * MIN, start=0, deadline=3 * HOUR)
+    r = run([first, d2, d3, d4])
+    assert (d2.start, d2.end) == (HOUR, 90 * MIN)
+    assert d3.state is LeaseState.REJECTED and "deadline" in d3.reason
+    assert (d4.start, d4.end) == (90 * MIN, 150 * MIN)
+    assert r.summary["deadline_met"] == 2 and r.summary["deadline_missed"] == 0
+
+
+@pytest.mark.parametrize("backfilling, first_vms, state_at_cancel", [
+    ("off", 3, LeaseState.QUEUED),           # #2 waits at the head of the queue
+    ("conservative", 3, LeaseState.SCHEDULED),  # #2 holds a reservation for 1:00-2:00
+    ("conservative", 2, LeaseState.ACTIVE),  # #2 runs from 0:00
+])
+def test_cancellation_in_any_state_frees_the_schedule(backfilling, first_vms, state_at_cancel):
+    """#1 holds 3 (or 2) nodes 0:00-1:00; #2 (2 nodes, 1 h) arrives at 0:00; #3 (4 nodes,
+    10 min) at 0:02 waits behind them. #2 is cancelled at 0:05, wherever it is; #3 then starts
+    when #1 ends, at 1:00."""
+    from lease_manager.config import load_config
+    from lease_manager.plugins import Plugins
+    from lease_manager.run import Run
+
+    first, second, third = be(1, first_vms, HOUR, 0), be(2, 2, HOUR, 0), be(3, 4, 10 * MIN, 2 * MIN)
+    plugins = Plugins(entry_points=False)
+    cfg = load_config(None, plugins.schema, [f"simulation.resources={SITE}",
+                                             f"scheduling.backfilling={backfilling}"])
+    r = Run(cfg, plugins, leases=[first, second, third])
+    seen = {}
+
+    def cancel_second(now):
+        seen["state"] = second.state
+        r.scheduler.cancel(second, now)
+
+    r.engine.call_at(5 * MIN, cancel_second)
+    r.run()
+    r.table.check()
+    assert seen["state"] is state_at_cancel
+    assert second.state is LeaseState.CANCELLED and second.end == 5 * MIN
+    assert third.start == HOUR
+    assert r.summary["leases_cancelled"] == 1 and r.summary["leases_completed"] == 2
