@@ -31,8 +31,8 @@ class SimulatedEnactment:
     def __init__(self, timeline: Timeline) -> None:
         self.timeline = timeline
 
-    def start(self, lease: "Lease", res: "Reservation", now: float) -> None:
-        end = now + lease.remaining_actual
+    def start(self, lease: "Lease", res: "Reservation", end: float) -> None:
+        """``lease``'s VMs run in ``res``; its work (and shutdown) ends at ``end``."""
         if end <= res.end and not math.isinf(end):
             self.timeline.push(end, EventKind.END, res)
 

@@ -101,6 +101,14 @@ def core_options(policy_names: Mapping[str, tuple[str, ...]]) -> list[Option]:
             whole site (`global`)."""),
         Option("scheduling", "enactment-overhead", DURATION, 0, doc="""
             Extra time for each VM's suspension or resumption command."""),
+        Option("scheduling", "shutdown-time", DURATION, 0, doc="""
+            Time to shut a lease's VMs down: added to the reservation of best-effort, immediate
+            and deadline leases, carved out of the end of an advance reservation's interval."""),
+        Option("scheduling", "migration", STRING, "no", choices=("no", "yes"), doc="""
+            `yes`: a suspended lease may resume on other nodes after its memory images are
+            moved there (see `migration-bandwidth`), when that lets it resume earlier."""),
+        Option("scheduling", "migration-bandwidth", FLOAT, 100.0, minimum=1e-9, doc="""
+            MB per second at which a suspended lease's memory images move to other nodes."""),
         # -------------------------------------------------------------------- [accounting]
         Option("accounting", "probes", NAMES, (), doc=f"""
             Probes that record extra metrics and time series

@@ -84,6 +84,9 @@ class Run:
             backfilling=config.get("scheduling", "backfilling"),
             backfilling_reservations=config.get("scheduling", "backfilling-reservations"),
             suspension=config.get("scheduling", "suspension"), suspend_resume=suspend_resume,
+            shutdown=config.get("scheduling", "shutdown-time"),
+            migration_bandwidth=(config.get("scheduling", "migration-bandwidth")
+                                 if config.get("scheduling", "migration") == "yes" else None),
             start_work=self.enactment.start, emit=self._hooks)
         if clock is None:
             if config.get("simulation", "clock") == "real":

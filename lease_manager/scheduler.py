@@ -100,6 +100,7 @@ class LeaseScheduler:
                  preemption: "PreemptionPolicy | None" = None,
                  backfilling: str = "aggressive", backfilling_reservations: int = 1,
                  suspension: str = "all", suspend_resume: SuspendResume | None = None,
+                 shutdown: float = 0.0, migration_bandwidth: float | None = None,
                  start_work: Callable[[Lease, Reservation, float], None] | None = None,
                  emit: Callable[..., None] | None = None) -> None:
         self.table = table
@@ -113,6 +114,10 @@ class LeaseScheduler:
         self.max_future = max_future_reservations(backfilling, backfilling_reservations)
         self.suspension = suspension
         self.suspend_resume = suspend_resume or SuspendResume(None, 1.0, 1.0)
+        #: seconds to shut VMs down (added to non-AR reservations, carved out of ARs)
+        self.shutdown = shutdown
+        #: MB/s for moving memory images (None: suspended leases resume where they were)
+        self.migration_bandwidth = migration_bandwidth
         self._start_work = start_work or (lambda lease, res, now: None)
         self._emit = emit or (lambda hook, **kw: None)
         #: QUEUED leases, in queue order
@@ -207,9 +212,23 @@ class LeaseScheduler:
         lease.transition(S.QUEUED)
         lease.promised_start = None
 
+    def length(self, lease: Lease) -> float:
+        """How long a reservation for the rest of ``lease`` lasts (its remaining work plus the
+        shutdown; an advance reservation's interval is what it asked for)."""
+        if lease.type is LeaseType.ADVANCE_RESERVATION:
+            return lease.requested_duration
+        return lease.remaining_requested + self.shutdown
+
+    def work_end(self, lease: Lease, start: float) -> float:
+        """When the lease, running from ``start``, really ends (work, then shutdown)."""
+        work = lease.remaining_actual
+        if lease.type is LeaseType.ADVANCE_RESERVATION:
+            work = min(work, lease.requested_duration - self.shutdown)
+        return start + work + self.shutdown
+
     # ------------------------------------------------------------ leases with their own slot
     def _schedule_immediate(self, lease: Lease, now: float) -> None:
-        duration = lease.requested_duration
+        duration = self.length(lease)
         res = None
         if self.table.fits_at(lease.vms, duration, now):
             res = self._place_at(lease, now, duration)
@@ -219,10 +238,16 @@ class LeaseScheduler:
         self._commit(lease, [res], now)
 
     def _schedule_deadline(self, lease: Lease, now: float) -> None:
-        duration = lease.requested_duration
+        duration = self.length(lease)
         earliest = max(now, lease.start_request if lease.start_request is not None else now)
         latest = lease.deadline - duration
-        res = self._find_slot(lease, duration, earliest, latest) if latest >= earliest else None
+
+        def slot() -> Reservation | None:
+            if latest < earliest:
+                return None
+            return self._find_slot(lease, duration, earliest, latest)
+
+        res = slot() or self._make_room(lease, slot, earliest, lease.deadline, now)
         if res is None:
             self.reject(lease, now, f"cannot finish by its deadline {lease.deadline:g}")
             return
@@ -233,9 +258,16 @@ class LeaseScheduler:
         if start is None or start < now:
             self.reject(lease, now, f"its start time {start} has already passed")
             return
-        res = None
-        if self.table.fits_at(lease.vms, duration, start):
-            res = self._place_at(lease, start, duration)
+        if duration <= self.shutdown:
+            self.reject(lease, now, "its interval is no longer than the shutdown time")
+            return
+
+        def slot() -> Reservation | None:
+            if self.table.fits_at(lease.vms, duration, start):
+                return self._place_at(lease, start, duration)
+            return None
+
+        res = slot() or self._make_room(lease, slot, start, start + duration, now)
         if res is None:
             victims = self._victims(lease, start, duration, now)
             if victims is None:
@@ -249,6 +281,46 @@ class LeaseScheduler:
                 self.reject(lease, now, "the requested interval could not be freed")
                 return
         self._commit(lease, [res], now)
+
+    def _make_room(self, lease: Lease, slot: Callable[[], Reservation | None], start: float,
+                   end: float, now: float) -> Reservation | None:
+        """Find ``lease`` a slot (``slot()``) after moving planned deadline leases that overlap
+        ``[start, end)`` and have slack elsewhere in their windows; never past a deadline. If
+        any of them cannot be placed again, nothing changes and None is returned."""
+        movable = [o for o in self.future.values()
+                   if o.type is LeaseType.DEADLINE and len(o.reservations) == 1
+                   and o.reservations[0].start > now and o.reservations[0].start < end
+                   and o.reservations[0].end > start]
+        if not movable:
+            return None
+        table = self.table
+        old = {o.id: o.reservations[0] for o in movable}
+        for o in movable:
+            table.remove(old[o.id])
+        res = slot()
+        placed: list[tuple[Lease, Reservation]] = []
+        if res is not None:
+            table.add(res)
+            for o in sorted(movable, key=lambda o: (o.deadline, o.id)):
+                duration = old[o.id].end - old[o.id].start
+                earliest = max(now, o.start_request if o.start_request is not None else now)
+                new = self._find_slot(o, duration, earliest, o.deadline - duration)
+                if new is None:
+                    break
+                table.add(new)
+                placed.append((o, new))
+            table.remove(res)
+        if res is None or len(placed) < len(movable):
+            for _, new in placed:
+                table.remove(new)
+            for o in movable:
+                table.add(old[o.id])
+            return None
+        for o, new in placed:
+            o.reservations = [new]
+            self._emit("lease_scheduled", lease=o, now=now)
+            self.timeline.push(new.start, EventKind.START, new)
+        return res
 
     def _victims(self, lease: Lease, start: float, duration: float,
                  now: float) -> list[Lease] | None:
@@ -353,7 +425,7 @@ class LeaseScheduler:
         for j in candidates:
             lease = queue[j]
             key = lease.vms.shape_key
-            count, duration = lease.vms.count, lease.remaining_requested
+            count, duration = lease.vms.count, self.length(lease)
             if table.version != version:   # something started: the room shrank
                 version = table.version
                 room.clear()
@@ -394,7 +466,7 @@ class LeaseScheduler:
         if lease.image_nodes:
             plan = self._resumption_plan(lease, now, allow_future)
         else:
-            duration = lease.requested_duration
+            duration = self.length(lease)
             res = None
             if self.table.fits_at(lease.vms, duration, now):
                 res = self._place_at(lease, now, duration)
@@ -412,23 +484,59 @@ class LeaseScheduler:
     def _resumption_plan(self, lease: Lease, now: float,
                          allow_future: bool) -> list[Reservation] | None:
         """Resume a suspended lease on the nodes holding its memory images, then run the rest
-        of its work there: ``[resume][vm]``."""
+        of its work there (``[resume][vm]``); with migration, elsewhere after moving the images
+        (``[migrate][resume][vm]``) if that starts earlier."""
         image = lease.allocations[-1]
         resume = self.suspend_resume.resume_time(image)
-        remaining = lease.remaining_requested
-        start = self.table.earliest_fit_on(image.nodes, image.amounts, resume + remaining, now,
-                                           None if allow_future else now)
-        if start is None:
+        length = self.length(lease)
+        not_after = None if allow_future else now
+        start = self.table.earliest_fit_on(image.nodes, image.amounts, resume + length, now,
+                                           not_after)
+        best = None if start is None else (start, image.nodes, image.amounts, image.vm_nodes,
+                                           image.vm_shape, 0.0)
+        if self.migration_bandwidth is not None:
+            moved = self._migrated(lease, image, resume + length, now,
+                                   start if start is not None else not_after)
+            if moved is not None and (best is None or moved[0] < best[0]):
+                best = moved
+        if best is None:
             return None
+        start, nodes, amounts, vm_nodes, vm_shape, transfer = best
 
         def segment(kind: str, a: float, b: float) -> Reservation:
-            return Reservation(lease, a, b, image.nodes, image.amounts, None, kind,
-                               image.vm_nodes, image.vm_shape)
+            return Reservation(lease, a, b, nodes, amounts, None, kind, vm_nodes, vm_shape)
 
-        plan = [segment("vm", start + resume, start + resume + remaining)]
-        if resume > 0:
-            plan.insert(0, segment("resume", start, start + resume))
+        t = start
+        plan = []
+        for kind, span in (("migrate", transfer), ("resume", resume)):
+            if span > 0:
+                plan.append(segment(kind, t, t + span))
+                t += span
+        plan.append(segment("vm", t, t + length))
         return plan
+
+    def _migrated(self, lease: Lease, image: Reservation, rest: float, now: float,
+                  before: float | None) -> tuple | None:
+        """The earliest placement anywhere (before ``before``) after moving the memory images
+        of the VMs that change node: ``(start, nodes, amounts, vm_nodes, vm_shape, transfer)``."""
+        memory = self.suspend_resume.memory_index
+        per_vm = lease.vms.per_vm()
+        total = sum(float(v[memory]) for v in per_vm) if memory is not None else 0.0
+        transfer_all = total / self.migration_bandwidth
+        for start in self.table.iter_fit_starts(lease.vms, transfer_all + rest, now,
+                                                not_after=before):
+            if before is not None and start >= before:
+                return None
+            res = self._place_at(lease, start, transfer_all + rest)
+            if res is None:
+                continue
+            moved = sum(float(v[memory]) for v, a, b in zip(per_vm, image.vm_nodes, res.vm_nodes)
+                        if a != b) if memory is not None else 0.0
+            if moved == 0:
+                continue   # the same nodes: that is the plain resumption
+            return (start, res.nodes, res.amounts, res.vm_nodes, res.vm_shape,
+                    moved / self.migration_bandwidth)
+        return None
 
     def _commit(self, lease: Lease, plan: list[Reservation], now: float) -> None:
         """Put ``plan`` in the slot table and on the timeline; start what starts now."""
@@ -588,8 +696,12 @@ class LeaseScheduler:
                 lease.allocations.append(lease.reservations.pop(0))
             self.running[lease.id] = lease
             self._emit("lease_started", lease=lease, now=now)
-            self._start_work(lease, res, now)
-        elif kind == "resume" and lease.state is S.SCHEDULED:
+            self._start_work(lease, res, self.work_end(lease, now))
+        elif kind == "migrate" and lease.state is S.SCHEDULED:
+            self._drop_future(lease)
+            lease.transition(S.MIGRATING)
+            self.running[lease.id] = lease
+        elif kind == "resume" and lease.state in (S.SCHEDULED, S.MIGRATING):
             self._drop_future(lease)
             lease.transition(S.RESUMING)
             self.running[lease.id] = lease

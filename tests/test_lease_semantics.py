@@ -144,19 +144,60 @@ def test_immediate_leases_start_now_or_are_rejected():
     assert r.summary["immediate_accepted"] == 1 and r.summary["immediate_rejected"] == 1
 
 
-def test_deadline_leases_finish_by_their_deadline_or_are_rejected():
-    """#1 holds the site 0:00-1:00. #2 (4 nodes, 30 min, start 0:00, deadline 2:00) gets
-    1:00-1:30; #3 (deadline 1:45) cannot fit after #2 and is rejected; #4 (1 h, deadline 3:00)
-    gets 1:30-2:30."""
+def test_deadline_leases_move_within_their_windows_to_make_room():
+    """#1 holds the site 0:00-1:00. #2 (4 nodes, 30 min, deadline 2:00) gets 1:00-1:30.
+    #3 (30 min, deadline 1:45) fits only if #2 moves: #3 takes 1:00-1:30 and #2 slides to
+    1:30-2:00, still by its deadline. #4 (1 h, deadline 3:00) gets 2:00-3:00. #5 (1 h,
+    deadline 2:30) cannot fit even if the others move: rejected, and nothing moves.
+
+    n0-3 [#1 0:00-1:00][#3 1:00-1:30][#2 1:30-2:00][#4 2:00-3:00]
+    """
     first = be(1, 4, HOUR, 0)
     d2 = lease(2, LeaseType.DEADLINE, 4, 30 * MIN, MIN, start=0, deadline=2 * HOUR)
     d3 = lease(3, LeaseType.DEADLINE, 4, 30 * MIN, 2 * MIN, start=0, deadline=105 * MIN)
     d4 = lease(4, LeaseType.DEADLINE, 4, HOUR, 3 * MIN, start=0, deadline=3 * HOUR)
-    r = run([first, d2, d3, d4])
-    assert (d2.start, d2.end) == (HOUR, 90 * MIN)
-    assert d3.state is LeaseState.REJECTED and "deadline" in d3.reason
-    assert (d4.start, d4.end) == (90 * MIN, 150 * MIN)
-    assert r.summary["deadline_met"] == 2 and r.summary["deadline_missed"] == 0
+    d5 = lease(5, LeaseType.DEADLINE, 4, HOUR, 4 * MIN, start=0, deadline=150 * MIN)
+    r = run([first, d2, d3, d4, d5])
+    assert (d3.start, d3.end) == (HOUR, 90 * MIN)
+    assert (d2.start, d2.end) == (90 * MIN, 2 * HOUR)
+    assert (d4.start, d4.end) == (2 * HOUR, 3 * HOUR)
+    assert d5.state is LeaseState.REJECTED and "deadline" in d5.reason
+    assert r.summary["deadline_met"] == 3 and r.summary["deadline_missed"] == 0
+
+
+def test_shutdown_time_is_added_to_best_effort_and_carved_out_of_ars():
+    """shutdown-time 60 s: a 10-minute BE lease holds its node 10 min + 60 s; an AR keeps
+    exactly its interval (its work gets the interval minus the shutdown)."""
+    b = be(1, 4, 10 * MIN, 0)
+    a = ar(2, 4, 20 * MIN, 10 * MIN, 0)
+    run([b, a], "scheduling.shutdown-time=60")
+    assert (b.start, b.end) == (0, 11 * MIN)
+    assert (a.start, a.end) == (20 * MIN, 30 * MIN)
+
+
+def test_migration_resumes_elsewhere_when_that_is_earlier():
+    """#1 (1 node, 1 h) runs on n0; #2 holds n1-n3 0:00-0:45. An AR for 1 node, 0:30-2:00,
+    arrives at 0:01: every node is busy at 0:30, so #1 (the older-id of two equally young
+    leases) is suspended and the AR takes n0. Without migration #1 resumes on n0 at 2:00; with
+    migration its 1024 MB image moves at 100 MB/s (10.24 s) to n1, free from 0:45.
+
+    n0  [#1 0:00-0:29:28][susp][AR 0:30 ------------------------ 2:00][resume][#1 ...]  (no)
+    n1  [#2 0:00 ------------ 0:45][migrate][resume][#1 ...]                           (yes)
+    """
+    for migration, resumed in (("no", 2 * HOUR), ("yes", 45 * MIN)):
+        b = be(1, 1, HOUR, 0)
+        blocker = be(2, 3, 45 * MIN, 0)
+        a = ar(3, 1, 30 * MIN, 90 * MIN, MIN)
+        run([b, blocker, a], f"scheduling.migration={migration}",
+            "scheduling.migration-bandwidth=100", "scheduling.policy-host-selection=no-policy")
+        kinds = [seg[0] for seg in segments(b)]
+        assert b.state is LeaseState.DONE and b.suspensions == 1
+        first_after = next(seg for seg in segments(b) if seg[0] in ("migrate", "resume"))
+        assert first_after[1] == resumed
+        assert ("migrate" in kinds) == (migration == "yes")
+        if migration == "yes":
+            assert segments(b)[2] == ("migrate", 45 * MIN, 45 * MIN + 10.24)
+        assert sum(e - s for k, s, e in segments(b) if k == "vm") == HOUR
 
 
 @pytest.mark.parametrize("backfilling, first_vms, state_at_cancel", [
