@@ -4,7 +4,7 @@ Plugins implement them with ``@lease_manager.hookimpl``. There are two families:
 
 *Registration* hooks are called once when a run is set up. They declare ini options and
 *policies*: classes with a ``kind`` (``admission``, ``pricing``, ``queue``, ``host-selection``,
-``probe``, ``annotator``), a ``name`` the ini file selects them by, and the methods of that kind's protocol
+``preemption``, ``probe``, ``annotator``), a ``name`` the ini file selects them by, and the methods of that kind's protocol
 (see :mod:`lease_manager.policies`). The chosen policies are instantiated for the run with
 ``cls(run)`` and registered into the run's plugin manager too, so a policy object can also
 implement the event hooks below (that is how a queue mechanism watches the schedule).
