@@ -110,7 +110,7 @@ class Accounting:
                 self._slowdown += (wait + run_time) / run_time
             self._bounded_slowdown += max(1.0, (wait + run_time) / max(run_time, SLOWDOWN_BOUND))
             self.last_end = max(self.last_end, lease.end)
-            if lease.price:
+            if lease.price and math.isfinite(lease.price):
                 self.revenue += lease.price
         self._rows.append((lease.id, lease.source_id or "", lease.type.value, state.value,
                            lease.submit, lease.start, lease.end, lease.vms.count,

@@ -40,8 +40,11 @@ def core_options(policy_names: Mapping[str, tuple[str, ...]]) -> list[Option]:
             With `stop-when = time`: how long the run lasts."""),
         # --------------------------------------------------------------------- [tracefile]
         Option("tracefile", "tracefile", PATH, "", doc="""
-            The workload to replay: an SWF file (`.swf` or gzipped `.swf.gz`). Required to
-            replay a trace."""),
+            The workload to replay: an SWF file (`.swf` or gzipped `.swf.gz`) or a Haizea LWF
+            file (XML). Required to replay a trace."""),
+        Option("tracefile", "injectionfile", PATH, "", doc="""
+            An LWF file of extra requests (advance reservations, say) merged with the trace by
+            arrival time; its times are on the replay's clock (after `rebase`)."""),
         Option("tracefile", "procs-per-vm", INTEGER, 1, minimum=1, doc="""
             SWF: processors per VM; a job gets ceil(processors / procs-per-vm) VMs, where
             processors is field 8 (requested) if positive, else field 5 (allocated)."""),

@@ -28,6 +28,8 @@ BUILTIN_PLUGINS = (
     "lease_manager.policies.host_selection",
     "lease_manager.policies.probes",
     "lease_manager.policies.preemption",
+    "lease_manager.policies.admission",
+    "lease_manager.policies.pricing",
 )
 ENTRY_POINT_GROUP = "lease_manager"
 

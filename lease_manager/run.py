@@ -26,6 +26,8 @@ from .plugins import Plugins
 from .resources import parse_amounts, parse_site
 from .scheduler import LeaseScheduler, SuspendResume
 from .slottable import SlotTable
+from .convert import merge_workloads
+from .lwf import is_lwf, read_lwf
 from .swf import SWFConversion, SWFReader, TraceStats, swf_leases
 
 if TYPE_CHECKING:
@@ -134,6 +136,16 @@ class Run:
                             f"a VM ({types.format(vector)}) fits on no node of the site")
         return vector
 
+    def swf_conversion(self) -> SWFConversion:
+        """How this run turns SWF jobs into leases (``[tracefile]`` options)."""
+        cfg = self.config
+        return SWFConversion(
+            vm_vector=self.vm_vector(), procs_per_vm=cfg.get("tracefile", "procs-per-vm"),
+            paradigm=cfg.get("tracefile", "paradigm"), queues=cfg.get("tracefile", "queues"),
+            window_start=cfg.get("tracefile", "window-start"),
+            window_length=cfg.get("tracefile", "window-length"),
+            max_jobs=cfg.get("tracefile", "max-jobs"), rebase=cfg.get("tracefile", "rebase"))
+
     def _trace_leases(self) -> Iterator["Lease"]:
         cfg = self.config
         path = cfg.get("tracefile", "tracefile")
@@ -142,14 +154,20 @@ class Run:
                                                       "[tracefile] or with --set)")
         if not Path(path).is_file():
             raise cfg.error("tracefile", "tracefile", f"trace file not found: {path}")
-        conv = SWFConversion(
-            vm_vector=self.vm_vector(), procs_per_vm=cfg.get("tracefile", "procs-per-vm"),
-            paradigm=cfg.get("tracefile", "paradigm"), queues=cfg.get("tracefile", "queues"),
-            window_start=cfg.get("tracefile", "window-start"),
-            window_length=cfg.get("tracefile", "window-length"),
-            max_jobs=cfg.get("tracefile", "max-jobs"), rebase=cfg.get("tracefile", "rebase"))
-        self.trace_reader = SWFReader(path, skip_bad_lines=cfg.get("tracefile", "skip-bad-lines"))
-        return swf_leases(self.trace_reader, conv, self.trace_stats)
+        if is_lwf(path):
+            workload = read_lwf(path, self.nodes.types)
+            self.trace_stats.read = self.trace_stats.replayed = len(workload.leases)
+            leases: Iterable["Lease"] = workload.leases
+        else:
+            self.trace_reader = SWFReader(path,
+                                          skip_bad_lines=cfg.get("tracefile", "skip-bad-lines"))
+            leases = swf_leases(self.trace_reader, self.swf_conversion(), self.trace_stats)
+        injection = cfg.get("tracefile", "injectionfile")
+        if injection:
+            if not Path(injection).is_file():
+                raise cfg.error("tracefile", "injectionfile", f"file not found: {injection}")
+            leases = merge_workloads(leases, read_lwf(injection, self.nodes.types).leases)
+        return iter(leases)
 
     def _checked(self, leases: Iterable["Lease"]) -> Iterator["Lease"]:
         strict = self.config.get("tracefile", "oversized") == "error"
@@ -163,7 +181,8 @@ class Run:
                     file, _, line = (lease.origin or "").rpartition(":")
                     raise TraceError(reason, file=file or None,
                                      line=int(line) if line.isdigit() else None,
-                                     field="requested processors")
+                                     field="requested processors" if self.trace_reader
+                                     else "<nodes>")
             yield lease
 
     # ------------------------------------------------------------------------------ run

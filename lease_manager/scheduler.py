@@ -745,9 +745,9 @@ class LeaseScheduler:
     def _finish(self, lease: Lease, state: LeaseState, now: float) -> None:
         lease.end = now
         self.running.pop(lease.id, None)
-        surcharge = getattr(self.pricing, "surcharge", None)
-        if surcharge is not None and lease.time_suspended > 0 and lease.price is not None:
-            lease.price += surcharge(lease, lease.time_suspended)
+        if lease.time_suspended > 0:
+            lease.price = (lease.price or 0.0) + self.pricing.surcharge(lease,
+                                                                        lease.time_suspended)
         lease.transition(state)
         self._emit("lease_ended", lease=lease, now=now)
 

@@ -231,3 +231,40 @@ def test_cancellation_in_any_state_frees_the_schedule(backfilling, first_vms, st
     assert second.state is LeaseState.CANCELLED and second.end == 5 * MIN
     assert third.start == HOUR
     assert r.summary["leases_cancelled"] == 1 and r.summary["leases_completed"] == 2
+
+
+LWF = __import__("conftest").ROOT / "tests" / "lwf"
+
+
+@pytest.mark.parametrize("workload, settings, expected", [
+    # the AR suspends the BE lease 0:29:28-0:30, which resumes 1:00:00-1:00:32 and ends 1:31:04
+    ("ar-preempts-running-be", [], {"1": (0, 5464), "2": (1800, 3600)}),
+    # no suspension: cancelled at 0:15, requeued, reruns 1:00-2:00
+    ("ar-preempts-running-be", ["scheduling.suspension=none"],
+     {"1": (0, 7200), "2": (1800, 3600)}),
+    # no preemption: the AR is rejected
+    ("ar-preempts-running-be", ["scheduling.policy-preemption=no-preemption"],
+     {"1": (0, 3600), "2": None}),
+    ("eight-whole-site-leases", [],
+     {str(i): ((i - 1) * 900, i * 900) for i in range(1, 9)}),
+])
+def test_lwf_workloads_replay_as_computed_by_hand(workload, settings, expected, tmp_path):
+    """The issue's scenarios as LWF files (tests/lwf/), replayed through a configuration."""
+    import csv
+    import subprocess
+    import sys
+    ini = tmp_path / "run.ini"
+    ini.write_text(f"[simulation]\nresources = {SITE}\n[tracefile]\n"
+                   f"tracefile = {LWF / (workload + '.lwf')}\n"
+                   "[scheduling]\nbackfilling = aggressive\n")
+    sets = [arg for s in settings for arg in ("--set", s)]
+    subprocess.run([sys.executable, "-m", "lease_manager.cli", "simulate", str(ini), "-q",
+                    "--out", str(tmp_path / "out"), *sets], check=True)
+    with (tmp_path / "out" / "leases.csv").open() as fh:
+        rows = {r["source_id"]: r for r in csv.DictReader(fh)}
+    for source_id, times in expected.items():
+        row = rows[source_id]
+        if times is None:
+            assert row["state"] == "rejected"
+        else:
+            assert (float(row["start"]), float(row["end"])) == times, source_id

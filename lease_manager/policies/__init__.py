@@ -50,6 +50,11 @@ class PricingPolicy(Policy):
         """The price of ``lease`` (in the run's currency)."""
         raise NotImplementedError
 
+    def surcharge(self, lease: "Lease", seconds_suspended: float) -> float:
+        """Added to the price when the lease ends, for the time it spent suspending, suspended
+        and resuming (none by default)."""
+        return 0.0
+
 
 class QueuePolicy(Policy):
     """The queue mechanism (kind ``queue``): orders the wait queue and may hold leases back.
