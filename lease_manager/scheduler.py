@@ -205,12 +205,8 @@ class LeaseScheduler:
         self._emit("lease_rejected", lease=lease, now=now)
 
     def _enqueue(self, lease: Lease) -> None:
-        key = self.queue_policy.sort_key(lease)
-        at = bisect_right(self._queue_keys, key)
-        self._queue_keys.insert(at, key)
-        self.queue.insert(at, lease)
         lease.transition(S.QUEUED)
-        lease.promised_start = None
+        self._requeue(lease)
 
     def length(self, lease: Lease) -> float:
         """How long a reservation for the rest of ``lease`` lasts (its remaining work plus the
@@ -655,7 +651,7 @@ class LeaseScheduler:
         self._emit("lease_preempted", lease=lease, now=now)
 
     def _requeue(self, lease: Lease) -> None:
-        """Put a lease back in the queue (its state is already QUEUED)."""
+        """Put a QUEUED lease in the queue, where the queue policy orders it."""
         key = self.queue_policy.sort_key(lease)
         at = bisect_right(self._queue_keys, key)
         self._queue_keys.insert(at, key)
