@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Sequence
@@ -102,6 +103,24 @@ def _config_doc(args: argparse.Namespace) -> int:
     return 0
 
 
+def _sweep(args: argparse.Namespace) -> int:
+    from .sweep import default_jobs, sweep_command
+
+    jobs = args.jobs if args.jobs is not None else default_jobs()
+    if jobs < 1:
+        raise LeaseManagerError("--jobs must be at least 1")
+    return sweep_command(args.sweep, args.out, list_only=args.list, executor=args.executor,
+                         jobs=jobs, quiet=args.quiet)
+
+
+def _report(args: argparse.Namespace) -> int:
+    from .report import report_command
+
+    return report_command(args.dir, plots=args.plots, metrics=args.metric, gantt=args.gantt,
+                          gantt_leases=args.gantt_leases or None, gantt_hours=args.gantt_hours,
+                          seed=args.seed)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="lease-manager", description="A Haizea-style lease manager: replay workload "
@@ -123,6 +142,45 @@ def build_parser() -> argparse.ArgumentParser:
 
     doc = sub.add_parser("config-doc", help="print the configuration reference")
     doc.set_defaults(func=_config_doc)
+
+    swp = sub.add_parser("sweep", help="run every profile x trace x seed of a sweep file",
+                         description="Run a sweep file's runs (resumable: finished runs are "
+                         "skipped) and collect their summaries into DIR/results.csv and "
+                         "DIR/results.sqlite.")
+    swp.add_argument("sweep", help="sweep file (.ini with a [sweep] section)")
+    swp.add_argument("--out", help="output directory (default: results/SWEEP-NAME)")
+    swp.add_argument("--list", action="store_true",
+                     help="list the runs and whether each is done, without running them")
+    swp.add_argument("-j", "--jobs", type=int, metavar="N",
+                     help="local worker processes (default: the CPUs available)")
+    swp.add_argument("--executor", default="local", metavar="local|dask://HOST:PORT",
+                     help="where runs go: a local process pool (default) or the Dask "
+                     "distributed scheduler at HOST:PORT (extra 'dask'; the workers must see "
+                     "--out)")
+    swp.add_argument("-q", "--quiet", action="store_true",
+                     help="no progress bar and no summary line")
+    swp.set_defaults(func=_sweep)
+
+    rep = sub.add_parser("report", help="compare a sweep's profiles; draw plots",
+                         description="Rebuild DIR/results.csv and results.sqlite from the run "
+                         "folders, print per-profile tables (mean and standard deviation over "
+                         "seeds) and, with --plots, write PNG figures into DIR/plots/.")
+    rep.add_argument("dir", help="a sweep's output directory")
+    rep.add_argument("--plots", action="store_true",
+                     help="write PNG plots into DIR/plots/ (extra 'plots': matplotlib)")
+    rep.add_argument("--metric", action="append", default=[], metavar="FIELD",
+                     help="compare this summary field (repeatable; default: avg_wait, "
+                     "makespan, utilization, avg_bounded_slowdown and plugins' fields)")
+    rep.add_argument("--gantt", metavar="RUN_ID",
+                     help="the run to draw a Gantt chart of (default: the first)")
+    rep.add_argument("--gantt-leases", type=int, default=200, metavar="N",
+                     help="draw the first N leases to start (default 200; 0: all)")
+    rep.add_argument("--gantt-hours", type=float, metavar="H",
+                     help="draw only leases starting within H hours of the first")
+    rep.add_argument("--seed", type=int,
+                     help="the seed whose runs the time-series plots show (default: the "
+                     "smallest)")
+    rep.set_defaults(func=_report)
     return parser
 
 
@@ -137,6 +195,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("lease-manager: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:   # output piped into a command that stopped reading (``| head``)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 if __name__ == "__main__":

@@ -244,6 +244,38 @@ def _locate(text: str) -> dict[tuple[str, str], int]:
     return lines
 
 
+def read_ini(path: Path, what: str) -> tuple[configparser.ConfigParser,
+                                             dict[tuple[str, str], int]]:
+    """Parse an ini file; return the parser and the line of every ``[section]`` and option.
+
+    Syntax errors are :class:`ConfigError` naming the file and line (``what`` names the kind
+    of file in messages: "configuration file", "sweep file")."""
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        raise ConfigError(f"{what} not found", file=str(path)) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read {what}: {exc}", file=str(path)) from None
+    parser = configparser.ConfigParser(interpolation=None, inline_comment_prefixes=("#",),
+                                       strict=True)
+    try:
+        parser.read_string(text, source=str(path))
+    except configparser.DuplicateOptionError as exc:
+        raise ConfigError(f"option {exc.option!r} is given twice in [{exc.section}]",
+                          file=str(path), line=exc.lineno) from None
+    except configparser.DuplicateSectionError as exc:
+        raise ConfigError(f"section [{exc.section}] is given twice",
+                          file=str(path), line=exc.lineno) from None
+    except configparser.MissingSectionHeaderError as exc:
+        raise ConfigError("expected a [section] header first", file=str(path),
+                          line=exc.lineno) from None
+    except configparser.ParsingError as exc:
+        line = exc.errors[0][0] if exc.errors else None
+        raise ConfigError("cannot parse this line (expected 'option = value')",
+                          file=str(path), line=line) from None
+    return parser, _locate(text)
+
+
 def load_config(path: str | Path | None, schema: Schema, overrides: Iterable[str] = ()) -> Config:
     """Read, validate and complete a configuration file; apply ``section.option=value`` overrides."""
     raw: dict[tuple[str, str], tuple[str, str]] = {}
@@ -251,31 +283,8 @@ def load_config(path: str | Path | None, schema: Schema, overrides: Iterable[str
     cfg_path = None
     if path is not None:
         cfg_path = Path(path)
-        try:
-            text = cfg_path.read_text()
-        except FileNotFoundError:
-            raise ConfigError("configuration file not found", file=str(path)) from None
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ConfigError(f"cannot read configuration file: {exc}", file=str(path)) from None
         base = cfg_path.resolve().parent
-        parser = configparser.ConfigParser(interpolation=None, inline_comment_prefixes=("#",),
-                                           strict=True)
-        try:
-            parser.read_string(text, source=str(path))
-        except configparser.DuplicateOptionError as exc:
-            raise ConfigError(f"option {exc.option!r} is given twice in [{exc.section}]",
-                              file=str(path), line=exc.lineno) from None
-        except configparser.DuplicateSectionError as exc:
-            raise ConfigError(f"section [{exc.section}] is given twice",
-                              file=str(path), line=exc.lineno) from None
-        except configparser.MissingSectionHeaderError as exc:
-            raise ConfigError("expected a [section] header first", file=str(path),
-                              line=exc.lineno) from None
-        except configparser.ParsingError as exc:
-            line = exc.errors[0][0] if exc.errors else None
-            raise ConfigError("cannot parse this line (expected 'option = value')",
-                              file=str(path), line=line) from None
-        where = _locate(text)
+        parser, where = read_ini(cfg_path, "configuration file")
         for section in parser.sections():
             sec_line = where.get((section, ""))
             if section not in schema.sections:
