@@ -96,6 +96,29 @@ def _plugins(args: argparse.Namespace) -> int:
     return 0
 
 
+def _convert(args: argparse.Namespace) -> int:
+    from .config import load_config
+    from .convert import lwf_to_swf, swf_to_lwf
+    from .lwf import is_lwf
+    from .plugins import Plugins
+    from .resources import parse_site
+    from .run import swf_conversion, vm_vector
+
+    config = load_config(args.config, Plugins().schema, args.set)
+    nodes = parse_site(config.get("simulation", "resources"))
+    if not Path(args.input).is_file():
+        raise LeaseManagerError(f"{args.input}: file not found")
+    if is_lwf(args.input):
+        stats = lwf_to_swf(args.input, args.output, nodes.types,
+                           config.get("tracefile", "procs-per-vm"), strict=args.strict,
+                           vm_vector=vm_vector(config, nodes))
+    else:
+        stats = swf_to_lwf(args.input, args.output, swf_conversion(config, nodes), nodes.types,
+                           skip_bad_lines=config.get("tracefile", "skip-bad-lines"))
+    print(json.dumps(stats.as_dict(), indent=2))
+    return 0
+
+
 def _config_doc(args: argparse.Namespace) -> int:
     from .plugins import Plugins
 
@@ -139,6 +162,21 @@ def build_parser() -> argparse.ArgumentParser:
     plug = sub.add_parser("plugins", help="list installed plugins, their policies and hooks")
     plug.add_argument("--json", action="store_true", help="machine-readable output")
     plug.set_defaults(func=_plugins)
+
+    conv = sub.add_parser(
+        "convert", help="convert an SWF trace into Haizea's LWF, or LWF back into SWF",
+        description="SWF -> LWF applies the replay's conversion rules ([tracefile] options); "
+        "LWF -> SWF keeps the best-effort leases SWF can express and counts the others. The "
+        "direction follows INPUT's format.")
+    conv.add_argument("input", help="an SWF trace (.swf, .swf.gz) or an LWF file")
+    conv.add_argument("output", help="the file to write")
+    conv.add_argument("-c", "--config", help="configuration giving [simulation] resources and "
+                      "the [tracefile] conversion options")
+    conv.add_argument("--set", action="append", default=[], metavar="SECTION.OPTION=VALUE",
+                      help="override a configuration option (repeatable)")
+    conv.add_argument("--strict", action="store_true",
+                      help="LWF -> SWF: stop at the first lease SWF cannot express")
+    conv.set_defaults(func=_convert)
 
     doc = sub.add_parser("config-doc", help="print the configuration reference")
     doc.set_defaults(func=_config_doc)

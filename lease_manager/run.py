@@ -23,7 +23,7 @@ from .events import Timeline
 from .invariants import InvariantChecker
 from .metrics import Metrics
 from .plugins import Plugins
-from .resources import parse_amounts, parse_site
+from .resources import NodeSet, parse_amounts, parse_site
 from .scheduler import LeaseScheduler, SuspendResume
 from .slottable import SlotTable
 from .convert import merge_workloads
@@ -123,28 +123,11 @@ class Run:
     # ---------------------------------------------------------------------------- inputs
     def vm_vector(self) -> np.ndarray:
         """The per-VM capacity of trace leases (``[tracefile] vm-resources``), validated."""
-        cfg = self.config
-        types = self.nodes.types
-        try:
-            vector = types.vector(parse_amounts(cfg.get("tracefile", "vm-resources")))
-        except ValueError as exc:
-            raise cfg.error("tracefile", "vm-resources", str(exc)) from None
-        if not (vector > 0).any():
-            raise cfg.error("tracefile", "vm-resources", "a VM must need some resource")
-        if not (self.nodes.capacity >= vector).all(axis=1).any():
-            raise cfg.error("tracefile", "vm-resources",
-                            f"a VM ({types.format(vector)}) fits on no node of the site")
-        return vector
+        return vm_vector(self.config, self.nodes)
 
     def swf_conversion(self) -> SWFConversion:
         """How this run turns SWF jobs into leases (``[tracefile]`` options)."""
-        cfg = self.config
-        return SWFConversion(
-            vm_vector=self.vm_vector(), procs_per_vm=cfg.get("tracefile", "procs-per-vm"),
-            paradigm=cfg.get("tracefile", "paradigm"), queues=cfg.get("tracefile", "queues"),
-            window_start=cfg.get("tracefile", "window-start"),
-            window_length=cfg.get("tracefile", "window-length"),
-            max_jobs=cfg.get("tracefile", "max-jobs"), rebase=cfg.get("tracefile", "rebase"))
+        return swf_conversion(self.config, self.nodes)
 
     def _trace_leases(self) -> Iterator["Lease"]:
         cfg = self.config
@@ -222,6 +205,32 @@ class Run:
         write_summary(out / "summary.json", self.summary)
         self.metrics.write(out / "series")
         return out
+
+
+def vm_vector(cfg: Config, nodes: NodeSet) -> np.ndarray:
+    """The per-VM capacity of trace leases (``[tracefile] vm-resources``), validated against
+    the site's resource types and nodes."""
+    types = nodes.types
+    try:
+        vector = types.vector(parse_amounts(cfg.get("tracefile", "vm-resources")))
+    except ValueError as exc:
+        raise cfg.error("tracefile", "vm-resources", str(exc)) from None
+    if not (vector > 0).any():
+        raise cfg.error("tracefile", "vm-resources", "a VM must need some resource")
+    if not (nodes.capacity >= vector).all(axis=1).any():
+        raise cfg.error("tracefile", "vm-resources",
+                        f"a VM ({types.format(vector)}) fits on no node of the site")
+    return vector
+
+
+def swf_conversion(cfg: Config, nodes: NodeSet) -> SWFConversion:
+    """How SWF jobs become leases under ``cfg``'s ``[tracefile]`` options."""
+    return SWFConversion(
+        vm_vector=vm_vector(cfg, nodes), procs_per_vm=cfg.get("tracefile", "procs-per-vm"),
+        paradigm=cfg.get("tracefile", "paradigm"), queues=cfg.get("tracefile", "queues"),
+        window_start=cfg.get("tracefile", "window-start"),
+        window_length=cfg.get("tracefile", "window-length"),
+        max_jobs=cfg.get("tracefile", "max-jobs"), rebase=cfg.get("tracefile", "rebase"))
 
 
 class _HookRelay:
