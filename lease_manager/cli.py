@@ -21,6 +21,10 @@ def _simulate(args: argparse.Namespace) -> int:
 
     run = load_run(args.config, args.set)
     out = Path(args.out) if args.out else default_out_dir(args.config)
+    try:   # before the run, not after it: a bad output folder should not cost a simulation
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise LeaseManagerError(f"cannot write results to {out}: {exc.strerror}") from None
     bar = _progress_bar(run, args.quiet)
     try:
         summary = run.run(progress=bar.update if bar else None)

@@ -184,7 +184,7 @@ def test_convert_command_round_trip_replays_the_same(tmp_path):
                    capture_output=True)
 
     def schedule(trace):
-        out = tmp_path / trace.name
+        out = tmp_path / f"out-{trace.name}"
         subprocess.run(cli + ["simulate", str(ini), "-q", "--out", str(out),
                               "--set", f"tracefile.tracefile={trace}"], check=True)
         with (out / "leases.csv").open() as fh:
