@@ -572,6 +572,8 @@ class LeaseScheduler:
             first_pass = False
 
     def _move_earlier(self, lease: Lease, now: float) -> bool:
+        if lease.image_nodes and lease.state is S.SCHEDULED:
+            return self._move_resumption_earlier(lease, now)
         if lease.type not in (LeaseType.BEST_EFFORT, LeaseType.DEADLINE) or len(
                 lease.reservations) != 1:
             return False
@@ -597,6 +599,30 @@ class LeaseScheduler:
             self.segment_started(new, now)
         else:
             self.timeline.push(new.start, EventKind.START, new)
+        return True
+
+    def _move_resumption_earlier(self, lease: Lease, now: float) -> bool:
+        """Plan a pending resumption again; its old plan stays free meanwhile, so the new one
+        can only be earlier (or the same, and then the old one is kept)."""
+        old = lease.reservations
+        if not old or old[0].start <= now:
+            return False
+        for res in old:
+            self.table.remove(res)
+        plan = self._resumption_plan(lease, now, True)
+        if plan is None or plan[0].start >= old[0].start:
+            for res in old:
+                self.table.add(res)
+            return False
+        for res in plan:
+            self.table.add(res)
+        lease.reservations = plan
+        self._emit("lease_scheduled", lease=lease, now=now)
+        for res in plan:
+            if res.start > now:
+                self.timeline.push(res.start, EventKind.START, res)
+        if plan[0].start <= now:
+            self.segment_started(plan[0], now)
         return True
 
     # ------------------------------------------------------------------------ preemption

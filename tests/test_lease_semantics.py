@@ -268,3 +268,17 @@ def test_lwf_workloads_replay_as_computed_by_hand(workload, settings, expected, 
             assert row["state"] == "rejected"
         else:
             assert (float(row["start"]), float(row["end"])) == times, source_id
+
+
+def test_a_pending_resumption_moves_up_when_a_lease_ends_early():
+    """#1 (1 node) is suspended for an AR on n0 (0:30-1:00); #2 (3 nodes, reserved 2 h but
+    ending at 0:40) holds n1-n3; #1's resumption waits for n0 at 1:00. Nothing frees n0
+    earlier, so it stays at 1:00; but with migration, #2's early end lets it move to 0:40 on n1.
+    """
+    b = be(1, 1, HOUR, 0)
+    other = be(2, 3, 2 * HOUR, 0, actual=40 * MIN)
+    a = ar(3, 1, 30 * MIN, 30 * MIN, MIN)
+    run([b, other, a], "scheduling.migration=yes", "scheduling.migration-bandwidth=100",
+        "scheduling.policy-host-selection=no-policy")
+    first_after = next(seg for seg in segments(b) if seg[0] in ("migrate", "resume"))
+    assert first_after[1] == 40 * MIN
