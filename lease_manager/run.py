@@ -111,6 +111,13 @@ class Run:
     def now(self) -> float:
         return self.clock.now()
 
+    def call_at(self, time: float, fn: Callable[[float], None]) -> None:
+        """Call ``fn(now)`` at ``time``, a decision point of its own (a policy's timer: a
+        maximum hold time, a periodic epoch). ``time`` must not be in the past."""
+        if time < self.clock.now():
+            raise ValueError(f"call_at({time}) is in the past (now is {self.clock.now()})")
+        self.engine.call_at(time, fn)
+
     def rng(self, name: str) -> np.random.Generator:
         """The random stream called ``name`` (one per policy, say), derived from the run's
         ``[simulation] seed``: independent of the other streams and of the order of use."""

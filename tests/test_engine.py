@@ -115,3 +115,18 @@ def test_annotators_are_seeded_per_stream():
 
     assert draws(1) == draws(1) == draws(1, other_stream_first=True)
     assert draws(1) != draws(2)
+
+
+def test_policies_can_set_timers_on_the_run():
+    """run.call_at(t, fn) makes t a decision point: fn runs then, followed by a cycle."""
+    from lease_manager.config import load_config
+    from lease_manager.run import Run
+    plugins = Plugins(entry_points=False)
+    cfg = load_config(None, plugins.schema, ["simulation.resources=4 CPU:1 Memory:1024"])
+    run = Run(cfg, plugins, leases=[be(1, 1, HOUR, 0)])
+    seen = []
+    run.call_at(90 * MIN, seen.append)
+    run.run()
+    assert seen == [90 * MIN]
+    with pytest.raises(ValueError, match="past"):
+        run.call_at(-1, seen.append)
