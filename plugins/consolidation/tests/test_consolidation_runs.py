@@ -1,0 +1,126 @@
+"""Whole runs: the EA policies inside the core mapper on a real trace, reproducibility, the
+installed entry point, the chapter-6 configurations and the one-command experiment."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from lease_manager.config import load_config
+from lmc_helpers import ETC, TRACE, plugins, trace_run
+from lm_consolidation import ch6
+
+
+@pytest.mark.parametrize("policy", ["ea-consolidation", "ea-time-horizon"])
+def test_ea_policies_on_500_real_leases(policy):
+    """First 500 leases of the 30-day trace on 18 nodes x 8 cores, conservative: the run ends
+    with every lease done and the core's invariants hold (checked at the end of the run);
+    contention is lower than greedy's on the same annotated workload."""
+    run = trace_run(f"scheduling.policy-host-selection={policy}")
+    summary = run.run()
+    run.table.check()
+    assert run.invariants is not None
+    assert summary["leases_completed"] == summary["leases_total"] == 500
+    greedy = trace_run("scheduling.policy-host-selection=greedy").run()
+    assert summary["resource_contention_integral"] < greedy["resource_contention_integral"]
+
+
+def test_same_seed_byte_identical_leases_csv_and_another_seed_differs(tmp_path):
+    def leases_csv(seed: int, name: str) -> bytes:
+        run = trace_run("scheduling.policy-host-selection=ea-time-horizon",
+                        f"simulation.seed={seed}", max_jobs=300)
+        run.run()
+        run.write(tmp_path / name)
+        return (tmp_path / name / "leases.csv").read_bytes()
+
+    first = leases_csv(1, "a")
+    assert leases_csv(1, "b") == first
+    assert leases_csv(2, "c") != first
+    series = (tmp_path / "a" / "series" / "resource_contention.csv").read_bytes()
+    assert (tmp_path / "b" / "series" / "resource_contention.csv").read_bytes() == series
+
+
+def test_the_installed_entry_point_provides_everything():
+    """``pip install -e plugins/consolidation`` (the README's set-up) registers the plugin."""
+    out = subprocess.run([sys.executable, "-m", "lease_manager.cli", "plugins"],
+                         capture_output=True, text=True, check=True).stdout
+    assert "consolidation  [lm-consolidation" in out, "install it: pip install -e " \
+                                                      "plugins/consolidation"
+    for policy in ("host-selection: ea-consolidation", "host-selection: ea-time-horizon",
+                   "probe: resource-contention", "annotator: thesis-workload"):
+        assert policy in out
+
+
+CONFIGS = sorted(ETC.glob("thesis-ch6-*cores.ini"))
+
+
+def test_twelve_chapter_6_configurations():
+    assert len(CONFIGS) == 12
+    seen = set()
+    schema = plugins().schema
+    for path in CONFIGS:
+        m = ch6._NAME.match(path.stem)
+        cfg = load_config(path, schema)
+        cores = int(m["cores"])
+        policy = {"greedy": "greedy", "eaconsolidation": "ea-consolidation",
+                  "eatimeconsolidation": "ea-time-horizon"}[m["policy"]]
+        assert cfg.get("simulation", "resources") == \
+            f"{144 // cores} CPU:{cores} Memory:{1024 * cores}"
+        assert cfg.get("tracefile", "paradigm") == m["paradigm"]
+        assert cfg.get("scheduling", "policy-host-selection") == policy
+        assert cfg.get("scheduling", "backfilling") == "conservative"
+        assert Path(cfg.get("tracefile", "tracefile")).resolve() == TRACE
+        assert cfg.get("tracefile", "annotators") == ("thesis-workload",)
+        assert cfg.get("accounting", "probes") == ("resource-contention",)
+        assert cfg.get("tracefile", "vm-resources") == "CPU:1 Memory:1024"
+        seen.add((m["paradigm"], policy, cores))
+    assert len(seen) == 12
+
+
+def test_one_command_runs_them_all_prints_the_table_and_plots(tmp_path, capsys):
+    """The whole experiment on the first 150 leases of the trace (two runs in parallel)."""
+    code = ch6.main(["--out", str(tmp_path), "--configs", str(ETC), "--jobs", "2",
+                     "--set", "tracefile.max-jobs=150"])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "Table 6.1 (16 cores per node, 9 nodes" in out
+    assert "Table 6.1 (8 cores per node, 18 nodes" in out
+    for name in ("cloudgreedy", "hpcgreedy"):
+        assert out.count(name) == 2
+    for name in ("cloudeatimeconsolidation", "cloudeaconsolidation", "hpceatimeconsolidation",
+                 "hpceaconsolidation"):
+        assert out.count(name) == 4   # the two tables and the comparison with the thesis
+    assert "ours (seed 0) and the thesis' Table 6.1" in out
+    assert (tmp_path / "rc-over-time.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    rows = (tmp_path / "results.csv").read_text().splitlines()
+    assert len(rows) == 13 and rows[0].startswith("configuration,cores,seed,paradigm")
+    for path in CONFIGS:
+        assert (tmp_path / path.stem / "leases.csv").exists()
+        assert (tmp_path / path.stem / "series" / "resource_contention.csv").exists()
+
+
+def test_bin_means_of_a_piecewise_constant_series():
+    import numpy as np
+
+    t = np.array([0.0, 10.0, 30.0, 40.0])
+    v = np.array([2.0, 4.0, 1.0, 0.0])
+    mid, mean, cum = ch6.bin_means(t, v, 20.0)
+    assert cum.tolist() == [0, 20, 100, 110]
+    assert mid.tolist() == [10, 30]
+    assert mean.tolist() == [(20 + 40) / 20, (40 + 10) / 20]
+
+
+def test_seed_summary_compares_each_ea_configuration_with_greedy_seed_by_seed():
+    def row(seed, policy, rc, time=100.0):
+        return {"seed": seed, "cores": 8, "paradigm": "cloud", "policy": policy,
+                "configuration": f"cloud{policy}", "rc_integral": rc, "completion_time": time}
+
+    rows = [row(0, "greedy", 100), row(0, "eaconsolidation", 90, 101),
+            row(1, "greedy", 200), row(1, "eaconsolidation", 210, 103)]
+    text = ch6.format_seed_summary(rows)
+    line = next(l for l in text.splitlines() if l.startswith("cloudeaconsolidation"))
+    assert line.split() == ["cloudeaconsolidation", "8", "-10.0%", "+5.0%", "-2.5%", "1/2",
+                            "+2.0%"]
