@@ -157,6 +157,8 @@ class Lease:
     suspensions: int = 0
     #: seconds spent suspending, suspended and resuming
     time_suspended: float = 0.0
+    #: when the current suspension began (None when the lease is not suspended)
+    suspended_at: float | None = None
     #: first start promised to the lease since it last entered the queue, and when it really
     #: started (first) / ended
     promised_start: float | None = None

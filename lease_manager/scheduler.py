@@ -692,7 +692,8 @@ class LeaseScheduler:
         lease.work_done += now - lease.reservations[0].start
         lease.transition(S.SUSPENDING)
         lease.suspensions += 1
-        lease.extra.setdefault("_suspended_at", now)
+        if lease.suspended_at is None:
+            lease.suspended_at = now
 
     # ------------------------------------------------------------ events of running leases
     def segment_started(self, res: Reservation, now: float) -> None:
@@ -709,9 +710,9 @@ class LeaseScheduler:
                     lease.start = now
             elif lease.state is S.RESUMING:
                 lease.transition(S.ACTIVE)
-                began = lease.extra.pop("_suspended_at", None)
-                if began is not None:
-                    lease.time_suspended += now - began
+                if lease.suspended_at is not None:
+                    lease.time_suspended += now - lease.suspended_at
+                    lease.suspended_at = None
             else:
                 return
             while lease.reservations[0] is not res:   # a resumption that is over
