@@ -202,6 +202,20 @@ def test_thesis_sweep_lists_when_the_consolidation_plugin_is_installed(capsys):
     assert "hpc-ea-time-horizon-8/sdsc-blue-30days/seed-3" in out
 
 
+@pytest.mark.parametrize("name, runs", [("thesis-ch7-blue-sweep.ini", 16),
+                                        ("thesis-ch7-ds-sweep.ini", 8)])
+def test_thesis_ch7_sweeps_list_when_both_plugins_are_installed(name, runs, capsys):
+    """The chapter-7 experiment as sweeps (the same runs as etc/thesis-ch7-*cores.ini); the
+    full logs they replay need not be here to list them."""
+    plugins = Plugins()
+    if "autonomic" not in plugins.policies.get("queue", {}) or "ea-time-horizon" not in \
+            plugins.policies.get("host-selection", {}):
+        pytest.skip("the consolidation and autonomic plugins are not installed")
+    assert cli.main(["sweep", str(ROOT / "etc" / name), "--list",
+                     "--out", "/nonexistent-sweep-out"]) == 0
+    assert capsys.readouterr().out.startswith(f"{runs} runs ({runs} profiles x 1 trace x 1 seed)")
+
+
 # -------------------------------------------------------------- run, interrupt, resume
 @pytest.fixture(scope="module")
 def resumed(tmp_path_factory):
