@@ -47,7 +47,7 @@ from lease_manager import QueuePolicy, hookimpl
 from lm_consolidation import RESOURCES
 from lm_consolidation.characteristics import Contributions, node_amounts
 
-from .monitoring import EPS, PENDING, PREPENDING, JobRecord, Monitor
+from .monitoring import EPS, PREPENDING, JobRecord, Monitor
 
 if TYPE_CHECKING:
     from lease_manager import Lease, Run
