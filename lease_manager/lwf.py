@@ -18,7 +18,8 @@ SWF it expresses every lease type, VMs of several sizes, and free attributes:
 - ``lease.extra``: ``preemptible`` (bool, only when the attribute is given: absent means
   preemptible), ``disk-image`` (str) and ``disk-image-size`` (int, MB) for a
   ``<disk-image>`` software environment (nothing for ``<none/>``), and every
-  ``<extra><attr name= value=>`` as a string. Those three names are reserved.
+  ``<extra><attr name= value=>`` as a string. Those three names are reserved; the attribute
+  ``max-price`` sets ``lease.max_price`` (the user's maximum price) instead.
 
 Requests must be in arrival order (equal arrivals keep file order), as SWF jobs must be in
 submit order: a request that arrives before the previous one is an error naming its line.
@@ -51,6 +52,9 @@ from .timeutil import parse_duration
 
 #: keys of ``lease.extra`` that LWF elements and attributes (not ``<attr>``) set
 RESERVED_EXTRA = ("preemptible", "disk-image", "disk-image-size")
+#: the ``<extra>`` attribute that carries a user's maximum price (``lease.max_price``): LWF has
+#: no element for it
+MAX_PRICE = "max-price"
 
 _TRUE = frozenset({"true", "yes"})
 
@@ -343,17 +347,28 @@ class _LeaseReader:
         if image is not None:
             extra["disk-image"] = image.get("id")
             extra["disk-image-size"] = int(image.get("size"))
+        max_price = None
         for attr in elem.iterfind("extra/attr"):
             name = attr.get("name")
             if name in RESERVED_EXTRA:
                 source = "preemptible attribute" if name == "preemptible" else "<software>"
                 raise self.error(attr, "<attr name>",
                                  f"{name!r} is reserved (it comes from the lease's {source})")
+            if name == MAX_PRICE:
+                try:
+                    max_price = float(attr.get("value"))
+                except ValueError:
+                    max_price = math.nan
+                if not max_price >= 0:
+                    raise self.error(attr, "<attr max-price>",
+                                     f"{attr.get('value')!r} is not a price (a number >= 0)")
+                continue
             extra[name] = attr.get("value")
 
         lease = Lease(self.next_id, kind, arrival, vms, duration, actual,
                       start_request=start_request, deadline=deadline, source_id=elem.get("id"),
-                      extra=extra, origin=f"{self.file}:{request.sourceline}")
+                      extra=extra, origin=f"{self.file}:{request.sourceline}",
+                      max_price=max_price)
         self.next_id += 1
         return lease
 
@@ -459,6 +474,8 @@ def _request_element(lease: Lease, types: ResourceTypes) -> etree._Element:
         etree.SubElement(software, "none")
     attrs_ = [(str(k), _extra_text(v)) for k, v in extra.items()
               if k not in RESERVED_EXTRA and v is not None]
+    if lease.max_price is not None:
+        attrs_.append((MAX_PRICE, _number(lease.max_price)))
     if attrs_:
         extra_elem = etree.SubElement(elem, "extra")
         for name, value in attrs_:

@@ -282,3 +282,16 @@ def test_a_pending_resumption_moves_up_when_a_lease_ends_early():
         "scheduling.policy-host-selection=no-policy")
     first_after = next(seg for seg in segments(b) if seg[0] in ("migrate", "resume"))
     assert first_after[1] == 40 * MIN
+
+
+def test_a_price_above_the_users_maximum_is_rejected_by_the_user():
+    """constant pricing, 2 per CPU-hour with CPU:100 per core (cpu-unit 100): a 1-VM, 1-hour
+    lease costs 2. A user willing to pay 1.5 rejects it; one willing to pay 3 runs, and the
+    revenue is 2."""
+    cheap, fine = be(1, 1, HOUR, 0), be(2, 1, HOUR, 0)
+    cheap.max_price, fine.max_price = 1.5, 3.0
+    r = run([cheap, fine], "scheduling.policy-pricing=constant", "pricing.rate=2",
+            "pricing.cpu-unit=100")
+    assert cheap.state is LeaseState.REJECTED and "rejected by the user" in cheap.reason
+    assert fine.state is LeaseState.DONE and fine.price == 2.0
+    assert r.summary["revenue"] == 2.0

@@ -414,3 +414,24 @@ def test_schema_ships_inside_the_package():
     assert path.is_file() and path.name == "lwf.xsd"
     assert Path(lease_manager.__file__).parent in path.parents
     assert lwf_schema() is lwf_schema()   # parsed once
+
+
+def test_max_price_travels_as_an_extra_attribute(tmp_path):
+    """LWF has no element for a user's maximum price: the <extra> attribute max-price sets
+    lease.max_price, is written back, and a bad value names its line."""
+    from lease_manager.lease import Lease, LeaseType, VMRequest
+    from lease_manager.lwf import read_lwf, write_lwf
+    from lease_manager.resources import ResourceTypes
+    types = ResourceTypes(("CPU", "Memory"))
+    lease = Lease(1, LeaseType.BEST_EFFORT, 0, VMRequest.uniform(1, [100, 1024]), 600, 600,
+                  source_id="7", max_price=12.5, extra={"stress-on": "CPU"})
+    path = tmp_path / "priced.lwf"
+    write_lwf(path, [lease], types=types)
+    back = read_lwf(path, types).leases[0]
+    assert back.max_price == 12.5 and back.extra == {"stress-on": "CPU"}
+    text = path.read_text().replace('name="max-price" value="12.5"',
+                                    'name="max-price" value="cheap"')
+    path.write_text(text)
+    line = next(i for i, l in enumerate(text.splitlines(), 1) if "max-price" in l)
+    with pytest.raises(TraceError, match=rf"priced.lwf:{line}: .*max-price.*not a price"):
+        read_lwf(path, types)
