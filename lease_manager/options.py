@@ -102,6 +102,11 @@ def core_options(policy_names: Mapping[str, tuple[str, ...]]) -> list[Option]:
                choices=("local", "global"), doc="""
             Suspensions and resumptions of VMs are serialised per node (`local`) or across the
             whole site (`global`)."""),
+        Option("scheduling", "scheduling-threshold-factor", FLOAT, 1.0, minimum=0, doc="""
+            A queued lease that cannot run to completion before an advance reservation may use
+            the slot in front of it, suspending itself before the reservation starts, if the
+            slot lasts at least (1 + F) x (its suspend + resume time) and it may be suspended
+            (see `suspension`)."""),
         Option("scheduling", "enactment-overhead", DURATION, 0, doc="""
             Extra time for each VM's suspension or resumption command."""),
         Option("scheduling", "shutdown-time", DURATION, 0, doc="""

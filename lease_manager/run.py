@@ -87,6 +87,7 @@ class Run:
             backfilling_reservations=config.get("scheduling", "backfilling-reservations"),
             suspension=config.get("scheduling", "suspension"), suspend_resume=suspend_resume,
             shutdown=config.get("scheduling", "shutdown-time"),
+            threshold_factor=config.get("scheduling", "scheduling-threshold-factor"),
             migration_bandwidth=(config.get("scheduling", "migration-bandwidth")
                                  if config.get("scheduling", "migration") == "yes" else None),
             start_work=self.enactment.start, emit=self._hooks)

@@ -101,6 +101,7 @@ class LeaseScheduler:
                  backfilling: str = "aggressive", backfilling_reservations: int = 1,
                  suspension: str = "all", suspend_resume: SuspendResume | None = None,
                  shutdown: float = 0.0, migration_bandwidth: float | None = None,
+                 threshold_factor: float = 1.0,
                  start_work: Callable[[Lease, Reservation, float], None] | None = None,
                  emit: Callable[..., None] | None = None) -> None:
         self.table = table
@@ -118,6 +119,8 @@ class LeaseScheduler:
         self.shutdown = shutdown
         #: MB/s for moving memory images (None: suspended leases resume where they were)
         self.migration_bandwidth = migration_bandwidth
+        #: a slot ending in a suspension must last (1 + factor) x (suspend + resume time)
+        self.threshold_factor = threshold_factor
         self._start_work = start_work or (lambda lease, res, now: None)
         self._emit = emit or (lambda hook, **kw: None)
         #: QUEUED leases, in queue order
@@ -464,18 +467,60 @@ class LeaseScheduler:
         else:
             duration = self.length(lease)
             res = None
+            plan = None
             if self.table.fits_at(lease.vms, duration, now):
                 res = self._place_at(lease, now, duration)
-            if res is None and allow_future:
+            if res is None:
+                plan = self._run_until_a_reservation(lease, now, duration)
+            if plan is None and res is None and allow_future:
                 res = self._find_slot(lease, duration, now, None)
-            plan = None if res is None else [res]
+            if plan is None:
+                plan = None if res is None else [res]
         if plan is None:
             return False
         lease.transition(S.SCHEDULED)
         if plan[0].start > now:
             self._backfill_reserved.add(lease.id)
         self._commit(lease, plan, now)
+        if plan[-1].end - plan[0].start < self.length(lease) and not lease.image_nodes:
+            # it runs in front of an AR and yields to it: a preemption planned from the start
+            lease.preemptions += 1
+            self._emit("lease_preempted", lease=lease, now=now)
         return True
+
+    def _run_until_a_reservation(self, lease: Lease, now: float,
+                                 length: float) -> list[Reservation] | None:
+        """Use the slot in front of an advance reservation: run now and suspend so that the
+        suspension ends when the reservation starts (Haizea's scheduling with suspension).
+
+        Only if the lease may be suspended and the slot lasts at least (1 + F) x (suspend +
+        resume time); the longest such slot ending at an AR's start is taken.
+        """
+        if not self._can_suspend(lease) or lease.type is not LeaseType.BEST_EFFORT:
+            return None
+        ar_starts = sorted({r.start for r in self.table.reservations_between(now, now + length)
+                            if r.start > now and isinstance(r.lease, Lease)
+                            and r.lease.type is LeaseType.ADVANCE_RESERVATION})
+        best = None
+        for end in ar_starts:
+            if not self.table.fits_at(lease.vms, end - now, now):
+                break
+            best = end
+        if best is None:
+            return None
+        res = self._place_at(lease, now, best - now)
+        if res is None:
+            return None
+        suspend = self.suspend_resume.suspend_time(res)
+        resume = self.suspend_resume.resume_time(res)
+        if best - now < (1 + self.threshold_factor) * (suspend + resume) or best - suspend <= now:
+            return None
+        run = Reservation(lease, now, best - suspend, res.nodes, res.amounts, None, "vm",
+                          res.vm_nodes, res.vm_shape)
+        if suspend == 0:
+            return [run]
+        return [run, Reservation(lease, best - suspend, best, res.nodes, res.amounts, None,
+                                 "suspend", res.vm_nodes, res.vm_shape)]
 
     def _resumption_plan(self, lease: Lease, now: float,
                          allow_future: bool) -> list[Reservation] | None:
@@ -548,6 +593,10 @@ class LeaseScheduler:
         for res in plan:
             if res.start > now:
                 self.timeline.push(res.start, EventKind.START, res)
+        last = plan[-1]
+        if last.kind == "suspend" or (last.kind == "vm" and
+                                      last.end - last.start < lease.remaining_requested):
+            self.timeline.push(last.end, EventKind.SEGMENT_END, last)   # a planned suspension
         if plan[0].start <= now:
             self.segment_started(plan[0], now)
 

@@ -295,3 +295,25 @@ def test_a_price_above_the_users_maximum_is_rejected_by_the_user():
     assert cheap.state is LeaseState.REJECTED and "rejected by the user" in cheap.reason
     assert fine.state is LeaseState.DONE and fine.price == 2.0
     assert r.summary["revenue"] == 2.0
+
+
+@pytest.mark.parametrize("factor, runs_before_the_ar", [(1, True), (100, False)])
+def test_a_lease_may_run_in_front_of_an_ar_and_suspend_before_it(factor, runs_before_the_ar):
+    """An AR holds all 4 nodes 1:00-1:30 (submitted at 0:00). A 1-node, 1-hour BE lease
+    arriving at 0:00:01 cannot finish before 1:00. With F = 1 the 3,599 s slot is longer than
+    (1 + 1) x (32 + 32) s, so it runs now, suspends 0:59:28-1:00 and resumes at 1:30 for its
+    last 33 s of work: 1:30:00-1:30:32 resume, done at 1:31:05. With F = 100 the slot is too
+    short (6,464 s needed): it waits for a reservation after the AR and runs 1:30-2:30.
+
+    n0  [BE 0:00:01 --- 0:59:28][susp][AR 1:00-1:30][resume][BE 33 s]
+    n1-3                              [AR 1:00-1:30]
+    """
+    a, b = ar(1, 4, HOUR, 30 * MIN, 0), be(2, 1, HOUR, 1)
+    run([a, b], f"scheduling.scheduling-threshold-factor={factor}")
+    if runs_before_the_ar:
+        assert segments(b) == [("vm", 1, 3568), ("suspend", 3568, 3600),
+                               ("resume", 5400, 5432), ("vm", 5432, 5465)]
+        assert b.suspensions == 1 and b.preemptions == 1   # it yields to the AR, as planned
+    else:
+        assert segments(b) == [("vm", 90 * MIN, 150 * MIN)] and b.suspensions == 0
+    assert (a.start, a.end) == (HOUR, 90 * MIN)
