@@ -28,6 +28,8 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
+from lm_consolidation import experiments
+
 PATTERN = "thesis-ch7-*.ini"
 _NAME = re.compile(r"thesis-ch7-(?P<trace>[a-z0-9]+)-(?P<auto>auto|nonauto)-"
                    r"(?P<policy>green[12])-(?P<cores>\d+)cores$")
@@ -48,31 +50,18 @@ COLUMNS = ("name", "trace", "auto", "policy", "cores", "configuration", "leases"
 
 
 def default_configs_dir() -> Path:
-    here = Path.cwd() / "etc"
-    if any(here.glob(PATTERN)):
-        return here
-    checkout = Path(__file__).resolve().parents[3] / "etc"   # plugins/autonomic/lm_autonomic
-    return checkout if any(checkout.glob(PATTERN)) else here
+    return experiments.default_configs_dir(PATTERN, __file__)
 
 
 def find_configs(directory: Path, only: Sequence[str] = ()) -> list[Path]:
-    paths = sorted(p for p in directory.glob(PATTERN) if _NAME.match(p.stem))
-    if only:
-        paths = [p for p in paths if any(o in p.stem for o in only)]
-    return paths
+    return experiments.find_configs(directory, PATTERN, _NAME, only)
 
 
 def _plugins():
-    """The installed plugins, plus these two when imported but not installed."""
-    from importlib import metadata
-
-    import lm_autonomic
     import lm_consolidation
-    from lease_manager.plugins import Plugins
+    import lm_autonomic
 
-    values = {ep.value.split(":")[0] for ep in metadata.entry_points(group="lease_manager")}
-    extra = [m for m in (lm_consolidation, lm_autonomic) if m.__name__ not in values]
-    return Plugins(extra=extra)
+    return experiments.plugins_with(lm_consolidation, lm_autonomic)
 
 
 def run_one(path: str, out: str, overrides: Sequence[str] = ()) -> dict[str, Any]:

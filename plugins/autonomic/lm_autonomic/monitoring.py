@@ -247,35 +247,31 @@ class Monitor:
         """Host ``node`` has no free CPU or Memory: the parts of the jobs mapped there stop
         contributing to MD, SMD. Returns the jobs whose flag changed."""
         self.full.add(node)
-        jobs = self._on.get(node)
-        if not jobs:
-            return []
-        flipped = sorted(jobs)
-        off = self._off.setdefault(node, set())
-        for job in flipped:
-            share = self.monitored_jobs[job].hosts[node]
-            share.contributing = False
-            self.monitoring_data.sub(share.amounts)
-            self.scheduled_monitoring_data.sub(share.amounts)
-            off.add(job)
-        jobs.clear()
-        return flipped
+        return self._flip(node, contributing=False)
 
     def host_not_full(self, node: int) -> list[int]:
         """Host ``node`` has free capacity: the parts of the jobs mapped there contribute
         again. Returns the jobs whose flag changed."""
         self.full.discard(node)
-        jobs = self._off.get(node)
+        return self._flip(node, contributing=True)
+
+    def _flip(self, node: int, contributing: bool) -> list[int]:
+        """Move the jobs on ``node`` between contributing and not, adjusting MD and SMD."""
+        source, target = (self._off, self._on) if contributing else (self._on, self._off)
+        jobs = source.get(node)
         if not jobs:
             return []
         flipped = sorted(jobs)
-        on = self._on.setdefault(node, set())
+        dest = target.setdefault(node, set())
         for job in flipped:
             share = self.monitored_jobs[job].hosts[node]
-            share.contributing = True
-            self.monitoring_data.add(share.amounts)
-            self.scheduled_monitoring_data.add(share.amounts)
-            on.add(job)
+            share.contributing = contributing
+            change = self.monitoring_data.add if contributing else self.monitoring_data.sub
+            change(share.amounts)
+            change = (self.scheduled_monitoring_data.add if contributing
+                      else self.scheduled_monitoring_data.sub)
+            change(share.amounts)
+            dest.add(job)
         jobs.clear()
         return flipped
 

@@ -30,6 +30,8 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
+from . import experiments
+
 PATTERN = "thesis-ch6-*.ini"
 _NAME = re.compile(r"thesis-ch6-(?P<paradigm>[a-z]+)-(?P<policy>[a-z]+)-(?P<cores>\d+)cores$")
 #: the thesis' order of rows in Table 6.1
@@ -41,30 +43,17 @@ COLUMNS = ("configuration", "cores", "seed", "paradigm", "policy", "host_selecti
 
 
 def default_configs_dir() -> Path:
-    here = Path.cwd() / "etc"
-    if any(here.glob(PATTERN)):
-        return here
-    checkout = Path(__file__).resolve().parents[3] / "etc"   # plugins/consolidation/lm_...
-    return checkout if any(checkout.glob(PATTERN)) else here
+    return experiments.default_configs_dir(PATTERN, __file__)
 
 
 def find_configs(directory: Path, only: Sequence[str] = ()) -> list[Path]:
-    paths = sorted(p for p in directory.glob(PATTERN) if _NAME.match(p.stem))
-    if only:
-        paths = [p for p in paths if any(o in p.stem for o in only)]
-    return paths
+    return experiments.find_configs(directory, PATTERN, _NAME, only)
 
 
 def _plugins():
-    """The installed plugins, plus this one when it is imported but not installed."""
-    from importlib import metadata
-
     import lm_consolidation
-    from lease_manager.plugins import Plugins
 
-    installed = any(ep.value.split(":")[0] == "lm_consolidation"
-                    for ep in metadata.entry_points(group="lease_manager"))
-    return Plugins() if installed else Plugins(extra=[lm_consolidation])
+    return experiments.plugins_with(lm_consolidation)
 
 
 def run_one(path: str, out: str, overrides: Sequence[str] = ()) -> dict[str, Any]:
