@@ -135,6 +135,8 @@ class LeaseScheduler:
         self._backfill_reserved: set[int] = set()
         #: leases running, suspending or resuming, by id
         self.running: dict[int, Lease] = {}
+        #: ids of the advance reservations holding a plan (queued leases may run in front)
+        self._ars: set[int] = set()
         self._reevaluate = False
         self._site_max: dict[Any, int] = {}
 
@@ -280,6 +282,7 @@ class LeaseScheduler:
                 self.reject(lease, now, "the requested interval could not be freed")
                 return
         self._commit(lease, [res], now)
+        self._ars.add(lease.id)
 
     def _make_room(self, lease: Lease, slot: Callable[[], Reservation | None], start: float,
                    end: float, now: float) -> Reservation | None:
@@ -496,7 +499,8 @@ class LeaseScheduler:
         Only if the lease may be suspended and the slot lasts at least (1 + F) x (suspend +
         resume time); the longest such slot ending at an AR's start is taken.
         """
-        if not self._can_suspend(lease) or lease.type is not LeaseType.BEST_EFFORT:
+        if (not self._ars or not self._can_suspend(lease)
+                or lease.type is not LeaseType.BEST_EFFORT):
             return None
         ar_starts = sorted({r.start for r in self.table.reservations_between(now, now + length)
                             if r.start > now and isinstance(r.lease, Lease)
@@ -683,6 +687,7 @@ class LeaseScheduler:
     def _preempt(self, lease: Lease, by_start: float, now: float) -> None:
         """Make ``lease`` give up its resources from ``by_start`` on."""
         lease.preemptions += 1
+        self._ars.discard(lease.id)   # a third-party policy may preempt an AR
         if lease.state is S.SCHEDULED:    # not started: give up the plan, back to the queue
             for res in lease.reservations:
                 self.table.remove(res)
@@ -816,6 +821,7 @@ class LeaseScheduler:
 
     def _finish(self, lease: Lease, state: LeaseState, now: float) -> None:
         lease.end = now
+        self._ars.discard(lease.id)
         self.running.pop(lease.id, None)
         if lease.time_suspended > 0:
             lease.price = (lease.price or 0.0) + self.pricing.surcharge(lease,
