@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Callable, Iterable, Iterator
 
 from .events import EventKind, Timeline
 from .lease import LeaseType
+from .scheduler import Enactment
 
 if TYPE_CHECKING:
     from .clock import RealClock, SimulatedClock
@@ -22,11 +23,11 @@ if TYPE_CHECKING:
     from .slottable import Reservation, SlotTable
 
 
-class SimulatedEnactment:
+class SimulatedEnactment(Enactment):
     """Carries out leases in a simulation: once a lease's VMs run, its remaining work ends
     after its actual duration, which the engine learns through an END event (if that is not
     after the running reservation ends: then a planned suspension or the reservation's end
-    comes first)."""
+    comes first). Suspending and stopping cost nothing."""
 
     def __init__(self, timeline: Timeline) -> None:
         self.timeline = timeline
@@ -54,6 +55,7 @@ class Engine:
         #: keep running with nothing to do, waiting for :meth:`submit` (a daemon)
         self.serve = serve
         self._inbox: collections.deque["Lease"] = collections.deque()
+        self._posted: collections.deque[Callable[[float], None]] = collections.deque()
         self._stopping = threading.Event()
         self.steps = 0
         #: leases released by the core because the run would have ended with them held
@@ -66,6 +68,12 @@ class Engine:
     def submit(self, lease: "Lease") -> None:
         """Hand a lease to the running engine from any thread; it is submitted at once."""
         self._inbox.append(lease)
+        self.clock.wake()
+
+    def post(self, fn: Callable[[float], None]) -> None:
+        """Have the engine call ``fn(now)`` at once, on its own thread (from any thread): how
+        a daemon's API and backends act on the scheduler without locks."""
+        self._posted.append(fn)
         self.clock.wake()
 
     def call_at(self, time: float, fn: Callable[[float], None]) -> None:
@@ -88,9 +96,9 @@ class Engine:
                 t = nxt.submit
             if self.stop_when == "time" and t > self.runtime:
                 break
-            if math.isinf(t) and not self._inbox:
+            if math.isinf(t) and not self._inbox and not self._posted:
                 if sched.held:
-                    self.force_released += sched.release_all_held()
+                    self.force_released += sched.release_all_held(now)
                     sched.cycle(now)
                     continue
                 if not self.serve:
@@ -99,6 +107,9 @@ class Engine:
             inbox = self._inbox
             while inbox:
                 sched.submit(inbox.popleft(), now)
+            posted = self._posted
+            while posted:
+                posted.popleft()(now)
             if now >= t:
                 for kind, payload in timeline.pop_due(now):
                     if kind is EventKind.END:

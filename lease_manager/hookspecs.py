@@ -23,7 +23,7 @@ import pluggy
 
 if TYPE_CHECKING:
     from .config import Option
-    from .lease import Lease
+    from .lease import Lease, LeaseState
     from .run import Run
 
 hookspec = pluggy.HookspecMarker("lease_manager")
@@ -106,6 +106,12 @@ def lease_scheduled(run: "Run", lease: "Lease", now: float) -> None:
 @hookspec
 def lease_started(run: "Run", lease: "Lease", now: float) -> None:
     """``lease`` started running (state ACTIVE)."""
+
+
+@hookspec
+def lease_state_changed(run: "Run", lease: "Lease", old: "LeaseState", now: float) -> None:
+    """``lease`` moved from state ``old`` to ``lease.state`` (every move, including those the
+    other lease hooks announce; a daemon writes each one to its database)."""
 
 
 @hookspec

@@ -55,7 +55,8 @@ TERMINAL_STATES = frozenset({S.DONE, S.REJECTED, S.CANCELLED, S.FAILED})
 TRANSITIONS: dict[LeaseState, frozenset[LeaseState]] = {
     S.NEW: frozenset({S.REJECTED, S.HELD, S.QUEUED, S.SCHEDULED}),
     S.HELD: frozenset({S.QUEUED}),
-    S.QUEUED: frozenset({S.SCHEDULED, S.REJECTED}),
+    # QUEUED -> FAILED: a suspended lease waiting to resume lost its memory image.
+    S.QUEUED: frozenset({S.SCHEDULED, S.REJECTED, S.FAILED}),
     # SCHEDULED -> QUEUED: the reservation was given up before it started (requeued).
     # SCHEDULED -> RESUMING / MIGRATING: a suspended lease's planned resumption begins.
     S.SCHEDULED: frozenset({S.ACTIVE, S.QUEUED, S.RESUMING, S.MIGRATING, S.FAILED}),

@@ -124,4 +124,28 @@ def core_options(policy_names: Mapping[str, tuple[str, ...]]) -> list[Option]:
         Option("accounting", "check-invariants", BOOLEAN, True, doc="""
             Check at the end of the run that no node was ever over-committed and that every
             lease is accounted for exactly once (a failed check is an error)."""),
+            # ------------------------------------------------------------------------ [daemon]
+        Option("daemon", "enactment", STRING, "process", choices=names("enactment"), doc=f"""
+            How `lease-manager serve` carries out leases: the enactment backend
+            (installed: {', '.join(names('enactment')) or 'none'}). `simulated` runs nothing,
+            `process` runs each VM's command as a local process, `slurm` turns leases into
+            Slurm advance reservations with a batch job in each."""),
+        Option("daemon", "state-dir", PATH, "lease-manager-state", doc="""
+            Folder of the daemon's durable state: the SQLite database, the API token and the
+            backends' own files. A restarted daemon carries on from it."""),
+        Option("daemon", "host", STRING, "127.0.0.1", doc="""
+            Address the JSON API listens on (loopback by default)."""),
+        Option("daemon", "port", INTEGER, 8642, minimum=0, doc="""
+            TCP port of the JSON API (0: any free port, written to `state-dir/daemon.json`)."""),
+        Option("daemon", "token-file", PATH, "", doc="""
+            File holding the API's bearer token. Empty: `state-dir/token`, created with mode
+            0600 on first start."""),
+        Option("daemon", "max-body", INTEGER, 1048576, minimum=1, doc="""
+            Largest request body the API accepts, in bytes (larger ones get 413)."""),
+        Option("daemon", "reconcile-interval", FLOAT, 1.0, minimum=0.01, doc="""
+            Wall-clock seconds between two comparisons of the backend's real state with the
+            plan (finished or vanished work is noticed within this time)."""),
+        Option("daemon", "sync", STRING, "full", choices=("full", "normal"), doc="""
+            SQLite `synchronous` setting: `full` makes every answered change survive a power
+            loss; `normal` only a crash of the daemon (faster)."""),
     ]

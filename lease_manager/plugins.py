@@ -30,6 +30,7 @@ BUILTIN_PLUGINS = (
     "lease_manager.policies.preemption",
     "lease_manager.policies.admission",
     "lease_manager.policies.pricing",
+    "lease_manager.enactment.simulated",
 )
 ENTRY_POINT_GROUP = "lease_manager"
 

@@ -32,6 +32,7 @@ from .swf import SWFConversion, SWFReader, TraceStats, swf_leases
 
 if TYPE_CHECKING:
     from .lease import Lease
+    from .scheduler import Enactment
 
 
 class Run:
@@ -39,7 +40,8 @@ class Run:
 
     def __init__(self, config: Config, plugins: Plugins | None = None, *,
                  leases: Iterable["Lease"] | None = None,
-                 clock: SimulatedClock | RealClock | None = None, serve: bool = False) -> None:
+                 clock: SimulatedClock | RealClock | None = None, serve: bool = False,
+                 enactment: "Callable[[Run], Enactment] | None" = None) -> None:
         self.config = config
         self.plugins = plugins if plugins is not None else Plugins()
         pm = self.plugins.pm
@@ -71,7 +73,8 @@ class Run:
             observers.append(self.invariants)
 
         self._hooks = _HookRelay(pm.hook, self, observers)
-        self.enactment = SimulatedEnactment(self.timeline)
+        self.enactment = (enactment(self) if enactment is not None
+                          else SimulatedEnactment(self.timeline))
         names = self.nodes.types.names
         suspend_resume = SuspendResume(
             names.index("Memory") if "Memory" in names else None,
@@ -90,7 +93,7 @@ class Run:
             threshold_factor=config.get("scheduling", "scheduling-threshold-factor"),
             migration_bandwidth=(config.get("scheduling", "migration-bandwidth")
                                  if config.get("scheduling", "migration") == "yes" else None),
-            start_work=self.enactment.start, emit=self._hooks)
+            enactment=self.enactment, emit=self._hooks)
         if clock is None:
             if config.get("simulation", "clock") == "real":
                 clock = RealClock(speedup=config.get("simulation", "speedup"))

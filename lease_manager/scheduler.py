@@ -86,12 +86,32 @@ class SuspendResume:
         return self._time(res, self.resume_rate)
 
 
+class Enactment:
+    """What the scheduler tells whoever carries leases out (a simulation, or a daemon's
+    backend). ``start`` is called when a lease's VMs start running in reservation ``res`` (first
+    start or after a resumption) with the time its work will end at the latest; ``suspend``
+    when a suspension begins; ``stop`` when the lease's work must end for good (it finished,
+    was cancelled or failed) or is thrown away (preempted without suspension)."""
+
+    def start(self, lease: Lease, res: Reservation, end: float) -> None:
+        """``lease``'s VMs run in ``res`` from now; its work ends at ``end`` at the latest."""
+
+    def suspend(self, lease: Lease, now: float) -> None:
+        """``lease``'s running work is suspended from ``now``."""
+
+    def stop(self, lease: Lease, now: float) -> None:
+        """``lease``'s work ends at ``now`` (any state it has is discarded)."""
+
+
+_NoEnactment = Enactment
+
+
 class LeaseScheduler:
     """Decides, for one site, when and where every lease runs.
 
     Collaborators are passed in: the slot table, the policies, the timeline to put planned
-    events on, ``start_work`` (the enactment: called when a lease's VMs start running) and
-    ``emit`` (the run's hook relay).
+    events on, the ``enactment`` (told when a lease's VMs start, suspend and stop; see
+    :class:`Enactment`) and ``emit`` (the run's hook relay).
     """
 
     def __init__(self, table: "SlotTable", timeline: Timeline, *,
@@ -102,7 +122,7 @@ class LeaseScheduler:
                  suspension: str = "all", suspend_resume: SuspendResume | None = None,
                  shutdown: float = 0.0, migration_bandwidth: float | None = None,
                  threshold_factor: float = 1.0,
-                 start_work: Callable[[Lease, Reservation, float], None] | None = None,
+                 enactment: "Enactment | None" = None,
                  emit: Callable[..., None] | None = None) -> None:
         self.table = table
         self.timeline = timeline
@@ -121,7 +141,7 @@ class LeaseScheduler:
         self.migration_bandwidth = migration_bandwidth
         #: a slot ending in a suspension must last (1 + factor) x (suspend + resume time)
         self.threshold_factor = threshold_factor
-        self._start_work = start_work or (lambda lease, res, now: None)
+        self._enactment = enactment or _NoEnactment()
         self._emit = emit or (lambda hook, **kw: None)
         #: QUEUED leases, in queue order
         self.queue: list[Lease] = []
@@ -169,10 +189,10 @@ class LeaseScheduler:
         kind = lease.type
         if kind is LeaseType.BEST_EFFORT:
             if self.queue_policy.hold(lease, now):
-                lease.transition(S.HELD)
+                self._move(lease, S.HELD, now)
                 self.held[lease.id] = lease
             else:
-                self._enqueue(lease)
+                self._enqueue(lease, now)
         elif kind is LeaseType.IMMEDIATE:
             self._schedule_immediate(lease, now)
         elif kind is LeaseType.ADVANCE_RESERVATION:
@@ -206,11 +226,17 @@ class LeaseScheduler:
 
     def reject(self, lease: Lease, now: float, reason: str) -> None:
         lease.reason = reason
-        lease.transition(S.REJECTED)
+        self._move(lease, S.REJECTED, now)
         self._emit("lease_rejected", lease=lease, now=now)
 
-    def _enqueue(self, lease: Lease) -> None:
-        lease.transition(S.QUEUED)
+    def _move(self, lease: Lease, state: LeaseState, now: float) -> None:
+        """Change ``lease``'s state (the state machine checks the move) and tell the hooks."""
+        old = lease.state
+        lease.transition(state)
+        self._emit("lease_state_changed", lease=lease, old=old, now=now)
+
+    def _enqueue(self, lease: Lease, now: float) -> None:
+        self._move(lease, S.QUEUED, now)
         self._requeue(lease)
 
     def length(self, lease: Lease) -> float:
@@ -354,7 +380,7 @@ class LeaseScheduler:
         """One scheduling cycle at ``now`` (after the instant's ends, starts and arrivals)."""
         self._emit("scheduling_cycle_start", now=now)
         if self.held:
-            self._release(self.queue_policy.release(tuple(self.held.values()), now))
+            self._release(self.queue_policy.release(tuple(self.held.values()), now), now)
         if self._reevaluate:
             self._reevaluate = False
             self._reevaluate_future(now)
@@ -362,17 +388,17 @@ class LeaseScheduler:
             self._process_queue(now)
         self._emit("scheduling_cycle_end", now=now)
 
-    def release_all_held(self) -> int:
+    def release_all_held(self, now: float) -> int:
         """Queue every held lease (the core's guarantee that no held lease is left behind)."""
         count = len(self.held)
-        self._release(list(self.held.values()))
+        self._release(list(self.held.values()), now)
         return count
 
-    def _release(self, leases: Iterable[Lease]) -> None:
+    def _release(self, leases: Iterable[Lease], now: float) -> None:
         for lease in list(leases):
             if self.held.pop(lease.id, None) is None:
                 raise RuntimeError(f"queue policy released lease {lease.id}, which is not held")
-            self._enqueue(lease)
+            self._enqueue(lease, now)
 
     def _may_reserve(self) -> bool:
         return len(self._backfill_reserved) < self.max_future
@@ -481,7 +507,7 @@ class LeaseScheduler:
                 plan = None if res is None else [res]
         if plan is None:
             return False
-        lease.transition(S.SCHEDULED)
+        self._move(lease, S.SCHEDULED, now)
         if plan[0].start > now:
             self._backfill_reserved.add(lease.id)
         self._commit(lease, plan, now)
@@ -586,7 +612,7 @@ class LeaseScheduler:
     def _commit(self, lease: Lease, plan: list[Reservation], now: float) -> None:
         """Put ``plan`` in the slot table and on the timeline; start what starts now."""
         if lease.state is S.NEW:
-            lease.transition(S.SCHEDULED)
+            self._move(lease, S.SCHEDULED, now)
         for res in plan:
             self.table.add(res)
         lease.reservations = plan
@@ -693,7 +719,7 @@ class LeaseScheduler:
                 self.table.remove(res)
             lease.reservations = []
             self._drop_future(lease)
-            lease.transition(S.QUEUED)
+            self._move(lease, S.QUEUED, now)
             self._requeue(lease)
         else:                              # running
             res = lease.reservations[0]
@@ -726,7 +752,8 @@ class LeaseScheduler:
                 lease.reservations = []
                 lease.work_done = 0.0
                 del self.running[lease.id]
-                lease.transition(S.QUEUED)
+                self._enactment.stop(lease, now)
+                self._move(lease, S.QUEUED, now)
                 self._requeue(lease)
         self._emit("lease_preempted", lease=lease, now=now)
 
@@ -744,7 +771,8 @@ class LeaseScheduler:
 
     def _begin_suspension(self, lease: Lease, now: float) -> None:
         lease.work_done += now - lease.reservations[0].start
-        lease.transition(S.SUSPENDING)
+        self._move(lease, S.SUSPENDING, now)
+        self._enactment.suspend(lease, now)
         lease.suspensions += 1
         if lease.suspended_at is None:
             lease.suspended_at = now
@@ -759,11 +787,11 @@ class LeaseScheduler:
         if kind == "vm":
             if lease.state is S.SCHEDULED:
                 self._drop_future(lease)
-                lease.transition(S.ACTIVE)
+                self._move(lease, S.ACTIVE, now)
                 if lease.start is None:
                     lease.start = now
             elif lease.state is S.RESUMING:
-                lease.transition(S.ACTIVE)
+                self._move(lease, S.ACTIVE, now)
                 if lease.suspended_at is not None:
                     lease.time_suspended += now - lease.suspended_at
                     lease.suspended_at = None
@@ -773,14 +801,14 @@ class LeaseScheduler:
                 lease.allocations.append(lease.reservations.pop(0))
             self.running[lease.id] = lease
             self._emit("lease_started", lease=lease, now=now)
-            self._start_work(lease, res, self.work_end(lease, now))
+            self._enactment.start(lease, res, self.work_end(lease, now))
         elif kind == "migrate" and lease.state is S.SCHEDULED:
             self._drop_future(lease)
-            lease.transition(S.MIGRATING)
+            self._move(lease, S.MIGRATING, now)
             self.running[lease.id] = lease
         elif kind == "resume" and lease.state in (S.SCHEDULED, S.MIGRATING):
             self._drop_future(lease)
-            lease.transition(S.RESUMING)
+            self._move(lease, S.RESUMING, now)
             self.running[lease.id] = lease
         elif kind == "suspend" and lease.state is S.ACTIVE:
             self._begin_suspension(lease, now)
@@ -798,8 +826,8 @@ class LeaseScheduler:
         lease.reservations = []
         lease.image_nodes = res.vm_nodes
         del self.running[lease.id]
-        lease.transition(S.SUSPENDED)
-        lease.transition(S.QUEUED)
+        self._move(lease, S.SUSPENDED, now)
+        self._move(lease, S.QUEUED, now)
         self._requeue(lease)
 
     def work_finished(self, res: Reservation, now: float) -> None:
@@ -826,13 +854,24 @@ class LeaseScheduler:
         if lease.time_suspended > 0:
             lease.price = (lease.price or 0.0) + self.pricing.surcharge(lease,
                                                                         lease.time_suspended)
-        lease.transition(state)
+        self._move(lease, state, now)
+        self._enactment.stop(lease, now)
         self._emit("lease_ended", lease=lease, now=now)
 
     # ------------------------------------------------------------------------ cancellation
     def cancel(self, lease: Lease, now: float, reason: str = "cancelled") -> None:
         """Cancel ``lease`` in whatever state it is: its reservations from ``now`` on are
         given back and the schedule is re-evaluated."""
+        self._end_early(lease, now, reason, S.CANCELLED)
+
+    def fail(self, lease: Lease, now: float, reason: str) -> None:
+        """``lease`` failed at ``now`` (its work vanished, exited with an error, or could not
+        be started or restored): like a cancellation, but it ends FAILED. A lease that is new
+        or held has nothing that could fail; it is cancelled with ``reason``."""
+        final = S.CANCELLED if lease.state in (S.NEW, S.HELD) else S.FAILED
+        self._end_early(lease, now, reason, final)
+
+    def _end_early(self, lease: Lease, now: float, reason: str, final: LeaseState) -> None:
         state = lease.state
         if state.terminal:
             return
@@ -855,8 +894,8 @@ class LeaseScheduler:
         lease.reservations = []
         self._drop_future(lease)
         if state is S.NEW:
-            lease.transition(S.CANCELLED)
+            self._move(lease, S.CANCELLED, now)
             lease.end = now
             self._emit("lease_ended", lease=lease, now=now)
             return
-        self._finish(lease, S.CANCELLED, now)
+        self._finish(lease, final, now)

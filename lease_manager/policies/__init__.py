@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 #: The kinds of policy the core selects by name from the ini file.
 POLICY_KINDS = ("admission", "pricing", "queue", "host-selection", "preemption", "probe",
-                "annotator")
+                "annotator", "enactment")
 
 
 class Policy:

@@ -1,0 +1,140 @@
+"""The interface every enactment backend implements.
+
+A backend is a policy of kind ``enactment``: a class with a ``name``, instantiated as
+``cls(run)`` (it reads ``run.config`` and ``run.nodes``). All its methods are called from the
+daemon's engine thread. A backend must be able to find the work of a lease again after the
+daemon restarts (from names it derives from the lease id, or from files under
+:meth:`EnactmentBackend.state_dir`), because the daemon may be killed at any moment.
+
+Times are seconds since the Unix epoch, UTC, on the daemon's clock.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, ClassVar, Mapping
+
+import attrs
+
+from ..errors import LeaseManagerError
+
+if TYPE_CHECKING:
+    from ..run import Run
+
+
+class EnactmentError(LeaseManagerError):
+    """A backend could not carry out an action; the lease concerned is marked failed with
+    this message as its reason."""
+
+
+@attrs.frozen
+class VMWork:
+    """One VM of a lease, placed on a node of the site."""
+
+    index: int          #: the VM's index within the lease (groups in order)
+    node: int           #: the site node it runs on (0-based)
+    node_name: str      #: that node's name for the backend (a Slurm node name, say)
+    cpu: float          #: the VM's CPU amount, in the site's units (0 if the site has no CPU)
+    memory: float       #: the VM's memory in MB (0 if the site has no Memory)
+
+
+@attrs.frozen
+class Work:
+    """What a backend must run for one lease over one stretch of its plan."""
+
+    lease_id: int
+    #: shell command each VM runs (``/bin/sh -c``); empty: the VMs just hold their resources
+    command: str
+    vms: tuple[VMWork, ...]
+    start: float        #: when this stretch starts
+    end: float          #: when its reservation ends: the work is stopped then at the latest
+    #: extra environment for the command (the daemon adds ``LM_LEASE_ID`` and friends)
+    env: Mapping[str, str] = attrs.field(factory=dict)
+
+
+#: what a backend can say about a lease's work
+WORK_STATES = ("absent", "planned", "running", "suspended", "exited", "vanished")
+
+
+@attrs.frozen
+class WorkStatus:
+    """What a backend really sees of a lease's work.
+
+    ``absent``: it knows nothing of the lease (never started, or stopped and cleaned up);
+    ``planned``: prepared, not started; ``running``; ``suspended``; ``exited``: every VM's
+    command ended (``exit_code`` is the first non-zero code, else 0); ``vanished``: the work
+    was there and is gone without an exit code (killed behind the daemon's back).
+    """
+
+    state: str
+    exit_code: int | None = None
+    detail: str = ""
+
+    def __attrs_post_init__(self) -> None:
+        if self.state not in WORK_STATES:
+            raise ValueError(f"unknown work state {self.state!r}")
+
+
+class EnactmentBackend:
+    """Base class of the backends (subclassing it is optional; the methods are the protocol)."""
+
+    kind: ClassVar[str] = "enactment"
+    name: ClassVar[str] = ""
+
+    def __init__(self, run: "Run") -> None:
+        self.run = run
+
+    def state_dir(self) -> Path:
+        """A folder of the backend's own under the daemon's state directory (created)."""
+        path = Path(self.run.config.get("daemon", "state-dir")) / "enactment" / self.name
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+
+    def prepare(self, work: Work) -> None:
+        """The lease got a plan, or its plan changed, before it starts (``work.start`` is in
+        the future). A backend that books resources ahead (a Slurm reservation) does it here;
+        it may be called several times for one lease, each call replacing the last."""
+
+    def start(self, work: Work) -> None:
+        """Start the lease's work now, on ``work.vms``; raise :class:`EnactmentError` if it
+        cannot be started."""
+        raise NotImplementedError
+
+    def suspend(self, lease_id: int) -> None:
+        """Pause the lease's running work (it keeps its memory)."""
+        raise NotImplementedError
+
+    def resume(self, lease_id: int) -> None:
+        """Continue the lease's suspended work."""
+        raise NotImplementedError
+
+    def stop(self, lease_id: int) -> None:
+        """End the lease's work and release whatever the backend holds for it (processes,
+        reservations). Idempotent: stopping an absent lease does nothing."""
+        raise NotImplementedError
+
+    def status(self, lease_id: int) -> WorkStatus:
+        """What the backend really sees of the lease's work now."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """The daemon stops: release the backend's own resources, but leave the leases' work
+        as it is (a restarted daemon finds it again)."""
+
+
+def node_names(run: "Run", configured: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """The backend's name of every site node: ``configured`` if given (one per node), else
+    ``node-1`` ... ``node-N``."""
+    count = len(run.nodes.capacity)
+    if configured:
+        if len(configured) != count:
+            raise EnactmentError(f"{len(configured)} node names are configured for a site of "
+                                 f"{count} nodes")
+        return tuple(configured)
+    return tuple(f"node-{i + 1}" for i in range(count))
+
+
+def work_env(work: Work, vm: VMWork) -> dict[str, str]:
+    """The environment variables a VM's command gets (besides ``work.env``)."""
+    return {**work.env, "LM_LEASE_ID": str(work.lease_id), "LM_VM_INDEX": str(vm.index),
+            "LM_NODE": vm.node_name, "LM_LEASE_END": f"{work.end:.3f}"}

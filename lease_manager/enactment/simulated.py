@@ -1,0 +1,72 @@
+"""The ``simulated`` backend: runs nothing, remembers what it was told (for tests and demos).
+
+Each lease's work "runs" until it is stopped. What the backend was told is kept in a JSON file
+in its state folder, so that a restarted daemon finds running work running, as with a real
+backend.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import TYPE_CHECKING
+
+from ..hookspecs import hookimpl
+from .base import EnactmentBackend, EnactmentError, Work, WorkStatus
+
+if TYPE_CHECKING:
+    from ..run import Run
+
+
+class SimulatedBackend(EnactmentBackend):
+    """Runs nothing: each lease's work holds its resources until the lease ends."""
+
+    name = "simulated"
+
+    def __init__(self, run: "Run") -> None:
+        super().__init__(run)
+        self._file = self.state_dir() / "state.json"
+        self.states: dict[int, str] = {}
+        if self._file.exists():
+            self.states = {int(k): v for k, v in json.loads(self._file.read_text()).items()}
+        #: every action, in order: ``(action, lease_id)`` (what tests look at)
+        self.log: list[tuple[str, int]] = []
+
+    def _set(self, action: str, lease_id: int, state: str | None) -> None:
+        self.log.append((action, lease_id))
+        if state is None:
+            self.states.pop(lease_id, None)
+        else:
+            self.states[lease_id] = state
+        tmp = self._file.with_suffix(".tmp")
+        tmp.write_text(json.dumps(self.states))
+        os.replace(tmp, self._file)
+
+    def prepare(self, work: Work) -> None:
+        if self.states.get(work.lease_id) in (None, "planned"):
+            self._set("prepare", work.lease_id, "planned")
+
+    def start(self, work: Work) -> None:
+        self._set("start", work.lease_id, "running")
+
+    def suspend(self, lease_id: int) -> None:
+        if self.states.get(lease_id) != "running":
+            raise EnactmentError(f"lease {lease_id} has no running work to suspend")
+        self._set("suspend", lease_id, "suspended")
+
+    def resume(self, lease_id: int) -> None:
+        if self.states.get(lease_id) != "suspended":
+            raise EnactmentError(f"lease {lease_id} has no suspended work to resume")
+        self._set("resume", lease_id, "running")
+
+    def stop(self, lease_id: int) -> None:
+        if lease_id in self.states:
+            self._set("stop", lease_id, None)
+
+    def status(self, lease_id: int) -> WorkStatus:
+        return WorkStatus(self.states.get(lease_id, "absent"))
+
+
+@hookimpl
+def register_policies():
+    return [SimulatedBackend]
