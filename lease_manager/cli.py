@@ -148,6 +148,28 @@ def _report(args: argparse.Namespace) -> int:
                           seed=args.seed)
 
 
+def _serve(args: argparse.Namespace) -> int:
+    import logging
+
+    from .daemon.service import Daemon
+
+    overrides = list(args.set)
+    if args.speedup is not None:
+        overrides.append(f"simulation.speedup={args.speedup}")
+    if args.port is not None:
+        overrides.append(f"daemon.port={args.port}")
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    daemon = Daemon(args.config, tuple(overrides))
+
+    def ready(d: Daemon) -> None:
+        print(f"lease-manager: serving on {d.url} (token in {d.token_path()}, state in "
+              f"{d.state_dir})", file=sys.stderr, flush=True)
+
+    daemon.serve_forever(ready=ready)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="lease-manager", description="A Haizea-style lease manager: replay workload "
@@ -223,6 +245,24 @@ def build_parser() -> argparse.ArgumentParser:
                      help="the seed whose runs the time-series plots show (default: the "
                      "smallest)")
     rep.set_defaults(func=_report)
+
+    srv = sub.add_parser("serve", help="run the lease daemon on the real clock",
+                         description="Take lease requests through a JSON HTTP API, keep them "
+                         "in SQLite, and carry them out with the configured enactment backend "
+                         "([daemon] options). SIGTERM or SIGINT stop it; restarted, it carries "
+                         "on from its state folder.")
+    srv.add_argument("config", help="configuration file (.ini)")
+    srv.add_argument("--set", action="append", default=[], metavar="SECTION.OPTION=VALUE",
+                     help="override a configuration option (repeatable)")
+    srv.add_argument("--speedup", type=float, help="schedule seconds per wall second "
+                     "(demos and tests; default [simulation] speedup)")
+    srv.add_argument("--port", type=int, help="API port (default [daemon] port; 0: any)")
+    srv.add_argument("-v", "--verbose", action="store_true", help="log every request")
+    srv.set_defaults(func=_serve)
+
+    from .daemon.client import add_client_commands
+
+    add_client_commands(sub)
     return parser
 
 

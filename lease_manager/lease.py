@@ -53,7 +53,8 @@ TERMINAL_STATES = frozenset({S.DONE, S.REJECTED, S.CANCELLED, S.FAILED})
 
 #: Every legal state change. Any state that is not terminal may also go to CANCELLED.
 TRANSITIONS: dict[LeaseState, frozenset[LeaseState]] = {
-    S.NEW: frozenset({S.REJECTED, S.HELD, S.QUEUED, S.SCHEDULED}),
+    # NEW -> FAILED: an accepted lease that a restarted daemon could not plan again.
+    S.NEW: frozenset({S.REJECTED, S.HELD, S.QUEUED, S.SCHEDULED, S.FAILED}),
     S.HELD: frozenset({S.QUEUED}),
     # QUEUED -> FAILED: a suspended lease waiting to resume lost its memory image.
     S.QUEUED: frozenset({S.SCHEDULED, S.REJECTED, S.FAILED}),

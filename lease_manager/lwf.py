@@ -99,14 +99,15 @@ def is_lwf(path: str | Path) -> bool:
 
 # ----------------------------------------------------------------------------- reading
 def read_lwf(path: str | Path, types: ResourceTypes | None = None, *,
-             first_id: int = 1) -> LWFWorkload:
+             first_id: int = 1, data: bytes | None = None) -> LWFWorkload:
     """Read and validate an LWF file; leases get ids ``first_id, first_id + 1, ...``.
 
     ``types`` are the run's resource types (lease vectors are over them); None means the types
-    the file's ``<site>`` declares (an error if it has none).
+    the file's ``<site>`` declares (an error if it has none). With ``data``, the document is
+    those bytes and ``path`` only names it in messages (a request body, say).
     """
     file = str(path)
-    root = _parse(file)
+    root = _parse(file, data)
     site_elem = root.find("site")
     site = _site(site_elem, file) if site_elem is not None else None
     if types is None:
@@ -121,9 +122,10 @@ def read_lwf(path: str | Path, types: ResourceTypes | None = None, *,
                        description.strip() if description is not None else None)
 
 
-def _parse(file: str) -> etree._Element:
+def _parse(file: str, raw: bytes | None = None) -> etree._Element:
     try:
-        raw = Path(file).read_bytes()
+        if raw is None:
+            raw = Path(file).read_bytes()
     except FileNotFoundError:
         raise TraceError("trace file not found", file=file) from None
     except OSError as exc:

@@ -29,6 +29,22 @@ class Placement:
     #: the VMs' shape (``vector.tobytes()``) when they all have one
     vm_shape: bytes | None = None
 
+    @classmethod
+    def on_nodes(cls, vm_nodes: Sequence[int], demand: "VMRequest") -> "Placement":
+        """The placement of ``demand``'s VMs on the given nodes (one per VM, groups in order)."""
+        per_vm = demand.per_vm()
+        if len(vm_nodes) != len(per_vm):
+            raise ValueError(f"{len(vm_nodes)} nodes given for {len(per_vm)} VMs")
+        nodes: list[int] = []
+        sums: dict[int, np.ndarray] = {}
+        for node, vector in zip(vm_nodes, per_vm):
+            if node not in sums:
+                nodes.append(int(node))
+                sums[node] = np.zeros_like(vector)
+            sums[node] = sums[node] + vector
+        return cls(tuple(int(n) for n in vm_nodes), np.asarray(nodes, dtype=np.intp),
+                   np.array([sums[n] for n in nodes]), demand.shape_key)
+
     def reservation(self, lease: "Lease | None", start: float, end: float,
                     site_amount: np.ndarray | None = None, kind: str = "vm") -> Reservation:
         return Reservation(lease, start, end, self.nodes, self.amounts, site_amount, kind,

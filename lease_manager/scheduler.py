@@ -30,7 +30,7 @@ import numpy as np
 
 from .events import EventKind, Timeline
 from .lease import Lease, LeaseState, LeaseType
-from .mapper import place, place_on
+from .mapper import Placement, place, place_on
 from .slottable import Reservation
 
 if TYPE_CHECKING:
@@ -159,6 +159,7 @@ class LeaseScheduler:
         self._ars: set[int] = set()
         self._reevaluate = False
         self._site_max: dict[Any, int] = {}
+        self._restoring = False
 
     # ---------------------------------------------------------------------------- queries
     def active_leases(self) -> list[Lease]:
@@ -225,9 +226,63 @@ class LeaseScheduler:
         return ""
 
     def reject(self, lease: Lease, now: float, reason: str) -> None:
+        if self._restoring:   # it was accepted before the restart: it fails, with the reason
+            lease.reason = f"could not be planned again after a restart: {reason}"
+            lease.end = now
+            self._move(lease, S.FAILED, now)
+            self._emit("lease_ended", lease=lease, now=now)
+            return
         lease.reason = reason
         self._move(lease, S.REJECTED, now)
         self._emit("lease_rejected", lease=lease, now=now)
+
+    # ---------------------------------------------------------------------------- restore
+    def restore_running(self, lease: Lease, vm_nodes: tuple[int, ...], end: float,
+                        now: float) -> Reservation:
+        """Take back a NEW lease object found running after a restart: its VMs hold
+        ``vm_nodes`` from ``now`` until ``end``; ``lease.work_done`` is the work done before
+        ``now``. Raises :class:`~lease_manager.errors.OvercommitError` if the nodes are taken.
+
+        Restore running leases first, then planned ones (:meth:`restore_planned`), then
+        queued ones (:meth:`restore_queued`), so that every lease finds the room it had."""
+        res = Placement.on_nodes(vm_nodes, lease.vms).reservation(lease, now, end)
+        self.table.add(res)
+        self._move(lease, S.SCHEDULED, now)
+        self._move(lease, S.ACTIVE, now)
+        lease.reservations = [res]
+        self.running[lease.id] = lease
+        if lease.type is LeaseType.ADVANCE_RESERVATION:
+            self._ars.add(lease.id)
+        self._enactment.start(lease, res, min(end, self.work_end(lease, now)))
+        return res
+
+    def restore_planned(self, lease: Lease, now: float) -> None:
+        """Plan a NEW lease object that had been accepted before a restart, without admission
+        or pricing: an advance reservation keeps what is left of its interval, an immediate
+        or deadline lease is planned again (it fails, with the reason, if it cannot be), a
+        best-effort lease is queued in its place."""
+        self._restoring = True
+        try:
+            if lease.type is LeaseType.BEST_EFFORT:
+                self._enqueue(lease, now)
+            elif lease.type is LeaseType.ADVANCE_RESERVATION:
+                self._schedule_ar(lease, now)
+            elif lease.type is LeaseType.IMMEDIATE:
+                self._schedule_immediate(lease, now)
+            else:
+                self._schedule_deadline(lease, now)
+        finally:
+            self._restoring = False
+
+    def restore_queued(self, lease: Lease, image_nodes: tuple[int, ...] = ()) -> None:
+        """Queue a NEW lease object that was queued (or held) before a restart; with
+        ``image_nodes``, it is a suspended lease whose memory images are on those nodes."""
+        if image_nodes:
+            lease.image_nodes = tuple(image_nodes)
+            image = Placement.on_nodes(image_nodes, lease.vms).reservation(
+                lease, lease.suspended_at or 0.0, lease.suspended_at or 0.0, kind="image")
+            lease.allocations.append(image)
+        self._enqueue(lease, lease.suspended_at or lease.submit)
 
     def _move(self, lease: Lease, state: LeaseState, now: float) -> None:
         """Change ``lease``'s state (the state machine checks the move) and tell the hooks."""
@@ -771,11 +826,11 @@ class LeaseScheduler:
 
     def _begin_suspension(self, lease: Lease, now: float) -> None:
         lease.work_done += now - lease.reservations[0].start
-        self._move(lease, S.SUSPENDING, now)
-        self._enactment.suspend(lease, now)
         lease.suspensions += 1
         if lease.suspended_at is None:
             lease.suspended_at = now
+        self._move(lease, S.SUSPENDING, now)
+        self._enactment.suspend(lease, now)
 
     # ------------------------------------------------------------ events of running leases
     def segment_started(self, res: Reservation, now: float) -> None:
@@ -787,14 +842,14 @@ class LeaseScheduler:
         if kind == "vm":
             if lease.state is S.SCHEDULED:
                 self._drop_future(lease)
-                self._move(lease, S.ACTIVE, now)
                 if lease.start is None:
                     lease.start = now
-            elif lease.state is S.RESUMING:
                 self._move(lease, S.ACTIVE, now)
+            elif lease.state is S.RESUMING:
                 if lease.suspended_at is not None:
                     lease.time_suspended += now - lease.suspended_at
                     lease.suspended_at = None
+                self._move(lease, S.ACTIVE, now)
             else:
                 return
             while lease.reservations[0] is not res:   # a resumption that is over

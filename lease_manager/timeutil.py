@@ -41,3 +41,33 @@ def format_duration(seconds: float) -> str:
     minutes, s = divmod(s, 60)
     text = f"{hours:02d}:{minutes:02d}:{s:02d}"
     return f"{days}:{text}" if days else text
+
+
+def parse_instant(text: str, now: float) -> float:
+    """Parse a point in time as users write it at the daemon's edges: ISO-8601
+    (``2026-11-22T14:30:00Z``, an offset, or no zone = UTC) or ``+HH:MM:SS`` / ``+SECONDS``
+    from ``now``. Returns seconds since the Unix epoch."""
+    s = text.strip()
+    if s.startswith("+"):
+        return now + parse_duration(s[1:])
+    from datetime import datetime, timezone
+
+    try:
+        moment = datetime.fromisoformat(s[:-1] + "+00:00" if s.endswith(("Z", "z")) else s)
+    except ValueError:
+        raise ValueError(f"{text!r} is not a time (ISO-8601 such as 2026-11-22T14:30:00Z, "
+                         f"or +HH:MM:SS from now)") from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    return moment.timestamp()
+
+
+def format_instant(seconds: float | None) -> str | None:
+    """ISO-8601 in UTC with a ``Z`` (milliseconds kept when there are any); None stays None."""
+    if seconds is None or math.isinf(seconds):
+        return None
+    from datetime import datetime, timezone
+
+    moment = datetime.fromtimestamp(seconds, tz=timezone.utc)
+    spec = "milliseconds" if moment.microsecond else "seconds"
+    return moment.isoformat(timespec=spec).replace("+00:00", "Z")

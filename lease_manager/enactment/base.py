@@ -113,6 +113,10 @@ class EnactmentBackend:
         reservations). Idempotent: stopping an absent lease does nothing."""
         raise NotImplementedError
 
+    def refresh(self) -> None:
+        """Called before each round of :meth:`status` calls of the reconciliation loop (a
+        backend may query its system once here and answer ``status`` from that)."""
+
     def status(self, lease_id: int) -> WorkStatus:
         """What the backend really sees of the lease's work now."""
         raise NotImplementedError

@@ -1,0 +1,367 @@
+"""The daemon's JSON HTTP API (documented in ``docs/api.yaml``, OpenAPI 3).
+
+Every answer is JSON. Every request but ``GET /v1/health`` needs ``Authorization: Bearer
+TOKEN``. Bad requests get a 4xx with ``{"error": message, "field": name}`` and never stop the
+daemon; the engine thread does all the scheduling, API threads only wait for its answers.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import logging
+import math
+import re
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qs, urlsplit
+
+from ..errors import LeaseManagerError
+from ..lease import LeaseState
+from ..timeutil import format_instant
+from .requests import RequestError, from_lease, normalise
+
+if TYPE_CHECKING:
+    from .service import Daemon
+
+log = logging.getLogger("lease_manager.daemon.api")
+API = "/v1"
+STATES = tuple(s.value for s in LeaseState)
+
+
+class HTTPError(Exception):
+    def __init__(self, status: int, message: str, field: str | None = None,
+                 headers: dict[str, str] | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.field = field
+        self.headers = headers or {}
+
+
+# ------------------------------------------------------------------------------ views
+def lease_view(row: Any, names: tuple[str, ...]) -> dict[str, Any]:
+    """A lease as the API shows it, from its database row."""
+    req = json.loads(row["request"])
+    duration = req["duration"]
+    return {
+        "id": row["id"],
+        "name": req.get("name"),
+        "type": row["type"],
+        "state": row["state"],
+        "reason": row["reason"],
+        "submitted": format_instant(row["submit"]),
+        "start": format_instant(row["start"]),
+        "end": format_instant(row["end"]),
+        "request": {
+            "start": format_instant(req["start"]),
+            "deadline": format_instant(req["deadline"]),
+            "duration": "unlimited" if duration is None else duration,
+            "nodes": req["nodes"],
+            "resources": req["resources"],
+            "command": req["command"],
+            "max_price": req["max_price"],
+            "extra": req["extra"],
+        },
+        "price": row["price"],
+        "work_done": row["work_done"],
+        "preemptions": row["preemptions"],
+        "suspensions": row["suspensions"],
+        "time_suspended": row["time_suspended"],
+        "plan": [{"kind": seg["kind"], "start": format_instant(seg["start"]),
+                  "end": format_instant(seg["end"]) if seg["end"] is not None else None,
+                  "nodes": [names[n] for n in seg["vm_nodes"]]}
+                 for seg in json.loads(row["plan"])],
+    }
+
+
+def _amounts(types: tuple[str, ...], vector: Any) -> dict[str, float]:
+    return {name: float(v) for name, v in zip(types, vector)}
+
+
+# ---------------------------------------------------------------------------- handler
+class Handler(BaseHTTPRequestHandler):
+    server_version = "lease-manager"
+    protocol_version = "HTTP/1.1"
+    timeout = 30            # seconds a client may take to send its request
+    daemon: "Daemon"        # set on the subclass made for each server
+
+    def log_message(self, fmt: str, *args: Any) -> None:
+        log.debug("%s %s", self.address_string(), fmt % args)
+
+    # ----------------------------------------------------------------------- plumbing
+    def _send(self, status: int, body: Any, headers: dict[str, str] | None = None) -> None:
+        data = json.dumps(body, indent=1).encode() + b"\n"
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        for key, value in (headers or {}).items():
+            self.send_header(key, value)
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(data)
+
+    def _handle(self, method: str) -> None:
+        try:
+            url = urlsplit(self.path)
+            if len(self.path) > 2048:
+                raise HTTPError(414, "the request path is too long")
+            if url.path != f"{API}/health":
+                self._authorise()
+            status, body = self._route(method, url.path, parse_qs(url.query))
+            self._send(status, body)
+        except HTTPError as exc:
+            body = {"error": exc.message}
+            if exc.field:
+                body["field"] = exc.field
+            if exc.status >= 400 and self.headers.get("Content-Length") and \
+                    method in ("POST", "PUT", "PATCH") and exc.status in (401, 413):
+                self.close_connection = True    # the body was not read
+            self._send(exc.status, body, exc.headers)
+        except TimeoutError:
+            self._send(504, {"error": "the scheduler did not answer in time"})
+        except LeaseManagerError as exc:
+            status = 503 if type(exc).__name__ == "DaemonStopping" else 400
+            self._send(status, {"error": str(exc)})
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        except Exception:   # a bug of ours: the client gets a 500, the daemon goes on
+            log.exception("error answering %s %s", method, self.path)
+            try:
+                self._send(500, {"error": "internal error (see the daemon's log)"})
+            except OSError:
+                pass
+
+    def do_GET(self) -> None:
+        self._handle("GET")
+
+    def do_POST(self) -> None:
+        self._handle("POST")
+
+    def do_DELETE(self) -> None:
+        self._handle("DELETE")
+
+    def do_PUT(self) -> None:
+        self._handle("PUT")
+
+    def do_PATCH(self) -> None:
+        self._handle("PATCH")
+
+    def _authorise(self) -> None:
+        header = self.headers.get("Authorization", "")
+        scheme, _, token = header.partition(" ")
+        if scheme.lower() != "bearer" or not token.strip():
+            raise HTTPError(401, "a bearer token is required (Authorization: Bearer TOKEN)",
+                            headers={"WWW-Authenticate": "Bearer"})
+        if not hmac.compare_digest(token.strip().encode(), self.daemon.token.encode()):
+            raise HTTPError(401, "the token is wrong", headers={"WWW-Authenticate": "Bearer"})
+
+    def _body(self) -> bytes:
+        if self.headers.get("Transfer-Encoding"):
+            raise HTTPError(411, "send the body with a Content-Length, not chunked")
+        length_text = self.headers.get("Content-Length")
+        if length_text is None:
+            raise HTTPError(411, "a Content-Length is required")
+        if not length_text.strip().isdigit():
+            raise HTTPError(400, f"bad Content-Length {length_text!r}")
+        length = int(length_text)
+        limit = self.daemon.config.get("daemon", "max-body")
+        if length > limit:
+            raise HTTPError(413, f"the body is {length} bytes; the limit is {limit}")
+        data = self.rfile.read(length)
+        if len(data) < length:
+            raise HTTPError(400, "the body is shorter than its Content-Length")
+        return data
+
+    # ------------------------------------------------------------------------- routes
+    def _route(self, method: str, path: str, query: dict[str, list[str]]) -> tuple[int, Any]:
+        if path == f"{API}/health":
+            self._only(method, "GET")
+            return 200, {"status": "ok", "time": format_instant(self.daemon.clock.now())}
+        if path == f"{API}/leases":
+            if method == "POST":
+                return self._submit()
+            self._only(method, "GET", "POST")
+            return 200, self._list(query)
+        match = re.fullmatch(rf"{API}/leases/(\d{{1,18}})", path)
+        if match:
+            lease_id = int(match.group(1))
+            if method == "DELETE":
+                return 200, self._cancel(lease_id)
+            self._only(method, "GET", "DELETE")
+            return 200, self._show(lease_id)
+        if path == f"{API}/queue":
+            self._only(method, "GET")
+            return 200, self._queue()
+        if path == f"{API}/hosts":
+            self._only(method, "GET")
+            return 200, self._hosts()
+        raise HTTPError(404, f"no such resource: {path}")
+
+    def _only(self, method: str, *allowed: str) -> None:
+        if method not in allowed:
+            raise HTTPError(405, f"{method} is not allowed here (allowed: {', '.join(allowed)})",
+                            headers={"Allow": ", ".join(allowed)})
+
+    def _names(self) -> tuple[str, ...]:
+        return self.daemon.driver.names
+
+    def _submit(self) -> tuple[int, Any]:
+        d = self.daemon
+        data = self._body()
+        kind = self.headers.get("Content-Type", "application/json").split(";")[0].strip()
+        now = d.clock.now()
+        if kind in ("application/xml", "text/xml"):
+            if data[:2] == b"\x1f\x8b":
+                raise HTTPError(415, "compressed bodies are not accepted")
+            from ..lwf import read_lwf
+
+            workload = read_lwf("request body", d.run.nodes.types, data=data)
+            if not workload.leases:
+                raise HTTPError(400, "the document holds no lease request",
+                                field="lease-requests")
+            requests = [from_lease(lease, d.run.nodes, now, now) for lease in workload.leases]
+        elif kind == "application/json":
+            try:
+                body = json.loads(data, parse_constant=_no_constant)
+            except (ValueError, RecursionError) as exc:
+                raise HTTPError(400, f"the body is not valid JSON: {exc}") from None
+            bodies = body if isinstance(body, list) else [body]
+            if not bodies or len(bodies) > 1000:
+                raise HTTPError(400, "send one request, or a list of 1 to 1000")
+            requests = []
+            for i, item in enumerate(bodies):
+                try:
+                    requests.append(normalise(item, d.run.nodes, d.default_vm, now))
+                except RequestError as exc:
+                    where = f"[{i}]." if isinstance(body, list) else ""
+                    raise HTTPError(400, str(exc), field=where + exc.field) from None
+        else:
+            raise HTTPError(415, f"unsupported Content-Type {kind!r} (application/json or "
+                                 f"application/xml)")
+
+        def submit(now: float) -> Any:
+            ids = [d.submit(request, now).id for request in requests]
+            return lambda: [lease_view(d.store.lease(i), self._names()) for i in ids]
+
+        views = d.call(submit)
+        return 201, views if len(views) > 1 or kind != "application/json" \
+            or isinstance(body, list) else views[0]
+
+    def _list(self, query: dict[str, list[str]]) -> list[dict[str, Any]]:
+        states = tuple(s for value in query.get("state", ()) for s in value.split(",") if s)
+        for s in states:
+            if s not in STATES:
+                raise HTTPError(400, f"unknown state {s!r} (known: {', '.join(STATES)})",
+                                field="state")
+        limit = _int_param(query, "limit", 1000, 1, 100000)
+        after = _int_param(query, "after", 0, 0, 2 ** 62)
+        return [lease_view(row, self._names())
+                for row in self.daemon.store.leases(states, limit, after)]
+
+    def _show(self, lease_id: int) -> dict[str, Any]:
+        store = self.daemon.store
+        row = store.lease(lease_id)
+        if row is None:
+            raise HTTPError(404, f"no lease {lease_id}")
+        view = lease_view(row, self._names())
+        view["history"] = [{"time": format_instant(e["time"]), "from": e["old"], "to": e["new"],
+                            "detail": e["detail"]} for e in store.events(lease_id)]
+        return view
+
+    def _cancel(self, lease_id: int) -> dict[str, Any]:
+        d = self.daemon
+
+        def cancel(now: float) -> Any:
+            lease = d.find(lease_id)
+            if lease is None:
+                row = d.store.lease(lease_id)
+                if row is None:
+                    raise HTTPError(404, f"no lease {lease_id}")
+                raise HTTPError(409, f"lease {lease_id} is already {row['state']}")
+            d.run.scheduler.cancel(lease, now, "cancelled by the user")
+            return lambda: lease_view(d.store.lease(lease_id), self._names())
+
+        return d.call(cancel)
+
+    def _queue(self) -> list[dict[str, Any]]:
+        d = self.daemon
+
+        def queue(now: float) -> Any:
+            sched = d.run.scheduler
+            ids = [l.id for l in sched.held.values()] + [l.id for l in sched.queue]
+            return lambda: ids
+
+        ids = d.call(queue)
+        out = []
+        for position, lease_id in enumerate(ids, 1):
+            view = lease_view(d.store.lease(lease_id), self._names())
+            view["position"] = position
+            out.append(view)
+        return out
+
+    def _hosts(self) -> list[dict[str, Any]]:
+        d = self.daemon
+        types = d.run.nodes.types.names
+        names = self._names()
+
+        def hosts(now: float) -> Any:
+            capacity = d.run.nodes.capacity
+            free = capacity.copy()
+            on: list[list[dict[str, Any]]] = [[] for _ in names]
+            for lease in d.run.scheduler.running.values():
+                res = lease.reservations[0] if lease.reservations else None
+                if res is None or not res.start <= now < res.end:
+                    continue
+                for node, amount in zip(res.nodes, res.amounts):
+                    free[node] -= amount
+                    on[node].append({"lease": lease.id, "state": lease.state.value,
+                                     "vms": sum(1 for n in res.vm_nodes if n == node),
+                                     "resources": _amounts(types, amount),
+                                     "until": format_instant(res.end)})
+            view = [{"name": names[i], "index": i, "capacity": _amounts(types, capacity[i]),
+                     "free": _amounts(types, free[i]), "leases": on[i]}
+                    for i in range(len(names))]
+            return lambda: view
+
+        return d.call(hosts)
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _int_param(query: dict[str, list[str]], name: str, default: int, low: int, high: int) -> int:
+    values = query.get(name)
+    if not values:
+        return default
+    text = values[-1]
+    if not re.fullmatch(r"\d{1,19}", text) or not low <= int(text) <= high:
+        raise HTTPError(400, f"{name} must be an integer from {low} to {high}", field=name)
+    return int(text)
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+    request_queue_size = 64
+
+
+def start_api(daemon: "Daemon") -> tuple[_Server, str]:
+    """Start the API on its own threads; return the server and its base URL."""
+    import threading
+
+    handler = type("BoundHandler", (Handler,), {"daemon": daemon})
+    cfg = daemon.config
+    host, port = cfg.get("daemon", "host"), cfg.get("daemon", "port")
+    try:
+        server = _Server((host, port), handler)
+    except OSError as exc:
+        raise cfg.error("daemon", "port", f"cannot listen on {host}:{port}: "
+                                          f"{exc.strerror}") from None
+    thread = threading.Thread(target=server.serve_forever, name="lm-api", daemon=True)
+    thread.start()
+    real_host, real_port = server.server_address[:2]
+    url_host = f"[{real_host}]" if ":" in real_host else real_host
+    return server, f"http://{url_host}:{real_port}"

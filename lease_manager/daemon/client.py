@@ -1,0 +1,277 @@
+"""The daemon's command-line client: ``lease-manager request``, ``cancel``, ``list-leases``,
+``show-lease``, ``show-queue`` and ``list-hosts`` (Haizea's ``haizea-request-lease`` and
+friends, over the JSON API).
+
+The server and token come from ``--server``/``--token-file``, else the environment
+(``LEASE_MANAGER_URL``, ``LEASE_MANAGER_TOKEN`` or ``LEASE_MANAGER_TOKEN_FILE``), else the
+daemon's configuration given with ``-c`` (its state folder says where the daemon listens).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from ..errors import LeaseManagerError
+
+
+class Client:
+    """A small client of the API (also used by the tests)."""
+
+    def __init__(self, url: str, token: str, timeout: float = 60.0) -> None:
+        self.url = url.rstrip("/")
+        self.token = token
+        self.timeout = timeout
+
+    def call(self, method: str, path: str, body: Any = None, *,
+             content_type: str = "application/json") -> Any:
+        data = None
+        if body is not None:
+            data = body if isinstance(body, bytes) else json.dumps(body).encode()
+        req = urllib.request.Request(f"{self.url}{path}", data=data, method=method)
+        req.add_header("Authorization", f"Bearer {self.token}")
+        if data is not None:
+            req.add_header("Content-Type", content_type)
+        try:
+            with urllib.request.urlopen(req, timeout=self.timeout) as answer:
+                return json.loads(answer.read() or b"null")
+        except urllib.error.HTTPError as exc:
+            try:
+                message = json.loads(exc.read()).get("error", exc.reason)
+            except ValueError:
+                message = exc.reason
+            raise LeaseManagerError(f"the daemon refused: {message} (HTTP {exc.code})") from None
+        except urllib.error.URLError as exc:
+            raise LeaseManagerError(f"cannot reach the daemon at {self.url}: "
+                                    f"{exc.reason}") from None
+        except (TimeoutError, ConnectionError) as exc:
+            raise LeaseManagerError(f"the daemon at {self.url} did not answer: {exc}") from None
+
+    def submit(self, request: dict) -> dict:
+        return self.call("POST", "/v1/leases", request)
+
+    def submit_lwf(self, xml: bytes) -> list[dict]:
+        return self.call("POST", "/v1/leases", xml, content_type="application/xml")
+
+    def lease(self, lease_id: int) -> dict:
+        return self.call("GET", f"/v1/leases/{lease_id}")
+
+    def leases(self, states: str = "") -> list[dict]:
+        return self.call("GET", "/v1/leases" + (f"?state={states}" if states else ""))
+
+    def cancel(self, lease_id: int) -> dict:
+        return self.call("DELETE", f"/v1/leases/{lease_id}")
+
+    def queue(self) -> list[dict]:
+        return self.call("GET", "/v1/queue")
+
+    def hosts(self) -> list[dict]:
+        return self.call("GET", "/v1/hosts")
+
+
+def client_from(args: argparse.Namespace) -> Client:
+    """Find the server and token: flags, then the environment, then the configuration."""
+    url = args.server or os.environ.get("LEASE_MANAGER_URL")
+    token = os.environ.get("LEASE_MANAGER_TOKEN")
+    token_file = args.token_file or os.environ.get("LEASE_MANAGER_TOKEN_FILE")
+    if args.config and (not url or not (token or token_file)):
+        from ..config import load_config
+        from ..plugins import Plugins
+
+        cfg = load_config(args.config, Plugins().schema, args.set)
+        state = Path(cfg.get("daemon", "state-dir"))
+        info_path = state / "daemon.json"
+        info = json.loads(info_path.read_text()) if info_path.is_file() else {}
+        url = url or info.get("url") or (f"http://{cfg.get('daemon', 'host')}:"
+                                         f"{cfg.get('daemon', 'port')}")
+        token_file = token_file or cfg.get("daemon", "token-file") or str(state / "token")
+    if not url:
+        raise LeaseManagerError("no daemon given: use --server URL or -c CONFIG.ini, or set "
+                                "LEASE_MANAGER_URL")
+    if args.token_file or not token:
+        if not token_file:
+            raise LeaseManagerError("no token given: use --token-file, -c CONFIG.ini, or set "
+                                    "LEASE_MANAGER_TOKEN / LEASE_MANAGER_TOKEN_FILE")
+        try:
+            token = Path(token_file).read_text().strip()
+        except OSError as exc:
+            raise LeaseManagerError(f"cannot read the token file {token_file}: "
+                                    f"{exc.strerror}") from None
+    return Client(url, token)
+
+
+# ----------------------------------------------------------------------------- output
+def _nodes(view: dict) -> str:
+    plan = view.get("plan") or []
+    names = sorted({n for seg in plan for n in seg["nodes"]})
+    return ",".join(names) if len(names) <= 4 else f"{','.join(names[:3])},+{len(names) - 3}"
+
+
+def _short(t: str | None) -> str:
+    return "-" if not t else t.replace("T", " ").rstrip("Z")
+
+
+def table(rows: list[list[str]], header: list[str]) -> str:
+    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
+    lines = ["  ".join(str(c).ljust(w) for c, w in zip(header, widths)).rstrip()]
+    lines += ["  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+    return "\n".join(lines)
+
+
+def lease_rows(views: list[dict]) -> list[list[str]]:
+    return [[str(v["id"]), v["type"], v["state"], str(v["request"]["nodes"]),
+             _short(v["start"] or (v["plan"][0]["start"] if v["plan"] else None)),
+             _short(v["end"] or (v["plan"][-1]["end"] if v["plan"] else None)), _nodes(v),
+             v["reason"][:60]] for v in views]
+
+
+LEASE_HEADER = ["ID", "TYPE", "STATE", "VMS", "START", "END", "NODES", "REASON"]
+
+
+def show(args: argparse.Namespace, data: Any, human: str) -> int:
+    print(json.dumps(data, indent=2) if args.json else human)
+    return 0
+
+
+# ---------------------------------------------------------------------------- commands
+def request_command(args: argparse.Namespace) -> int:
+    client = client_from(args)
+    if args.file:
+        try:
+            xml = Path(args.file).read_bytes()
+        except OSError as exc:
+            raise LeaseManagerError(f"{args.file}: {exc.strerror}") from None
+        views = client.submit_lwf(xml)
+    else:
+        if args.duration is None:
+            raise LeaseManagerError("-d/--duration is required (or -f lease.xml)")
+        body: dict[str, Any] = {"start": args.start, "duration": _duration(args.duration),
+                                "nodes": args.nodes}
+        for key, value in (("cpu", args.cpu), ("memory", args.mem), ("command", args.command),
+                           ("deadline", args.deadline), ("name", args.name),
+                           ("max_price", args.max_price)):
+            if value is not None:
+                body[key] = value
+        views = [client.submit(body)]
+    human = "\n".join(f"lease {v['id']}: {v['state']}"
+                      + (f" ({v['reason']})" if v["reason"] else "")
+                      + (f", starts {_short(v['plan'][0]['start'])}" if v["plan"] else "")
+                      for v in views)
+    show(args, views if len(views) > 1 else views[0], human)
+    return 1 if all(v["state"] == "rejected" for v in views) else 0
+
+
+def _duration(text: str) -> Any:
+    try:
+        return float(text) if text.replace(".", "", 1).isdigit() else text
+    except ValueError:
+        return text
+
+
+def cancel_command(args: argparse.Namespace) -> int:
+    view = client_from(args).cancel(args.lease)
+    return show(args, view, f"lease {view['id']}: {view['state']}")
+
+
+def list_leases_command(args: argparse.Namespace) -> int:
+    views = client_from(args).leases(args.state or "")
+    return show(args, views, table(lease_rows(views), LEASE_HEADER))
+
+
+def show_lease_command(args: argparse.Namespace) -> int:
+    v = client_from(args).lease(args.lease)
+    lines = [f"lease {v['id']} ({v['type']}): {v['state']}"
+             + (f" - {v['reason']}" if v["reason"] else "")]
+    req = v["request"]
+    lines.append(f"  requested: {req['nodes']} VM(s) of "
+                 + " ".join(f"{k}:{a:g}" for k, a in req["resources"].items())
+                 + f" for {req['duration']}" + (f" s" if req["duration"] != "unlimited" else "")
+                 + (f", start {_short(req['start'])}" if req["start"] else "")
+                 + (f", deadline {_short(req['deadline'])}" if req["deadline"] else ""))
+    if req["command"]:
+        lines.append(f"  command:   {req['command']}")
+    lines.append(f"  submitted {_short(v['submitted'])}, started {_short(v['start'])}, "
+                 f"ended {_short(v['end'])}")
+    for seg in v["plan"]:
+        lines.append(f"  plan: {seg['kind']:8} {_short(seg['start'])} -> {_short(seg['end'])} "
+                     f"on {','.join(seg['nodes'])}")
+    for e in v.get("history", []):
+        lines.append(f"  {_short(e['time'])}  {e['from'] or '':>10} -> {e['to']:<10} "
+                     f"{e['detail']}")
+    return show(args, v, "\n".join(lines))
+
+
+def show_queue_command(args: argparse.Namespace) -> int:
+    views = client_from(args).queue()
+    rows = [[str(v["position"])] + r for v, r in zip(views, lease_rows(views))]
+    return show(args, views, table(rows, ["POS"] + LEASE_HEADER) if views else "queue empty")
+
+
+def list_hosts_command(args: argparse.Namespace) -> int:
+    hosts = client_from(args).hosts()
+    rows = [[h["name"], " ".join(f"{k}:{a:g}" for k, a in h["capacity"].items()),
+             " ".join(f"{k}:{a:g}" for k, a in h["free"].items()),
+             ",".join(str(x["lease"]) for x in h["leases"]) or "-"] for h in hosts]
+    return show(args, hosts, table(rows, ["HOST", "CAPACITY", "FREE", "LEASES"]))
+
+
+def add_client_commands(sub: Any) -> None:
+    """Add the client's subcommands to ``lease-manager``'s parser."""
+
+    def common(p: argparse.ArgumentParser) -> None:
+        p.add_argument("-c", "--config", help="the daemon's configuration (finds its address "
+                       "and token)")
+        p.add_argument("--set", action="append", default=[], metavar="SECTION.OPTION=VALUE",
+                       help="override a configuration option (repeatable)")
+        p.add_argument("--server", help="the daemon's URL (env LEASE_MANAGER_URL)")
+        p.add_argument("--token-file", help="file with the API token "
+                       "(env LEASE_MANAGER_TOKEN_FILE, or the token in LEASE_MANAGER_TOKEN)")
+        p.add_argument("--json", action="store_true", help="print JSON (for scripts)")
+
+    req = sub.add_parser("request", help="ask a running daemon for a lease",
+                         description="Request a lease, Haizea-style: -t now (immediate), "
+                         "best_effort (queued), an ISO-8601 time or +HH:MM:SS (advance "
+                         "reservation); with --deadline, a deadline lease.")
+    common(req)
+    req.add_argument("-t", "--start", default="best_effort",
+                     help="now | best_effort | ISO-8601 time | +HH:MM:SS (default best_effort)")
+    req.add_argument("-d", "--duration", help="seconds, HH:MM:SS or unlimited")
+    req.add_argument("-n", "--nodes", type=int, default=1, help="number of VMs (default 1)")
+    req.add_argument("--cpu", type=float, help="CPU of each VM")
+    req.add_argument("--mem", type=float, help="memory of each VM (MB)")
+    req.add_argument("--command", help="shell command each VM runs")
+    req.add_argument("--deadline", help="finish by this time (ISO-8601 or +HH:MM:SS)")
+    req.add_argument("--name", help="a name for the lease")
+    req.add_argument("--max-price", type=float, help="the most you pay for it")
+    req.add_argument("-f", "--file", help="an LWF document of lease requests (times are "
+                     "offsets from now) instead of the options above")
+    req.set_defaults(func=request_command)
+
+    can = sub.add_parser("cancel", help="cancel a lease")
+    common(can)
+    can.add_argument("lease", type=int, help="lease id")
+    can.set_defaults(func=cancel_command)
+
+    ls = sub.add_parser("list-leases", help="list the daemon's leases")
+    common(ls)
+    ls.add_argument("--state", help="only these states (comma-separated)")
+    ls.set_defaults(func=list_leases_command)
+
+    sh = sub.add_parser("show-lease", help="one lease, its plan and its history")
+    common(sh)
+    sh.add_argument("lease", type=int, help="lease id")
+    sh.set_defaults(func=show_lease_command)
+
+    q = sub.add_parser("show-queue", help="the wait queue, in order")
+    common(q)
+    q.set_defaults(func=show_queue_command)
+
+    h = sub.add_parser("list-hosts", help="the site's nodes and what runs on them now")
+    common(h)
+    h.set_defaults(func=list_hosts_command)

@@ -1,0 +1,151 @@
+"""The enactment driver: turns the scheduler's starts, suspensions and stops into backend calls
+and reconciles what the backend really sees with the plan.
+
+It is the scheduler's :class:`~lease_manager.scheduler.Enactment` in a daemon. Like the
+simulated one it puts an END event at the planned end of a lease's work (where the reservation
+runs out: the backend stops the work then); work that ends earlier is noticed by
+:meth:`EnactmentDriver.reconcile` and ends the lease there and then.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from typing import TYPE_CHECKING, Any, Callable
+
+from ..enactment.base import EnactmentError, VMWork, Work
+from ..events import EventKind
+from ..lease import LeaseState
+from ..scheduler import Enactment
+
+if TYPE_CHECKING:
+    from ..lease import Lease
+    from ..run import Run
+    from ..slottable import Reservation
+
+log = logging.getLogger("lease_manager.daemon")
+S = LeaseState
+
+
+class EnactmentDriver(Enactment):
+    """Carries out one run's leases through ``backend``; ``note(lease_id, text)`` records what
+    happened that is not a change of state (the daemon writes it to the lease's history)."""
+
+    def __init__(self, run: "Run", backend: Any, names: tuple[str, ...],
+                 note: Callable[[int, str], None] = lambda lease_id, text: None) -> None:
+        self.run = run
+        self.backend = backend
+        self.names = names
+        self.note = note
+        #: while True, ``start`` only takes back work that is already running (a restart)
+        self.adopting = False
+        types = run.nodes.types.names
+        self._cpu = types.index("CPU") if "CPU" in types else None
+        self._memory = types.index("Memory") if "Memory" in types else None
+        #: leases started afresh (not resumed) since the daemon started, by id
+        self.fresh_starts: dict[int, int] = {}
+
+    # ----------------------------------------------------------------- what the backend gets
+    def work(self, lease: "Lease", res: "Reservation") -> Work:
+        vms = []
+        for i, (node, vector) in enumerate(zip(res.vm_nodes, lease.vms.per_vm())):
+            vms.append(VMWork(i, int(node), self.names[int(node)],
+                              float(vector[self._cpu]) if self._cpu is not None else 0.0,
+                              float(vector[self._memory]) if self._memory is not None else 0.0))
+        end = res.end if math.isfinite(res.end) else 2.0 ** 40
+        return Work(lease.id, str(lease.extra.get("command", "")), tuple(vms), res.start, end)
+
+    def _failed(self, lease: "Lease", action: str, exc: Exception) -> None:
+        reason = f"{action} failed: {exc}"
+        log.warning("lease %s: %s", lease.id, reason)
+        # not from inside the scheduler's own call: on the engine's next step
+        self.run.engine.post(lambda now: self.run.scheduler.fail(lease, now, reason))
+
+    # ------------------------------------------------------------- the scheduler's calls
+    def start(self, lease: "Lease", res: "Reservation", end: float) -> None:
+        if end <= res.end and not math.isinf(end):
+            self.run.timeline.push(end, EventKind.END, res)
+        if self.adopting:
+            return
+        try:
+            if self.backend.status(lease.id).state == "suspended":
+                self.backend.resume(lease.id)
+            else:
+                self.backend.start(self.work(lease, res))
+                self.fresh_starts[lease.id] = self.fresh_starts.get(lease.id, 0) + 1
+        except EnactmentError as exc:
+            self._failed(lease, "starting its work", exc)
+
+    def suspend(self, lease: "Lease", now: float) -> None:
+        try:
+            self.backend.suspend(lease.id)
+        except EnactmentError as exc:
+            self._failed(lease, "suspending its work", exc)
+
+    def stop(self, lease: "Lease", now: float) -> None:
+        try:
+            self.backend.stop(lease.id)
+        except EnactmentError as exc:   # the lease is over for the scheduler anyway
+            log.warning("lease %s: stopping its work failed: %s", lease.id, exc)
+            self.note(lease.id, f"stopping its work failed: {exc}")
+
+    def prepare(self, lease: "Lease", now: float) -> None:
+        """A plan that starts in the future was made or changed (the ``lease_scheduled``
+        hook): let a backend that books ahead know."""
+        first = next((r for r in lease.reservations if r.kind == "vm"), None)
+        if first is None or first.start <= now:
+            return
+        try:
+            self.backend.prepare(self.work(lease, first))
+        except EnactmentError as exc:
+            self._failed(lease, "booking its resources", exc)
+
+    # --------------------------------------------------------------------- reconciliation
+    def reconcile(self, now: float) -> None:
+        """Compare the backend's real state with the plan and act on every difference: work
+        that exited ends its lease (DONE, or FAILED on a non-zero code), work that vanished
+        fails it, work found in the wrong running/suspended state is put right."""
+        sched = self.run.scheduler
+        try:
+            self.backend.refresh()
+        except EnactmentError as exc:
+            log.warning("reconciliation skipped: %s", exc)
+            return
+        for lease in list(sched.running.values()):
+            self._reconcile_one(lease, now)
+        for lease in [l for l in sched.queue if l.image_nodes]:
+            status = self.backend.status(lease.id)
+            if status.state in ("vanished", "absent", "exited"):
+                sched.fail(lease, now, f"its suspended work is gone ({status.state}"
+                                       f"{': ' + status.detail if status.detail else ''})")
+
+    def _reconcile_one(self, lease: "Lease", now: float) -> None:
+        sched = self.run.scheduler
+        status = self.backend.status(lease.id)
+        state = status.state
+        if lease.state is S.ACTIVE:
+            res = lease.reservations[0]
+            if state == "exited":
+                if status.exit_code:
+                    sched.fail(lease, now, f"its command exited with status {status.exit_code}")
+                else:
+                    sched.work_finished(res, min(now, res.end))
+            elif state in ("vanished", "absent"):
+                sched.fail(lease, now, f"its work vanished"
+                                       f"{': ' + status.detail if status.detail else ''}")
+            elif state == "suspended":
+                self.note(lease.id, "found suspended while it should run: resumed")
+                try:
+                    self.backend.resume(lease.id)
+                except EnactmentError as exc:
+                    sched.fail(lease, now, f"resuming its work failed: {exc}")
+        elif lease.state in (S.SUSPENDING, S.RESUMING, S.MIGRATING):
+            if state in ("vanished", "absent"):
+                sched.fail(lease, now, f"its suspended work vanished"
+                                       f"{': ' + status.detail if status.detail else ''}")
+            elif state == "running" and lease.state is S.SUSPENDING:
+                self.note(lease.id, "found running while it should be suspended: suspended")
+                try:
+                    self.backend.suspend(lease.id)
+                except EnactmentError as exc:
+                    sched.fail(lease, now, f"suspending its work failed: {exc}")

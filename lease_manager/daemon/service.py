@@ -1,0 +1,385 @@
+"""The daemon: one run of the scheduler on the real clock, fed by the API, kept in SQLite,
+carried out by an enactment backend, and rebuilt from the database when it restarts."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import secrets
+import signal
+import threading
+import time
+from concurrent.futures import Future
+from pathlib import Path
+from typing import Any, Callable
+
+from ..clock import RealClock
+from ..config import Config, load_config
+from ..errors import LeaseManagerError, OvercommitError
+from ..hookspecs import hookimpl
+from ..lease import Lease, LeaseState, LeaseType
+from ..plugins import Plugins
+from ..run import Run, vm_vector
+from .driver import EnactmentDriver
+from .requests import build_lease
+from .store import Store
+
+log = logging.getLogger("lease_manager.daemon")
+S = LeaseState
+RUNNING_STATES = ("active", "suspending", "resuming", "migrating")
+
+
+class DaemonStopping(LeaseManagerError):
+    """The daemon is shutting down and takes no more requests."""
+
+
+class _Hooks:
+    """The daemon's own hook implementations: persist every change, answer API calls once
+    the scheduling cycle that follows them is over."""
+
+    def __init__(self) -> None:
+        self.daemon: "Daemon | None" = None
+
+    @hookimpl
+    def lease_state_changed(self, run: Run, lease: Lease, old: LeaseState, now: float) -> None:
+        d = self.daemon
+        fresh = (lease.state is S.ACTIVE and old is S.SCHEDULED and not lease.image_nodes
+                 and not d.restoring)
+        d.store.update(lease, now, old=None if d.restoring else old.value, started=fresh)
+
+    @hookimpl
+    def lease_scheduled(self, run: Run, lease: Lease, now: float) -> None:
+        d = self.daemon
+        d.store.update(lease, now)
+        if not d.restoring:
+            d.driver.prepare(lease, now)
+
+    @hookimpl
+    def lease_preempted(self, run: Run, lease: Lease, now: float) -> None:
+        self.daemon.store.update(lease, now)
+        self.daemon.store.log(lease.id, now, lease.state.value, "preempted")
+
+    @hookimpl
+    def scheduling_cycle_end(self, run: Run, now: float) -> None:
+        self.daemon._answer_pending()
+
+
+class Daemon:
+    """``lease-manager serve``: build with a configuration, then :meth:`serve_forever`."""
+
+    def __init__(self, config_path: str | Path | None, overrides: tuple[str, ...] = (), *,
+                 plugins: Plugins | None = None) -> None:
+        hooks = _Hooks()
+        hooks.daemon = self
+        self.plugins = plugins or Plugins()
+        self.plugins.pm.register(hooks, name="lease_manager.daemon")
+        self.config: Config = load_config(config_path, self.plugins.schema, overrides)
+        cfg = self.config
+        self.state_dir = Path(cfg.get("daemon", "state-dir"))
+        try:
+            self.state_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise cfg.error("daemon", "state-dir",
+                            f"cannot create {self.state_dir}: {exc.strerror}") from None
+        self.store = Store(self.state_dir / "leases.db", sync=cfg.get("daemon", "sync"))
+        self.token = load_token(self.token_path())
+        self.restoring = False
+        self.clock = self._clock()
+        backend_name = cfg.get("daemon", "enactment")
+        self.backend: Any = None
+        self.driver: EnactmentDriver
+
+        def enactment(run: Run) -> EnactmentDriver:
+            self.backend = self.plugins.policy("enactment", backend_name)(run)
+            names = getattr(self.backend, "node_names", None)
+            names = names() if callable(names) else tuple(
+                f"node-{i + 1}" for i in range(len(run.nodes.capacity)))
+            self.driver = EnactmentDriver(run, self.backend, names, note=self._note)
+            return self.driver
+
+        self.run = Run(cfg, self.plugins, leases=(), clock=self.clock, serve=True,
+                       enactment=enactment)
+        self.default_vm = vm_vector(cfg, self.run.nodes)
+        self._pending: list[tuple[Future, Callable[[], Any]]] = []
+        #: live leases by id (finished ones are dropped lazily, see :meth:`find`)
+        self.leases: dict[int, Lease] = {}
+        self._stopping = threading.Event()
+        self.server: Any = None
+        self.url: str | None = None
+
+    # ------------------------------------------------------------------------ set-up
+    def token_path(self) -> Path:
+        configured = self.config.get("daemon", "token-file")
+        return Path(configured) if configured else self.state_dir / "token"
+
+    def _clock(self) -> RealClock:
+        """The real clock in epoch seconds, sped up ``[simulation] speedup`` times; after a
+        restart it carries on from where the last run's clock would be now."""
+        speedup = self.config.get("simulation", "speedup")
+        wall = time.time()
+        anchor = self.store.meta("clock")
+        start = wall
+        if anchor is not None:
+            a = json.loads(anchor)
+            start = a["clock"] + (wall - a["wall"]) * a["speedup"]
+        self.store.set_meta("clock", json.dumps({"clock": start, "wall": wall,
+                                                 "speedup": speedup}))
+        return RealClock(start=start, speedup=speedup)
+
+    # ---------------------------------------------------------------------- engine side
+    def call(self, fn: Callable[[float], Callable[[], Any]], timeout: float = 60.0) -> Any:
+        """Run ``fn(now)`` on the engine thread (from an API thread) and return what the
+        callable it returns gives once the scheduling cycle after it is over."""
+        if self._stopping.is_set():
+            raise DaemonStopping("the daemon is stopping")
+        future: Future = Future()
+
+        def step(now: float) -> None:
+            if not future.set_running_or_notify_cancel():
+                return
+            try:
+                answer = fn(now)
+            except BaseException as exc:   # handed to the API thread, which reports it
+                future.set_exception(exc)
+                return
+            self._pending.append((future, answer))
+
+        self.run.engine.post(step)
+        return future.result(timeout=timeout)
+
+    def _answer_pending(self) -> None:
+        pending, self._pending = self._pending, []
+        for future, answer in pending:
+            try:
+                future.set_result(answer())
+            except BaseException as exc:
+                future.set_exception(exc)
+
+    def submit(self, request: dict, now: float) -> Lease:
+        """Record and submit one normalised request (engine thread)."""
+        lease = build_lease(self.store.next_id(), request, self.run.nodes)
+        lease.submit = now
+        self.store.insert(lease, request, now)
+        self.run.scheduler.submit(lease, now)
+        self.leases[lease.id] = lease
+        return lease
+
+    def _note(self, lease_id: int, text: str) -> None:
+        lease = self.leases.get(lease_id)
+        self.store.log(lease_id, self.clock.now(), lease.state.value if lease else "?", text)
+
+    def find(self, lease_id: int) -> Lease | None:
+        """The live lease object with this id (None if unknown or finished)."""
+        lease = self.leases.get(lease_id)
+        if lease is not None and lease.state.terminal:
+            del self.leases[lease_id]
+            return None
+        return lease
+
+    # --------------------------------------------------------------------------- restore
+    def restore(self) -> dict[str, int]:
+        """Rebuild the slot table and queue from the database and reconcile with the
+        backend: running work found running is taken back, work that vanished fails its lease,
+        planned leases are planned again and queued ones queued in their order."""
+        now = self.clock.now()
+        counts = {"running": 0, "planned": 0, "queued": 0, "failed": 0, "finished": 0}
+        rows = list(self.store.unfinished())
+        if rows:
+            self.backend.refresh()
+        later: list[tuple[Lease, Any]] = []
+        self.restoring = True
+        try:
+            for row in rows:                    # running work first: it holds its nodes
+                lease = self._lease_of(row)
+                self.leases[lease.id] = lease
+                if row["state"] in RUNNING_STATES:
+                    counts[self._restore_running(lease, row, now)] += 1
+                else:
+                    later.append((lease, row))
+            for lease, row in later:            # then leases with a time of their own
+                if row["state"] == "scheduled" and lease.type is not LeaseType.BEST_EFFORT \
+                        and not lease.image_nodes:
+                    counts[self._restore_planned(lease, now)] += 1
+            for lease, row in later:            # then the queue, in submission order
+                if lease.state is S.NEW:
+                    counts[self._restore_queued(lease, row, now)] += 1
+        finally:
+            self.restoring = False
+        for lease_id in getattr(self.backend, "leases", lambda: ())():
+            if self.find(lease_id) is None:     # work of a lease that is over: clean up
+                self._stop_quietly(lease_id)
+        for lease in list(self.run.scheduler.future.values()):
+            self.driver.prepare(lease, now)     # a backend that books ahead books again
+        return counts
+
+    def _lease_of(self, row: Any) -> Lease:
+        lease = build_lease(row["id"], json.loads(row["request"]), self.run.nodes)
+        lease.submit = row["submit"]
+        lease.work_done = row["work_done"]
+        lease.start = row["start"]
+        lease.price = row["price"]
+        lease.preemptions = row["preemptions"]
+        lease.suspensions = row["suspensions"]
+        lease.time_suspended = row["time_suspended"]
+        lease.suspended_at = row["suspended_at"]
+        lease.image_nodes = tuple(json.loads(row["image_nodes"]))
+        return lease
+
+    def _finish_offline(self, lease: Lease, row: Any, state: str, reason: str,
+                        now: float) -> str:
+        """End a lease whose work ended while the daemon was down."""
+        self._stop_quietly(lease.id)
+        with self.store.db:
+            self.store.db.execute("UPDATE leases SET state = ?, end = ?, reason = ?, "
+                                  "updated = ? WHERE id = ?", (state, now, reason, now, lease.id))
+            self.store.db.execute("INSERT INTO events (lease_id, time, old, new, detail) "
+                                  "VALUES (?, ?, ?, ?, ?)",
+                                  (lease.id, now, row["state"], state, reason))
+        del self.leases[lease.id]
+        return "failed" if state == "failed" else "finished"
+
+    def _restore_running(self, lease: Lease, row: Any, now: float) -> str:
+        plan = json.loads(row["plan"])
+        status = self.backend.status(lease.id)
+        segment = plan[0] if plan else None
+        if status.state == "exited":
+            if status.exit_code:
+                return self._finish_offline(lease, row, "failed", f"its command exited with "
+                                            f"status {status.exit_code} while the daemon was "
+                                            f"down", now)
+            return self._finish_offline(lease, row, "done", "finished while the daemon was "
+                                        "down", now)
+        if status.state in ("vanished", "absent") or segment is None:
+            return self._finish_offline(lease, row, "failed", "its work vanished while the "
+                                        "daemon was down" + (f": {status.detail}"
+                                                             if status.detail else ""), now)
+        if row["state"] == "active":
+            end = segment["end"] if segment["end"] is not None else float("inf")
+            if end <= now:
+                return self._finish_offline(lease, row, "done", "its reservation ended while "
+                                            "the daemon was down", now)
+            lease.work_done += max(0.0, now - segment["start"])
+            self.driver.adopting = True
+            try:
+                self.run.scheduler.restore_running(lease, tuple(segment["vm_nodes"]), end, now)
+            except OvercommitError as exc:
+                self.driver.adopting = False
+                return self._finish_offline(lease, row, "failed", f"its nodes could not be "
+                                            f"taken back after a restart: {exc}", now)
+            finally:
+                self.driver.adopting = False
+            if status.state == "suspended":
+                self.backend.resume(lease.id)
+            self.store.log(lease.id, now, "active", "found running after a restart")
+            return "running"
+        # suspending, resuming or migrating: it ends up suspended, waiting to resume
+        if status.state == "running":
+            self.backend.suspend(lease.id)
+        vm_nodes = tuple(segment["vm_nodes"]) or lease.image_nodes
+        if lease.suspended_at is None:
+            lease.suspended_at = now
+        self.run.scheduler.restore_queued(lease, vm_nodes)
+        self.store.log(lease.id, now, "queued", "found suspended after a restart")
+        return "queued"
+
+    def _restore_planned(self, lease: Lease, now: float) -> str:
+        if lease.type is LeaseType.ADVANCE_RESERVATION and lease.start_request < now:
+            end = lease.start_request + lease.requested_duration
+            lease.requested_duration = end - now   # what is left of its interval
+            lease.start_request = now
+        self.run.scheduler.restore_planned(lease, now)
+        if lease.state is S.FAILED:
+            return "failed"
+        self.store.log(lease.id, now, lease.state.value, "planned again after a restart")
+        return "planned"
+
+    def _restore_queued(self, lease: Lease, row: Any, now: float) -> str:
+        sched = self.run.scheduler
+        if row["state"] == "new":       # the crash came before the scheduler saw it
+            self.restoring = False
+            try:
+                sched.submit(lease, now)
+            finally:
+                self.restoring = True
+            return "queued"
+        if lease.image_nodes:
+            status = self.backend.status(lease.id)
+            if status.state != "suspended":
+                return self._finish_offline(lease, row, "failed", f"its suspended work is gone "
+                                            f"({status.state})", now)
+        sched.restore_queued(lease, lease.image_nodes)
+        return "queued"
+
+    def _stop_quietly(self, lease_id: int) -> None:
+        try:
+            self.backend.stop(lease_id)
+        except LeaseManagerError as exc:
+            log.warning("lease %s: stopping its leftover work failed: %s", lease_id, exc)
+
+    # ----------------------------------------------------------------------------- serve
+    def serve_forever(self, *, ready: Callable[["Daemon"], None] | None = None,
+                      install_signals: bool = True) -> None:
+        """Restore, start the API and the reconciliation loop, and run the engine until
+        SIGTERM/SIGINT or :meth:`stop`."""
+        from .api import start_api
+
+        counts = self.restore()
+        log.info("restored from %s: %s", self.store.path, counts)
+        self.server, self.url = start_api(self)
+        write_daemon_file(self.state_dir / "daemon.json",
+                          {"url": self.url, "pid": os.getpid(),
+                           "token_file": str(self.token_path().resolve())})
+        if install_signals:
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                signal.signal(sig, lambda signum, frame: self.stop())
+        reconciler = threading.Thread(target=self._reconcile_loop, name="lm-reconcile",
+                                      daemon=True)
+        reconciler.start()
+        if ready is not None:
+            ready(self)
+        try:
+            self.run.engine.run()
+        finally:
+            self._stopping.set()
+            self.server.shutdown()
+            self.server.server_close()
+            for future, _ in self._pending:
+                future.set_exception(DaemonStopping("the daemon is stopping"))
+            self._pending = []
+            self.backend.close()
+            self.store.close()
+            (self.state_dir / "daemon.json").unlink(missing_ok=True)
+
+    def _reconcile_loop(self) -> None:
+        interval = self.config.get("daemon", "reconcile-interval")
+        while not self._stopping.wait(interval):
+            self.run.engine.post(self.driver.reconcile)
+
+    def stop(self) -> None:
+        """Stop after the current step (any thread, or a signal handler)."""
+        self._stopping.set()
+        self.run.engine.stop()
+
+
+def load_token(path: Path) -> str:
+    """The API token in ``path``, created (mode 0600) with a random token if missing."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        token = path.read_text().strip()
+        if not token:
+            raise LeaseManagerError(f"{path}: the token file is empty")
+        return token
+    except OSError as exc:
+        raise LeaseManagerError(f"cannot create the token file {path}: {exc.strerror}") from None
+    token = secrets.token_urlsafe(32)
+    with os.fdopen(fd, "w") as f:
+        f.write(token + "\n")
+    return token
+
+
+def write_daemon_file(path: Path, info: dict) -> None:
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(info))
+    os.replace(tmp, path)

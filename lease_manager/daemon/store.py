@@ -1,0 +1,185 @@
+"""Durable state: every lease the daemon accepted and every change of state, in SQLite.
+
+One row per lease (its request as submitted, and where it stands) plus an append-only log of
+state changes. The engine thread is the only writer and commits each change in a transaction of
+its own before the API answers; API threads read through connections of their own (WAL mode
+lets them read while the engine writes).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sqlite3
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterator
+
+if TYPE_CHECKING:
+    from ..lease import Lease
+
+SCHEMA_VERSION = 1
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS leases (
+    id INTEGER PRIMARY KEY,
+    request TEXT NOT NULL,          -- the request as submitted (normalised JSON)
+    type TEXT NOT NULL,
+    state TEXT NOT NULL,
+    submit REAL NOT NULL,
+    start REAL,                     -- first start
+    end REAL,
+    reason TEXT NOT NULL DEFAULT '',
+    price REAL,
+    work_done REAL NOT NULL DEFAULT 0,
+    suspended_at REAL,
+    time_suspended REAL NOT NULL DEFAULT 0,
+    preemptions INTEGER NOT NULL DEFAULT 0,
+    suspensions INTEGER NOT NULL DEFAULT 0,
+    starts INTEGER NOT NULL DEFAULT 0,   -- how many times its work was started afresh
+    image_nodes TEXT NOT NULL DEFAULT '[]',
+    plan TEXT NOT NULL DEFAULT '[]',      -- [{kind, start, end, vm_nodes}]
+    updated REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS leases_state ON leases (state);
+CREATE TABLE IF NOT EXISTS events (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    lease_id INTEGER NOT NULL REFERENCES leases (id),
+    time REAL NOT NULL,
+    old TEXT,
+    new TEXT NOT NULL,
+    detail TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX IF NOT EXISTS events_lease ON events (lease_id);
+"""
+
+LEASE_COLUMNS = ("id", "request", "type", "state", "submit", "start", "end", "reason", "price",
+                 "work_done", "suspended_at", "time_suspended", "preemptions", "suspensions",
+                 "starts", "image_nodes", "plan", "updated")
+
+
+def _num(x: float | None) -> float | None:
+    """SQLite stores no infinities in JSON; None stands for 'never' / 'unlimited'."""
+    return None if x is None or math.isinf(x) else x
+
+
+def plan_of(lease: "Lease") -> list[dict[str, Any]]:
+    return [{"kind": r.kind, "start": _num(r.start), "end": _num(r.end),
+             "vm_nodes": [int(n) for n in r.vm_nodes]} for r in lease.reservations]
+
+
+class Store:
+    """The daemon's SQLite database (``state-dir/leases.db``)."""
+
+    def __init__(self, path: str | Path, *, sync: str = "full") -> None:
+        self.path = Path(path)
+        self.sync = sync
+        self._local = threading.local()
+        self.db = self._connect()
+        self.db.executescript(SCHEMA)
+        with self.db:
+            self.db.execute("INSERT OR IGNORE INTO meta VALUES ('schema', ?)",
+                            (str(SCHEMA_VERSION),))
+        version = int(self.meta("schema"))
+        if version != SCHEMA_VERSION:
+            raise sqlite3.DatabaseError(f"{self.path}: schema version {version}, this "
+                                        f"lease-manager knows {SCHEMA_VERSION}")
+
+    def _connect(self) -> sqlite3.Connection:
+        db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False,
+                             timeout=30)
+        db.row_factory = sqlite3.Row
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute(f"PRAGMA synchronous={'FULL' if self.sync == 'full' else 'NORMAL'}")
+        db.execute("PRAGMA foreign_keys=ON")
+        return db
+
+    def reader(self) -> sqlite3.Connection:
+        """A connection for the calling thread (API threads read through their own)."""
+        db = getattr(self._local, "db", None)
+        if db is None:
+            db = self._local.db = self._connect()
+        return db
+
+    def close(self) -> None:
+        self.db.close()
+
+    # ------------------------------------------------------------------------------ meta
+    def meta(self, key: str) -> str | None:
+        row = self.db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return None if row is None else row[0]
+
+    def set_meta(self, key: str, value: str) -> None:
+        with self.db:
+            self.db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
+
+    # ---------------------------------------------------------------------------- writes
+    def next_id(self) -> int:
+        row = self.db.execute("SELECT COALESCE(MAX(id), 0) FROM leases").fetchone()
+        return int(row[0]) + 1
+
+    def insert(self, lease: "Lease", request: dict[str, Any], now: float) -> None:
+        """Record a new lease with its request, before the scheduler sees it."""
+        with self.db:
+            self.db.execute(
+                "INSERT INTO leases (id, request, type, state, submit, updated) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                (lease.id, json.dumps(request, sort_keys=True), lease.type.value,
+                 lease.state.value, lease.submit, now))
+            self.db.execute("INSERT INTO events (lease_id, time, old, new, detail) "
+                            "VALUES (?, ?, NULL, ?, 'submitted')",
+                            (lease.id, now, lease.state.value))
+
+    def update(self, lease: "Lease", now: float, *, old: str | None = None,
+               detail: str = "", started: bool = False) -> None:
+        """Write where ``lease`` stands now; with ``old``, also log the state change."""
+        with self.db:
+            self.db.execute(
+                "UPDATE leases SET state = ?, start = ?, end = ?, reason = ?, price = ?, "
+                "work_done = ?, suspended_at = ?, time_suspended = ?, preemptions = ?, "
+                "suspensions = ?, starts = starts + ?, image_nodes = ?, plan = ?, updated = ? "
+                "WHERE id = ?",
+                (lease.state.value, lease.start, lease.end, lease.reason, lease.price,
+                 lease.work_done, lease.suspended_at, lease.time_suspended, lease.preemptions,
+                 lease.suspensions, int(started), json.dumps(list(lease.image_nodes)),
+                 json.dumps(plan_of(lease)), now, lease.id))
+            if old is not None:
+                self.db.execute("INSERT INTO events (lease_id, time, old, new, detail) "
+                                "VALUES (?, ?, ?, ?, ?)",
+                                (lease.id, now, old, lease.state.value, detail or lease.reason))
+
+    def log(self, lease_id: int, now: float, state: str, detail: str) -> None:
+        """Log something that happened to a lease without a change of state."""
+        with self.db:
+            self.db.execute("INSERT INTO events (lease_id, time, old, new, detail) "
+                            "VALUES (?, ?, ?, ?, ?)", (lease_id, now, state, state, detail))
+
+    # ----------------------------------------------------------------------------- reads
+    def unfinished(self) -> Iterator[sqlite3.Row]:
+        """Rows of leases not in a final state, in id (submission) order."""
+        return iter(self.db.execute(
+            "SELECT * FROM leases WHERE state NOT IN ('done', 'rejected', 'cancelled', 'failed') "
+            "ORDER BY id").fetchall())
+
+    def lease(self, lease_id: int) -> sqlite3.Row | None:
+        return self.reader().execute("SELECT * FROM leases WHERE id = ?",
+                                     (lease_id,)).fetchone()
+
+    def leases(self, states: tuple[str, ...] = (), limit: int = 1000,
+               after: int = 0) -> list[sqlite3.Row]:
+        sql = "SELECT * FROM leases WHERE id > ?"
+        args: list[Any] = [after]
+        if states:
+            sql += f" AND state IN ({', '.join('?' * len(states))})"
+            args += states
+        sql += " ORDER BY id LIMIT ?"
+        args.append(limit)
+        return self.reader().execute(sql, args).fetchall()
+
+    def events(self, lease_id: int) -> list[sqlite3.Row]:
+        return self.reader().execute("SELECT * FROM events WHERE lease_id = ? ORDER BY seq",
+                                     (lease_id,)).fetchall()
+
+    def counts(self) -> dict[str, int]:
+        return {row[0]: row[1] for row in self.reader().execute(
+            "SELECT state, COUNT(*) FROM leases GROUP BY state")}
