@@ -31,6 +31,8 @@ BUILTIN_PLUGINS = (
     "lease_manager.policies.admission",
     "lease_manager.policies.pricing",
     "lease_manager.enactment.simulated",
+    "lease_manager.enactment.process",
+    "lease_manager.enactment.slurm",
 )
 ENTRY_POINT_GROUP = "lease_manager"
 

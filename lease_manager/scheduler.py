@@ -237,22 +237,26 @@ class LeaseScheduler:
         self._emit("lease_rejected", lease=lease, now=now)
 
     # ---------------------------------------------------------------------------- restore
-    def restore_running(self, lease: Lease, vm_nodes: tuple[int, ...], end: float,
+    def restore_running(self, lease: Lease, vm_nodes: tuple[int, ...],
                         now: float) -> Reservation:
         """Take back a NEW lease object found running after a restart: its VMs hold
-        ``vm_nodes`` from ``now`` until ``end``; ``lease.work_done`` is the work done before
-        ``now``. Raises :class:`~lease_manager.errors.OvercommitError` if the nodes are taken.
+        ``vm_nodes`` from ``now`` for the rest of its work (an advance reservation: to the end
+        of its interval); ``lease.work_done`` is the work done before ``now``. Raises
+        :class:`~lease_manager.errors.OvercommitError` if the nodes are taken.
 
         Restore running leases first, then planned ones (:meth:`restore_planned`), then
         queued ones (:meth:`restore_queued`), so that every lease finds the room it had."""
+        if lease.type is LeaseType.ADVANCE_RESERVATION:
+            end = lease.start_request + lease.requested_duration
+            self._ars.add(lease.id)
+        else:
+            end = now + self.length(lease)
         res = Placement.on_nodes(vm_nodes, lease.vms).reservation(lease, now, end)
         self.table.add(res)
-        self._move(lease, S.SCHEDULED, now)
-        self._move(lease, S.ACTIVE, now)
         lease.reservations = [res]
         self.running[lease.id] = lease
-        if lease.type is LeaseType.ADVANCE_RESERVATION:
-            self._ars.add(lease.id)
+        self._move(lease, S.SCHEDULED, now)
+        self._move(lease, S.ACTIVE, now)
         self._enactment.start(lease, res, min(end, self.work_end(lease, now)))
         return res
 
@@ -840,20 +844,18 @@ class LeaseScheduler:
             return
         kind = res.kind
         if kind == "vm":
+            if lease.state not in (S.SCHEDULED, S.RESUMING):
+                return
+            while lease.reservations[0] is not res:   # a resumption that is over
+                lease.allocations.append(lease.reservations.pop(0))
             if lease.state is S.SCHEDULED:
                 self._drop_future(lease)
                 if lease.start is None:
                     lease.start = now
-                self._move(lease, S.ACTIVE, now)
-            elif lease.state is S.RESUMING:
-                if lease.suspended_at is not None:
-                    lease.time_suspended += now - lease.suspended_at
-                    lease.suspended_at = None
-                self._move(lease, S.ACTIVE, now)
-            else:
-                return
-            while lease.reservations[0] is not res:   # a resumption that is over
-                lease.allocations.append(lease.reservations.pop(0))
+            if lease.suspended_at is not None:   # a resumption (taking time or not) is over
+                lease.time_suspended += now - lease.suspended_at
+                lease.suspended_at = None
+            self._move(lease, S.ACTIVE, now)
             self.running[lease.id] = lease
             self._emit("lease_started", lease=lease, now=now)
             self._enactment.start(lease, res, self.work_end(lease, now))

@@ -17,7 +17,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
 
-from ..errors import LeaseManagerError
+from ..errors import InputError, LeaseManagerError
 from ..lease import LeaseState
 from ..timeutil import format_instant
 from .requests import RequestError, from_lease, normalise
@@ -98,11 +98,14 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(data)))
         for key, value in (headers or {}).items():
             self.send_header(key, value)
+        if self.close_connection:
+            self.send_header("Connection", "close")
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(data)
 
     def _handle(self, method: str) -> None:
+        self._body_read = False
         try:
             url = urlsplit(self.path)
             if len(self.path) > 2048:
@@ -115,19 +118,19 @@ class Handler(BaseHTTPRequestHandler):
             body = {"error": exc.message}
             if exc.field:
                 body["field"] = exc.field
-            if exc.status >= 400 and self.headers.get("Content-Length") and \
-                    method in ("POST", "PUT", "PATCH") and exc.status in (401, 413):
-                self.close_connection = True    # the body was not read
+            self._unread_body()
             self._send(exc.status, body, exc.headers)
         except TimeoutError:
             self._send(504, {"error": "the scheduler did not answer in time"})
         except LeaseManagerError as exc:
             status = 503 if type(exc).__name__ == "DaemonStopping" else 400
+            self._unread_body()
             self._send(status, {"error": str(exc)})
         except (BrokenPipeError, ConnectionResetError):
             pass
         except Exception:   # a bug of ours: the client gets a 500, the daemon goes on
             log.exception("error answering %s %s", method, self.path)
+            self.close_connection = True
             try:
                 self._send(500, {"error": "internal error (see the daemon's log)"})
             except OSError:
@@ -148,6 +151,30 @@ class Handler(BaseHTTPRequestHandler):
     def do_PATCH(self) -> None:
         self._handle("PATCH")
 
+    def __getattr__(self, name: str) -> Any:
+        """Any other method (HEAD, OPTIONS, ...) is routed too, to get a 405 or 404 in JSON
+        rather than the standard library's 501 page."""
+        if name.startswith("do_"):
+            return lambda: self._handle(name[3:])
+        raise AttributeError(name)
+
+    def send_error(self, code: int, message: str | None = None,
+                   explain: str | None = None) -> None:
+        """Errors the standard library finds (a bad request line, headers too long): JSON
+        too, and the connection is closed."""
+        self.close_connection = True
+        try:
+            self._send(code, {"error": message or HTTPStatus(code).phrase})
+        except (OSError, ValueError):
+            pass
+
+    def _unread_body(self) -> None:
+        """After an error answered before the body was read, close the connection: what is
+        left of the body must not be taken for the next request."""
+        if not self._body_read and (self.headers.get("Content-Length", "0").strip() != "0"
+                                    or self.headers.get("Transfer-Encoding")):
+            self.close_connection = True
+
     def _authorise(self) -> None:
         header = self.headers.get("Authorization", "")
         scheme, _, token = header.partition(" ")
@@ -162,6 +189,7 @@ class Handler(BaseHTTPRequestHandler):
             raise HTTPError(411, "send the body with a Content-Length, not chunked")
         length_text = self.headers.get("Content-Length")
         if length_text is None:
+            self.close_connection = True    # whatever follows is not to be read as a request
             raise HTTPError(411, "a Content-Length is required")
         if not length_text.strip().isdigit():
             raise HTTPError(400, f"bad Content-Length {length_text!r}")
@@ -170,6 +198,7 @@ class Handler(BaseHTTPRequestHandler):
         if length > limit:
             raise HTTPError(413, f"the body is {length} bytes; the limit is {limit}")
         data = self.rfile.read(length)
+        self._body_read = True
         if len(data) < length:
             raise HTTPError(400, "the body is shorter than its Content-Length")
         return data
@@ -217,11 +246,18 @@ class Handler(BaseHTTPRequestHandler):
                 raise HTTPError(415, "compressed bodies are not accepted")
             from ..lwf import read_lwf
 
-            workload = read_lwf("request body", d.run.nodes.types, data=data)
+            try:
+                workload = read_lwf("request body", d.run.nodes.types, data=data)
+            except InputError as exc:
+                raise HTTPError(400, str(exc), field=exc.field) from None
             if not workload.leases:
-                raise HTTPError(400, "the document holds no lease request",
+                raise HTTPError(400, "lease-requests: the document holds no lease request",
                                 field="lease-requests")
-            requests = [from_lease(lease, d.run.nodes, now, now) for lease in workload.leases]
+            try:
+                requests = [from_lease(lease, d.run.nodes, now, now)
+                            for lease in workload.leases]
+            except RequestError as exc:
+                raise HTTPError(400, str(exc), field=exc.field) from None
         elif kind == "application/json":
             try:
                 body = json.loads(data, parse_constant=_no_constant)
@@ -235,8 +271,11 @@ class Handler(BaseHTTPRequestHandler):
                 try:
                     requests.append(normalise(item, d.run.nodes, d.default_vm, now))
                 except RequestError as exc:
-                    where = f"[{i}]." if isinstance(body, list) else ""
-                    raise HTTPError(400, str(exc), field=where + exc.field) from None
+                    field = exc.field
+                    if isinstance(body, list):
+                        field = f"[{i}]" + (f".{field}" if field else "")
+                        raise HTTPError(400, f"{field}: {exc.detail}", field=field) from None
+                    raise HTTPError(400, str(exc), field=field or None) from None
         else:
             raise HTTPError(415, f"unsupported Content-Type {kind!r} (application/json or "
                                  f"application/xml)")

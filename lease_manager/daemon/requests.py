@@ -24,6 +24,7 @@ class RequestError(ValueError):
 
     def __init__(self, field: str, message: str) -> None:
         self.field = field
+        self.detail = message
         super().__init__(f"{field}: {message}" if field else message)
 
 
@@ -52,11 +53,15 @@ def _number(field: str, value: Any, *, minimum: float = 0.0, integer: bool = Fal
             maximum: float = math.inf) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise RequestError(field, f"must be a number, not {type(value).__name__}")
-    if integer and not float(value).is_integer():
+    try:
+        number = float(value)
+    except OverflowError:       # an integer beyond any float (JSON allows 10**4000)
+        raise RequestError(field, f"is out of range ({minimum:g} to {maximum:g})") from None
+    if integer and math.isfinite(number) and not number.is_integer():
         raise RequestError(field, "must be a whole number")
-    if not math.isfinite(value) or value < minimum or value > maximum:
-        raise RequestError(field, f"{value!r} is out of range ({minimum:g} to {maximum:g})")
-    return int(value) if integer else float(value)
+    if not math.isfinite(number) or number < minimum or number > maximum:
+        raise RequestError(field, f"{number:g} is out of range ({minimum:g} to {maximum:g})")
+    return int(number) if integer else number
 
 
 def _text(field: str, value: Any, limit: int = 1024) -> str:
@@ -186,6 +191,21 @@ def from_lease(lease: Lease, nodes: "NodeSet", now: float, offset: float) -> dic
     from ``offset`` (the moment it was submitted); only single-group leases are taken."""
     if len(lease.vms.counts) != 1:
         raise RequestError("<nodes>", "the daemon takes leases whose VMs are all alike")
+    where = f"lease {lease.source_id or lease.id}"     # as the API checks JSON requests
+    if lease.vms.counts[0] > MAX_VMS:
+        raise RequestError("<node-set numnodes>", f"{where}: more than {MAX_VMS} VMs")
+    if math.isinf(lease.requested_duration):
+        if lease.type not in (LeaseType.BEST_EFFORT, LeaseType.IMMEDIATE):
+            raise RequestError("<duration time>", f"{where}: {lease.type.value} leases "
+                               f"cannot be unlimited")
+    elif lease.requested_duration > MAX_SECONDS:
+        raise RequestError("<duration time>", f"{where}: longer than a century")
+    for field, t in (("<exact time>", lease.start_request), ("<deadline time>", lease.deadline)):
+        if t is not None and t > MAX_SECONDS:
+            raise RequestError(field, f"{where}: more than a century from now")
+    if lease.max_price is not None and not 0 <= lease.max_price <= 1e15:
+        raise RequestError("<attr max-price>", f"{where}: {lease.max_price:g} is out of range "
+                           f"(0 to 1e+15)")
     types = nodes.types
     vector = lease.vms.vectors[0]
     return {

@@ -76,7 +76,7 @@ class Daemon:
         self.plugins.pm.register(hooks, name="lease_manager.daemon")
         self.config: Config = load_config(config_path, self.plugins.schema, overrides)
         cfg = self.config
-        self.state_dir = Path(cfg.get("daemon", "state-dir"))
+        self.state_dir = Path(cfg.get("daemon", "state-dir")).resolve()
         try:
             self.state_dir.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -206,9 +206,10 @@ class Daemon:
                     counts[self._restore_queued(lease, row, now)] += 1
         finally:
             self.restoring = False
-        for lease_id in getattr(self.backend, "leases", lambda: ())():
+        for lease_id in self.backend.known_leases():
             if self.find(lease_id) is None:     # work of a lease that is over: clean up
                 self._stop_quietly(lease_id)
+        self.run.scheduler.cycle(now)           # the queue gets its plans before any answer
         for lease in list(self.run.scheduler.future.values()):
             self.driver.prepare(lease, now)     # a backend that books ahead books again
         return counts
@@ -255,14 +256,16 @@ class Daemon:
                                         "daemon was down" + (f": {status.detail}"
                                                              if status.detail else ""), now)
         if row["state"] == "active":
-            end = segment["end"] if segment["end"] is not None else float("inf")
-            if end <= now:
-                return self._finish_offline(lease, row, "done", "its reservation ended while "
-                                            "the daemon was down", now)
             lease.work_done += max(0.0, now - segment["start"])
+            over = (lease.start_request + lease.requested_duration <= now
+                    if lease.type is LeaseType.ADVANCE_RESERVATION
+                    else lease.remaining_requested <= 0)
+            if over:
+                return self._finish_offline(lease, row, "done", "its time ran out while the "
+                                            "daemon was down", now)
             self.driver.adopting = True
             try:
-                self.run.scheduler.restore_running(lease, tuple(segment["vm_nodes"]), end, now)
+                self.run.scheduler.restore_running(lease, tuple(segment["vm_nodes"]), now)
             except OvercommitError as exc:
                 self.driver.adopting = False
                 return self._finish_offline(lease, row, "failed", f"its nodes could not be "

@@ -121,6 +121,11 @@ class EnactmentBackend:
         """What the backend really sees of the lease's work now."""
         raise NotImplementedError
 
+    def known_leases(self) -> list[int]:
+        """Ids of the leases the backend holds work or bookings for (a restarted daemon
+        stops those of leases that are over)."""
+        return []
+
     def close(self) -> None:
         """The daemon stops: release the backend's own resources, but leave the leases' work
         as it is (a restarted daemon finds it again)."""

@@ -63,6 +63,9 @@ class SimulatedBackend(EnactmentBackend):
         if lease_id in self.states:
             self._set("stop", lease_id, None)
 
+    def known_leases(self) -> list[int]:
+        return list(self.states)
+
     def status(self, lease_id: int) -> WorkStatus:
         return WorkStatus(self.states.get(lease_id, "absent"))
 

@@ -1,0 +1,788 @@
+"""The ``process`` backend (the daemon's embedded default): each VM is a real local process.
+
+Each VM of a lease runs the lease's command in a shell, as a local process in a session (and
+process group) of its own, in the folder ``state-dir/enactment/process/lease-<id>/vm-<index>/``
+with its output in ``out.log`` and ``err.log`` there. A small wrapper shell runs the command and
+then writes its exit status to the file ``exit`` (atomically), so that the exit code is known
+even if the daemon was dead when the command ended.
+
+CPU limits and suspension use cgroups where the machine allows it:
+
+* cgroup v2 (``cgroup.controllers`` at the cgroup root): one group per VM under
+  ``lease_manager/``; CPU limit in ``cpu.max``; suspension with ``cgroup.freeze``;
+* cgroup v1 (``cpu`` and ``freezer`` hierarchies mounted and writable): one group per VM in
+  each; CPU limit in ``cpu.cfs_quota_us``; suspension with ``freezer.state``;
+* otherwise (``cgroups = none``, or ``auto`` when no cgroup is usable): no CPU limit, and
+  suspension with SIGSTOP/SIGCONT to the VM's process group.
+
+A VM's CPU limit is ``cpu / cpu-per-core`` cores (no limit for a VM of 0 CPU).
+
+What the backend started is recorded in ``lease-<id>/work.json`` (process ids and their start
+times, process groups, cgroups, suspended or not), so that a restarted daemon finds the work
+again: the processes keep running while the daemon is down.
+
+Stopping sends SIGTERM to the VMs' process groups, and SIGKILL ``stop-grace`` later, from a
+timer thread (the caller is never blocked that long).
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import json
+import logging
+import os
+import signal
+import subprocess
+import threading
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..config import DURATION, FLOAT, STRING, Option
+from ..hookspecs import hookimpl
+from .base import EnactmentBackend, EnactmentError, Work, WorkStatus, work_env
+
+if TYPE_CHECKING:
+    from ..run import Run
+
+log = logging.getLogger("lease_manager.enactment.process")
+
+#: where the cgroup file systems are mounted (a parameter for tests)
+CGROUP_ROOT = Path("/sys/fs/cgroup")
+#: the group under which the VMs' groups are made
+PARENT_GROUP = "lease_manager"
+#: cgroup CPU bandwidth period, microseconds
+CPU_PERIOD = 100_000
+#: the smallest quota the kernel accepts, microseconds
+MIN_QUOTA = 1_000
+
+#: the VM's process: ``/bin/sh -c WRAPPER lm-vm SHELL COMMAND EXIT_FILE [CGROUP_PROCS...]``;
+#: joins the VM's cgroups, runs the command in a child shell (the configured one), records its
+#: exit status
+WRAPPER = r"""
+shell=$1; cmd=$2; exit_file=$3; shift 3
+for procs in "$@"; do
+    if ! echo $$ > "$procs"; then
+        echo "lease_manager: cannot join the cgroup $procs" >&2
+        echo 125 > "$exit_file.tmp" && mv -f "$exit_file.tmp" "$exit_file"
+        exit 125
+    fi
+done
+if [ -z "$cmd" ]; then
+    while :; do sleep 3600; done
+fi
+"$shell" -c "$cmd"
+status=$?
+echo "$status" > "$exit_file.tmp" && mv -f "$exit_file.tmp" "$exit_file"
+exit "$status"
+"""
+
+_warned: set[str] = set()
+
+
+def _warn_once(key: str, message: str) -> None:
+    if key not in _warned:
+        _warned.add(key)
+        log.warning(message)
+
+
+# ------------------------------------------------------------------------------------ processes
+
+def _proc_stat(pid: int) -> tuple[str, int, int] | None:
+    """``(state, process group, start time)`` of a process from ``/proc/<pid>/stat``, or None."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except (FileNotFoundError, ProcessLookupError, PermissionError):
+        return None
+    except OSError:
+        return None
+    # the command name (field 2) is in parentheses and may contain anything
+    fields = text[text.rindex(")") + 2:].split()
+    # fields[0] is field 3 (state), fields[2] field 5 (pgrp), fields[19] field 22 (starttime)
+    return fields[0], int(fields[2]), int(fields[19])
+
+
+def _start_time(pid: int) -> int | None:
+    stat = _proc_stat(pid)
+    return stat[2] if stat else None
+
+
+def _alive(pid: int, start_time: int | None) -> bool:
+    """Whether the process ``pid`` started at ``start_time`` still runs (zombies do not)."""
+    stat = _proc_stat(pid)
+    if stat is None:
+        if Path("/proc/self/stat").exists():
+            return False
+        try:            # no /proc: the best we can do
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return True
+    state, _, started = stat
+    return state not in ("Z", "X", "x") and (start_time is None or started == start_time)
+
+
+def _group_members(pgid: int) -> list[int]:
+    """The live (non-zombie) processes of the process group ``pgid``."""
+    out = []
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        entries = []
+    if not entries:
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return []
+        except PermissionError:
+            pass
+        return [pgid]
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        stat = _proc_stat(int(entry))
+        if stat is not None and stat[1] == pgid and stat[0] not in ("Z", "X", "x"):
+            out.append(int(entry))
+    return out
+
+
+def _group_stopped(pid: int, pgid: int) -> bool | None:
+    """Whether the process group of the leader ``pid`` is stopped (SIGSTOP); None if the leader
+    is gone. The leader answers for its group, except when it is in uninterruptible sleep (as
+    a shell is while its vforked child, stopped before its exec, holds it): then any stopped
+    member says so."""
+    stat = _proc_stat(pid)
+    if stat is None or stat[0] in ("Z", "X", "x"):
+        return None
+    if stat[0] in ("T", "t"):
+        return True
+    if stat[0] != "D":
+        return False
+    for member in _group_members(pgid):
+        member_stat = _proc_stat(member)
+        if member_stat is not None and member_stat[0] in ("T", "t"):
+            return True
+    return False
+
+
+def _signal_group(pgid: int, sig: int) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except ProcessLookupError:
+        pass
+
+
+def _signal_pids(pids: list[int], sig: int) -> None:
+    for pid in pids:
+        try:
+            os.kill(pid, sig)
+        except ProcessLookupError:
+            pass
+
+
+def _write_json(path: Path, data: Any) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(data, indent=1))
+    os.replace(tmp, path)
+
+
+# -------------------------------------------------------------------------------------- cgroups
+
+class Cgroups:
+    """How the backend uses cgroups: ``version`` is ``"v2"``, ``"v1"`` or ``"none"``;
+    ``cpu``/``freezer`` say which of the two features work."""
+
+    def __init__(self, wanted: str, root: Path) -> None:
+        self.root = Path(root)
+        self.version = "none"
+        self.cpu = False
+        self.freezer = False
+        #: v1: hierarchy -> the parent group's folder; v2: {"unified": folder}
+        self.parents: dict[str, Path] = {}
+        problems: list[str] = []
+        if wanted == "none":
+            return
+        version = wanted
+        if wanted == "auto":
+            version = "v2" if (self.root / "cgroup.controllers").exists() else "v1"
+        if version == "v2":
+            self._detect_v2(problems)
+        else:
+            self._detect_v1(problems)
+        if wanted in ("v1", "v2") and not (self.cpu and self.freezer):
+            raise EnactmentError(f"[process] cgroups = {wanted}, but cgroup {wanted} cannot be "
+                                 f"used here: {'; '.join(problems)}")
+        if self.cpu or self.freezer:
+            self.version = version
+        lost = []
+        if not self.cpu:
+            lost.append("CPU limits are off")
+        if not self.freezer:
+            lost.append("suspension uses SIGSTOP/SIGCONT to the VMs' process groups")
+        if lost:
+            detail = "; ".join(problems) or "no usable cgroup"
+            _warn_once(f"{self.root}:{wanted}",
+                       f"process backend: cgroups cannot be fully used ({detail}): "
+                       f"{', and '.join(lost)}")
+
+    # v2 -------------------------------------------------------------------------------------
+    def _detect_v2(self, problems: list[str]) -> None:
+        root = self.root
+        try:
+            controllers = (root / "cgroup.controllers").read_text().split()
+        except OSError as exc:
+            problems.append(f"no cgroup v2 at {root} ({exc.strerror or exc})")
+            return
+        parent = root / PARENT_GROUP
+        try:
+            parent.mkdir(exist_ok=True)
+        except OSError as exc:
+            problems.append(f"cannot create {parent} ({exc.strerror or exc})")
+            return
+        if not os.access(parent / "cgroup.procs", os.W_OK):
+            problems.append(f"{parent} is not writable")
+            return
+        self.parents["unified"] = parent
+        # the freezer is a core feature of v2 (Linux 5.2+), in every non-root group
+        if (parent / "cgroup.freeze").exists():
+            self.freezer = True
+        else:
+            problems.append("this kernel's cgroup v2 has no cgroup.freeze")
+        if "cpu" not in controllers:
+            problems.append(f"the cpu controller is not available in {root}")
+            return
+        # children of `parent` get cpu.max only if cpu is enabled in the subtree_control of
+        # every group above them
+        for group in (root, parent):
+            try:
+                enabled = (group / "cgroup.subtree_control").read_text().split()
+                if "cpu" not in enabled:
+                    (group / "cgroup.subtree_control").write_text("+cpu")
+            except OSError as exc:
+                problems.append(f"cannot enable the cpu controller in {group} "
+                                f"({exc.strerror or exc})")
+                return
+        self.cpu = True
+
+    # v1 -------------------------------------------------------------------------------------
+    def _detect_v1(self, problems: list[str]) -> None:
+        for hierarchy, probe in (("cpu", "cpu.cfs_quota_us"), ("freezer", "freezer.state")):
+            base = self.root / hierarchy
+            if not (base / "cgroup.procs").exists():
+                problems.append(f"no cgroup v1 {hierarchy} hierarchy at {base}")
+                continue
+            parent = base / PARENT_GROUP
+            try:
+                parent.mkdir(exist_ok=True)
+            except OSError as exc:
+                problems.append(f"cannot create {parent} ({exc.strerror or exc})")
+                continue
+            if not os.access(parent / "cgroup.procs", os.W_OK):
+                problems.append(f"{parent} is not writable")
+                continue
+            if not (parent / probe).exists():
+                problems.append(f"{parent} has no {probe}")
+                continue
+            self.parents[hierarchy] = parent
+            setattr(self, hierarchy, True)
+
+    # per VM ---------------------------------------------------------------------------------
+    def create(self, name: str, cores: float | None) -> dict[str, str]:
+        """Make the groups of one VM (``cores``: its CPU limit, None for none); returns
+        ``{"cpu": folder, "freezer": folder}`` (each only if the feature works; in v2 both are
+        the same folder)."""
+        made: dict[str, str] = {}
+        try:
+            if self.version == "v2":
+                group = self.parents["unified"] / name
+                group.mkdir(exist_ok=True)
+                if self.freezer:
+                    made["freezer"] = str(group)
+                if self.cpu:
+                    made["cpu"] = str(group)
+                    quota = "max" if cores is None else str(max(MIN_QUOTA,
+                                                                round(cores * CPU_PERIOD)))
+                    (group / "cpu.max").write_text(f"{quota} {CPU_PERIOD}")
+                if self.freezer:
+                    (group / "cgroup.freeze").write_text("0")
+            elif self.version == "v1":
+                for hierarchy in ("cpu", "freezer"):
+                    if hierarchy in self.parents:
+                        group = self.parents[hierarchy] / name
+                        group.mkdir(exist_ok=True)
+                        made[hierarchy] = str(group)
+                if "cpu" in made:
+                    group = Path(made["cpu"])
+                    (group / "cpu.cfs_period_us").write_text(str(CPU_PERIOD))
+                    quota = -1 if cores is None else max(MIN_QUOTA, round(cores * CPU_PERIOD))
+                    (group / "cpu.cfs_quota_us").write_text(str(quota))
+                if "freezer" in made:
+                    (Path(made["freezer"]) / "freezer.state").write_text("THAWED")
+        except OSError as exc:
+            remove_groups(made, retry=0)
+            raise EnactmentError(f"cannot set up the cgroup {name}: {exc}") from None
+        return made
+
+
+def _is_v2(folder: Path) -> bool:
+    return (folder / "cgroup.freeze").exists()
+
+
+def set_frozen(groups: dict[str, str], frozen: bool) -> None:
+    folder = groups.get("freezer")
+    if not folder:
+        return
+    path = Path(folder)
+    if _is_v2(path):
+        (path / "cgroup.freeze").write_text("1" if frozen else "0")
+    else:
+        (path / "freezer.state").write_text("FROZEN" if frozen else "THAWED")
+
+
+def is_frozen(groups: dict[str, str]) -> bool | None:
+    """Whether the VM's freezer group is frozen (or freezing); None without a freezer."""
+    folder = groups.get("freezer")
+    if not folder:
+        return None
+    path = Path(folder)
+    try:
+        if _is_v2(path):
+            # cgroup.freeze is what was asked; cgroup.events says "frozen 1" once done
+            return (path / "cgroup.freeze").read_text().strip() == "1"
+        return (path / "freezer.state").read_text().strip() in ("FROZEN", "FREEZING")
+    except OSError:
+        return None
+
+
+def group_pids(groups: dict[str, str]) -> list[int]:
+    pids: set[int] = set()
+    for folder in set(groups.values()):
+        try:
+            pids.update(int(p) for p in (Path(folder) / "cgroup.procs").read_text().split())
+        except (OSError, ValueError):
+            pass
+    return sorted(pids)
+
+
+def kill_groups(groups: dict[str, str]) -> None:
+    """SIGKILL every process of the VM's cgroups (even those that left its process group)."""
+    for folder in set(groups.values()):
+        kill_file = Path(folder) / "cgroup.kill"
+        if kill_file.exists():
+            try:
+                kill_file.write_text("1")
+                continue
+            except OSError:
+                pass
+    _signal_pids(group_pids(groups), signal.SIGKILL)
+
+
+def remove_groups(groups: dict[str, str], retry: float = 1.0) -> bool:
+    """rmdir the VM's cgroups, retrying for ``retry`` seconds while processes remain."""
+    deadline = time.monotonic() + retry
+    left = set(groups.values())
+    while True:
+        for folder in list(left):
+            try:
+                os.rmdir(folder)
+                left.discard(folder)
+            except FileNotFoundError:
+                left.discard(folder)
+            except OSError as exc:
+                if exc.errno not in (errno.EBUSY, errno.ENOTEMPTY):
+                    log.warning("cannot remove the cgroup %s: %s", folder, exc)
+                    left.discard(folder)
+        if not left:
+            return True
+        if time.monotonic() >= deadline:
+            log.warning("cannot remove the cgroups %s: processes remain", ", ".join(left))
+            return False
+        time.sleep(0.02)
+
+
+# -------------------------------------------------------------------------------------- backend
+
+class ProcessBackend(EnactmentBackend):
+    """Each VM of a lease is a local process running the lease's command."""
+
+    name = "process"
+
+    def __init__(self, run: "Run", *, cgroup_root: Path | str | None = None) -> None:
+        super().__init__(run)
+        config = run.config
+        self.shell = config.get("process", "shell") or "/bin/sh"
+        self.cpu_per_core = float(config.get("process", "cpu-per-core"))
+        self.grace = float(config.get("process", "stop-grace"))
+        self.cgroups = Cgroups(config.get("process", "cgroups"),
+                               Path(cgroup_root) if cgroup_root is not None else CGROUP_ROOT)
+        self.root = self.state_dir()
+        # keeps the cgroup names of two daemons (two state folders) apart
+        self.token = hashlib.sha1(str(self.root.resolve()).encode()).hexdigest()[:8]
+        self._lock = threading.RLock()
+        #: the VM processes this object started: pid -> Popen (to reap them)
+        self._children: dict[int, subprocess.Popen] = {}
+        #: leases being stopped: lease id -> the timer that SIGKILLs them
+        self._timers: dict[int, threading.Timer] = {}
+        self._closed = False
+        # stops that a previous daemon left unfinished
+        for path in sorted(self.root.glob("lease-*/work.json")):
+            try:
+                record = json.loads(path.read_text())
+            except (OSError, ValueError):
+                continue
+            if record.get("state") == "stopping":
+                self._schedule_kill(int(record["lease_id"]), record.get("kill_at", 0.0))
+
+    # records ----------------------------------------------------------------------------------
+    def _lease_dir(self, lease_id: int) -> Path:
+        return self.root / f"lease-{lease_id}"
+
+    def _record_path(self, lease_id: int) -> Path:
+        return self._lease_dir(lease_id) / "work.json"
+
+    def _load(self, lease_id: int) -> dict | None:
+        try:
+            return json.loads(self._record_path(lease_id).read_text())
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError) as exc:
+            raise EnactmentError(f"cannot read the record of lease {lease_id}: {exc}") from None
+
+    def _save(self, record: dict) -> None:
+        _write_json(self._record_path(record["lease_id"]), record)
+
+    def _drop(self, lease_id: int) -> None:
+        try:
+            self._record_path(lease_id).unlink()
+        except FileNotFoundError:
+            pass
+
+    # process state ----------------------------------------------------------------------------
+    def _reap(self, pid: int) -> None:
+        child = self._children.get(pid)
+        if child is not None and child.poll() is not None:
+            del self._children[pid]
+
+    def _reap_all(self) -> None:
+        for pid in list(self._children):
+            self._reap(pid)
+
+    @staticmethod
+    def _exit_code(vm: dict) -> int | None:
+        try:
+            text = Path(vm["exit_file"]).read_text().strip()
+        except OSError:
+            return None
+        try:
+            return int(text)
+        except ValueError:
+            return 255
+
+    def _vm_alive(self, vm: dict) -> bool:
+        self._reap(vm["pid"])
+        return _alive(vm["pid"], vm.get("start_time"))
+
+    def _vm_live_group(self, vm: dict) -> list[int]:
+        """The VM's processes still there: its process group's, and its cgroups'."""
+        self._reap(vm["pid"])
+        members = set(_group_members(vm["pgid"]))
+        members.update(group_pids(vm.get("cgroups", {})))
+        return sorted(members)
+
+    def _signal_vm(self, vm: dict, sig: int) -> None:
+        # the process group id stays taken while one member lives, so it names our VM's
+        # group unless the whole group is gone
+        if vm["pid"] == vm["pgid"]:
+            stat = _proc_stat(vm["pid"])
+            if stat is not None and vm.get("start_time") not in (None, stat[2]):
+                return      # the pid was reused by someone else's session
+        _signal_group(vm["pgid"], sig)
+
+    # interface --------------------------------------------------------------------------------
+    def prepare(self, work: Work) -> None:
+        """Nothing to book ahead on the local machine."""
+
+    def start(self, work: Work) -> None:
+        with self._lock:
+            old = self._load(work.lease_id)
+            if old is not None:
+                if old.get("state") == "stopping":
+                    self._finish_stop(work.lease_id)
+                elif any(self._exit_code(vm) is None and self._vm_alive(vm)
+                         for vm in old["vms"]):
+                    raise EnactmentError(f"lease {work.lease_id} already has running work")
+                else:
+                    self._cleanup(old)
+            record: dict[str, Any] = {"lease_id": work.lease_id, "state": "running",
+                                      "end": work.end, "vms": []}
+            lease_dir = self._lease_dir(work.lease_id)
+            lease_dir.mkdir(parents=True, exist_ok=True)
+            try:
+                for vm in work.vms:
+                    record["vms"].append(self._start_vm(work, vm, lease_dir))
+                    self._save(record)
+                for vm in record["vms"]:
+                    self._wait_joined(vm)
+            except BaseException as exc:
+                self._kill_now(record)
+                self._cleanup(record)
+                if isinstance(exc, EnactmentError):
+                    raise
+                if isinstance(exc, OSError):
+                    raise EnactmentError(f"cannot start lease {work.lease_id}: {exc}") from None
+                raise
+
+    def _start_vm(self, work: Work, vm, lease_dir: Path) -> dict:
+        vm_dir = lease_dir / f"vm-{vm.index}"
+        vm_dir.mkdir(parents=True, exist_ok=True)
+        exit_file = vm_dir / "exit"
+        for stale in (exit_file, vm_dir / "exit.tmp"):
+            stale.unlink(missing_ok=True)
+        cores = vm.cpu / self.cpu_per_core if vm.cpu > 0 else None
+        groups = self.cgroups.create(f"l{work.lease_id}-v{vm.index}-{self.token}", cores)
+        procs_files = [str(Path(folder) / "cgroup.procs") for folder in set(groups.values())]
+        env = {**os.environ, **work_env(work, vm)}
+        try:
+            with open(vm_dir / "out.log", "ab") as out, open(vm_dir / "err.log", "ab") as err:
+                child = subprocess.Popen(
+                    ["/bin/sh", "-c", WRAPPER, "lm-vm", self.shell, work.command,
+                     str(exit_file), *procs_files],
+                    cwd=vm_dir, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
+                    start_new_session=True, close_fds=True)
+        except OSError as exc:
+            remove_groups(groups, retry=0)
+            raise EnactmentError(f"cannot start VM {vm.index} of lease {work.lease_id}: "
+                                 f"{exc}") from None
+        self._children[child.pid] = child
+        return {"index": vm.index, "pid": child.pid, "pgid": child.pid,
+                "start_time": _start_time(child.pid), "exit_file": str(exit_file),
+                "cgroups": groups}
+
+    def _wait_joined(self, vm: dict, timeout: float = 5.0) -> None:
+        """Wait until the VM's wrapper has joined its cgroups (before it runs the command), so
+        that a suspension right after the start freezes it."""
+        groups = vm["cgroups"]
+        if not groups:
+            return
+        deadline = time.monotonic() + timeout
+        while True:
+            if all(vm["pid"] in group_pids({"g": folder}) for folder in set(groups.values())):
+                return
+            code = self._exit_code(vm)
+            if code is not None or not self._vm_alive(vm):
+                # joined and already done, or it could not join (exit 125)
+                if code == 125:
+                    raise EnactmentError(f"VM {vm['index']} could not join its cgroups "
+                                         f"{', '.join(sorted(set(groups.values())))}")
+                return
+            if time.monotonic() >= deadline:
+                raise EnactmentError(f"VM {vm['index']} did not join its cgroups within "
+                                     f"{timeout:g} s")
+            time.sleep(0.002)
+
+    def _live_record(self, lease_id: int, action: str) -> dict:
+        record = self._load(lease_id)
+        if record is None or record.get("state") == "stopping":
+            raise EnactmentError(f"lease {lease_id} has no work to {action}")
+        return record
+
+    def suspend(self, lease_id: int) -> None:
+        with self._lock:
+            record = self._live_record(lease_id, "suspend")
+            try:
+                for vm in record["vms"]:
+                    if vm["cgroups"].get("freezer"):
+                        set_frozen(vm["cgroups"], True)
+                    else:
+                        self._signal_vm(vm, signal.SIGSTOP)
+            except OSError as exc:
+                raise EnactmentError(f"cannot suspend lease {lease_id}: {exc}") from None
+            self._settle(record, stopped=True)
+            record["state"] = "suspended"
+            self._save(record)
+
+    def resume(self, lease_id: int) -> None:
+        with self._lock:
+            record = self._live_record(lease_id, "resume")
+            try:
+                for vm in record["vms"]:
+                    if vm["cgroups"].get("freezer"):
+                        set_frozen(vm["cgroups"], False)
+                    else:
+                        self._signal_vm(vm, signal.SIGCONT)
+            except OSError as exc:
+                raise EnactmentError(f"cannot resume lease {lease_id}: {exc}") from None
+            self._settle(record, stopped=False)
+            record["state"] = "running"
+            self._save(record)
+
+    def _settle(self, record: dict, stopped: bool, timeout: float = 0.5) -> None:
+        """Signals are delivered asynchronously: wait (briefly) until the processes of the VMs
+        suspended by signals show the new state, so that ``status`` right after agrees."""
+        deadline = time.monotonic() + timeout
+        for vm in record["vms"]:
+            if vm["cgroups"].get("freezer"):
+                continue
+            while time.monotonic() < deadline:
+                now_stopped = _group_stopped(vm["pid"], vm["pgid"])
+                if now_stopped is None or now_stopped == stopped:
+                    break
+                time.sleep(0.001)
+
+    def stop(self, lease_id: int) -> None:
+        with self._lock:
+            record = self._load(lease_id)
+            if record is None or record.get("state") == "stopping":
+                return
+            for vm in record["vms"]:
+                try:
+                    set_frozen(vm["cgroups"], False)    # a frozen process can't handle SIGTERM
+                except OSError:
+                    pass
+                self._signal_vm(vm, signal.SIGTERM)
+                _signal_pids(group_pids(vm["cgroups"]), signal.SIGTERM)
+                self._signal_vm(vm, signal.SIGCONT)     # a stopped one neither
+            # most commands end at once: then clean up now; else SIGKILL after the grace
+            deadline = time.monotonic() + min(self.grace, 0.2)
+            while any(self._vm_live_group(vm) for vm in record["vms"]):
+                if time.monotonic() >= deadline:
+                    record["state"] = "stopping"
+                    record["kill_at"] = time.time() + self.grace
+                    self._save(record)
+                    self._schedule_kill(lease_id, record["kill_at"])
+                    return
+                time.sleep(0.005)
+            self._cleanup(record)
+
+    def _schedule_kill(self, lease_id: int, kill_at: float) -> None:
+        if lease_id in self._timers or self._closed:
+            return
+        timer = threading.Timer(max(0.0, kill_at - time.time()), self._finish_stop, (lease_id,))
+        timer.daemon = True
+        timer.name = f"lease_manager-process-kill-{lease_id}"
+        self._timers[lease_id] = timer
+        timer.start()
+
+    def _finish_stop(self, lease_id: int) -> None:
+        """SIGKILL what is left of a lease being stopped, and clean up."""
+        with self._lock:
+            timer = self._timers.pop(lease_id, None)
+            if timer is not None and timer is not threading.current_thread():
+                timer.cancel()
+            record = self._load(lease_id)
+            if record is None or record.get("state") != "stopping":
+                return
+            self._kill_now(record)
+            self._cleanup(record)
+
+    def _kill_now(self, record: dict) -> None:
+        for vm in record["vms"]:
+            try:
+                set_frozen(vm.get("cgroups", {}), False)
+            except OSError:
+                pass
+            self._signal_vm(vm, signal.SIGKILL)
+            kill_groups(vm.get("cgroups", {}))
+        deadline = time.monotonic() + 2.0
+        while any(self._vm_live_group(vm) for vm in record["vms"]):
+            if time.monotonic() >= deadline:
+                log.warning("lease %s: processes survive SIGKILL", record["lease_id"])
+                break
+            time.sleep(0.005)
+
+    def _cleanup(self, record: dict) -> None:
+        for vm in record["vms"]:
+            self._reap(vm["pid"])
+            child = self._children.pop(vm["pid"], None)
+            if child is not None:
+                try:
+                    child.wait(timeout=0.5)
+                except subprocess.TimeoutExpired:
+                    pass
+            remove_groups(vm.get("cgroups", {}), retry=1.0)
+        self._drop(record["lease_id"])
+
+    def refresh(self) -> None:
+        with self._lock:
+            self._reap_all()
+            for lease_id in list(self._timers):
+                record = self._load(lease_id)
+                if record is None or record.get("kill_at", 0.0) <= time.time():
+                    self._finish_stop(lease_id)
+
+    def known_leases(self) -> list[int]:
+        ids = []
+        for path in self.root.glob("lease-*/work.json"):
+            suffix = path.parent.name.partition("-")[2]
+            if suffix.isdigit():
+                ids.append(int(suffix))
+        return sorted(ids)
+
+    def status(self, lease_id: int) -> WorkStatus:
+        with self._lock:
+            record = self._load(lease_id)
+            if record is None:
+                return WorkStatus("absent")
+            if record.get("state") == "stopping":
+                return WorkStatus("absent", detail="being stopped")
+            codes: list[int] = []
+            live: list[bool] = []       # of each live VM: is it suspended?
+            for vm in record["vms"]:
+                code = self._exit_code(vm)
+                if code is None and not self._vm_alive(vm):
+                    code = self._exit_code(vm)     # it may have just written it and ended
+                    if code is None:
+                        return WorkStatus("vanished", detail=(
+                            f"VM {vm['index']} (pid {vm['pid']}) ended without an exit status"))
+                if code is not None:
+                    codes.append(code)
+                    continue
+                frozen = is_frozen(vm["cgroups"])
+                if frozen is None:
+                    frozen = bool(_group_stopped(vm["pid"], vm["pgid"]))
+                live.append(frozen)
+            if not live:
+                return WorkStatus("exited", next((c for c in codes if c != 0), 0))
+            if all(live):
+                return WorkStatus("suspended")
+            if not any(live):
+                return WorkStatus("running")
+            return WorkStatus(record["state"], detail="some VMs are suspended, some are not")
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            # leases asked to stop are ended now; the others keep running
+            for lease_id in list(self._timers):
+                self._finish_stop(lease_id)
+            self._reap_all()
+            self._children.clear()
+
+
+@hookimpl
+def register_policies():
+    return [ProcessBackend]
+
+
+@hookimpl
+def register_options():
+    return [
+        Option("process", "cgroups", STRING, "auto", choices=("auto", "v2", "v1", "none"), doc="""
+            Whether the `process` backend puts each VM in cgroups of its own, for its CPU limit
+            and for suspension (the freezer). `auto`: cgroup v2 if the cgroup root is v2, else
+            v1 if its `cpu` and `freezer` hierarchies are mounted and writable, else none (with
+            a warning); `v2`/`v1`: that version, or an error if it cannot be used; `none`: no
+            CPU limit, and suspension with SIGSTOP/SIGCONT."""),
+        Option("process", "cpu-per-core", FLOAT, 1.0, minimum=1e-9, doc="""
+            How much of the site's CPU resource one core of this machine is: a VM's CPU limit
+            is its CPU amount divided by this, in cores (100 if the site counts CPU in
+            percents). A VM of 0 CPU has no limit."""),
+        Option("process", "stop-grace", DURATION, 2.0, doc="""
+            Time between the SIGTERM that stops a VM's processes and the SIGKILL that ends
+            those still there."""),
+        Option("process", "shell", STRING, "/bin/sh", doc="""
+            Shell that runs the leases' commands (`shell -c command`)."""),
+    ]

@@ -1,0 +1,146 @@
+"""Starting lease daemons for tests: in a thread (fast, inspectable) or as a real process
+(``lease-manager serve``, for signals and crashes)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+from lease_manager.daemon.client import Client
+
+
+def write_config(dir: Path, *, resources: str = "2 CPU:1 Memory:1024",
+                 enactment: str = "simulated", speedup: float = 1.0,
+                 extra: str = "", vm: str = "CPU:1 Memory:512") -> Path:
+    """A daemon configuration in ``dir`` with its state in ``dir/state`` and any free port."""
+    path = dir / "daemon.ini"
+    path.write_text(f"""
+[simulation]
+resources = {resources}
+speedup = {speedup}
+[tracefile]
+vm-resources = {vm}
+[scheduling]
+suspend-rate = 1000
+resume-rate = 1000
+[daemon]
+enactment = {enactment}
+state-dir = state
+port = 0
+reconcile-interval = 0.05
+sync = normal
+{extra}
+""")
+    return path
+
+
+def wait_for(predicate: Callable[[], Any], timeout: float = 20.0, every: float = 0.02,
+             what: str = "a condition") -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(every)
+
+
+class ThreadDaemon:
+    """A :class:`~lease_manager.daemon.service.Daemon` serving from a thread of the test."""
+
+    def __init__(self, config: Path, *overrides: str) -> None:
+        from lease_manager.daemon.service import Daemon
+
+        self.daemon = Daemon(config, tuple(overrides))
+        ready = threading.Event()
+        self.thread = threading.Thread(target=self.daemon.serve_forever,
+                                       kwargs={"ready": lambda d: ready.set(),
+                                               "install_signals": False}, daemon=True)
+        self.thread.start()
+        if not ready.wait(20):
+            raise AssertionError("the daemon did not start")
+        self.client = Client(self.daemon.url, self.daemon.token)
+
+    def stop(self) -> None:
+        self.daemon.stop()
+        self.thread.join(20)
+
+    def __enter__(self) -> "ThreadDaemon":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+
+class ProcessDaemon:
+    """``lease-manager serve CONFIG`` as a child process, run from the config's folder."""
+
+    def __init__(self, config: Path, *args: str) -> None:
+        self.config = config
+        self.state = config.parent / "state"
+        (self.state / "daemon.json").unlink(missing_ok=True)
+        self.log = open(config.parent / "daemon.log", "ab")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "lease_manager.cli", "serve", str(config), *args],
+            cwd=config.parent, stdout=self.log, stderr=subprocess.STDOUT)
+        info = wait_for(self._info, 30, what="the daemon to write daemon.json")
+        self.url = info["url"]
+        self.token = (self.state / "token").read_text().strip()
+        self.client = Client(self.url, self.token)
+
+    def _info(self) -> dict | None:
+        if self.proc.poll() is not None:
+            raise AssertionError(f"the daemon exited with {self.proc.returncode}: "
+                                 f"{(self.config.parent / 'daemon.log').read_text()[-2000:]}")
+        try:
+            return json.loads((self.state / "daemon.json").read_text())
+        except (OSError, ValueError):
+            return None
+
+    def cli(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+        """Run a client command against this daemon, as a user would."""
+        env = {**os.environ, "LEASE_MANAGER_URL": self.url,
+               "LEASE_MANAGER_TOKEN_FILE": str(self.state / "token")}
+        done = subprocess.run([sys.executable, "-m", "lease_manager.cli", *args], env=env,
+                              capture_output=True, text=True, timeout=60)
+        if check and done.returncode != 0:
+            raise AssertionError(f"lease-manager {' '.join(args)} exited with "
+                                 f"{done.returncode}: {done.stderr}")
+        return done
+
+    def terminate(self, sig: int = signal.SIGTERM, timeout: float = 20) -> int:
+        self.proc.send_signal(sig)
+        code = self.proc.wait(timeout)
+        self.log.close()
+        return code
+
+    def kill(self) -> None:
+        self.proc.kill()
+        self.proc.wait(20)
+        self.log.close()
+
+
+def kill_leftover_processes(state: Path) -> None:
+    """Kill the process groups the ``process`` backend recorded under ``state`` (its work
+    outlives the daemon by design; a test must not leave it behind)."""
+    for record in (state / "enactment" / "process").glob("lease-*/work.json"):
+        try:
+            vms = json.loads(record.read_text()).get("vms", [])
+        except (OSError, ValueError):
+            continue
+        for vm in vms:
+            pgid = vm.get("pgid")
+            if pgid:
+                try:
+                    os.killpg(pgid, signal.SIGCONT)
+                    os.killpg(pgid, signal.SIGKILL)
+                except OSError:
+                    pass

@@ -1,0 +1,171 @@
+"""Acceptance: a real ``lease-manager serve`` with the ``process`` backend, driven through the
+client commands, runs real processes at the planned times; an advance reservation suspends a
+running best-effort process, which resumes after it; a SIGKILLed daemon loses nothing."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import threading
+import time
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+from daemon_support import ProcessDaemon, kill_leftover_processes, wait_for, write_config
+from lease_manager.errors import LeaseManagerError
+
+
+#: how late (wall seconds) a process may start or stop on a loaded 2-core machine
+TOLERANCE = 1.0
+
+
+def epoch(iso: str) -> float:
+    return datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()
+
+
+def lease_json(daemon: ProcessDaemon, lease_id: int) -> dict:
+    return json.loads(daemon.cli("show-lease", str(lease_id), "--json").stdout)
+
+
+def stamped(path: Path) -> str:
+    """A command that writes the wall time it starts at into ``path``."""
+    return f"date +%s.%N > {path}"
+
+
+def test_best_effort_ar_and_immediate_processes(tmp_path):
+    """One node of one core, real clock (no speed-up); times in seconds from the first
+    request::
+
+        node-1 | BE 1: counts 0-2.5 |s| AR 2: 3-6 |r| BE 1 runs on 6.5-14 (7.5 s left)
+        immediate 3 at ~0.5: rejected (no room); immediate 4 after BE 1 ends: runs
+
+    ``s`` and ``r``: writing and reading back its 512 MB memory image at 1000 MB/s takes
+    0.512 s each (the model's time; the process itself is frozen at once).
+
+    The best-effort process appends to a file every 50 ms: it makes no progress while the AR
+    holds the node, and goes on after.
+    """
+    config = write_config(tmp_path, resources="1 CPU:1 Memory:1024", enactment="process",
+                          extra="[process]\ncgroups = auto\nstop-grace = 1")
+    count = tmp_path / "count"
+    daemon = ProcessDaemon(config)
+    try:
+        be = json.loads(daemon.cli(
+            "request", "-t", "best_effort", "-d", "10", "--json", "--command",
+            f"{stamped(tmp_path / 'be.start')}; i=0; while true; do i=$((i+1)); "
+            f"echo $i >> {count}; sleep 0.05; done").stdout)
+        assert be["state"] == "active"
+        ar = json.loads(daemon.cli("request", "-t", "+00:00:03", "-d", "00:00:03", "--json",
+                                   "--command", f"{stamped(tmp_path / 'ar.start')}; "
+                                   f"sleep 60").stdout)
+        assert ar["state"] == "scheduled"
+        ar_start, ar_end = epoch(ar["plan"][0]["start"]), epoch(ar["plan"][0]["end"])
+        busy = daemon.cli("request", "-t", "now", "-d", "5", "--json", check=False)
+        assert busy.returncode == 1 and json.loads(busy.stdout)["state"] == "rejected"
+
+        # the best-effort process started at once
+        wait_for((tmp_path / "be.start").exists, 5, what="the best-effort process")
+        assert abs(float((tmp_path / "be.start").read_text()) - epoch(be["plan"][0]["start"])) < 1
+        # the AR's process starts at its time; the best-effort one is suspended before it
+        wait_for((tmp_path / "ar.start").exists, 10, what="the AR's process")
+        assert abs(float((tmp_path / "ar.start").read_text()) - ar_start) < TOLERANCE
+        v = lease_json(daemon, be["id"])
+        assert v["state"] in ("suspended", "queued", "scheduled")
+        assert v["suspensions"] == 1
+        frozen = len(count.read_text().split())
+        time.sleep(1.0)
+        assert len(count.read_text().split()) == frozen, "a suspended process made progress"
+        hosts = json.loads(daemon.cli("list-hosts", "--json").stdout)
+        assert [x["lease"] for x in hosts[0]["leases"]] == [ar["id"]]
+
+        # the AR ends at its end (its process is stopped), the best-effort one resumes
+        wait_for(lambda: lease_json(daemon, ar["id"])["state"] == "done", 10,
+                 what="the AR to end")
+        assert lease_json(daemon, ar["id"])["end"] is not None
+        assert abs(epoch(lease_json(daemon, ar["id"])["end"]) - ar_end) < TOLERANCE
+        wait_for(lambda: len(count.read_text().split()) > frozen + 5, 5,
+                 what="the best-effort process to go on")
+        v = lease_json(daemon, be["id"])
+        assert v["state"] == "active" and v["suspensions"] == 1
+        resumed = epoch(v["plan"][0]["start"])
+        assert abs(resumed - (ar_end + 0.512)) < 0.01
+        suspended_at = ar_start - 0.512
+        assert abs(v["work_done"] - (suspended_at - epoch(be["start"]))) < 0.01
+        # it gets the work it had left, then is stopped
+        end = resumed + 10 - v["work_done"]
+        wait_for(lambda: lease_json(daemon, be["id"])["state"] == "done", 15,
+                 what="the best-effort lease to end")
+        assert abs(epoch(lease_json(daemon, be["id"])["end"]) - end) < TOLERANCE
+        stopped = len(count.read_text().split())
+        time.sleep(0.4)
+        assert len(count.read_text().split()) == stopped, "the process outlived its lease"
+
+        now = json.loads(daemon.cli("request", "-t", "now", "-d", "2", "--json",
+                                    "--command", "true").stdout)
+        assert now["state"] == "active"
+        wait_for(lambda: lease_json(daemon, now["id"])["state"] == "done", 5,
+                 what="the immediate lease's command to finish")
+    finally:
+        code = daemon.terminate()
+        kill_leftover_processes(daemon.state)
+        assert code == 0
+
+
+def test_sigkill_in_the_middle_of_200_leases_loses_nothing_and_runs_nothing_twice(tmp_path):
+    """Four single-core nodes, 10x speed-up: leases of 5 s (0.5 s of wall time) whose
+    commands take 0.2 s and write their lease id. The daemon is SIGKILLed while leases run
+    and requests keep coming, then restarted."""
+    config = write_config(tmp_path, resources="4 CPU:1 Memory:1024", enactment="process",
+                          speedup=10, extra="[process]\ncgroups = none\nstop-grace = 1")
+    ran = tmp_path / "ran.log"
+    command = f"echo $LM_LEASE_ID >> {ran}; sleep 0.2"
+    accepted: dict[int, dict] = {}
+    daemon = ProcessDaemon(config)
+
+    def submit(n: int) -> None:
+        for i in range(n):
+            try:
+                v = daemon.client.submit({"duration": 5, "command": command,
+                                          "name": f"job-{len(accepted)}"})
+            except LeaseManagerError:
+                time.sleep(0.05)      # the daemon is down: the request was not accepted
+                continue
+            accepted[v["id"]] = v
+
+    submit(120)
+    wait_for(lambda: ran.exists() and len(ran.read_text().split()) >= 20, 30,
+             what="leases to run")
+    killer = threading.Timer(0.3, daemon.proc.send_signal, (signal.SIGKILL,))
+    killer.start()
+    submit(40)                        # some of these are sent while the daemon dies
+    killer.join()
+    daemon.proc.wait(10)
+    daemon.log.close()
+    assert len(accepted) >= 120
+
+    daemon = ProcessDaemon(config)
+    try:
+        submit(220 - len(accepted))
+        assert len(accepted) >= 200
+        terminal = ("done", "failed", "cancelled", "rejected")
+        wait_for(lambda: all(v["state"] in terminal for v in daemon.client.leases()),
+                 120, every=0.2, what="every lease to finish")
+        seen = {v["id"]: v for v in daemon.client.leases()}
+        # every accepted lease is there, and ended well
+        assert set(accepted) <= set(seen)
+        assert {v["state"] for v in seen.values()} == {"done"}, \
+            {i: (v["state"], v["reason"]) for i, v in seen.items() if v["state"] != "done"}
+        # no lease ran twice, and every lease ran
+        runs = [int(x) for x in ran.read_text().split()]
+        assert sorted(runs) == sorted(seen), "a lease ran twice or not at all"
+        db = sqlite3.connect(tmp_path / "state" / "leases.db")
+        assert db.execute("SELECT MAX(starts) FROM leases").fetchone()[0] == 1
+        db.close()
+    finally:
+        code = daemon.terminate()
+        kill_leftover_processes(daemon.state)
+        assert code == 0

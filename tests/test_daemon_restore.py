@@ -1,0 +1,142 @@
+"""The daemon keeps every accepted lease across restarts and reconciles with its backend.
+
+These use the ``simulated`` backend (it runs nothing and remembers what it was told in its
+state folder, as a real backend's work outlives the daemon) and a daemon in a thread.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+
+import pytest
+
+from daemon_support import ThreadDaemon, wait_for, write_config
+
+
+def states(client):
+    return {v["id"]: v["state"] for v in client.leases()}
+
+
+@pytest.fixture
+def config(tmp_path):
+    return write_config(tmp_path, resources="2 CPU:1 Memory:1024")
+
+
+def test_restart_finds_running_planned_and_queued_leases(config, tmp_path):
+    """Two 1-core nodes; long leases so that nothing ends during the test::
+
+        node-1 | 1 (BE, running)          | 3 (AR at +1000 s)
+        node-2 | 2 (BE, running)          | 3
+        queue  | 4 (BE, 2 VMs: after the AR), 5 (BE, after 4)
+    """
+    with ThreadDaemon(config) as d:
+        c = d.client
+        one = c.submit({"duration": 5000})
+        two = c.submit({"duration": 5000})
+        ar = c.submit({"start": "+1000", "duration": 600, "nodes": 2})
+        four = c.submit({"duration": 100, "nodes": 2})
+        five = c.submit({"duration": 100})
+        before = {v["id"]: v for v in c.leases()}
+        assert [before[i]["state"] for i in range(1, 6)] == [
+            "active", "active", "scheduled", "scheduled", "queued"]
+    with ThreadDaemon(config) as d:
+        c = d.client
+        after = {v["id"]: v for v in c.leases()}
+        # the running ones run on, on the same nodes, to the same end
+        for lease in (one, two):
+            a, b = after[lease["id"]], before[lease["id"]]
+            # the AR preempts them at +1000 s again: suspension planned as before
+            assert a["state"] == "active"
+            assert a["plan"][0]["nodes"] == b["plan"][0]["nodes"]
+            assert a["plan"][-1]["end"] == b["plan"][-1]["end"]
+            assert a["start"] == b["start"]
+        assert after[ar["id"]]["state"] == "scheduled"
+        assert after[ar["id"]]["plan"][0]["start"] == before[ar["id"]]["plan"][0]["start"]
+        assert after[ar["id"]]["plan"][0]["end"] == before[ar["id"]]["plan"][0]["end"]
+        # the best-effort leases were queued again and planned in their order
+        assert after[four["id"]]["state"] == "scheduled"
+        assert after[four["id"]]["plan"][0]["start"] == before[four["id"]]["plan"][0]["start"]
+        assert after[five["id"]]["state"] == "queued"
+        assert [v["id"] for v in c.queue()] == [five["id"]]
+        # the backend was not asked to start anything again
+        assert ("start", one["id"]) not in d.daemon.backend.log
+        # ids carry on
+        assert c.submit({"duration": 10})["id"] == 6
+        history = c.lease(one["id"])["history"]
+        assert any("found running after a restart" in e["detail"] for e in history)
+
+
+def test_work_that_vanished_while_down_fails_its_lease(config, tmp_path):
+    with ThreadDaemon(config) as d:
+        lease = d.client.submit({"duration": 5000})
+        assert lease["state"] == "active"
+        other = d.client.submit({"duration": 5000})
+    backend_state = tmp_path / "state" / "enactment" / "simulated" / "state.json"
+    known = json.loads(backend_state.read_text())
+    del known[str(lease["id"])]
+    backend_state.write_text(json.dumps(known))
+    with ThreadDaemon(config) as d:
+        v = d.client.lease(lease["id"])
+        assert v["state"] == "failed"
+        assert "vanished while the daemon was down" in v["reason"]
+        assert d.client.lease(other["id"])["state"] == "active"
+        # its node is free again: a new one-VM lease starts at once
+        assert d.client.submit({"duration": 10})["state"] == "active"
+
+
+def test_a_lease_the_scheduler_never_saw_is_submitted_on_restart(config, tmp_path):
+    """A crash between writing a request and scheduling it leaves a row in state NEW."""
+    with ThreadDaemon(config) as d:
+        d.client.submit({"duration": 5000})
+    db = sqlite3.connect(tmp_path / "state" / "leases.db")
+    request = json.loads(db.execute("SELECT request FROM leases WHERE id = 1").fetchone()[0])
+    with db:
+        db.execute("INSERT INTO leases (id, request, type, state, submit, updated) "
+                   "VALUES (2, ?, 'best-effort', 'new', 0, 0)", (json.dumps(request),))
+    db.close()
+    with ThreadDaemon(config) as d:
+        assert states(d.client) == {1: "active", 2: "active"}
+
+
+def test_an_ar_whose_start_passed_while_down_keeps_the_rest_of_its_interval(config, tmp_path):
+    with ThreadDaemon(config) as d:
+        ar = d.client.submit({"start": "+1", "duration": 3600, "nodes": 2})
+        assert ar["state"] == "scheduled"
+        # stop before it starts
+    import time
+    time.sleep(1.5)
+    with ThreadDaemon(config) as d:
+        v = wait_for(lambda: (lambda v: v if v["state"] == "active" else None)(
+            d.client.lease(ar["id"])), 10, what="the AR to run")
+        assert v["plan"][0]["end"] == ar["plan"][0]["end"]
+
+
+def test_state_changes_are_in_the_database_before_the_answer(config, tmp_path):
+    with ThreadDaemon(config) as d:
+        lease = d.client.submit({"duration": 5000})
+        db = sqlite3.connect(tmp_path / "state" / "leases.db")
+        row = db.execute("SELECT state, start FROM leases WHERE id = ?",
+                         (lease["id"],)).fetchone()
+        assert row[0] == "active" and row[1] is not None
+        events = [r[0] for r in db.execute("SELECT new FROM events WHERE lease_id = ? "
+                                           "ORDER BY seq", (lease["id"],))]
+        assert events == ["new", "queued", "scheduled", "active"]
+        cancelled = d.client.cancel(lease["id"])
+        assert cancelled["state"] == "cancelled"
+        assert db.execute("SELECT state FROM leases WHERE id = ?",
+                          (lease["id"],)).fetchone()[0] == "cancelled"
+        db.close()
+        assert ("stop", lease["id"]) in d.daemon.backend.log
+
+
+def test_leftover_work_of_a_finished_lease_is_stopped_on_restart(config, tmp_path):
+    """A crash between recording a lease's end and stopping its work leaves the work behind."""
+    with ThreadDaemon(config) as d:
+        lease = d.client.submit({"duration": 5000})
+        d.client.cancel(lease["id"])
+    backend_state = tmp_path / "state" / "enactment" / "simulated" / "state.json"
+    backend_state.write_text(json.dumps({str(lease["id"]): "running"}))
+    with ThreadDaemon(config) as d:
+        assert d.daemon.backend.log == [("stop", lease["id"])]
+        assert d.client.lease(lease["id"])["state"] == "cancelled"
