@@ -31,6 +31,10 @@ def lease_json(daemon: ProcessDaemon, lease_id: int) -> dict:
     return json.loads(daemon.cli("show-lease", str(lease_id), "--json").stdout)
 
 
+def written(path: Path) -> bool:
+    return path.exists() and path.read_text().endswith("\n")
+
+
 def stamped(path: Path) -> str:
     """A command that writes the wall time it starts at into ``path``."""
     return f"date +%s.%N > {path}"
@@ -40,7 +44,7 @@ def test_best_effort_ar_and_immediate_processes(tmp_path):
     """One node of one core, real clock (no speed-up); times in seconds from the first
     request::
 
-        node-1 | BE 1: counts 0-2.5 |s| AR 2: 3-6 |r| BE 1 runs on 6.5-14 (7.5 s left)
+        node-1 | BE 1: counts 0-3.5 |s| AR 2: 4-10 |r| BE 1 runs on 10.5-21 (10.5 s left)
         immediate 3 at ~0.5: rejected (no room); immediate 4 after BE 1 ends: runs
 
     ``s`` and ``r``: writing and reading back its 512 MB memory image at 1000 MB/s takes
@@ -55,11 +59,11 @@ def test_best_effort_ar_and_immediate_processes(tmp_path):
     daemon = ProcessDaemon(config)
     try:
         be = json.loads(daemon.cli(
-            "request", "-t", "best_effort", "-d", "10", "--json", "--command",
+            "request", "-t", "best_effort", "-d", "14", "--json", "--command",
             f"{stamped(tmp_path / 'be.start')}; i=0; while true; do i=$((i+1)); "
             f"echo $i >> {count}; sleep 0.05; done").stdout)
         assert be["state"] == "active"
-        ar = json.loads(daemon.cli("request", "-t", "+00:00:03", "-d", "00:00:03", "--json",
+        ar = json.loads(daemon.cli("request", "-t", "+00:00:04", "-d", "00:00:06", "--json",
                                    "--command", f"{stamped(tmp_path / 'ar.start')}; "
                                    f"sleep 60").stdout)
         assert ar["state"] == "scheduled"
@@ -68,10 +72,10 @@ def test_best_effort_ar_and_immediate_processes(tmp_path):
         assert busy.returncode == 1 and json.loads(busy.stdout)["state"] == "rejected"
 
         # the best-effort process started at once
-        wait_for((tmp_path / "be.start").exists, 5, what="the best-effort process")
+        wait_for(lambda: written(tmp_path / "be.start"), 5, what="the best-effort process")
         assert abs(float((tmp_path / "be.start").read_text()) - epoch(be["plan"][0]["start"])) < 1
         # the AR's process starts at its time; the best-effort one is suspended before it
-        wait_for((tmp_path / "ar.start").exists, 10, what="the AR's process")
+        wait_for(lambda: written(tmp_path / "ar.start"), 10, what="the AR's process")
         assert abs(float((tmp_path / "ar.start").read_text()) - ar_start) < TOLERANCE
         v = lease_json(daemon, be["id"])
         assert v["state"] in ("suspended", "queued", "scheduled")
@@ -80,7 +84,8 @@ def test_best_effort_ar_and_immediate_processes(tmp_path):
         time.sleep(1.0)
         assert len(count.read_text().split()) == frozen, "a suspended process made progress"
         hosts = json.loads(daemon.cli("list-hosts", "--json").stdout)
-        assert [x["lease"] for x in hosts[0]["leases"]] == [ar["id"]]
+        assert [x["lease"] for x in hosts[0]["leases"]] == [ar["id"]], \
+            lease_json(daemon, ar["id"])
 
         # the AR ends at its end (its process is stopped), the best-effort one resumes
         wait_for(lambda: lease_json(daemon, ar["id"])["state"] == "done", 10,
@@ -96,7 +101,7 @@ def test_best_effort_ar_and_immediate_processes(tmp_path):
         suspended_at = ar_start - 0.512
         assert abs(v["work_done"] - (suspended_at - epoch(be["start"]))) < 0.01
         # it gets the work it had left, then is stopped
-        end = resumed + 10 - v["work_done"]
+        end = resumed + 14 - v["work_done"]
         wait_for(lambda: lease_json(daemon, be["id"])["state"] == "done", 15,
                  what="the best-effort lease to end")
         assert abs(epoch(lease_json(daemon, be["id"])["end"]) - end) < TOLERANCE
@@ -106,7 +111,7 @@ def test_best_effort_ar_and_immediate_processes(tmp_path):
 
         now = json.loads(daemon.cli("request", "-t", "now", "-d", "2", "--json",
                                     "--command", "true").stdout)
-        assert now["state"] == "active"
+        assert now["state"] in ("active", "done")   # `true` may be over by the answer
         wait_for(lambda: lease_json(daemon, now["id"])["state"] == "done", 5,
                  what="the immediate lease's command to finish")
     finally:
