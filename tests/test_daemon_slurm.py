@@ -1,0 +1,42 @@
+"""The daemon with the ``slurm`` backend: leases become Slurm reservations with a job in
+each, end when the job ends, and leave nothing behind in Slurm. Skips where no Slurm runs."""
+
+from __future__ import annotations
+
+import time
+
+from daemon_support import ThreadDaemon, wait_for, write_config
+from test_slurm_backend import _sh, slurm_node  # noqa: F401  (a fixture)
+
+
+def test_leases_through_the_daemon_become_slurm_reservations_and_jobs(tmp_path, slurm_node):
+    node, cpus = slurm_node
+    prefix = f"lmd{int(time.time() * 1000) % 10**8}-"
+    config = write_config(tmp_path, resources=f"1 CPU:{cpus} Memory:1024", enactment="slurm",
+                          extra=f"[slurm]\nnodes = {node}\nname-prefix = {prefix}")
+    out = tmp_path / "ran"
+    try:
+        with ThreadDaemon(config) as d:
+            c = d.client
+            be = c.submit({"duration": 120, "command": f"echo $LM_LEASE_ID >> {out}; sleep 1"})
+            assert be["state"] == "active"
+            ar = c.submit({"start": "+00:10:00", "duration": 300})
+            assert ar["state"] == "scheduled"
+            # the AR is booked in Slurm ahead of time, on the lease's node
+            shown = _sh("scontrol", "-o", "show", "reservation", f"{prefix}{ar['id']}").stdout
+            assert f"Nodes={node}" in shown
+            # the best-effort lease's job runs its command, ends, and so does the lease
+            wait_for(lambda: out.exists() and out.read_text().split() == [str(be["id"])], 60,
+                     every=0.2, what="the Slurm job to run the command")
+            done = wait_for(lambda: (lambda v: v if v["state"] == "done" else None)(
+                c.lease(be["id"])), 60, every=0.2, what="the lease to end with its job")
+            assert done["end"] is not None
+            assert _sh("scontrol", "-o", "show", "reservation",
+                       f"{prefix}{be['id']}").returncode != 0
+            assert c.cancel(ar["id"])["state"] == "cancelled"
+            assert _sh("scontrol", "-o", "show", "reservation",
+                       f"{prefix}{ar['id']}").returncode != 0
+    finally:
+        for lease_id in (1, 2):
+            _sh("scancel", f"--name={prefix}{lease_id}")
+            _sh("scontrol", "delete", f"ReservationName={prefix}{lease_id}")
