@@ -128,6 +128,7 @@ class Engine:
             self.steps += 1
             if progress is not None and self.steps % 512 == 0:
                 progress(now)
-            if (self.stop_when == "besteffort-done" and nxt is None and not self._inbox
+            if (self.stop_when == "besteffort-done" and not self.serve and nxt is None
+                    and not self._inbox
                     and not any(l.type is LeaseType.BEST_EFFORT for l in sched.active_leases())):
                 break

@@ -72,6 +72,8 @@ class ThreadDaemon:
     def stop(self) -> None:
         self.daemon.stop()
         self.thread.join(20)
+        assert not self.thread.is_alive(), "the daemon did not stop"
+        assert self.daemon.violation is None, self.daemon.violation
 
     def __enter__(self) -> "ThreadDaemon":
         return self

@@ -107,6 +107,8 @@ class Daemon:
         self._stopping = threading.Event()
         self.server: Any = None
         self.url: str | None = None
+        #: what the invariant check at shutdown found wrong (None: nothing)
+        self.violation: str | None = None
 
     # ------------------------------------------------------------------------ set-up
     def token_path(self) -> Path:
@@ -352,7 +354,20 @@ class Daemon:
             self._pending = []
             self.backend.close()
             self.store.close()
+            self._verify_invariants()
             (self.state_dir / "daemon.json").unlink(missing_ok=True)
+
+    def _verify_invariants(self) -> None:
+        """Check that no node was over-committed by the leases that ended in this run of the
+        daemon (``[accounting] check-invariants``); a violation is logged and kept."""
+        checker = self.run.invariants
+        if checker is None:
+            return
+        try:
+            checker.verify()
+        except AssertionError as exc:
+            self.violation = str(exc)
+            log.error("invariant violated: %s", exc)
 
     def _reconcile_loop(self) -> None:
         interval = self.config.get("daemon", "reconcile-interval")
