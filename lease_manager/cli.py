@@ -166,7 +166,15 @@ def _serve(args: argparse.Namespace) -> int:
         print(f"lease-manager: serving on {d.url} (token in {d.token_path()}, state in "
               f"{d.state_dir})", file=sys.stderr, flush=True)
 
-    daemon.serve_forever(ready=ready)
+    try:
+        daemon.serve_forever(ready=ready)
+    except LeaseManagerError:
+        raise
+    except Exception:   # a bug: say so plainly; the state folder is intact for a restart
+        logging.getLogger("lease_manager.daemon").exception(
+            "internal error: the daemon stopped (its state in %s is intact: start it again "
+            "to carry on)", daemon.state_dir)
+        return 3
     return 0
 
 

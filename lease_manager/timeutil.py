@@ -13,6 +13,8 @@ def parse_duration(text: str) -> float:
     s = text.strip()
     if s.lower() in ("unlimited", "inf", "infinity"):
         return math.inf
+    if s.startswith(("-", "+")):
+        raise ValueError(f"{text!r} is not a duration: it must not have a sign")
     parts = s.split(":")
     if len(parts) > 4 or any(p.strip() == "" for p in parts):
         raise ValueError(f"{text!r} is not a duration (seconds, HH:MM:SS or D:HH:MM:SS)")

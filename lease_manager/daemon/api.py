@@ -10,7 +10,6 @@ from __future__ import annotations
 import hmac
 import json
 import logging
-import math
 import re
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -399,7 +398,9 @@ def start_api(daemon: "Daemon") -> tuple[_Server, str]:
     except OSError as exc:
         raise cfg.error("daemon", "port", f"cannot listen on {host}:{port}: "
                                           f"{exc.strerror}") from None
-    thread = threading.Thread(target=server.serve_forever, name="lm-api", daemon=True)
+    # a short poll interval: shutdown() waits for it, so the daemon stops promptly
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
+                              name="lm-api", daemon=True)
     thread.start()
     real_host, real_port = server.server_address[:2]
     url_host = f"[{real_host}]" if ":" in real_host else real_host

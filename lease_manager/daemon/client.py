@@ -10,21 +10,30 @@ daemon's configuration given with ``-c`` (its state folder says where the daemon
 from __future__ import annotations
 
 import argparse
+import http.client
 import json
 import os
-import sys
 import urllib.error
 import urllib.request
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from ..errors import LeaseManagerError
+from ..timeutil import format_duration
 
 
 class Client:
     """A small client of the API (also used by the tests)."""
 
     def __init__(self, url: str, token: str, timeout: float = 60.0) -> None:
+        try:
+            parts = urlsplit(url)
+            parts.port      # raises ValueError for a port out of range
+        except ValueError as exc:
+            raise LeaseManagerError(f"{url!r} is not a daemon URL ({exc})") from None
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise LeaseManagerError(f"{url!r} is not a daemon URL (http://HOST:PORT)")
         self.url = url.rstrip("/")
         self.token = token
         self.timeout = timeout
@@ -40,18 +49,24 @@ class Client:
             req.add_header("Content-Type", content_type)
         try:
             with urllib.request.urlopen(req, timeout=self.timeout) as answer:
-                return json.loads(answer.read() or b"null")
+                data = answer.read()
+            try:
+                return json.loads(data or b"null")
+            except ValueError:
+                raise LeaseManagerError(f"{self.url} did not answer in JSON: is it the "
+                                        f"daemon?") from None
         except urllib.error.HTTPError as exc:
             try:
-                message = json.loads(exc.read()).get("error", exc.reason)
-            except ValueError:
+                message = json.loads(exc.read())["error"]
+            except (ValueError, KeyError, TypeError, OSError, http.client.HTTPException):
                 message = exc.reason
             raise LeaseManagerError(f"the daemon refused: {message} (HTTP {exc.code})") from None
         except urllib.error.URLError as exc:
             raise LeaseManagerError(f"cannot reach the daemon at {self.url}: "
                                     f"{exc.reason}") from None
-        except (TimeoutError, ConnectionError) as exc:
-            raise LeaseManagerError(f"the daemon at {self.url} did not answer: {exc}") from None
+        except (TimeoutError, ConnectionError, http.client.HTTPException) as exc:
+            raise LeaseManagerError(f"the daemon at {self.url} did not answer: "
+                                    f"{exc or type(exc).__name__}") from None
 
     def submit(self, request: dict) -> dict:
         return self.call("POST", "/v1/leases", request)
@@ -191,7 +206,8 @@ def show_lease_command(args: argparse.Namespace) -> int:
     req = v["request"]
     lines.append(f"  requested: {req['nodes']} VM(s) of "
                  + " ".join(f"{k}:{a:g}" for k, a in req["resources"].items())
-                 + f" for {req['duration']}" + (f" s" if req["duration"] != "unlimited" else "")
+                 + " for " + (req["duration"] if isinstance(req["duration"], str)
+                              else format_duration(req["duration"]))
                  + (f", start {_short(req['start'])}" if req["start"] else "")
                  + (f", deadline {_short(req['deadline'])}" if req["deadline"] else ""))
     if req["command"]:

@@ -45,6 +45,9 @@ FIELDS = {
 TYPES = {t.value: t for t in LeaseType}
 MAX_VMS = 1_000_000
 MAX_SECONDS = 100 * 365 * 86400      # a century: anything longer is a mistake
+#: the shortest lease: well above the resolution of epoch seconds as floats (about 1e-6 s a
+#: century from now), below which a lease's reservation would have no length at all
+MIN_SECONDS = 0.001
 MAX_COMMAND = 64 * 1024
 MAX_EXTRA = 64
 
@@ -88,6 +91,9 @@ def _duration(field: str, value: Any, *, unlimited: bool) -> float | None:
         return None
     if seconds <= 0:
         raise RequestError(field, "must be above 0")
+    if seconds < MIN_SECONDS:
+        raise RequestError(field, f"{seconds:g} s is shorter than the shortest lease "
+                                  f"({MIN_SECONDS:g} s)")
     if seconds > MAX_SECONDS:
         raise RequestError(field, f"{seconds:g} s is longer than a century")
     return float(seconds)
@@ -130,7 +136,7 @@ def normalise(body: Any, nodes: "NodeSet", default_vm: np.ndarray, now: float) -
     if deadline is not None:
         inferred = "deadline"
     kind = kind or inferred
-    if kind != inferred and not (kind == "best-effort" and start_at is None):
+    if kind != inferred:        # a best-effort lease with a deadline too: it would be ignored
         raise RequestError("type", f"{kind!r} does not go with start {start_text!r}"
                            + (" and a deadline" if deadline is not None else ""))
     duration = _duration("duration", body["duration"],
@@ -200,6 +206,9 @@ def from_lease(lease: Lease, nodes: "NodeSet", now: float, offset: float) -> dic
                                f"cannot be unlimited")
     elif lease.requested_duration > MAX_SECONDS:
         raise RequestError("<duration time>", f"{where}: longer than a century")
+    elif lease.requested_duration < MIN_SECONDS:
+        raise RequestError("<duration time>", f"{where}: shorter than the shortest lease "
+                                              f"({MIN_SECONDS:g} s)")
     for field, t in (("<exact time>", lease.start_request), ("<deadline time>", lease.deadline)):
         if t is not None and t > MAX_SECONDS:
             raise RequestError(field, f"{where}: more than a century from now")

@@ -41,7 +41,10 @@ class GreedyPolicy(HostSelectionPolicy):
         lease_score = (self.HORIZON - counts) / self.HORIZON
         duration = end - start
         lasts = table.capacity_lasts_until(start, end) - start
-        duration_score = np.minimum(lasts / duration, 1.0) if duration > 0 else 1.0
+        if np.isinf(duration):   # an unlimited lease: only capacity free for ever lasts
+            duration_score = np.where(np.isinf(lasts), 1.0, 0.0)
+        else:
+            duration_score = np.minimum(lasts / duration, 1.0) if duration > 0 else 1.0
         score = 0.5 * lease_score + 0.25 + 0.25 * duration_score
         return np.lexsort((np.arange(len(score)), -score))
 
