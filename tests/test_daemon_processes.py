@@ -5,15 +5,12 @@ running best-effort process, which resumes after it; a SIGKILLed daemon loses no
 from __future__ import annotations
 
 import json
-import os
 import signal
 import sqlite3
 import threading
 import time
 from datetime import datetime
 from pathlib import Path
-
-import pytest
 
 from daemon_support import ProcessDaemon, kill_leftover_processes, wait_for, write_config
 from lease_manager.errors import LeaseManagerError

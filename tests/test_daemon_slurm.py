@@ -6,10 +6,11 @@ from __future__ import annotations
 import time
 
 from daemon_support import ThreadDaemon, wait_for, write_config
-from test_slurm_backend import _sh, slurm_node  # noqa: F401  (a fixture)
+from test_slurm_backend import _sh
+from test_slurm_backend import slurm_node  # noqa: F401  (a fixture this test uses)
 
 
-def test_leases_through_the_daemon_become_slurm_reservations_and_jobs(tmp_path, slurm_node):
+def test_leases_through_the_daemon_become_slurm_reservations_and_jobs(tmp_path, slurm_node):  # noqa: F811
     node, cpus = slurm_node
     prefix = f"lmd{int(time.time() * 1000) % 10**8}-"
     config = write_config(tmp_path, resources=f"1 CPU:{cpus} Memory:1024", enactment="slurm",

@@ -20,6 +20,7 @@ from ..errors import InputError, LeaseManagerError
 from ..lease import LeaseState
 from ..timeutil import format_instant
 from .requests import RequestError, from_lease, normalise
+from .service import DaemonStopping
 
 if TYPE_CHECKING:
     from .service import Daemon
@@ -122,7 +123,7 @@ class Handler(BaseHTTPRequestHandler):
         except TimeoutError:
             self._send(504, {"error": "the scheduler did not answer in time"})
         except LeaseManagerError as exc:
-            status = 503 if type(exc).__name__ == "DaemonStopping" else 400
+            status = 503 if isinstance(exc, DaemonStopping) else 400
             self._unread_body()
             self._send(status, {"error": str(exc)})
         except (BrokenPipeError, ConnectionResetError):
