@@ -150,7 +150,8 @@ def test_submit_advance_reservation_relative(td):
     assert view["type"] == "advance-reservation"
     assert view["state"] == "scheduled"
     start = datetime.fromisoformat(view["request"]["start"].replace("Z", "+00:00")).timestamp()
-    assert before + 1800 <= start <= td.daemon.clock.now() + 1800
+    # (the view's times are whole milliseconds)
+    assert before + 1800 - 0.001 <= start <= td.daemon.clock.now() + 1800
     assert view["plan"][0]["start"] == view["request"]["start"]
 
 
@@ -812,3 +813,10 @@ def test_daemon_serves_after_random_requests(fuzz_daemon):
     assert_serving(fuzz_daemon)
     for path in ("/v1/leases", "/v1/queue", "/v1/hosts"):
         assert call(fuzz_daemon, "GET", path).status == 200
+
+
+def test_tiny_resource_amounts_are_refused(td):
+    answer = submit(td, {"duration": 60, "cpu": 1e-300})
+    assert answer.status == 400 and answer.json["field"] == "cpu"
+    answer = submit(td, {"duration": 60, "resources": {"CPU": 5e-324, "Memory": 1}})
+    assert answer.status == 400 and answer.json["field"] == "resources.CPU"

@@ -67,6 +67,14 @@ def _number(field: str, value: Any, *, minimum: float = 0.0, integer: bool = Fal
     return int(number) if integer else number
 
 
+def _amount(field: str, value: Any) -> float:
+    """A resource amount: 0, or from a millionth up (smaller ones overflow the arithmetic)."""
+    amount = _number(field, value, maximum=1e12)
+    if 0 < amount < 1e-6:
+        raise RequestError(field, f"{value!r} is too small (0, or at least 1e-06)")
+    return amount
+
+
 def _text(field: str, value: Any, limit: int = 1024) -> str:
     if not isinstance(value, str):
         raise RequestError(field, f"must be a string, not {type(value).__name__}")
@@ -158,12 +166,12 @@ def normalise(body: Any, nodes: "NodeSet", default_vm: np.ndarray, now: float) -
             if name not in types.names:
                 raise RequestError(f"resources.{name}", f"the site has no such resource "
                                    f"(it has {', '.join(types.names)})")
-            vector[types.index(name)] = _number(f"resources.{name}", amount, maximum=1e12)
+            vector[types.index(name)] = _amount(f"resources.{name}", amount)
     for field, type_name in (("cpu", "CPU"), ("memory", "Memory")):
         if field in body:
             if type_name not in types.names:
                 raise RequestError(field, f"the site has no {type_name} resource")
-            vector[types.index(type_name)] = _number(field, body[field], maximum=1e12)
+            vector[types.index(type_name)] = _amount(field, body[field])
     if not (vector > 0).any():
         raise RequestError("resources", "a VM must need some resource")
     extra = body.get("extra", {})
@@ -217,6 +225,8 @@ def from_lease(lease: Lease, nodes: "NodeSet", now: float, offset: float) -> dic
                            f"(0 to 1e+15)")
     types = nodes.types
     vector = lease.vms.vectors[0]
+    for name, amount in zip(types.names, vector):
+        _amount(f"<res type={name}>", float(amount))
     return {
         "type": lease.type.value,
         "start": None if lease.start_request is None else offset + lease.start_request,
