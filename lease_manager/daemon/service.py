@@ -102,6 +102,8 @@ class Daemon:
                        enactment=enactment)
         self.default_vm = vm_vector(cfg, self.run.nodes)
         self._pending: list[tuple[Future, Callable[[], Any]]] = []
+        #: futures of the API calls in flight (failed at once if the daemon stops)
+        self._calls: set[Future] = set()
         #: live leases by id (finished ones are dropped lazily, see :meth:`find`)
         self.leases: dict[int, Lease] = {}
         self._stopping = threading.Event()
@@ -147,8 +149,12 @@ class Daemon:
                 return
             self._pending.append((future, answer))
 
-        self.run.engine.post(step)
-        return future.result(timeout=timeout)
+        self._calls.add(future)
+        try:
+            self.run.engine.post(step)
+            return future.result(timeout=timeout)
+        finally:
+            self._calls.discard(future)
 
     def _answer_pending(self) -> None:
         pending, self._pending = self._pending, []
@@ -349,8 +355,9 @@ class Daemon:
             self._stopping.set()
             self.server.shutdown()
             self.server.server_close()
-            for future, _ in self._pending:
-                future.set_exception(DaemonStopping("the daemon is stopping"))
+            for future in list(self._calls):   # calls the engine will never answer now
+                if not future.done():
+                    future.set_exception(DaemonStopping("the daemon is stopping"))
             self._pending = []
             self.backend.close()
             self.store.close()
