@@ -140,3 +140,13 @@ def test_leftover_work_of_a_finished_lease_is_stopped_on_restart(config, tmp_pat
     with ThreadDaemon(config) as d:
         assert d.daemon.backend.log == [("stop", lease["id"])]
         assert d.client.lease(lease["id"])["state"] == "cancelled"
+
+
+def test_a_second_daemon_on_the_same_state_is_refused(config):
+    from lease_manager.daemon.service import Daemon
+    from lease_manager.errors import LeaseManagerError
+
+    with ThreadDaemon(config):
+        with pytest.raises(LeaseManagerError, match="another daemon .* is using the state"):
+            Daemon(config)
+    Daemon(config).store.close()   # free again once the first one stopped

@@ -82,6 +82,7 @@ class Daemon:
         except OSError as exc:
             raise cfg.error("daemon", "state-dir",
                             f"cannot create {self.state_dir}: {exc.strerror}") from None
+        self._lock = lock_state_dir(self.state_dir)
         self.store = Store(self.state_dir / "leases.db", sync=cfg.get("daemon", "sync"))
         self.token = load_token(self.token_path())
         self.restoring = False
@@ -362,6 +363,7 @@ class Daemon:
             self.backend.close()
             self.store.close()
             self._verify_invariants()
+            self._lock.close()
             (self.state_dir / "daemon.json").unlink(missing_ok=True)
 
     def _verify_invariants(self) -> None:
@@ -385,6 +387,28 @@ class Daemon:
         """Stop after the current step (any thread, or a signal handler)."""
         self._stopping.set()
         self.run.engine.stop()
+
+
+def lock_state_dir(state_dir: Path) -> Any:
+    """Hold ``state-dir/daemon.lock`` for the life of the daemon: two daemons on one state
+    would both carry out the same leases. The lock goes with the process, even on SIGKILL."""
+    import fcntl
+
+    path = state_dir / "daemon.lock"
+    lock = open(path, "a+")
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        lock.seek(0)
+        holder = lock.read().strip() or "?"
+        lock.close()
+        raise LeaseManagerError(f"another daemon (pid {holder}) is using the state folder "
+                                f"{state_dir}") from None
+    lock.seek(0)
+    lock.truncate()
+    lock.write(str(os.getpid()))
+    lock.flush()
+    return lock
 
 
 def load_token(path: Path) -> str:
