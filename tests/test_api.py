@@ -820,3 +820,13 @@ def test_tiny_resource_amounts_are_refused(td):
     assert answer.status == 400 and answer.json["field"] == "cpu"
     answer = submit(td, {"duration": 60, "resources": {"CPU": 5e-324, "Memory": 1}})
     assert answer.status == 400 and answer.json["field"] == "resources.CPU"
+
+
+def test_the_client_pages_through_long_lists(td):
+    from lease_manager.daemon.client import Client
+
+    client = Client(td.daemon.url, td.daemon.token)
+    for _ in range(5):
+        client.submit({"duration": 60})
+    assert [v["id"] for v in client.leases(page=2)] == [1, 2, 3, 4, 5]
+    assert [v["id"] for v in client.leases("queued,scheduled,active", page=2)] == [1, 2, 3, 4, 5]

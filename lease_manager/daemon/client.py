@@ -77,8 +77,16 @@ class Client:
     def lease(self, lease_id: int) -> dict:
         return self.call("GET", f"/v1/leases/{lease_id}")
 
-    def leases(self, states: str = "") -> list[dict]:
-        return self.call("GET", "/v1/leases" + (f"?state={states}" if states else ""))
+    def leases(self, states: str = "", page: int = 1000) -> list[dict]:
+        """Every lease (in these states), fetched a page at a time."""
+        out: list[dict] = []
+        while True:
+            query = f"?limit={page}&after={out[-1]['id'] if out else 0}"
+            batch = self.call("GET", "/v1/leases" + query + (f"&state={states}" if states
+                                                             else ""))
+            out += batch
+            if len(batch) < page:
+                return out
 
     def cancel(self, lease_id: int) -> dict:
         return self.call("DELETE", f"/v1/leases/{lease_id}")

@@ -78,7 +78,8 @@ class Daemon:
         cfg = self.config
         self.state_dir = Path(cfg.get("daemon", "state-dir")).resolve()
         try:
-            self.state_dir.mkdir(parents=True, exist_ok=True)
+            # private: the database holds users' commands, the folder the API token
+            self.state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         except OSError as exc:
             raise cfg.error("daemon", "state-dir",
                             f"cannot create {self.state_dir}: {exc.strerror}") from None
