@@ -61,6 +61,14 @@ class _Hooks:
         self.daemon.store.log(lease.id, now, lease.state.value, "preempted")
 
     @hookimpl
+    def lease_ended(self, run: Run, lease: Lease, now: float) -> None:
+        self.daemon.leases.pop(lease.id, None)   # the database keeps it; memory need not
+
+    @hookimpl
+    def lease_rejected(self, run: Run, lease: Lease, now: float) -> None:
+        self.daemon.leases.pop(lease.id, None)
+
+    @hookimpl
     def scheduling_cycle_end(self, run: Run, now: float) -> None:
         self.daemon._answer_pending()
 
@@ -171,13 +179,18 @@ class Daemon:
         lease = build_lease(self.store.next_id(), request, self.run.nodes)
         lease.submit = now
         self.store.insert(lease, request, now)
-        self.run.scheduler.submit(lease, now)
         self.leases[lease.id] = lease
+        self.run.scheduler.submit(lease, now)
         return lease
 
     def _note(self, lease_id: int, text: str) -> None:
         lease = self.leases.get(lease_id)
-        self.store.log(lease_id, self.clock.now(), lease.state.value if lease else "?", text)
+        if lease is not None:
+            state = lease.state.value
+        else:
+            row = self.store.lease(lease_id)
+            state = row["state"] if row is not None else "?"
+        self.store.log(lease_id, self.clock.now(), state, text)
 
     def find(self, lease_id: int) -> Lease | None:
         """The live lease object with this id (None if unknown or finished)."""
@@ -247,7 +260,7 @@ class Daemon:
             self.store.db.execute("INSERT INTO events (lease_id, time, old, new, detail) "
                                   "VALUES (?, ?, ?, ?, ?)",
                                   (lease.id, now, row["state"], state, reason))
-        del self.leases[lease.id]
+        self.leases.pop(lease.id, None)
         return "failed" if state == "failed" else "finished"
 
     def _restore_running(self, lease: Lease, row: Any, now: float) -> str:
