@@ -171,3 +171,25 @@ def test_sigkill_in_the_middle_of_200_leases_loses_nothing_and_runs_nothing_twic
         code = daemon.terminate()
         kill_leftover_processes(daemon.state)
         assert code == 0
+
+
+def test_work_that_ended_while_the_daemon_was_down(tmp_path):
+    """Processes outlive the daemon; their exit codes, written while it was down, decide how
+    their leases ended when it comes back."""
+    from daemon_support import ThreadDaemon
+
+    config = write_config(tmp_path, resources="2 CPU:1 Memory:1024", enactment="process",
+                          extra="[process]\ncgroups = none")
+    with ThreadDaemon(config) as d:
+        ok = d.client.submit({"duration": 600, "command": "sleep 0.5"})
+        bad = d.client.submit({"duration": 600, "command": "sleep 0.5; exit 3"})
+        assert ok["state"] == bad["state"] == "active"
+    time.sleep(1.5)
+    with ThreadDaemon(config) as d:
+        ok, bad = d.client.lease(ok["id"]), d.client.lease(bad["id"])
+        assert ok["state"] == "done" and "finished while the daemon was down" in ok["reason"]
+        assert bad["state"] == "failed" and "exited with status 3" in bad["reason"]
+        assert d.daemon.backend.known_leases() == []   # cleaned up
+        # and their nodes are free
+        assert d.client.submit({"duration": 60, "nodes": 2})["state"] == "active"
+    kill_leftover_processes(tmp_path / "state")

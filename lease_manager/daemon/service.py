@@ -114,7 +114,7 @@ class Daemon:
         self._pending: list[tuple[Future, Callable[[], Any]]] = []
         #: futures of the API calls in flight (failed at once if the daemon stops)
         self._calls: set[Future] = set()
-        #: live leases by id (finished ones are dropped lazily, see :meth:`find`)
+        #: live leases by id (finished ones leave when they end)
         self.leases: dict[int, Lease] = {}
         self._stopping = threading.Event()
         self.server: Any = None
@@ -254,12 +254,7 @@ class Daemon:
                         now: float) -> str:
         """End a lease whose work ended while the daemon was down."""
         self._stop_quietly(lease.id)
-        with self.store.db:
-            self.store.db.execute("UPDATE leases SET state = ?, end = ?, reason = ?, "
-                                  "updated = ? WHERE id = ?", (state, now, reason, now, lease.id))
-            self.store.db.execute("INSERT INTO events (lease_id, time, old, new, detail) "
-                                  "VALUES (?, ?, ?, ?, ?)",
-                                  (lease.id, now, row["state"], state, reason))
+        self.store.end(lease.id, row["state"], state, reason, now)
         self.leases.pop(lease.id, None)
         return "failed" if state == "failed" else "finished"
 

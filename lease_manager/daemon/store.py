@@ -148,6 +148,15 @@ class Store:
                                 "VALUES (?, ?, ?, ?, ?)",
                                 (lease.id, now, old, lease.state.value, detail or lease.reason))
 
+    def end(self, lease_id: int, old: str, state: str, reason: str, now: float) -> None:
+        """Put a lease the scheduler no longer holds in a final state (its work ended while
+        the daemon was down)."""
+        with self.db:
+            self.db.execute("UPDATE leases SET state = ?, end = ?, reason = ?, updated = ? "
+                            "WHERE id = ?", (state, now, reason, now, lease_id))
+            self.db.execute("INSERT INTO events (lease_id, time, old, new, detail) "
+                            "VALUES (?, ?, ?, ?, ?)", (lease_id, now, old, state, reason))
+
     def log(self, lease_id: int, now: float, state: str, detail: str) -> None:
         """Log something that happened to a lease without a change of state."""
         with self.db:
