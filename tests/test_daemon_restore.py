@@ -150,3 +150,23 @@ def test_a_second_daemon_on_the_same_state_is_refused(config):
         with pytest.raises(LeaseManagerError, match="another daemon .* is using the state"):
             Daemon(config)
     Daemon(config).store.close()   # free again once the first one stopped
+
+
+def test_a_planned_lease_that_loses_its_plan_releases_its_booking(tmp_path):
+    """One node::
+
+        node-1 | 1 (BE, 0-50) | 2 (BE, planned 50-5050: preempted before it starts)
+               |              |   3 (AR, 100-200)
+    """
+    config = write_config(tmp_path, resources="1 CPU:1 Memory:1024")
+    with ThreadDaemon(config) as d:
+        c = d.client
+        c.submit({"duration": 50})
+        two = c.submit({"duration": 5000})
+        assert two["state"] == "scheduled"
+        assert ("prepare", two["id"]) in d.daemon.backend.log
+        ar = c.submit({"start": "+100", "duration": 100})
+        assert ar["state"] == "scheduled"
+        assert c.lease(two["id"])["preemptions"] == 1
+        log = d.daemon.backend.log
+        assert log.index(("stop", two["id"])) < log.index(("prepare", ar["id"]))

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import time
 
+import pytest
+
 from daemon_support import ThreadDaemon, wait_for, write_config
+from lease_manager.errors import ConfigError
 from test_slurm_backend import _sh
 from test_slurm_backend import slurm_node  # noqa: F401  (a fixture this test uses)
 
@@ -17,7 +20,7 @@ def test_leases_through_the_daemon_become_slurm_reservations_and_jobs(tmp_path, 
                           extra=f"[slurm]\nnodes = {node}\nname-prefix = {prefix}")
     out = tmp_path / "ran"
     try:
-        with ThreadDaemon(config) as d:
+        with ThreadDaemon(config, "scheduling.suspension=none") as d:
             c = d.client
             be = c.submit({"duration": 120, "command": f"echo $LM_LEASE_ID >> {out}; sleep 1"})
             assert be["state"] == "active"
@@ -41,3 +44,49 @@ def test_leases_through_the_daemon_become_slurm_reservations_and_jobs(tmp_path, 
         for lease_id in (1, 2):
             _sh("scancel", f"--name={prefix}{lease_id}")
             _sh("scontrol", "delete", f"ReservationName={prefix}{lease_id}")
+
+
+def test_an_ar_preempts_a_slurm_lease_by_stopping_and_requeuing_it(tmp_path, slurm_node):
+    """One Slurm node with all its cores in the site; real clock, seconds from the start::
+
+        cores | BE 1 (job, sleeps) ... stopped at 6 | AR 2: 6-12 (its own job) | BE 1 again
+    """
+    node, cpus = slurm_node
+    prefix = f"lmp{int(time.time() * 1000) % 10**8}-"
+    config = write_config(tmp_path, resources=f"1 CPU:{cpus} Memory:1024", enactment="slurm",
+                          extra=f"[slurm]\nnodes = {node}\nname-prefix = {prefix}")
+    log = tmp_path / "log"
+    try:
+        with ThreadDaemon(config, "scheduling.suspension=none") as d:
+            c = d.client
+            be = c.submit({"duration": 60, "nodes": cpus,
+                           "command": f"echo be$LM_VM_INDEX >> {log}; sleep 100"})
+            assert be["state"] == "active"
+            wait_for(lambda: log.exists() and "be0" in log.read_text(), 30, every=0.2,
+                     what="the best-effort job to run")
+            ar = c.submit({"start": "+6", "duration": 6, "nodes": cpus,
+                           "command": f"echo ar$LM_VM_INDEX >> {log}; sleep 100"})
+            assert ar["state"] == "scheduled", ar["reason"]
+            wait_for(lambda: "ar0" in log.read_text(), 30, every=0.2,
+                     what="the AR's job to run in its reservation")
+            v = c.lease(be["id"])
+            assert v["preemptions"] == 1 and v["state"] in ("queued", "scheduled")
+            assert v["work_done"] == 0     # stopped, not suspended: it starts over
+            wait_for(lambda: c.lease(ar["id"])["state"] == "done", 30, every=0.2,
+                     what="the AR to end")
+            wait_for(lambda: log.read_text().count("be0") == 2, 30, every=0.2,
+                     what="the best-effort lease to run again after the AR")
+    finally:
+        for lease_id in (1, 2):
+            _sh("scancel", f"--name={prefix}{lease_id}")
+            _sh("scontrol", "delete", f"ReservationName={prefix}{lease_id}")
+
+
+def test_the_slurm_backend_asks_for_suspension_none(tmp_path, slurm_node):
+    node, cpus = slurm_node
+    config = write_config(tmp_path, resources=f"1 CPU:{cpus} Memory:1024", enactment="slurm",
+                          extra=f"[slurm]\nnodes = {node}")
+    from lease_manager.daemon.service import Daemon
+
+    with pytest.raises(ConfigError, match="suspension = none"):
+        Daemon(config)

@@ -89,6 +89,15 @@ class EnactmentDriver(Enactment):
             log.warning("lease %s: stopping its work failed: %s", lease.id, exc)
             self.note(lease.id, f"stopping its work failed: {exc}")
 
+    def release(self, lease: "Lease") -> None:
+        """A lease that had not started gave up its plan (preempted before it began): free
+        what the backend booked for it."""
+        try:
+            self.backend.stop(lease.id)
+        except EnactmentError as exc:
+            log.warning("lease %s: releasing its booking failed: %s", lease.id, exc)
+            self.note(lease.id, f"releasing its booking failed: {exc}")
+
     def prepare(self, lease: "Lease", now: float) -> None:
         """A plan that starts in the future was made or changed (the ``lease_scheduled``
         hook): let a backend that books ahead know."""

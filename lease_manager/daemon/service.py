@@ -47,6 +47,8 @@ class _Hooks:
         fresh = (lease.state is S.ACTIVE and old is S.SCHEDULED and not lease.image_nodes
                  and not d.restoring)
         d.store.update(lease, now, old=None if d.restoring else old.value, started=fresh)
+        if old is S.SCHEDULED and lease.state is S.QUEUED and not lease.image_nodes:
+            d.driver.release(lease)   # its plan was given up: so are its bookings
 
     @hookimpl
     def lease_scheduled(self, run: Run, lease: Lease, now: float) -> None:
@@ -110,6 +112,11 @@ class Daemon:
 
         self.run = Run(cfg, self.plugins, leases=(), clock=self.clock, serve=True,
                        enactment=enactment)
+        if not self.backend.can_suspend and cfg.get("scheduling", "suspension") != "none":
+            raise cfg.error("scheduling", "suspension",
+                            f"the {backend_name} backend cannot keep a lease suspended while "
+                            f"an advance reservation uses its resources: set suspension = none "
+                            f"(preempted leases are then stopped and requeued)")
         self.default_vm = vm_vector(cfg, self.run.nodes)
         self._pending: list[tuple[Future, Callable[[], Any]]] = []
         #: futures of the API calls in flight (failed at once if the daemon stops)

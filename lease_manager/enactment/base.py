@@ -80,6 +80,10 @@ class EnactmentBackend:
 
     kind: ClassVar[str] = "enactment"
     name: ClassVar[str] = ""
+    #: whether a lease's work can stay suspended while another lease uses its resources (the
+    #: scheduler suspends leases to make room for advance reservations); a backend that
+    #: cannot makes the daemon refuse ``[scheduling] suspension`` other than ``none``
+    can_suspend: ClassVar[bool] = True
 
     def __init__(self, run: "Run") -> None:
         self.run = run
@@ -110,7 +114,8 @@ class EnactmentBackend:
 
     def stop(self, lease_id: int) -> None:
         """End the lease's work and release whatever the backend holds for it (processes,
-        reservations). Idempotent: stopping an absent lease does nothing."""
+        reservations). Idempotent: stopping an absent lease does nothing. Also called when a
+        lease that never started gives up its plan, to release what :meth:`prepare` booked."""
         raise NotImplementedError
 
     def refresh(self) -> None:

@@ -39,7 +39,10 @@ Mapping
   So Slurm ends the job (``TIMEOUT``) a second before the lease's end at the latest, if the
   daemon has not stopped it first; that counts as ``exited`` 0.
 - **Suspend/resume**: ``scontrol suspend|resume <job id>`` (needs Slurm operator rights, as
-  creating reservations does).
+  creating reservations does). A suspended Slurm job keeps its cores, and its reservation
+  cannot end without Slurm ending the job, so an advance reservation could never get those
+  cores: the backend says it cannot suspend (``can_suspend = False``) and the daemon asks for
+  ``[scheduling] suspension = none``, under which a preempted lease is stopped and requeued.
 - **Stop**: ``scancel`` the job and ``scontrol delete ReservationName=``; absent ones are fine.
 - **Status** from ``squeue --json`` (22.05's ``squeue --json`` works with Debian's
   packages; it ignores ``--name``, so the jobs are filtered here) and
@@ -150,6 +153,7 @@ class SlurmBackend(EnactmentBackend):
     """Each lease is a Slurm advance reservation with one batch job in it (see the module doc)."""
 
     name = "slurm"
+    can_suspend = False
 
     def __init__(self, run: "Run") -> None:
         super().__init__(run)
