@@ -193,3 +193,46 @@ def test_work_that_ended_while_the_daemon_was_down(tmp_path):
         # and their nodes are free
         assert d.client.submit({"duration": 60, "nodes": 2})["state"] == "active"
     kill_leftover_processes(tmp_path / "state")
+
+
+def test_sigkill_while_a_lease_is_suspended_for_an_ar(tmp_path):
+    """One node, real clock, seconds from the start::
+
+        node-1 | BE 1 counts |s| AR 2: 3-9 (daemon SIGKILLed at ~4, restarted) |r| BE 1 on
+
+    The suspended process stays frozen while the daemon is dead and after it restarts; the
+    AR's process is found running; after the AR the best-effort process goes on counting.
+    """
+    config = write_config(tmp_path, resources="1 CPU:1 Memory:1024", enactment="process",
+                          extra="[process]\nstop-grace = 1")
+    count = tmp_path / "count"
+    daemon = ProcessDaemon(config)
+    try:
+        be = daemon.client.submit({"duration": 30, "command": f"while true; do echo x >> "
+                                                              f"{count}; sleep 0.05; done"})
+        ar = daemon.client.submit({"start": "+3", "duration": 6, "command": "sleep 100"})
+        wait_for(lambda: daemon.client.lease(ar["id"])["state"] == "active", 10,
+                 what="the AR to start")
+        assert daemon.client.lease(be["id"])["suspensions"] == 1
+        daemon.kill()
+        frozen = count.read_text().count("x")
+        daemon = ProcessDaemon(config)
+        v = daemon.client.lease(ar["id"])
+        assert v["state"] == "active"
+        assert any("found running" in e["detail"] for e in v["history"])
+        assert daemon.client.lease(be["id"])["state"] in ("queued", "scheduled")
+        time.sleep(0.5)
+        assert count.read_text().count("x") == frozen, "the suspended process ran"
+        wait_for(lambda: daemon.client.lease(ar["id"])["state"] == "done", 15,
+                 what="the AR to end")
+        wait_for(lambda: count.read_text().count("x") > frozen + 5, 10,
+                 what="the best-effort process to go on")
+        v = daemon.client.lease(be["id"])
+        assert v["state"] == "active" and v["suspensions"] == 1
+        db = sqlite3.connect(tmp_path / "state" / "leases.db")
+        assert db.execute("SELECT MAX(starts) FROM leases").fetchone()[0] == 1
+        db.close()
+    finally:
+        code = daemon.terminate()
+        kill_leftover_processes(daemon.state)
+        assert code == 0
