@@ -88,7 +88,8 @@ def _place_counts(fits: np.ndarray, count: int, vector: np.ndarray,
         nodes = order[fits > 0][:count]
         if len(nodes) < count:
             return None
-        amounts = np.broadcast_to(vector, (count, len(vector)))
+        amounts = np.empty((count, len(vector)), dtype=vector.dtype)
+        amounts[:] = vector
         return Placement(tuple(nodes.tolist()), nodes, amounts, vector.tobytes())
     cum = np.cumsum(fits)
     last = int(np.searchsorted(cum, count - 0.5))   # first host where the running total >= count

@@ -590,15 +590,10 @@ class SlotTable:
             if j - i == 1 and single:
                 return True   # one row: the totals test is already exact
             if not per_row:
-                for shape, _ in groups:
-                    if not freed:
-                        per_row.append(self._window_fits(shape, k0, k_end))
-                    else:
-                        free = self._free[slots]
-                        for res, lo, hi in freed:
-                            free[lo:hi, res.nodes] += res.amounts
-                        per_row.append(shape.fits(free))
-            return all(fits[i:j].min(axis=0).sum() >= count
+                per_row.extend(self._freed_window_fits(shape, k0, k_end, slots, freed,
+                                                       bool(released))
+                               for shape, _ in groups)
+            return all(np.add.reduce(np.minimum.reduce(fits[i:j])) >= count
                        for fits, (_, count) in zip(per_row, groups))
 
         j = k_rows if infinite else bisect_left(times, after + duration, k0 + 1, k_end) - k0
@@ -641,6 +636,25 @@ class SlotTable:
             if hit[1][j - k0 - 1] < count:
                 return False
         return True
+
+    def _freed_window_fits(self, shape: _Shape, k0: int, k_end: int, slots: np.ndarray,
+                           freed: list, released: bool) -> np.ndarray:
+        """Per-node VM counts of ``shape`` in rows ``k0:k_end`` (``slots``) with the ``freed``
+        reservations (rows relative to ``k0``) given back."""
+        if not freed:
+            return self._window_fits(shape, k0, k_end)
+        key = shape.vector.tobytes()
+        if not released and all(res.vm_shape == key for res, _, _ in freed):
+            # c more VMs of a shape on a node free up exactly c places for it there (as in the
+            # totals); this reuses the per-node counts shared by every lease of the shape
+            fits = self._window_fits(shape, k0, k_end).copy()
+            for res, lo, hi in freed:
+                fits[lo:hi] += np.bincount(res.vm_nodes, minlength=fits.shape[1])
+            return fits
+        free = self._free[slots]
+        for res, lo, hi in freed:
+            free[lo:hi, res.nodes] += res.amounts
+        return shape.fits(free)
 
     def _freed_totals(self, shape: _Shape, slots: np.ndarray, freed: list, lo: int,
                       hi: int) -> np.ndarray:
@@ -685,19 +699,19 @@ class SlotTable:
         for count, vector in zip(demand.counts, demand.vectors):
             b = self._row_totals(self._shape(vector))[k0:kb] < count
             blocked = b if blocked is None else blocked | b
-        if not blocked.any():
+        if not blocked[-1]:   # the last run of unblocked rows reaches ``before``
             return True
         # A window can only start at ``after`` or right after a blocked row (starting later in
-        # a run of unblocked rows is never better); it must end before the next blocked row,
-        # or reach ``before`` (the lease's own reservation) first.
-        stops = np.flatnonzero(blocked).tolist() + [kb - k0]
-        start_row = 0
-        for stop in stops:
-            if stop > start_row:
-                s = after if start_row == 0 else times[k0 + start_row]
-                if stop == kb - k0 or s + duration <= times[k0 + stop]:
-                    return True
-            start_row = stop + 1
+        # a run of unblocked rows is never better); it must end before the next blocked row.
+        # The rows where blocking changes, from row 0 on, alternately start and stop the runs
+        # of unblocked rows (the last row is blocked, so every run has a stop).
+        bounds = (np.nonzero(blocked[1:] != blocked[:-1])[0] + 1).tolist()
+        if not blocked[0]:
+            bounds.insert(0, 0)
+        for start_row, stop in zip(bounds[::2], bounds[1::2]):
+            s = after if start_row == 0 else times[k0 + start_row]
+            if s + duration <= times[k0 + stop]:
+                return True
         return False
 
     def earliest_fit(self, demand: "VMRequest", duration: float, after: float, *,

@@ -46,7 +46,7 @@ class GreedyPolicy(HostSelectionPolicy):
         else:
             duration_score = np.minimum(lasts / duration, 1.0) if duration > 0 else 1.0
         score = 0.5 * lease_score + 0.25 + 0.25 * duration_score
-        return np.lexsort((np.arange(len(score)), -score))
+        return np.argsort(-score, kind="stable")   # ties by node index
 
 
 @hookimpl
