@@ -168,12 +168,34 @@ class Handler(BaseHTTPRequestHandler):
         except (OSError, ValueError):
             pass
 
+    #: an unread body up to this many times ``max-body`` is read and dropped before an error
+    #: answer, so that a client still sending it gets the answer, not a reset connection
+    DRAIN_FACTOR = 16
+
     def _unread_body(self) -> None:
         """After an error answered before the body was read, close the connection: what is
-        left of the body must not be taken for the next request."""
-        if not self._body_read and (self.headers.get("Content-Length", "0").strip() != "0"
-                                    or self.headers.get("Transfer-Encoding")):
-            self.close_connection = True
+        left of the body must not be taken for the next request. A body of bounded size is
+        read and dropped first (closing on unread data resets the connection, and the client
+        would lose the answer)."""
+        if self._body_read or not (self.headers.get("Content-Length", "0").strip() != "0"
+                                   or self.headers.get("Transfer-Encoding")):
+            return
+        self.close_connection = True
+        text = self.headers.get("Content-Length", "").strip()
+        if self.headers.get("Transfer-Encoding") or not text.isdigit():
+            return
+        left = int(text)
+        if left > self.DRAIN_FACTOR * self.daemon.config.get("daemon", "max-body"):
+            return
+        try:
+            while left > 0:
+                chunk = self.rfile.read(min(left, 65536))
+                if not chunk:
+                    break
+                left -= len(chunk)
+        except OSError:
+            pass
+        self._body_read = True
 
     def _authorise(self) -> None:
         header = self.headers.get("Authorization", "")
