@@ -130,19 +130,19 @@ class ProcessDaemon:
         self.log.close()
 
 
-def kill_leftover_processes(state: Path) -> None:
-    """Kill the process groups the ``process`` backend recorded under ``state`` (its work
-    outlives the daemon by design; a test must not leave it behind)."""
-    for record in (state / "enactment" / "process").glob("lease-*/work.json"):
-        try:
-            vms = json.loads(record.read_text()).get("vms", [])
-        except (OSError, ValueError):
-            continue
-        for vm in vms:
-            pgid = vm.get("pgid")
-            if pgid:
-                try:
-                    os.killpg(pgid, signal.SIGCONT)
-                    os.killpg(pgid, signal.SIGKILL)
-                except OSError:
-                    pass
+def kill_leftover_processes(config: Path) -> None:
+    """Stop the work the ``process`` backend still holds under ``config``'s state folder (its
+    work outlives the daemon by design; a test must not leave it behind, frozen or not)."""
+    import types
+
+    from lease_manager.config import load_config
+    from lease_manager.enactment.process import ProcessBackend
+    from lease_manager.plugins import Plugins
+    from lease_manager.resources import parse_site
+
+    cfg = load_config(config, Plugins().schema)   # its state-dir is relative to the file
+    run = types.SimpleNamespace(config=cfg, nodes=parse_site(cfg.get("simulation", "resources")))
+    backend = ProcessBackend(run)
+    for lease_id in backend.known_leases():
+        backend.stop(lease_id)
+    backend.close()

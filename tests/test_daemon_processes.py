@@ -113,7 +113,7 @@ def test_best_effort_ar_and_immediate_processes(tmp_path):
                  what="the immediate lease's command to finish")
     finally:
         code = daemon.terminate()
-        kill_leftover_processes(daemon.state)
+        kill_leftover_processes(daemon.config)
         assert code == 0
 
 
@@ -169,7 +169,7 @@ def test_sigkill_in_the_middle_of_200_leases_loses_nothing_and_runs_nothing_twic
         db.close()
     finally:
         code = daemon.terminate()
-        kill_leftover_processes(daemon.state)
+        kill_leftover_processes(daemon.config)
         assert code == 0
 
 
@@ -192,7 +192,7 @@ def test_work_that_ended_while_the_daemon_was_down(tmp_path):
         assert d.daemon.backend.known_leases() == []   # cleaned up
         # and their nodes are free
         assert d.client.submit({"duration": 60, "nodes": 2})["state"] == "active"
-    kill_leftover_processes(tmp_path / "state")
+    kill_leftover_processes(config)
 
 
 def test_sigkill_while_a_lease_is_suspended_for_an_ar(tmp_path):
@@ -234,5 +234,5 @@ def test_sigkill_while_a_lease_is_suspended_for_an_ar(tmp_path):
         db.close()
     finally:
         code = daemon.terminate()
-        kill_leftover_processes(daemon.state)
+        kill_leftover_processes(daemon.config)
         assert code == 0
