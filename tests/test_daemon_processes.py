@@ -210,9 +210,9 @@ def test_sigkill_while_a_lease_is_suspended_for_an_ar(tmp_path):
     try:
         be = daemon.client.submit({"duration": 30, "command": f"while true; do echo x >> "
                                                               f"{count}; sleep 0.05; done"})
-        ar = daemon.client.submit({"start": "+3", "duration": 6, "command": "sleep 100"})
-        wait_for(lambda: daemon.client.lease(ar["id"])["state"] == "active", 10,
-                 what="the AR to start")
+        ar = daemon.client.submit({"start": "+3", "duration": 6,
+                                   "command": f"echo started > {tmp_path / 'ar'}; sleep 100"})
+        wait_for(lambda: written(tmp_path / "ar"), 10, what="the AR's process to start")
         assert daemon.client.lease(be["id"])["suspensions"] == 1
         daemon.kill()
         frozen = count.read_text().count("x")

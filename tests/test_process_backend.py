@@ -3,6 +3,7 @@ lets us make them)."""
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import signal
@@ -409,3 +410,41 @@ def test_known_leases_lists_the_leases_with_work(tmp_path):
     finally:
         backend.stop(7)
         backend.stop(9)
+
+
+def test_a_daemon_killed_while_starting_a_vm_finds_its_process(tmp_path):
+    """The record is written before each VM's process exists; a crash right after the spawn
+    leaves a VM without a process id, which the wrapper's own pid file supplies."""
+    backend = make_backend(tmp_path)
+    try:
+        backend.start(work(5, "sleep 30", vms=2))
+        record_path = backend._record_path(5)
+        record = json.loads(record_path.read_text())
+        pids = [vm["pid"] for vm in record["vms"]]
+        for vm in record["vms"]:          # as if the daemon died before recording the pids
+            vm.update(pid=None, pgid=None, start_time=None)
+        record_path.write_text(json.dumps(record))
+        again = make_backend(tmp_path)
+        assert again.status(5).state == "running"
+        assert [vm["pid"] for vm in json.loads(record_path.read_text())["vms"]] == pids
+        again.stop(5)
+        assert again.status(5).state == "absent"
+    finally:
+        backend.stop(5)
+
+
+def test_a_lease_none_of_whose_vms_started_has_no_work(tmp_path):
+    backend = make_backend(tmp_path)
+    backend.start(work(6, "sleep 30", vms=1))
+    record_path = backend._record_path(6)
+    record = json.loads(record_path.read_text())
+    pid = record["vms"][0]["pid"]
+    backend.stop(6)
+    record["vms"][0].update(pid=None, pgid=None, start_time=None)
+    record_path.parent.mkdir(parents=True, exist_ok=True)
+    record_path.write_text(json.dumps(record))
+    Path(record["vms"][0]["exit_file"] + ".pid").unlink(missing_ok=True)
+    again = make_backend(tmp_path)
+    assert again.status(6).state == "absent"
+    assert again.known_leases() == []
+    assert pid

@@ -58,10 +58,12 @@ CPU_PERIOD = 100_000
 MIN_QUOTA = 1_000
 
 #: the VM's process: ``/bin/sh -c WRAPPER lm-vm SHELL COMMAND EXIT_FILE [CGROUP_PROCS...]``;
-#: joins the VM's cgroups, runs the command in a child shell (the configured one), records its
-#: exit status
+#: writes its process id next to the exit file (a daemon killed while starting it finds it
+#: there), joins the VM's cgroups, runs the command in a child shell (the configured one),
+#: records its exit status
 WRAPPER = r"""
 shell=$1; cmd=$2; exit_file=$3; shift 3
+echo $$ > "$exit_file.pid.tmp" && mv -f "$exit_file.pid.tmp" "$exit_file.pid"
 for procs in "$@"; do
     if ! echo $$ > "$procs"; then
         echo "lease_manager: cannot join the cgroup $procs" >&2
@@ -445,11 +447,35 @@ class ProcessBackend(EnactmentBackend):
 
     def _load(self, lease_id: int) -> dict | None:
         try:
-            return json.loads(self._record_path(lease_id).read_text())
+            record = json.loads(self._record_path(lease_id).read_text())
         except FileNotFoundError:
             return None
         except (OSError, ValueError) as exc:
             raise EnactmentError(f"cannot read the record of lease {lease_id}: {exc}") from None
+        if any(vm["pid"] is None for vm in record["vms"]):
+            return self._resolve_pids(record)
+        return record
+
+    def _resolve_pids(self, record: dict) -> dict | None:
+        """Fill in the process ids that a daemon killed while starting the VMs did not record:
+        each wrapper wrote its own next to its exit file. A VM without one never started; a
+        lease none of whose VMs started has no work (None)."""
+        for vm in record["vms"]:
+            if vm["pid"] is not None:
+                continue
+            try:
+                pid = int(Path(vm["exit_file"] + ".pid").read_text())
+            except (OSError, ValueError):
+                log.warning("lease %s: VM %s never started", record["lease_id"], vm["index"])
+                remove_groups(vm.get("cgroups", {}), retry=0)
+                continue
+            vm.update(pid=pid, pgid=pid, start_time=_start_time(pid))
+        record["vms"] = [vm for vm in record["vms"] if vm["pid"] is not None]
+        if not record["vms"]:
+            self._drop(record["lease_id"])
+            return None
+        self._save(record)
+        return record
 
     def _save(self, record: dict) -> None:
         _write_json(self._record_path(record["lease_id"]), record)
@@ -522,11 +548,17 @@ class ProcessBackend(EnactmentBackend):
             lease_dir.mkdir(parents=True, exist_ok=True)
             try:
                 for vm in work.vms:
-                    record["vms"].append(self._start_vm(work, vm, lease_dir))
+                    entry = self._prepare_vm(work, vm, lease_dir)
+                    record["vms"].append(entry)
+                    self._save(record)        # before the process exists: a crash finds it
+                    self._spawn_vm(work, vm, entry)
                     self._save(record)
                 for vm in record["vms"]:
                     self._wait_joined(vm)
             except BaseException as exc:
+                for vm in [vm for vm in record["vms"] if vm["pid"] is None]:
+                    remove_groups(vm.get("cgroups", {}), retry=0)   # never started
+                    record["vms"].remove(vm)
                 self._kill_now(record)
                 self._cleanup(record)
                 if isinstance(exc, EnactmentError):
@@ -535,14 +567,24 @@ class ProcessBackend(EnactmentBackend):
                     raise EnactmentError(f"cannot start lease {work.lease_id}: {exc}") from None
                 raise
 
-    def _start_vm(self, work: Work, vm, lease_dir: Path) -> dict:
+    def _prepare_vm(self, work: Work, vm, lease_dir: Path) -> dict:
+        """The VM's folder and cgroups, and its record (no process yet: ``pid`` is None)."""
         vm_dir = lease_dir / f"vm-{vm.index}"
         vm_dir.mkdir(parents=True, exist_ok=True)
         exit_file = vm_dir / "exit"
-        for stale in (exit_file, vm_dir / "exit.tmp"):
+        for stale in (exit_file, vm_dir / "exit.tmp", vm_dir / "exit.pid",
+                      vm_dir / "exit.pid.tmp"):
             stale.unlink(missing_ok=True)
         cores = vm.cpu / self.cpu_per_core if vm.cpu > 0 else None
         groups = self.cgroups.create(f"l{work.lease_id}-v{vm.index}-{self.token}", cores)
+        return {"index": vm.index, "pid": None, "pgid": None, "start_time": None,
+                "exit_file": str(exit_file), "cgroups": groups}
+
+    def _spawn_vm(self, work: Work, vm, entry: dict) -> None:
+        """Start the VM's process and complete its record."""
+        groups = entry["cgroups"]
+        exit_file = Path(entry["exit_file"])
+        vm_dir = exit_file.parent
         procs_files = [str(Path(folder) / "cgroup.procs") for folder in set(groups.values())]
         env = {**os.environ, **work_env(work, vm)}
         try:
@@ -553,13 +595,10 @@ class ProcessBackend(EnactmentBackend):
                     cwd=vm_dir, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
                     start_new_session=True, close_fds=True)
         except OSError as exc:
-            remove_groups(groups, retry=0)
             raise EnactmentError(f"cannot start VM {vm.index} of lease {work.lease_id}: "
                                  f"{exc}") from None
         self._children[child.pid] = child
-        return {"index": vm.index, "pid": child.pid, "pgid": child.pid,
-                "start_time": _start_time(child.pid), "exit_file": str(exit_file),
-                "cgroups": groups}
+        entry.update(pid=child.pid, pgid=child.pid, start_time=_start_time(child.pid))
 
     def _wait_joined(self, vm: dict, timeout: float = 5.0) -> None:
         """Wait until the VM's wrapper has joined its cgroups (before it runs the command), so
