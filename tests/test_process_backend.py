@@ -448,3 +448,23 @@ def test_a_lease_none_of_whose_vms_started_has_no_work(tmp_path):
     assert again.status(6).state == "absent"
     assert again.known_leases() == []
     assert pid
+
+
+@pytest.mark.skipif(not V1, reason="cgroup v1 cpu+freezer not usable here")
+def test_cgroups_no_lease_owns_are_swept(tmp_path):
+    backend = make_backend(tmp_path, "process.cgroups=v1")
+    try:
+        backend.start(work(3, "sleep 30", vms=1))
+        owned = set(json.loads(backend._record_path(3).read_text())["vms"][0]["cgroups"].values())
+        stray = [parent / f"l99-v0-{backend.token}" for parent in backend.cgroups.parents.values()]
+        foreign = [parent / "l99-v0-someone-else" for parent in backend.cgroups.parents.values()]
+        for folder in stray + foreign:
+            folder.mkdir()
+        backend.refresh()
+        assert not any(folder.exists() for folder in stray)
+        assert all(folder.exists() for folder in foreign)   # another daemon's
+        assert all(Path(folder).exists() for folder in owned)
+    finally:
+        backend.stop(3)
+        for folder in foreign:
+            folder.rmdir()

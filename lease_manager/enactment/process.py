@@ -437,6 +437,7 @@ class ProcessBackend(EnactmentBackend):
                 continue
             if record.get("state") == "stopping":
                 self._schedule_kill(int(record["lease_id"]), record.get("kill_at", 0.0))
+        self._sweep_cgroups()
 
     # records ----------------------------------------------------------------------------------
     def _lease_dir(self, lease_id: int) -> Path:
@@ -751,6 +752,27 @@ class ProcessBackend(EnactmentBackend):
                 record = self._load(lease_id)
                 if record is None or record.get("kill_at", 0.0) <= time.time():
                     self._finish_stop(lease_id)
+            self._sweep_cgroups()
+
+    def _sweep_cgroups(self) -> None:
+        """Remove this backend's VM cgroups that no lease owns any more (a removal that gave
+        up while the processes were still dying, or a crash between the two): empty ones go,
+        busy ones are tried again on the next sweep."""
+        suffix = f"-{self.token}"
+        owned = {folder for lease_id in self.known_leases()
+                 for vm in (self._load(lease_id) or {"vms": []})["vms"]
+                 for folder in vm.get("cgroups", {}).values()}
+        for parent in self.cgroups.parents.values():
+            try:
+                children = [c for c in parent.iterdir() if c.is_dir() and c.name.endswith(suffix)]
+            except OSError:
+                continue
+            for child in children:
+                if str(child) not in owned:
+                    try:
+                        child.rmdir()
+                    except OSError:
+                        pass   # processes remain: next time
 
     def known_leases(self) -> list[int]:
         ids = []
