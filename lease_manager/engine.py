@@ -54,7 +54,6 @@ class Engine:
         self.runtime = runtime
         #: keep running with nothing to do, waiting for :meth:`submit` (a daemon)
         self.serve = serve
-        self._inbox: collections.deque["Lease"] = collections.deque()
         self._posted: collections.deque[Callable[[float], None]] = collections.deque()
         self._stopping = threading.Event()
         self.steps = 0
@@ -67,8 +66,7 @@ class Engine:
 
     def submit(self, lease: "Lease") -> None:
         """Hand a lease to the running engine from any thread; it is submitted at once."""
-        self._inbox.append(lease)
-        self.clock.wake()
+        self.post(lambda now: self.scheduler.submit(lease, now))
 
     def post(self, fn: Callable[[float], None]) -> None:
         """Have the engine call ``fn(now)`` at once, on its own thread (from any thread): how
@@ -96,7 +94,7 @@ class Engine:
                 t = nxt.submit
             if self.stop_when == "time" and t > self.runtime:
                 break
-            if math.isinf(t) and not self._inbox and not self._posted:
+            if math.isinf(t) and not self._posted:
                 if sched.held:
                     self.force_released += sched.release_all_held(now)
                     sched.cycle(now)
@@ -104,9 +102,6 @@ class Engine:
                 if not self.serve:
                     break
             now = self.clock.wait_until(t)
-            inbox = self._inbox
-            while inbox:
-                sched.submit(inbox.popleft(), now)
             posted = self._posted
             while posted:
                 posted.popleft()(now)
@@ -129,6 +124,6 @@ class Engine:
             if progress is not None and self.steps % 512 == 0:
                 progress(now)
             if (self.stop_when == "besteffort-done" and not self.serve and nxt is None
-                    and not self._inbox
+                    and not self._posted
                     and not any(l.type is LeaseType.BEST_EFFORT for l in sched.active_leases())):
                 break

@@ -103,9 +103,6 @@ class Enactment:
         """``lease``'s work ends at ``now`` (any state it has is discarded)."""
 
 
-_NoEnactment = Enactment
-
-
 class LeaseScheduler:
     """Decides, for one site, when and where every lease runs.
 
@@ -141,7 +138,7 @@ class LeaseScheduler:
         self.migration_bandwidth = migration_bandwidth
         #: a slot ending in a suspension must last (1 + factor) x (suspend + resume time)
         self.threshold_factor = threshold_factor
-        self._enactment = enactment or _NoEnactment()
+        self._enactment = enactment or Enactment()
         self._emit = emit or (lambda hook, **kw: None)
         #: QUEUED leases, in queue order
         self.queue: list[Lease] = []

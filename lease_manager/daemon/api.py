@@ -280,12 +280,14 @@ class Handler(BaseHTTPRequestHandler):
                             for lease in workload.leases]
             except RequestError as exc:
                 raise HTTPError(400, str(exc), field=exc.field) from None
+            single = False
         elif kind == "application/json":
             try:
                 body = json.loads(data, parse_constant=_no_constant)
             except (ValueError, RecursionError) as exc:
                 raise HTTPError(400, f"the body is not valid JSON: {exc}") from None
-            bodies = body if isinstance(body, list) else [body]
+            single = not isinstance(body, list)   # answered with one view, not a list
+            bodies = [body] if single else body
             if not bodies or len(bodies) > 1000:
                 raise HTTPError(400, "send one request, or a list of 1 to 1000")
             requests = []
@@ -307,8 +309,7 @@ class Handler(BaseHTTPRequestHandler):
             return lambda: [lease_view(d.store.lease(i), self._names()) for i in ids]
 
         views = d.call(submit)
-        return 201, views if len(views) > 1 or kind != "application/json" \
-            or isinstance(body, list) else views[0]
+        return 201, views[0] if single else views
 
     def _list(self, query: dict[str, list[str]]) -> list[dict[str, Any]]:
         states = tuple(s for value in query.get("state", ()) for s in value.split(",") if s)

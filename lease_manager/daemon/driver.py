@@ -42,8 +42,6 @@ class EnactmentDriver(Enactment):
         types = run.nodes.types.names
         self._cpu = types.index("CPU") if "CPU" in types else None
         self._memory = types.index("Memory") if "Memory" in types else None
-        #: leases started afresh (not resumed) since the daemon started, by id
-        self.fresh_starts: dict[int, int] = {}
 
     # ----------------------------------------------------------------- what the backend gets
     def work(self, lease: "Lease", res: "Reservation") -> Work:
@@ -72,7 +70,6 @@ class EnactmentDriver(Enactment):
                 self.backend.resume(lease.id)
             else:
                 self.backend.start(self.work(lease, res))
-                self.fresh_starts[lease.id] = self.fresh_starts.get(lease.id, 0) + 1
         except EnactmentError as exc:
             self._failed(lease, "starting its work", exc)
 

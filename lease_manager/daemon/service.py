@@ -201,11 +201,7 @@ class Daemon:
 
     def find(self, lease_id: int) -> Lease | None:
         """The live lease object with this id (None if unknown or finished)."""
-        lease = self.leases.get(lease_id)
-        if lease is not None and lease.state.terminal:
-            del self.leases[lease_id]
-            return None
-        return lease
+        return self.leases.get(lease_id)
 
     # --------------------------------------------------------------------------- restore
     def restore(self) -> dict[str, int]:
