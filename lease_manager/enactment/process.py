@@ -630,33 +630,27 @@ class ProcessBackend(EnactmentBackend):
         return record
 
     def suspend(self, lease_id: int) -> None:
-        with self._lock:
-            record = self._live_record(lease_id, "suspend")
-            try:
-                for vm in record["vms"]:
-                    if vm["cgroups"].get("freezer"):
-                        set_frozen(vm["cgroups"], True)
-                    else:
-                        self._signal_vm(vm, signal.SIGSTOP)
-            except OSError as exc:
-                raise EnactmentError(f"cannot suspend lease {lease_id}: {exc}") from None
-            self._settle(record, stopped=True)
-            record["state"] = "suspended"
-            self._save(record)
+        self._pause(lease_id, True)
 
     def resume(self, lease_id: int) -> None:
+        self._pause(lease_id, False)
+
+    def _pause(self, lease_id: int, stop: bool) -> None:
+        """Freeze (``stop``) or thaw the lease's VMs: the cgroup freezer where there is one,
+        else SIGSTOP / SIGCONT to their process groups."""
+        action = "suspend" if stop else "resume"
         with self._lock:
-            record = self._live_record(lease_id, "resume")
+            record = self._live_record(lease_id, action)
             try:
                 for vm in record["vms"]:
                     if vm["cgroups"].get("freezer"):
-                        set_frozen(vm["cgroups"], False)
+                        set_frozen(vm["cgroups"], stop)
                     else:
-                        self._signal_vm(vm, signal.SIGCONT)
+                        self._signal_vm(vm, signal.SIGSTOP if stop else signal.SIGCONT)
             except OSError as exc:
-                raise EnactmentError(f"cannot resume lease {lease_id}: {exc}") from None
-            self._settle(record, stopped=False)
-            record["state"] = "running"
+                raise EnactmentError(f"cannot {action} lease {lease_id}: {exc}") from None
+            self._settle(record, stopped=stop)
+            record["state"] = "suspended" if stop else "running"
             self._save(record)
 
     def _settle(self, record: dict, stopped: bool, timeout: float = 0.5) -> None:
