@@ -41,8 +41,34 @@ sync = normal
     return path
 
 
-def wait_for(predicate: Callable[[], Any], timeout: float = 20.0, every: float = 0.02,
-             what: str = "a condition") -> Any:
+def lwf(*requests: str) -> str:
+    """An LWF document of these ``<lease-request>`` elements (see :func:`lwf_request`)."""
+    return ('<?xml version="1.0"?>\n<lease-workload name="test">\n  <lease-requests>\n'
+            + "".join(requests) + "  </lease-requests>\n</lease-workload>\n")
+
+
+def lwf_request(lease_id: str, start: str = "<start/>", duration: str = "00:10:00",
+                numnodes: int = 1, extra: str = "", memory: float = 256) -> str:
+    """One ``<lease-request>`` arriving at 0: ``numnodes`` VMs of 1 CPU and ``memory`` MB."""
+    return f"""    <lease-request arrival="00:00:00">
+      <lease id="{lease_id}">
+        <nodes>
+          <node-set numnodes="{numnodes}">
+            <res type="CPU" amount="1"/>
+            <res type="Memory" amount="{memory}"/>
+          </node-set>
+        </nodes>
+        {start}
+        <duration time="{duration}"/>
+        <software><none/></software>{extra}
+      </lease>
+    </lease-request>
+"""
+
+
+def wait_for(predicate: Callable[[], Any], timeout: float = 20.0, what: str = "a condition",
+             every: float = 0.02) -> Any:
+    """Poll ``predicate`` until it returns something true (returned) or ``timeout`` passes."""
     deadline = time.monotonic() + timeout
     while True:
         value = predicate()
@@ -122,6 +148,12 @@ class ProcessDaemon:
         self.proc.send_signal(sig)
         code = self.proc.wait(timeout)
         self.log.close()
+        return code
+
+    def terminate_and_clean(self) -> int:
+        """SIGTERM the daemon, then stop the work its backend leaves running; its exit code."""
+        code = self.terminate()
+        kill_leftover_processes(self.config)
         return code
 
     def kill(self) -> None:

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from daemon_support import ThreadDaemon, write_config
+from daemon_support import ThreadDaemon, lwf, lwf_request, write_config
 
 from lease_manager.daemon.api import STATES
 from lease_manager.daemon.requests import FIELDS, TYPES
@@ -74,29 +74,6 @@ def submit(td: ThreadDaemon, body: Any, **kw: Any) -> Answer:
 
 def iso(seconds: float) -> str:
     return format_instant(seconds)
-
-
-def lwf(*requests: str) -> str:
-    return ('<?xml version="1.0"?>\n<lease-workload name="api-test">\n  <lease-requests>\n'
-            + "".join(requests) + "  </lease-requests>\n</lease-workload>\n")
-
-
-def lwf_request(lease_id: str, start: str = "<start/>", duration: str = "00:10:00",
-                numnodes: int = 1, extra: str = "") -> str:
-    return f"""    <lease-request arrival="00:00:00">
-      <lease id="{lease_id}">
-        <nodes>
-          <node-set numnodes="{numnodes}">
-            <res type="CPU" amount="1"/>
-            <res type="Memory" amount="256"/>
-          </node-set>
-        </nodes>
-        {start}
-        <duration time="{duration}"/>
-        <software><none/></software>{extra}
-      </lease>
-    </lease-request>
-"""
 
 
 @pytest.fixture

@@ -13,44 +13,15 @@ from pathlib import Path
 
 import pytest
 
-from daemon_support import ProcessDaemon, write_config
+from daemon_support import ProcessDaemon, lwf, lwf_request, write_config
 
 SPEEDUP = 60        # a day of the daemon's clock is 24 wall minutes: leases of hours stay put
 SITE = "4 CPU:1 Memory:1024"
 LEASE_HEADER = ["ID", "TYPE", "STATE", "VMS", "START", "END", "NODES", "REASON"]
 
-LWF = """<?xml version="1.0"?>
-<lease-workload name="cli-test">
-  <lease-requests>
-    <lease-request arrival="00:00:00">
-      <lease id="from-xml-ar">
-        <nodes>
-          <node-set numnodes="1">
-            <res type="CPU" amount="1"/>
-            <res type="Memory" amount="128"/>
-          </node-set>
-        </nodes>
-        <start><exact time="20:00:00"/></start>
-        <duration time="01:00:00"/>
-        <software><none/></software>
-      </lease>
-    </lease-request>
-    <lease-request arrival="00:00:00">
-      <lease id="from-xml-be">
-        <nodes>
-          <node-set numnodes="1">
-            <res type="CPU" amount="1"/>
-            <res type="Memory" amount="128"/>
-          </node-set>
-        </nodes>
-        <start/>
-        <duration time="10:00:00"/>
-        <software><none/></software>
-      </lease>
-    </lease-request>
-  </lease-requests>
-</lease-workload>
-"""
+LWF = lwf(lwf_request("from-xml-ar", start='<start><exact time="20:00:00"/></start>',
+                      duration="01:00:00", memory=128),
+          lwf_request("from-xml-be", duration="10:00:00", memory=128))
 
 
 def clean_env(**extra: str) -> dict[str, str]:

@@ -112,9 +112,7 @@ def test_best_effort_ar_and_immediate_processes(tmp_path):
         wait_for(lambda: lease_json(daemon, now["id"])["state"] == "done", 5,
                  what="the immediate lease's command to finish")
     finally:
-        code = daemon.terminate()
-        kill_leftover_processes(daemon.config)
-        assert code == 0
+        assert daemon.terminate_and_clean() == 0
 
 
 def test_sigkill_in_the_middle_of_200_leases_loses_nothing_and_runs_nothing_twice(tmp_path):
@@ -168,9 +166,7 @@ def test_sigkill_in_the_middle_of_200_leases_loses_nothing_and_runs_nothing_twic
         assert db.execute("SELECT MAX(starts) FROM leases").fetchone()[0] == 1
         db.close()
     finally:
-        code = daemon.terminate()
-        kill_leftover_processes(daemon.config)
-        assert code == 0
+        assert daemon.terminate_and_clean() == 0
 
 
 def test_work_that_ended_while_the_daemon_was_down(tmp_path):
@@ -233,6 +229,4 @@ def test_sigkill_while_a_lease_is_suspended_for_an_ar(tmp_path):
         assert db.execute("SELECT MAX(starts) FROM leases").fetchone()[0] == 1
         db.close()
     finally:
-        code = daemon.terminate()
-        kill_leftover_processes(daemon.config)
-        assert code == 0
+        assert daemon.terminate_and_clean() == 0

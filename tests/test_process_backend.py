@@ -13,6 +13,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from daemon_support import wait_for
 from lease_manager.config import load_config
 from lease_manager.enactment import process as process_mod
 from lease_manager.enactment.base import EnactmentError, VMWork, Work
@@ -71,17 +72,6 @@ def work(lease_id: int, command: str, vms: int = 2, cpu: float = 1.0) -> Work:
     return Work(lease_id, command,
                 tuple(VMWork(i, i % 2, f"node-{i % 2 + 1}", cpu, 512) for i in range(vms)),
                 now, now + 60)
-
-
-def wait_for(predicate, timeout: float = 5.0, what: str = "condition"):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.01)
 
 
 def record(backend: ProcessBackend, lease_id: int) -> dict:

@@ -4,6 +4,7 @@ this machine). The tests skip, saying what is missing, only when no usable Slurm
 from __future__ import annotations
 
 import calendar
+import functools
 import math
 import os
 import shutil
@@ -14,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from daemon_support import wait_for as poll
 from lease_manager.config import load_config
 from lease_manager.enactment.base import EnactmentError, VMWork, Work
 from lease_manager.enactment.slurm import SlurmBackend
@@ -108,15 +110,8 @@ def live_jobs(lease_id: int) -> list[str]:
             if line.split()[1] in ("PENDING", "RUNNING", "SUSPENDED", "CONFIGURING")]
 
 
-def wait_for(predicate, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
-        time.sleep(0.2)
+#: Slurm's commands are slow: poll them five times a second
+wait_for = functools.partial(poll, every=0.2)
 
 
 def vms(count: int, cpu: float = 1) -> tuple[VMWork, ...]:
