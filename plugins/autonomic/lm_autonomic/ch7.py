@@ -202,23 +202,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         "7.2-7.5): every etc/thesis-ch7-*.ini, then print the tables and plot RC over time.")
     parser.add_argument("--out", default="results/thesis-ch7")
     parser.add_argument("--configs", type=Path)
-    parser.add_argument("--only", action="append", default=[], metavar="TEXT",
-                        help="run only configurations whose name contains TEXT (repeatable)")
-    parser.add_argument("--set", action="append", default=[], metavar="SECTION.OPTION=VALUE",
-                        help="override an option in every run (repeatable)")
-    parser.add_argument("--jobs", type=int, default=2, help="runs in parallel (default: 2)")
-    parser.add_argument("--no-plot", action="store_true")
+    experiments.add_run_arguments(parser)
     args = parser.parse_args(argv)
 
     directory = args.configs or default_configs_dir()
     configs = find_configs(directory, args.only)
-    if not configs:
-        print(f"lm-thesis-ch7: no {PATTERN} in {directory}", file=sys.stderr)
+    out = experiments.start("lm-thesis-ch7", PATTERN, directory, configs, args.out, args.set)
+    if out is None:
         return 2
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    print(f"{len(configs)} configurations from {directory}; outputs in {out}/"
-          + (f"; overrides: {' '.join(args.set)}" if args.set else ""), flush=True)
     jobs = [(str(p), str(out / p.stem), tuple(args.set)) for p in configs]
     t0 = time.perf_counter()
     rows: list[dict[str, Any]] = []

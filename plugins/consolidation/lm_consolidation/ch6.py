@@ -293,26 +293,17 @@ def main(argv: Sequence[str] | None = None) -> int:
                         "(default: results/thesis-ch6)")
     parser.add_argument("--configs", type=Path, help="directory of the thesis-ch6-*.ini files "
                         "(default: ./etc, else the checkout's etc/)")
-    parser.add_argument("--only", action="append", default=[], metavar="TEXT",
-                        help="run only configurations whose name contains TEXT (repeatable)")
-    parser.add_argument("--set", action="append", default=[], metavar="SECTION.OPTION=VALUE",
-                        help="override an option in every run (repeatable)")
+    experiments.add_run_arguments(parser)
     parser.add_argument("--seeds", help="comma-separated seeds: run every configuration with "
                         "each (default: the configurations' own seed) and summarise the EA "
                         "policies against greedy over the seeds")
-    parser.add_argument("--jobs", type=int, default=2, help="runs in parallel (default: 2)")
-    parser.add_argument("--no-plot", action="store_true", help="do not write the PNG")
     args = parser.parse_args(argv)
 
     directory = args.configs or default_configs_dir()
     configs = find_configs(directory, args.only)
-    if not configs:
-        print(f"lm-thesis-ch6: no {PATTERN} in {directory}", file=sys.stderr)
+    out = experiments.start("lm-thesis-ch6", PATTERN, directory, configs, args.out, args.set)
+    if out is None:
         return 2
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    print(f"{len(configs)} configurations from {directory}; outputs in {out}/"
-          + (f"; overrides: {' '.join(args.set)}" if args.set else ""), flush=True)
     if args.seeds:
         try:
             seeds = [int(x) for x in args.seeds.replace(" ", "").split(",") if x]

@@ -3,7 +3,9 @@ the autonomic plugin): finding the configurations and the plugins a run needs.""
 
 from __future__ import annotations
 
+import argparse
 import re
+import sys
 from importlib import metadata
 from pathlib import Path
 from types import ModuleType
@@ -37,3 +39,27 @@ def plugins_with(*modules: ModuleType):
 
     installed = {ep.value.split(":")[0] for ep in metadata.entry_points(group="lease_manager")}
     return Plugins(extra=[m for m in modules if m.__name__ not in installed])
+
+
+def add_run_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options every runner has: ``--only``, ``--set``, ``--jobs``, ``--no-plot``."""
+    parser.add_argument("--only", action="append", default=[], metavar="TEXT",
+                        help="run only configurations whose name contains TEXT (repeatable)")
+    parser.add_argument("--set", action="append", default=[], metavar="SECTION.OPTION=VALUE",
+                        help="override an option in every run (repeatable)")
+    parser.add_argument("--jobs", type=int, default=2, help="runs in parallel (default: 2)")
+    parser.add_argument("--no-plot", action="store_true", help="do not write the PNG")
+
+
+def start(prog: str, pattern: str, directory: Path, configs: list[Path], out: str,
+          overrides: Sequence[str]) -> Path | None:
+    """Say what is about to run and create ``out``; None (after saying why) if nothing
+    matched."""
+    if not configs:
+        print(f"{prog}: no {pattern} in {directory}", file=sys.stderr)
+        return None
+    path = Path(out)
+    path.mkdir(parents=True, exist_ok=True)
+    print(f"{len(configs)} configurations from {directory}; outputs in {path}/"
+          + (f"; overrides: {' '.join(overrides)}" if overrides else ""), flush=True)
+    return path
