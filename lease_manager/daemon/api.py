@@ -370,14 +370,13 @@ class Handler(BaseHTTPRequestHandler):
 
         def hosts(now: float) -> Any:
             capacity = d.run.nodes.capacity
-            free = capacity.copy()
+            free = d.run.table.free_at(now)
             on: list[list[dict[str, Any]]] = [[] for _ in names]
             for lease in d.run.scheduler.running.values():
                 res = lease.reservations[0] if lease.reservations else None
                 if res is None or not res.start <= now < res.end:
                     continue
                 for node, amount in zip(res.nodes, res.amounts):
-                    free[node] -= amount
                     on[node].append({"lease": lease.id, "state": lease.state.value,
                                      "vms": sum(1 for n in res.vm_nodes if n == node),
                                      "resources": _amounts(types, amount),
