@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Start a single-host Slurm (munged + slurmctld + slurmd on this machine, no systemd) so that
-# tests/test_slurm_backend.py runs against a real Slurm. Debian/Ubuntu only (apt-get).
+# tests/enactment/test_slurm.py runs against a real Slurm. Debian/Ubuntu only (apt-get).
 #
 # Idempotent: running it again keeps a working Slurm as it is (daemons already running are
 # not restarted unless the generated slurm.conf changed). Exits non-zero with a message naming

@@ -150,7 +150,7 @@ def count_jobs(path: Path) -> int:
     processor count): a quick conversion without scheduling, as ``max-jobs`` counts them."""
     import numpy as np
 
-    from lease_manager.swf import SWFConversion, SWFReader, TraceStats, swf_leases
+    from lease_manager.workload.swf import SWFConversion, SWFReader, TraceStats, swf_leases
 
     stats = TraceStats()
     conv = SWFConversion(vm_vector=np.array([1.0, 1024.0]), procs_per_vm=8,

@@ -5,14 +5,14 @@ The public API is what this module exports; everything else may change.
 
 __version__ = "0.1.0"
 
-from .config import Option, OptionType  # noqa: E402
-from .errors import ConfigError, InputError, LeaseManagerError, TraceError  # noqa: E402
-from .hookspecs import hookimpl  # noqa: E402
-from .lease import Lease, LeaseState, LeaseType, VMRequest  # noqa: E402
-from .policies import (AdmissionPolicy, Annotator, HostSelectionPolicy,  # noqa: E402
+from lease_manager.config.schema import Option, OptionType  # noqa: E402
+from lease_manager.errors import ConfigError, InputError, LeaseManagerError, TraceError  # noqa: E402
+from lease_manager.hookspecs import hookimpl  # noqa: E402
+from lease_manager.kernel.lease import Lease, LeaseState, LeaseType, VMRequest  # noqa: E402
+from lease_manager.policies import (AdmissionPolicy, Annotator, HostSelectionPolicy,  # noqa: E402
                        Policy, PricingPolicy, QueuePolicy)
-from .run import Run, load_run  # noqa: E402
-from .slottable import Reservation, SlotTable  # noqa: E402
+from lease_manager.run import Run, load_run  # noqa: E402
+from lease_manager.kernel.slottable import Reservation, SlotTable  # noqa: E402
 
 __all__ = [
     "__version__", "hookimpl", "Option", "OptionType", "Lease", "LeaseState", "LeaseType",

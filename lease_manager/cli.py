@@ -11,13 +11,13 @@ from typing import Sequence
 
 import attrs
 
-from . import __version__
-from .errors import LeaseManagerError
+from lease_manager import __version__
+from lease_manager.errors import LeaseManagerError
 
 
 def _simulate(args: argparse.Namespace) -> int:
-    from .invariants import InvariantViolation
-    from .run import default_out_dir, load_run
+    from lease_manager.observers.invariants import InvariantViolation
+    from lease_manager.run import default_out_dir, load_run
 
     run = load_run(args.config, args.set)
     out = Path(args.out) if args.out else default_out_dir(args.config)
@@ -86,7 +86,7 @@ def _print_summary(s: dict, out: Path) -> None:
 
 
 def _plugins(args: argparse.Namespace) -> int:
-    from .plugins import Plugins
+    from lease_manager.plugins import Plugins
 
     infos = Plugins().describe()
     if args.json:
@@ -101,12 +101,12 @@ def _plugins(args: argparse.Namespace) -> int:
 
 
 def _convert(args: argparse.Namespace) -> int:
-    from .config import load_config
-    from .convert import lwf_to_swf, swf_to_lwf
-    from .lwf import is_lwf
-    from .plugins import Plugins
-    from .resources import parse_site
-    from .run import swf_conversion, vm_vector
+    from lease_manager.config.schema import load_config
+    from lease_manager.workload.convert import lwf_to_swf, swf_to_lwf
+    from lease_manager.workload.lwf import is_lwf
+    from lease_manager.plugins import Plugins
+    from lease_manager.kernel.resources import parse_site
+    from lease_manager.run import swf_conversion, vm_vector
 
     config = load_config(args.config, Plugins().schema, args.set)
     nodes = parse_site(config.get("simulation", "resources"))
@@ -124,14 +124,14 @@ def _convert(args: argparse.Namespace) -> int:
 
 
 def _config_doc(args: argparse.Namespace) -> int:
-    from .plugins import Plugins
+    from lease_manager.plugins import Plugins
 
     sys.stdout.write(Plugins().schema.document())
     return 0
 
 
 def _sweep(args: argparse.Namespace) -> int:
-    from .sweep import default_jobs, sweep_command
+    from lease_manager.experiments.sweep import default_jobs, sweep_command
 
     jobs = args.jobs if args.jobs is not None else default_jobs()
     if jobs < 1:
@@ -141,7 +141,7 @@ def _sweep(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from .report import report_command
+    from lease_manager.experiments.report import report_command
 
     return report_command(args.dir, plots=args.plots, metrics=args.metric, gantt=args.gantt,
                           gantt_leases=args.gantt_leases or None, gantt_hours=args.gantt_hours,
@@ -151,7 +151,7 @@ def _report(args: argparse.Namespace) -> int:
 def _serve(args: argparse.Namespace) -> int:
     import logging
 
-    from .daemon.service import Daemon
+    from lease_manager.daemon.service import Daemon
 
     overrides = list(args.set)
     if args.speedup is not None:
@@ -268,7 +268,7 @@ def build_parser() -> argparse.ArgumentParser:
     srv.add_argument("-v", "--verbose", action="store_true", help="log every request")
     srv.set_defaults(func=_serve)
 
-    from .daemon.client import add_client_commands
+    from lease_manager.daemon.client import add_client_commands
 
     add_client_commands(sub)
     return parser

@@ -22,9 +22,9 @@ from typing import TYPE_CHECKING, Any, Iterable
 import pluggy
 
 if TYPE_CHECKING:
-    from .config import Option
-    from .lease import Lease, LeaseState
-    from .run import Run
+    from lease_manager.config.schema import Option
+    from lease_manager.kernel.lease import Lease, LeaseState
+    from lease_manager.run import Run
 
 hookspec = pluggy.HookspecMarker("lease_manager")
 hookimpl = pluggy.HookimplMarker("lease_manager")

@@ -17,11 +17,11 @@ from typing import Any, Iterable
 import attrs
 import pluggy
 
-from . import hookspecs
-from .config import Schema
-from .errors import ConfigError, LeaseManagerError
-from .options import core_options
-from .policies import POLICY_KINDS
+from lease_manager import hookspecs
+from lease_manager.config.schema import Schema
+from lease_manager.errors import ConfigError, LeaseManagerError
+from lease_manager.config.core_options import core_options
+from lease_manager.policies import POLICY_KINDS
 
 BUILTIN_PLUGINS = (
     "lease_manager.policies.defaults",

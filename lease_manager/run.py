@@ -14,25 +14,25 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 
 import numpy as np
 
-from .accounting import Accounting, write_summary
-from .clock import RealClock, SimulatedClock
-from .config import Config, load_config
-from .engine import Engine, SimulatedEnactment
-from .errors import LeaseManagerError, TraceError
-from .events import Timeline
-from .invariants import InvariantChecker
-from .metrics import Metrics
-from .plugins import Plugins
-from .resources import NodeSet, parse_amounts, parse_site
-from .scheduler import LeaseScheduler, SuspendResume
-from .slottable import SlotTable
-from .convert import merge_workloads
-from .lwf import is_lwf, read_lwf
-from .swf import SWFConversion, SWFReader, TraceStats, swf_leases
+from lease_manager.observers.accounting import Accounting, write_summary
+from lease_manager.kernel.clock import RealClock, SimulatedClock
+from lease_manager.config.schema import Config, load_config
+from lease_manager.kernel.engine import Engine, ReplayEnactment
+from lease_manager.errors import LeaseManagerError, TraceError
+from lease_manager.kernel.events import Timeline
+from lease_manager.observers.invariants import InvariantChecker
+from lease_manager.observers.metrics import Metrics
+from lease_manager.plugins import Plugins
+from lease_manager.kernel.resources import NodeSet, parse_amounts, parse_site
+from lease_manager.kernel.scheduler import LeaseScheduler, SuspendResume
+from lease_manager.kernel.slottable import SlotTable
+from lease_manager.workload.convert import merge_workloads
+from lease_manager.workload.lwf import is_lwf, read_lwf
+from lease_manager.workload.swf import SWFConversion, SWFReader, TraceStats, swf_leases
 
 if TYPE_CHECKING:
-    from .lease import Lease
-    from .scheduler import Enactment
+    from lease_manager.kernel.lease import Lease
+    from lease_manager.kernel.scheduler import Enactment
 
 
 class Run:
@@ -74,7 +74,7 @@ class Run:
 
         self._hooks = _HookRelay(pm.hook, self, observers)
         self.enactment = (enactment(self) if enactment is not None
-                          else SimulatedEnactment(self.timeline))
+                          else ReplayEnactment(self.timeline))
         names = self.nodes.types.names
         suspend_resume = SuspendResume(
             names.index("Memory") if "Memory" in names else None,

@@ -167,10 +167,10 @@ def kill_leftover_processes(config: Path) -> None:
     work outlives the daemon by design; a test must not leave it behind, frozen or not)."""
     import types
 
-    from lease_manager.config import load_config
+    from lease_manager.config.schema import load_config
     from lease_manager.enactment.process import ProcessBackend
     from lease_manager.plugins import Plugins
-    from lease_manager.resources import parse_site
+    from lease_manager.kernel.resources import parse_site
 
     cfg = load_config(config, Plugins().schema)   # its state-dir is relative to the file
     run = types.SimpleNamespace(config=cfg, nodes=parse_site(cfg.get("simulation", "resources")))

@@ -19,7 +19,7 @@ from typing import Callable
 import attrs
 import pytest
 
-from conftest import TRACES
+from support import TRACES
 
 TRACE = TRACES / "sdsc-blue-600requests.swf"
 HEADER = ["lease_id", "source_id", "type", "state", "submit", "start", "end", "vms",

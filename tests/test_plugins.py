@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import HOUR, ROOT, be, simulate
+from support import HOUR, ROOT, be, simulate
 from lease_manager.errors import ConfigError
 from lease_manager.plugins import Plugins
 

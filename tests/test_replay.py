@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import ROOT, TRACES
+from support import ROOT, TRACES
 from lease_manager.run import load_run
 
 SAMPLE = ROOT / "etc" / "sample.ini"

@@ -16,14 +16,14 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
 
-from ..errors import InputError, LeaseManagerError
-from ..lease import LeaseState
-from ..timeutil import format_instant
-from .requests import RequestError, from_lease, normalise
-from .service import DaemonStopping
+from lease_manager.errors import InputError, LeaseManagerError
+from lease_manager.kernel.lease import LeaseState
+from lease_manager.kernel.timeutil import format_instant
+from lease_manager.daemon.lease_requests import RequestError, from_lease, normalise
+from lease_manager.daemon.service import DaemonStopping
 
 if TYPE_CHECKING:
-    from .service import Daemon
+    from lease_manager.daemon.service import Daemon
 
 log = logging.getLogger("lease_manager.daemon.api")
 API = "/v1"
@@ -266,7 +266,7 @@ class Handler(BaseHTTPRequestHandler):
         if kind in ("application/xml", "text/xml"):
             if data[:2] == b"\x1f\x8b":
                 raise HTTPError(415, "compressed bodies are not accepted")
-            from ..lwf import read_lwf
+            from lease_manager.workload.lwf import read_lwf
 
             try:
                 workload = read_lwf("request body", d.run.nodes.types, data=data)

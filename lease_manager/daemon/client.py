@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..errors import LeaseManagerError
-from ..timeutil import format_duration
+from lease_manager.errors import LeaseManagerError
+from lease_manager.kernel.timeutil import format_duration
 
 
 class Client:
@@ -104,8 +104,8 @@ def client_from(args: argparse.Namespace) -> Client:
     token = os.environ.get("LEASE_MANAGER_TOKEN")
     token_file = args.token_file or os.environ.get("LEASE_MANAGER_TOKEN_FILE")
     if args.config and (not url or not (token or token_file)):
-        from ..config import load_config
-        from ..plugins import Plugins
+        from lease_manager.config.schema import load_config
+        from lease_manager.plugins import Plugins
 
         cfg = load_config(args.config, Plugins().schema, args.set)
         state = Path(cfg.get("daemon", "state-dir"))

@@ -1,7 +1,7 @@
 """The enactment driver: turns the scheduler's starts, suspensions and stops into backend calls
 and reconciles what the backend really sees with the plan.
 
-It is the scheduler's :class:`~lease_manager.scheduler.Enactment` in a daemon. Like the
+It is the scheduler's :class:`~lease_manager.kernel.scheduler.Enactment` in a daemon. Like the
 simulated one it puts an END event at the planned end of a lease's work (where the reservation
 runs out: the backend stops the work then); work that ends earlier is noticed by
 :meth:`EnactmentDriver.reconcile` and ends the lease there and then.
@@ -13,15 +13,15 @@ import logging
 import math
 from typing import TYPE_CHECKING, Any, Callable
 
-from ..enactment.base import EnactmentError, VMWork, Work
-from ..events import EventKind
-from ..lease import LeaseState
-from ..scheduler import Enactment
+from lease_manager.enactment.base import EnactmentError, VMWork, Work
+from lease_manager.kernel.events import EventKind
+from lease_manager.kernel.lease import LeaseState
+from lease_manager.kernel.scheduler import Enactment
 
 if TYPE_CHECKING:
-    from ..lease import Lease
-    from ..run import Run
-    from ..slottable import Reservation
+    from lease_manager.kernel.lease import Lease
+    from lease_manager.run import Run
+    from lease_manager.kernel.slottable import Reservation
 
 log = logging.getLogger("lease_manager.daemon")
 S = LeaseState

@@ -14,16 +14,16 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import Any, Callable
 
-from ..clock import RealClock
-from ..config import Config, load_config
-from ..errors import LeaseManagerError, OvercommitError
-from ..hookspecs import hookimpl
-from ..lease import Lease, LeaseState, LeaseType
-from ..plugins import Plugins
-from ..run import Run, vm_vector
-from .driver import EnactmentDriver
-from .requests import build_lease
-from .store import Store
+from lease_manager.kernel.clock import RealClock
+from lease_manager.config.schema import Config, load_config
+from lease_manager.errors import LeaseManagerError, OvercommitError
+from lease_manager.hookspecs import hookimpl
+from lease_manager.kernel.lease import Lease, LeaseState, LeaseType
+from lease_manager.plugins import Plugins
+from lease_manager.run import Run, vm_vector
+from lease_manager.daemon.driver import EnactmentDriver
+from lease_manager.daemon.lease_requests import build_lease
+from lease_manager.daemon.store import Store
 
 log = logging.getLogger("lease_manager.daemon")
 S = LeaseState
@@ -346,7 +346,7 @@ class Daemon:
                       install_signals: bool = True) -> None:
         """Restore, start the API and the reconciliation loop, and run the engine until
         SIGTERM/SIGINT or :meth:`stop`."""
-        from .api import start_api
+        from lease_manager.daemon.api import start_api
 
         counts = self.restore()
         log.info("restored from %s: %s", self.store.path, counts)

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator
 
 if TYPE_CHECKING:
-    from ..lease import Lease
+    from lease_manager.kernel.lease import Lease
 
 SCHEMA_VERSION = 1
 SCHEMA = """

@@ -6,6 +6,6 @@ and stops the work of leases and reports what it really sees. The daemon's
 reconciles its reports with the plan. See :mod:`lease_manager.enactment.base`.
 """
 
-from .base import EnactmentBackend, EnactmentError, VMWork, Work, WorkStatus
+from lease_manager.enactment.base import EnactmentBackend, EnactmentError, VMWork, Work, WorkStatus
 
 __all__ = ["EnactmentBackend", "EnactmentError", "VMWork", "Work", "WorkStatus"]

@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING, ClassVar, Mapping
 
 import attrs
 
-from ..errors import LeaseManagerError
+from lease_manager.errors import LeaseManagerError
 
 if TYPE_CHECKING:
-    from ..run import Run
+    from lease_manager.run import Run
 
 
 class EnactmentError(LeaseManagerError):

@@ -39,12 +39,12 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..config import DURATION, FLOAT, STRING, Option
-from ..hookspecs import hookimpl
-from .base import EnactmentBackend, EnactmentError, Work, WorkStatus, work_env
+from lease_manager.config.schema import DURATION, FLOAT, STRING, Option
+from lease_manager.hookspecs import hookimpl
+from lease_manager.enactment.base import EnactmentBackend, EnactmentError, Work, WorkStatus, work_env
 
 if TYPE_CHECKING:
-    from ..run import Run
+    from lease_manager.run import Run
 
 log = logging.getLogger("lease_manager.enactment.process")
 

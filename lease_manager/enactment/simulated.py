@@ -11,11 +11,11 @@ import json
 import os
 from typing import TYPE_CHECKING
 
-from ..hookspecs import hookimpl
-from .base import EnactmentBackend, EnactmentError, Work, WorkStatus
+from lease_manager.hookspecs import hookimpl
+from lease_manager.enactment.base import EnactmentBackend, EnactmentError, Work, WorkStatus
 
 if TYPE_CHECKING:
-    from ..run import Run
+    from lease_manager.run import Run
 
 
 class SimulatedBackend(EnactmentBackend):

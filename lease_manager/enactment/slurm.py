@@ -89,12 +89,12 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import attrs
 
-from ..config import BOOLEAN, FLOAT, NAMES, PATH, STRING, Option
-from ..hookspecs import hookimpl
-from .base import EnactmentBackend, EnactmentError, Work, WorkStatus, node_names, work_env
+from lease_manager.config.schema import BOOLEAN, FLOAT, NAMES, PATH, STRING, Option
+from lease_manager.hookspecs import hookimpl
+from lease_manager.enactment.base import EnactmentBackend, EnactmentError, Work, WorkStatus, node_names, work_env
 
 if TYPE_CHECKING:
-    from ..run import Run
+    from lease_manager.run import Run
 
 #: Slurm job states that mean the job is (about to be) running
 _LIVE = {"PENDING", "CONFIGURING", "RUNNING", "COMPLETING", "RESIZING", "REQUEUED",

@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING, Any, Iterable, Sequence
 import numpy as np
 
 if TYPE_CHECKING:
-    from ..lease import Lease
-    from ..run import Run
-    from ..slottable import SlotTable
+    from lease_manager.kernel.lease import Lease
+    from lease_manager.run import Run
+    from lease_manager.kernel.slottable import SlotTable
 
 #: The kinds of policy the core selects by name from the ini file.
 POLICY_KINDS = ("admission", "pricing", "queue", "host-selection", "preemption", "probe",

@@ -8,15 +8,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..config import FLOAT, Option
-from ..hookspecs import hookimpl
-from ..lease import LeaseType
-from . import AdmissionPolicy
-from .utilization import cpu_index, projected_utilization
+from lease_manager.config.schema import FLOAT, Option
+from lease_manager.hookspecs import hookimpl
+from lease_manager.kernel.lease import LeaseType
+from lease_manager.policies import AdmissionPolicy
+from lease_manager.policies.utilization import cpu_index, projected_utilization
 
 if TYPE_CHECKING:
-    from ..lease import Lease
-    from ..run import Run
+    from lease_manager.kernel.lease import Lease
+    from lease_manager.run import Run
 
 
 class NoARs(AdmissionPolicy):

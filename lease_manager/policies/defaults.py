@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..hookspecs import hookimpl
-from . import AdmissionPolicy, PricingPolicy, QueuePolicy
+from lease_manager.hookspecs import hookimpl
+from lease_manager.policies import AdmissionPolicy, PricingPolicy, QueuePolicy
 
 if TYPE_CHECKING:
-    from ..lease import Lease
+    from lease_manager.kernel.lease import Lease
 
 
 class AcceptAll(AdmissionPolicy):

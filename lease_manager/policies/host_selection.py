@@ -6,12 +6,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..hookspecs import hookimpl
-from . import HostSelectionPolicy
+from lease_manager.hookspecs import hookimpl
+from lease_manager.policies import HostSelectionPolicy
 
 if TYPE_CHECKING:
-    from ..lease import Lease
-    from ..slottable import SlotTable
+    from lease_manager.kernel.lease import Lease
+    from lease_manager.kernel.slottable import SlotTable
 
 
 class NoPolicy(HostSelectionPolicy):

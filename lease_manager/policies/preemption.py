@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..hookspecs import hookimpl
-from ..lease import LeaseType
-from . import PreemptionPolicy
+from lease_manager.hookspecs import hookimpl
+from lease_manager.kernel.lease import LeaseType
+from lease_manager.policies import PreemptionPolicy
 
 if TYPE_CHECKING:
-    from ..lease import Lease
+    from lease_manager.kernel.lease import Lease
 
 AGE_HORIZON = 7 * 86400.0
 

@@ -23,14 +23,14 @@ import math
 import re
 from typing import TYPE_CHECKING
 
-from ..config import FLOAT, Option, OptionType
-from ..hookspecs import hookimpl
-from . import PricingPolicy
-from .utilization import cpu_index, projected_utilization
+from lease_manager.config.schema import FLOAT, Option, OptionType
+from lease_manager.hookspecs import hookimpl
+from lease_manager.policies import PricingPolicy
+from lease_manager.policies.utilization import cpu_index, projected_utilization
 
 if TYPE_CHECKING:
-    from ..lease import Lease
-    from ..run import Run
+    from lease_manager.kernel.lease import Lease
+    from lease_manager.run import Run
 
 HOUR = 3600.0
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..hookspecs import hookimpl
-from . import Policy
+from lease_manager.hookspecs import hookimpl
+from lease_manager.policies import Policy
 
 if TYPE_CHECKING:
-    from ..run import Run
+    from lease_manager.run import Run
 
 
 class UsageProbe(Policy):

@@ -12,9 +12,9 @@ import math
 from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
-    from ..lease import Lease
-    from ..resources import ResourceTypes
-    from ..slottable import SlotTable
+    from lease_manager.kernel.lease import Lease
+    from lease_manager.kernel.resources import ResourceTypes
+    from lease_manager.kernel.slottable import SlotTable
 
 
 def cpu_index(types: "ResourceTypes") -> int:

@@ -10,7 +10,7 @@ import lease_manager
 import lm_autonomic
 import lm_consolidation
 from lease_manager import Lease, LeaseType, Run, VMRequest
-from lease_manager.config import load_config
+from lease_manager.config.schema import load_config
 from lease_manager.plugins import Plugins
 
 ROOT = Path(__file__).resolve().parents[3]

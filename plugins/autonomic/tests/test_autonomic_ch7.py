@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from lease_manager.config import load_config
+from lease_manager.config.schema import load_config
 from lm_autonomic import ch7
 from lma_helpers import ETC, plugins
 

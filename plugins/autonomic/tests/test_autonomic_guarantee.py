@@ -6,8 +6,8 @@ from __future__ import annotations
 import lease_manager
 import pytest
 
-from lease_manager.config import load_config
-from lease_manager.lease import LeaseState
+from lease_manager.config.schema import load_config
+from lease_manager.kernel.lease import LeaseState
 from lease_manager.run import Run
 from lm_autonomic import AutonomicQueue
 from lma_helpers import TRACE, Snapshots, lease, make_run, plugins

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from lease_manager.lease import LeaseState
+from lease_manager.kernel.lease import LeaseState
 from lm_autonomic.monitoring import Monitor
 from lma_helpers import Snapshots, lease, make_run
 

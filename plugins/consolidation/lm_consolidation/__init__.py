@@ -19,7 +19,7 @@ from __future__ import annotations
 __version__ = "0.1.0"
 
 from lease_manager import Option, OptionType, hookimpl
-from lease_manager.config import STRING
+from lease_manager.config.schema import STRING
 
 from .annotator import ThesisWorkload
 from .characteristics import RESOURCES, parse_stress_on

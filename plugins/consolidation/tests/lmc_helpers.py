@@ -10,9 +10,9 @@ import numpy as np
 
 import lm_consolidation
 from lease_manager import Lease, LeaseType, Reservation, Run, SlotTable, VMRequest
-from lease_manager.config import load_config
+from lease_manager.config.schema import load_config
 from lease_manager.plugins import Plugins
-from lease_manager.resources import parse_site
+from lease_manager.kernel.resources import parse_site
 
 ROOT = Path(__file__).resolve().parents[3]
 ETC = ROOT / "etc"

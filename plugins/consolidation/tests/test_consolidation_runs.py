@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from lease_manager.config import load_config
+from lease_manager.config.schema import load_config
 from lmc_helpers import ETC, TRACE, plugins, trace_run
 from lm_consolidation import ch6
 

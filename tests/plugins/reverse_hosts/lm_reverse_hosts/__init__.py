@@ -23,7 +23,7 @@ def register_policies():
 
 @lease_manager.hookimpl
 def register_options():
-    return [Option("reverse-hosts", "skip", lease_manager.config.INTEGER, 0, minimum=0,
+    return [Option("reverse-hosts", "skip", lease_manager.config.schema.INTEGER, 0, minimum=0,
                    doc="How many of the highest nodes never to use.")]
 
 

@@ -1,0 +1,1 @@
+"""Configuration: the option schema, ini loading and the core's options."""

@@ -1,0 +1,151 @@
+"""The core's ini options. Names follow Haizea's where the concept is the same."""
+
+from __future__ import annotations
+
+import math
+from typing import Mapping
+
+from lease_manager.config.schema import (AMOUNTS, BOOLEAN, DURATION, FLOAT, INTEGER, INTEGERS, NAMES, PATH, SITE,
+                     STRING, Option)
+
+BACKFILLING = ("off", "aggressive", "conservative", "intermediate")
+STOP_WHEN = ("all-leases-done", "besteffort-done", "time")
+
+
+def core_options(policy_names: Mapping[str, tuple[str, ...]]) -> list[Option]:
+    """The core's options; policy options accept the names of the installed policies."""
+
+    def names(kind: str) -> tuple[str, ...]:
+        return tuple(policy_names.get(kind, ()))
+
+    return [
+        # ------------------------------------------------------------------- [simulation]
+        Option("simulation", "resources", SITE, doc="""
+            The site's nodes: a node count and each node's capacity, e.g.
+            `144 CPU:8 Memory:16384`. The resource types are those named here. Groups of
+            different nodes are separated by `;`. A CPU amount above 1 is a pool of cores that
+            VMs of different leases share."""),
+        Option("simulation", "clock", STRING, "simulated", choices=("simulated", "real"), doc="""
+            `simulated` jumps from one event to the next (trace replay, as fast as possible);
+            `real` follows the wall clock (see `speedup`)."""),
+        Option("simulation", "speedup", FLOAT, 1.0, minimum=1e-9, doc="""
+            With the real clock, how many seconds of schedule pass per wall-clock second."""),
+        Option("simulation", "seed", INTEGER, 0, minimum=0, doc="""
+            Seed of the run's random numbers: policies and annotators draw from independent
+            streams derived from it, so the same seed gives the same results."""),
+        Option("simulation", "stop-when", STRING, "all-leases-done", choices=STOP_WHEN, doc="""
+            When a simulation ends: `all-leases-done` (every lease finished), `besteffort-done`
+            (every best-effort lease finished) or `time` (at `runtime`)."""),
+        Option("simulation", "runtime", DURATION, math.inf, doc="""
+            With `stop-when = time`: how long the run lasts."""),
+        # --------------------------------------------------------------------- [tracefile]
+        Option("tracefile", "tracefile", PATH, "", doc="""
+            The workload to replay: an SWF file (`.swf` or gzipped `.swf.gz`) or a Haizea LWF
+            file (XML). Required to replay a trace."""),
+        Option("tracefile", "injectionfile", PATH, "", doc="""
+            An LWF file of extra requests (advance reservations, say) merged with the trace by
+            arrival time; its times are on the replay's clock (after `rebase`)."""),
+        Option("tracefile", "procs-per-vm", INTEGER, 1, minimum=1, doc="""
+            SWF: processors per VM; a job gets ceil(processors / procs-per-vm) VMs, where
+            processors is field 8 (requested) if positive, else field 5 (allocated)."""),
+        Option("tracefile", "vm-resources", AMOUNTS, "CPU:1", doc="""
+            SWF: the capacity of each VM, in the site's resource types."""),
+        Option("tracefile", "paradigm", STRING, "hpc", choices=("hpc", "cloud"), doc="""
+            `hpc`: reserve the requested time and end the lease at its actual run time;
+            `cloud`: the requested time is the actual run time."""),
+        Option("tracefile", "queues", INTEGERS, (), doc="""
+            SWF: replay only jobs of these queues (field 15). Empty: all."""),
+        Option("tracefile", "window-start", DURATION, 0, doc="""
+            SWF: replay only jobs submitted at or after this offset into the log
+            (D:HH:MM:SS, e.g. `5:02:14:30`)."""),
+        Option("tracefile", "window-length", DURATION, math.inf, doc="""
+            SWF: replay only jobs submitted within this long after `window-start`."""),
+        Option("tracefile", "max-jobs", INTEGER, 0, minimum=0, doc="""
+            Replay only the first N jobs that pass the other filters (0: all)."""),
+        Option("tracefile", "rebase", BOOLEAN, False, doc="""
+            Shift submit times so that the first replayed job arrives at time 0."""),
+        Option("tracefile", "annotators", NAMES, (), doc=f"""
+            Annotators applied, in this order, to every lease read from the trace
+            (installed: {', '.join(names('annotator')) or 'none'})."""),
+        Option("tracefile", "skip-bad-lines", BOOLEAN, False, doc="""
+            Report malformed trace lines and go on instead of stopping at the first one."""),
+        Option("tracefile", "oversized", STRING, "reject", choices=("reject", "error"), doc="""
+            A job larger than the site: `reject` it (it is counted and listed in leases.csv) or
+            stop with an `error` naming its line."""),
+        # -------------------------------------------------------------------- [scheduling]
+        Option("scheduling", "backfilling", STRING, "aggressive", choices=BACKFILLING, doc="""
+            `off`: the head of the queue blocks; `aggressive` (EASY): at most one queued lease
+            holds a future reservation; `conservative`: every queued lease gets one;
+            `intermediate`: at most `backfilling-reservations` do."""),
+        Option("scheduling", "backfilling-reservations", INTEGER, 1, minimum=1, doc="""
+            With `backfilling = intermediate`: how many leases may hold future reservations."""),
+        Option("scheduling", "policy-admission", STRING, "accept-all", choices=names("admission"),
+               doc="Admission control policy."),
+        Option("scheduling", "policy-pricing", STRING, "free", choices=names("pricing"),
+               doc="Pricing policy."),
+        Option("scheduling", "policy-queue", STRING, "fcfs", choices=names("queue"),
+               doc="Queue mechanism: the order of the wait queue, and holding leases back."),
+        Option("scheduling", "policy-host-selection", STRING, "greedy",
+               choices=names("host-selection"), doc="Host selection policy used by the mapper."),
+        Option("scheduling", "policy-preemption", STRING, "ar-preempts-everything",
+               choices=names("preemption"), doc="""
+            Which leases an advance reservation may preempt, and in which order."""),
+        Option("scheduling", "suspension", STRING, "all", choices=("none", "serial-only", "all"),
+               doc="""
+            Whether a preempted running lease is suspended (`all`; `serial-only`: only leases
+            of one VM) or cancelled and requeued, losing its work (`none`)."""),
+        Option("scheduling", "suspend-rate", FLOAT, 32.0, minimum=1e-9, doc="""
+            MB of a VM's memory (its `Memory` amount) written per second when suspending."""),
+        Option("scheduling", "resume-rate", FLOAT, 32.0, minimum=1e-9, doc="""
+            MB of a VM's memory read per second when resuming."""),
+        Option("scheduling", "suspendresume-exclusion", STRING, "local",
+               choices=("local", "global"), doc="""
+            Suspensions and resumptions of VMs are serialised per node (`local`) or across the
+            whole site (`global`)."""),
+        Option("scheduling", "scheduling-threshold-factor", FLOAT, 1.0, minimum=0, doc="""
+            A queued lease that cannot run to completion before an advance reservation may use
+            the slot in front of it, suspending itself before the reservation starts, if the
+            slot lasts at least (1 + F) x (its suspend + resume time) and it may be suspended
+            (see `suspension`)."""),
+        Option("scheduling", "enactment-overhead", DURATION, 0, doc="""
+            Extra time for each VM's suspension or resumption command."""),
+        Option("scheduling", "shutdown-time", DURATION, 0, doc="""
+            Time to shut a lease's VMs down: added to the reservation of best-effort, immediate
+            and deadline leases, carved out of the end of an advance reservation's interval."""),
+        Option("scheduling", "migration", STRING, "no", choices=("no", "yes"), doc="""
+            `yes`: a suspended lease may resume on other nodes after its memory images are
+            moved there (see `migration-bandwidth`), when that lets it resume earlier."""),
+        Option("scheduling", "migration-bandwidth", FLOAT, 100.0, minimum=1e-9, doc="""
+            MB per second at which a suspended lease's memory images move to other nodes."""),
+        # -------------------------------------------------------------------- [accounting]
+        Option("accounting", "probes", NAMES, (), doc=f"""
+            Probes that record extra metrics and time series
+            (installed: {', '.join(names('probe')) or 'none'})."""),
+        Option("accounting", "check-invariants", BOOLEAN, True, doc="""
+            Check at the end of the run that no node was ever over-committed and that every
+            lease is accounted for exactly once (a failed check is an error)."""),
+            # ------------------------------------------------------------------------ [daemon]
+        Option("daemon", "enactment", STRING, "process", choices=names("enactment"), doc=f"""
+            How `lease-manager serve` carries out leases: the enactment backend
+            (installed: {', '.join(names('enactment')) or 'none'}). `simulated` runs nothing,
+            `process` runs each VM's command as a local process, `slurm` turns leases into
+            Slurm advance reservations with a batch job in each."""),
+        Option("daemon", "state-dir", PATH, "lease-manager-state", doc="""
+            Folder of the daemon's durable state: the SQLite database, the API token and the
+            backends' own files. A restarted daemon carries on from it."""),
+        Option("daemon", "host", STRING, "127.0.0.1", doc="""
+            Address the JSON API listens on (loopback by default)."""),
+        Option("daemon", "port", INTEGER, 8642, minimum=0, doc="""
+            TCP port of the JSON API (0: any free port, written to `state-dir/daemon.json`)."""),
+        Option("daemon", "token-file", PATH, "", doc="""
+            File holding the API's bearer token. Empty: `state-dir/token`, created with mode
+            0600 on first start."""),
+        Option("daemon", "max-body", INTEGER, 1048576, minimum=1, doc="""
+            Largest request body the API accepts, in bytes (larger ones get 413)."""),
+        Option("daemon", "reconcile-interval", FLOAT, 1.0, minimum=0.01, doc="""
+            Wall-clock seconds between two comparisons of the backend's real state with the
+            plan (finished or vanished work is noticed within this time)."""),
+        Option("daemon", "sync", STRING, "full", choices=("full", "normal"), doc="""
+            SQLite `synchronous` setting: `full` makes every answered change survive a power
+            loss; `normal` only a crash of the daemon (faster)."""),
+    ]

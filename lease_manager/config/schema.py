@@ -1,0 +1,333 @@
+"""Configuration: a declarative schema of ini options, validated on load.
+
+Every option is declared once as an :class:`Option` (section, name, type, default, allowed
+values, doc). The schema validates files and ``--set section.option=value`` overrides, reports
+unknown sections and options with a suggestion, and generates the reference
+(``lease-manager config-doc``).
+"""
+
+from __future__ import annotations
+
+import configparser
+import difflib
+import math
+import re
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping
+
+import attrs
+
+from lease_manager.errors import ConfigError
+from lease_manager.kernel.resources import parse_amounts, parse_site
+from lease_manager.kernel.timeutil import format_duration, parse_duration
+
+
+class _Required:
+    def __repr__(self) -> str:
+        return "REQUIRED"
+
+
+REQUIRED: Any = _Required()
+
+
+@attrs.frozen
+class OptionType:
+    """How an option's text becomes a value: ``parse`` raises ValueError with a user message."""
+
+    name: str
+    parse: Callable[[str], Any]
+    format: Callable[[Any], str] = str
+    relative_to_config: bool = False
+
+
+def _parse_bool(text: str) -> bool:
+    low = text.strip().lower()
+    if low in ("yes", "true", "on", "1"):
+        return True
+    if low in ("no", "false", "off", "0"):
+        return False
+    raise ValueError(f"{text!r} is not yes/no")
+
+
+def _parse_int(text: str) -> int:
+    try:
+        return int(text.strip())
+    except ValueError:
+        raise ValueError(f"{text!r} is not an integer") from None
+
+
+def _parse_float(text: str) -> float:
+    try:
+        value = float(text.strip())
+    except ValueError:
+        raise ValueError(f"{text!r} is not a number") from None
+    if math.isnan(value):
+        raise ValueError(f"{text!r} is not a number")
+    return value
+
+
+def _parse_list(text: str) -> tuple[str, ...]:
+    return tuple(p for p in re.split(r"[,\s]+", text.strip()) if p)
+
+
+def _parse_int_list(text: str) -> tuple[int, ...]:
+    out = []
+    for part in _parse_list(text):
+        try:
+            out.append(int(part))
+        except ValueError:
+            raise ValueError(f"{part!r} in {text!r} is not an integer") from None
+    return tuple(out)
+
+
+def _parse_site(text: str) -> str:
+    parse_site(text)   # validate; the site is built from the text later
+    return text.strip()
+
+
+def _parse_amounts(text: str) -> str:
+    parse_amounts(text)
+    return text.strip()
+
+
+STRING = OptionType("string", lambda s: s.strip())
+BOOLEAN = OptionType("boolean (yes/no)", _parse_bool, lambda v: "yes" if v else "no")
+INTEGER = OptionType("integer", _parse_int)
+FLOAT = OptionType("number", _parse_float)
+DURATION = OptionType("duration (seconds, HH:MM:SS or D:HH:MM:SS)", parse_duration,
+                      format_duration)
+PATH = OptionType("path (relative to the configuration file)", lambda s: s.strip(),
+                  relative_to_config=True)
+NAMES = OptionType("list of names", _parse_list, lambda v: ", ".join(v))
+INTEGERS = OptionType("list of integers", _parse_int_list, lambda v: ", ".join(map(str, v)))
+SITE = OptionType("nodes (e.g. '144 CPU:8 Memory:16384'; groups separated by ';')", _parse_site)
+AMOUNTS = OptionType("resource amounts (e.g. 'CPU:1 Memory:1024')", _parse_amounts)
+
+
+@attrs.frozen
+class Option:
+    """One ini option: where it lives, its type, its default and what it means."""
+
+    section: str
+    name: str
+    type: OptionType
+    default: Any = REQUIRED
+    #: one paragraph; indentation and line breaks are collapsed
+    doc: str = attrs.field(default="", converter=lambda text: " ".join(text.split()))
+    choices: tuple[str, ...] | None = None
+    #: inclusive lower bound for numbers
+    minimum: float | None = None
+
+    @property
+    def required(self) -> bool:
+        return self.default is REQUIRED
+
+    def convert(self, text: str) -> Any:
+        value = self.type.parse(text)
+        if self.choices is not None and value not in self.choices:
+            hint = _suggest(str(value), self.choices)
+            raise ValueError(f"{text.strip()!r} is not one of {', '.join(self.choices)}{hint}")
+        if self.minimum is not None and value < self.minimum:
+            raise ValueError(f"{text.strip()!r} is below the minimum {self.minimum:g}")
+        return value
+
+
+def _suggest(word: str, candidates: Iterable[str]) -> str:
+    close = difflib.get_close_matches(word, list(candidates), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+class Schema:
+    """All options of a run: the core's plus every plugin's."""
+
+    def __init__(self, options: Iterable[Option] = ()) -> None:
+        self._options: dict[tuple[str, str], Option] = {}
+        self.add(options)
+
+    def add(self, options: Iterable[Option]) -> None:
+        for opt in options:
+            key = (opt.section, opt.name)
+            if key in self._options and self._options[key] != opt:
+                raise ValueError(f"option [{opt.section}] {opt.name} is declared twice")
+            self._options[key] = opt
+
+    def __iter__(self):
+        return iter(self._options.values())
+
+    @property
+    def sections(self) -> list[str]:
+        return list(dict.fromkeys(s for s, _ in self._options))
+
+    def option(self, section: str, name: str) -> Option | None:
+        return self._options.get((section, name))
+
+    def options_in(self, section: str) -> list[Option]:
+        return [o for (s, _), o in self._options.items() if s == section]
+
+    def document(self) -> str:
+        """The configuration reference, generated from the schema (Markdown)."""
+        out = ["# lease_manager configuration reference", ""]
+        for section in self.sections:
+            out += [f"## [{section}]", ""]
+            for opt in self.options_in(section):
+                text = "" if opt.required or opt.default is None else opt.type.format(opt.default)
+                default = ("*required*" if opt.required else f"`{text}`" if text else "*empty*")
+                out.append(f"### `{opt.name}`")
+                out.append("")
+                out.append(f"- type: {opt.type.name}")
+                if opt.choices:
+                    out.append(f"- values: {', '.join(f'`{c}`' for c in opt.choices)}")
+                out.append(f"- default: {default}")
+                out.append("")
+                out.append(opt.doc.strip())
+                out.append("")
+        return "\n".join(out).rstrip() + "\n"
+
+
+class Config:
+    """Validated option values, read as ``config.get("scheduling", "backfilling")``."""
+
+    def __init__(self, schema: Schema, values: Mapping[tuple[str, str], Any],
+                 sources: Mapping[tuple[str, str], str], path: Path | None) -> None:
+        self.schema = schema
+        self._values = dict(values)
+        self._sources = dict(sources)
+        self.path = path
+
+    def get(self, section: str, name: str) -> Any:
+        try:
+            return self._values[(section, name)]
+        except KeyError:
+            raise KeyError(f"option [{section}] {name} is not in the schema") from None
+
+    __getitem__ = lambda self, key: self.get(*key)  # noqa: E731
+
+    def source(self, section: str, name: str) -> str:
+        """Where a value came from: ``file:line``, ``--set`` or ``default``."""
+        return self._sources.get((section, name), "default")
+
+    def error(self, section: str, name: str, message: str) -> ConfigError:
+        """A :class:`ConfigError` about an option's value, naming where it was set."""
+        field = f"[{section}] {name}"
+        src = self.source(section, name)
+        if src == "default":   # not set anywhere: name the configuration file, if any
+            return ConfigError(message, file=str(self.path) if self.path else None, field=field)
+        file, _, line = src.rpartition(":")
+        if file and line.isdigit():
+            return ConfigError(message, file=file, line=int(line), field=field)
+        return ConfigError(message, file=src, field=field)
+
+    def items(self) -> dict[str, dict[str, Any]]:
+        out: dict[str, dict[str, Any]] = {}
+        for (section, name), value in self._values.items():
+            out.setdefault(section, {})[name] = value
+        return out
+
+
+def _locate(text: str) -> dict[tuple[str, str], int]:
+    """Line numbers of ``[section]`` headers and ``option = value`` lines."""
+    lines: dict[tuple[str, str], int] = {}
+    section = None
+    for number, line in enumerate(text.splitlines(), 1):
+        stripped = line.strip()
+        if not stripped or stripped[0] in "#;":
+            continue
+        m = re.match(r"\[([^\]]+)\]", stripped)
+        if m:
+            section = m.group(1).strip()
+            lines.setdefault((section, ""), number)
+            continue
+        if section is not None and not line[:1].isspace():
+            m = re.match(r"([^=:]+?)\s*[=:]", stripped)
+            if m:
+                lines.setdefault((section, m.group(1).strip().lower()), number)
+    return lines
+
+
+def read_ini(path: Path, what: str) -> tuple[configparser.ConfigParser,
+                                             dict[tuple[str, str], int]]:
+    """Parse an ini file; return the parser and the line of every ``[section]`` and option.
+
+    Syntax errors are :class:`ConfigError` naming the file and line (``what`` names the kind
+    of file in messages: "configuration file", "sweep file")."""
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        raise ConfigError(f"{what} not found", file=str(path)) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read {what}: {exc}", file=str(path)) from None
+    parser = configparser.ConfigParser(interpolation=None, inline_comment_prefixes=("#",),
+                                       strict=True)
+    try:
+        parser.read_string(text, source=str(path))
+    except configparser.DuplicateOptionError as exc:
+        raise ConfigError(f"option {exc.option!r} is given twice in [{exc.section}]",
+                          file=str(path), line=exc.lineno) from None
+    except configparser.DuplicateSectionError as exc:
+        raise ConfigError(f"section [{exc.section}] is given twice",
+                          file=str(path), line=exc.lineno) from None
+    except configparser.MissingSectionHeaderError as exc:
+        raise ConfigError("expected a [section] header first", file=str(path),
+                          line=exc.lineno) from None
+    except configparser.ParsingError as exc:
+        line = exc.errors[0][0] if exc.errors else None
+        raise ConfigError("cannot parse this line (expected 'option = value')",
+                          file=str(path), line=line) from None
+    return parser, _locate(text)
+
+
+def load_config(path: str | Path | None, schema: Schema, overrides: Iterable[str] = ()) -> Config:
+    """Read, validate and complete a configuration file; apply ``section.option=value`` overrides."""
+    raw: dict[tuple[str, str], tuple[str, str]] = {}
+    base = Path.cwd()
+    cfg_path = None
+    if path is not None:
+        cfg_path = Path(path)
+        base = cfg_path.resolve().parent
+        parser, where = read_ini(cfg_path, "configuration file")
+        for section in parser.sections():
+            sec_line = where.get((section, ""))
+            if section not in schema.sections:
+                raise ConfigError(f"unknown section [{section}]{_suggest(section, schema.sections)}",
+                                  file=str(path), line=sec_line)
+            for name, value in parser.items(section):
+                line = where.get((section, name), sec_line)
+                raw[(section, name)] = (value, f"{path}:{line}")
+    for item in overrides:
+        key, sep, value = item.partition("=")
+        section, dot, name = key.strip().rpartition(".")
+        if not sep or not dot or not section or not name:
+            raise ConfigError(f"{item!r} is not section.option=value", file="--set")
+        if section not in schema.sections:
+            raise ConfigError(f"unknown section [{section}]{_suggest(section, schema.sections)}",
+                              file="--set")
+        raw[(section, name.strip().lower())] = (value, "--set")
+
+    values: dict[tuple[str, str], Any] = {}
+    sources: dict[tuple[str, str], str] = {}
+    for (section, name), (text, source) in raw.items():
+        opt = schema.option(section, name)
+        file, _, line = source.rpartition(":")
+        loc = dict(file=file, line=int(line)) if line.isdigit() else dict(file=source)
+        if opt is None:
+            names = [o.name for o in schema.options_in(section)]
+            raise ConfigError(f"unknown option{_suggest(name, names)}", field=f"[{section}] {name}",
+                              **loc)
+        try:
+            value = opt.convert(text)
+        except ValueError as exc:
+            raise ConfigError(str(exc), field=f"[{section}] {name}", **loc) from None
+        if opt.type.relative_to_config and value:
+            value = str((base / value) if source != "--set" else (Path.cwd() / value))
+        values[(section, name)] = value
+        sources[(section, name)] = source
+    for opt in schema:
+        key = (opt.section, opt.name)
+        if key in values:
+            continue
+        if opt.required:
+            raise ConfigError(f"required option is missing (add it to [{opt.section}])",
+                              file=str(path) if path else "--set",
+                              field=f"[{opt.section}] {opt.name}")
+        values[key] = opt.default
+    return Config(schema, values, sources, cfg_path)

@@ -1,0 +1,257 @@
+"""Lease requests as the API takes them: JSON validated field by field, or an LWF document.
+
+A request is first *normalised* (times made absolute, durations in seconds, defaults filled)
+into the dictionary the database keeps; a :class:`~lease_manager.kernel.lease.Lease` is built from
+that dictionary, at submission and again when a restarted daemon restores it.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from lease_manager.kernel.lease import Lease, LeaseType, VMRequest
+from lease_manager.kernel.timeutil import parse_duration, parse_instant
+
+if TYPE_CHECKING:
+    from lease_manager.kernel.resources import NodeSet
+
+
+class RequestError(ValueError):
+    """A request the API refuses (answered with 400): names the field at fault."""
+
+    def __init__(self, field: str, message: str) -> None:
+        self.field = field
+        self.detail = message
+        super().__init__(f"{field}: {message}" if field else message)
+
+
+FIELDS = {
+    "type": "best-effort | advance-reservation | immediate | deadline (default: from start)",
+    "start": "'now', 'best_effort', an ISO-8601 time or +HH:MM:SS from now",
+    "deadline": "an ISO-8601 time or +HH:MM:SS (a deadline lease)",
+    "duration": "seconds, HH:MM:SS or 'unlimited' (required)",
+    "nodes": "number of VMs (default 1)",
+    "cpu": "CPU of each VM (default from [tracefile] vm-resources)",
+    "memory": "memory of each VM in MB",
+    "resources": "each VM's resources as {type: amount} (instead of cpu/memory)",
+    "command": "shell command each VM runs",
+    "max_price": "the most the user pays (a higher price rejects the lease)",
+    "name": "the user's name for the lease",
+    "extra": "free-form {name: value} attributes",
+}
+TYPES = {t.value: t for t in LeaseType}
+MAX_VMS = 1_000_000
+MAX_SECONDS = 100 * 365 * 86400      # a century: anything longer is a mistake
+#: the shortest lease: well above the resolution of epoch seconds as floats (about 1e-6 s a
+#: century from now), below which a lease's reservation would have no length at all
+MIN_SECONDS = 0.001
+MAX_COMMAND = 64 * 1024
+MAX_EXTRA = 64
+
+
+def _number(field: str, value: Any, *, minimum: float = 0.0, integer: bool = False,
+            maximum: float = math.inf) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise RequestError(field, f"must be a number, not {type(value).__name__}")
+    try:
+        number = float(value)
+    except OverflowError:       # an integer beyond any float (JSON allows 10**4000)
+        raise RequestError(field, f"is out of range ({minimum:g} to {maximum:g})") from None
+    if integer and math.isfinite(number) and not number.is_integer():
+        raise RequestError(field, "must be a whole number")
+    if not math.isfinite(number) or number < minimum or number > maximum:
+        raise RequestError(field, f"{number:g} is out of range ({minimum:g} to {maximum:g})")
+    return int(number) if integer else number
+
+
+def _amount(field: str, value: Any) -> float:
+    """A resource amount: 0, or from a millionth up (smaller ones overflow the arithmetic)."""
+    amount = _number(field, value, maximum=1e12)
+    if 0 < amount < 1e-6:
+        raise RequestError(field, f"{value!r} is too small (0, or at least 1e-06)")
+    return amount
+
+
+def _text(field: str, value: Any, limit: int = 1024) -> str:
+    if not isinstance(value, str):
+        raise RequestError(field, f"must be a string, not {type(value).__name__}")
+    if len(value) > limit:
+        raise RequestError(field, f"is longer than {limit} characters")
+    if "\x00" in value:
+        raise RequestError(field, "contains a NUL character")
+    return value
+
+
+def _duration(field: str, value: Any, *, unlimited: bool) -> float | None:
+    if isinstance(value, str):
+        try:
+            seconds = parse_duration(value)
+        except ValueError as exc:
+            raise RequestError(field, str(exc)) from None
+    else:
+        seconds = _number(field, value)
+    if math.isinf(seconds):
+        if not unlimited:
+            raise RequestError(field, "cannot be unlimited")
+        return None
+    if seconds <= 0:
+        raise RequestError(field, "must be above 0")
+    if seconds < MIN_SECONDS:
+        raise RequestError(field, f"{seconds:g} s is shorter than the shortest lease "
+                                  f"({MIN_SECONDS:g} s)")
+    if seconds > MAX_SECONDS:
+        raise RequestError(field, f"{seconds:g} s is longer than a century")
+    return float(seconds)
+
+
+def _instant(field: str, value: Any, now: float) -> float:
+    text = _text(field, value, 64)
+    try:
+        t = parse_instant(text, now)
+    except ValueError as exc:
+        raise RequestError(field, str(exc)) from None
+    if not 0 <= t <= now + MAX_SECONDS:
+        raise RequestError(field, f"{text!r} is too far from now")
+    return t
+
+
+def normalise(body: Any, nodes: "NodeSet", default_vm: np.ndarray, now: float) -> dict:
+    """Check a JSON request and return it normalised (absolute times, seconds, defaults)."""
+    if not isinstance(body, dict):
+        raise RequestError("", "a lease request must be a JSON object")
+    unknown = sorted(set(body) - set(FIELDS))
+    if unknown:
+        raise RequestError(unknown[0], f"unknown field (known: {', '.join(FIELDS)})")
+    if "duration" not in body:
+        raise RequestError("duration", "is required")
+    types = nodes.types
+    start = body.get("start", "best_effort")
+    start_text = _text("start", start, 64)
+    kind = body.get("type")
+    if kind is not None and _text("type", kind, 64) not in TYPES:
+        raise RequestError("type", f"{kind!r} is not one of {', '.join(TYPES)}")
+    deadline = _instant("deadline", body["deadline"], now) if "deadline" in body else None
+    start_at: float | None = None
+    if start_text in ("now",):
+        start_at, inferred = now, "immediate"
+    elif start_text in ("best_effort", "best-effort", ""):
+        inferred = "best-effort"
+    else:
+        start_at, inferred = _instant("start", start_text, now), "advance-reservation"
+    if deadline is not None:
+        inferred = "deadline"
+    kind = kind or inferred
+    if kind != inferred:        # a best-effort lease with a deadline too: it would be ignored
+        raise RequestError("type", f"{kind!r} does not go with start {start_text!r}"
+                           + (" and a deadline" if deadline is not None else ""))
+    duration = _duration("duration", body["duration"],
+                         unlimited=kind in ("best-effort", "immediate"))
+    if kind == "deadline":
+        earliest = start_at if start_at is not None else now
+        if deadline <= earliest + (duration or 0):
+            raise RequestError("deadline", "leaves less time than the duration")
+    count = _number("nodes", body.get("nodes", 1), minimum=1, integer=True, maximum=MAX_VMS)
+    if "resources" in body and ("cpu" in body or "memory" in body):
+        raise RequestError("resources", "give either resources or cpu/memory, not both")
+    vector = default_vm.copy()
+    if "resources" in body:
+        res = body["resources"]
+        if not isinstance(res, dict) or not res:
+            raise RequestError("resources", "must be a non-empty object {type: amount}")
+        vector = np.zeros(len(types))
+        for name, amount in res.items():
+            if name not in types.names:
+                raise RequestError(f"resources.{name}", f"the site has no such resource "
+                                   f"(it has {', '.join(types.names)})")
+            vector[types.index(name)] = _amount(f"resources.{name}", amount)
+    for field, type_name in (("cpu", "CPU"), ("memory", "Memory")):
+        if field in body:
+            if type_name not in types.names:
+                raise RequestError(field, f"the site has no {type_name} resource")
+            vector[types.index(type_name)] = _amount(field, body[field])
+    if not (vector > 0).any():
+        raise RequestError("resources", "a VM must need some resource")
+    extra = body.get("extra", {})
+    if not isinstance(extra, dict) or len(extra) > MAX_EXTRA:
+        raise RequestError("extra", f"must be an object of at most {MAX_EXTRA} attributes")
+    for key, value in extra.items():
+        _text("extra", key, 128)
+        if not isinstance(value, (str, int, float, bool)) or isinstance(value, float) and \
+                not math.isfinite(value):
+            raise RequestError(f"extra.{key}", "must be a string, number or boolean")
+        if isinstance(value, str):
+            _text(f"extra.{key}", value)
+    return {
+        "type": kind,
+        "start": start_at,
+        "deadline": deadline,
+        "duration": duration,
+        "nodes": count,
+        "resources": {n: float(a) for n, a in zip(types.names, vector) if a},
+        "command": _text("command", body.get("command", ""), MAX_COMMAND),
+        "max_price": (_number("max_price", body["max_price"], maximum=1e15)
+                      if "max_price" in body else None),
+        "name": _text("name", body["name"], 256) if "name" in body else None,
+        "extra": extra,
+        "submitted": now,
+    }
+
+
+def from_lease(lease: Lease, nodes: "NodeSet", now: float, offset: float) -> dict:
+    """The normalised request of a lease read from an LWF document whose times are offsets
+    from ``offset`` (the moment it was submitted); only single-group leases are taken."""
+    if len(lease.vms.counts) != 1:
+        raise RequestError("<nodes>", "the daemon takes leases whose VMs are all alike")
+    where = f"lease {lease.source_id or lease.id}"     # as the API checks JSON requests
+    if lease.vms.counts[0] > MAX_VMS:
+        raise RequestError("<node-set numnodes>", f"{where}: more than {MAX_VMS} VMs")
+    if math.isinf(lease.requested_duration):
+        if lease.type not in (LeaseType.BEST_EFFORT, LeaseType.IMMEDIATE):
+            raise RequestError("<duration time>", f"{where}: {lease.type.value} leases "
+                               f"cannot be unlimited")
+    elif lease.requested_duration > MAX_SECONDS:
+        raise RequestError("<duration time>", f"{where}: longer than a century")
+    elif lease.requested_duration < MIN_SECONDS:
+        raise RequestError("<duration time>", f"{where}: shorter than the shortest lease "
+                                              f"({MIN_SECONDS:g} s)")
+    for field, t in (("<exact time>", lease.start_request), ("<deadline time>", lease.deadline)):
+        if t is not None and t > MAX_SECONDS:
+            raise RequestError(field, f"{where}: more than a century from now")
+    if lease.max_price is not None and not 0 <= lease.max_price <= 1e15:
+        raise RequestError("<attr max-price>", f"{where}: {lease.max_price:g} is out of range "
+                           f"(0 to 1e+15)")
+    types = nodes.types
+    vector = lease.vms.vectors[0]
+    for name, amount in zip(types.names, vector):
+        _amount(f"<res type={name}>", float(amount))
+    return {
+        "type": lease.type.value,
+        "start": None if lease.start_request is None else offset + lease.start_request,
+        "deadline": None if lease.deadline is None else offset + lease.deadline,
+        "duration": None if math.isinf(lease.requested_duration)
+        else float(lease.requested_duration),
+        "nodes": lease.vms.counts[0],
+        "resources": {n: float(a) for n, a in zip(types.names, vector) if a},
+        "command": str(lease.extra.get("command", "")),
+        "max_price": lease.max_price,
+        "name": lease.source_id,
+        "extra": {k: v for k, v in lease.extra.items() if k != "command"},
+        "submitted": now,
+    }
+
+
+def build_lease(lease_id: int, request: dict, nodes: "NodeSet") -> Lease:
+    """The scheduler's lease for a normalised request."""
+    types = nodes.types
+    vector = types.vector(request["resources"])
+    duration = request["duration"]
+    return Lease(lease_id, TYPES[request["type"]], request["submitted"],
+                 VMRequest.uniform(request["nodes"], vector),
+                 math.inf if duration is None else duration,
+                 start_request=request["start"], deadline=request["deadline"],
+                 source_id=request["name"],
+                 extra={**request["extra"], "command": request["command"]},
+                 max_price=request["max_price"], origin=f"request {lease_id}")

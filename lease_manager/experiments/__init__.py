@@ -1,0 +1,1 @@
+"""Experiments: sweeps of runs, their result table, reports and plots."""

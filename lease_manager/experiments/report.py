@@ -1,0 +1,216 @@
+"""``lease-manager report DIR``: compare the profiles of a sweep over its seeds.
+
+For every trace, one table with a row per profile: the number of finished runs and, for each
+metric, the mean and the sample standard deviation over the seeds. The metrics are the core's
+``avg_wait``, ``makespan``, ``utilization`` and ``avg_bounded_slowdown`` and every other numeric
+field that plugins add to ``summary.json`` (``resource_contention_integral``, energy...). The
+same numbers go to ``DIR/comparison.csv``; ``--plots`` draws the figures of
+:mod:`lease_manager.experiments.plots`.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import shutil
+import statistics
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+import attrs
+
+from lease_manager.errors import LeaseManagerError
+from lease_manager.experiments.results import Results, write_results
+
+CORE_METRICS = ("avg_wait", "makespan", "utilization", "avg_bounded_slowdown")
+#: summary fields of the core that are not compared by default
+CORE_FIELDS = frozenset({
+    "leases_total", "leases_completed", "leases_rejected", "leases_cancelled", "leases_failed",
+    "leases_unfinished", "max_wait", "avg_slowdown", "revenue", "held_leases_force_released",
+    *CORE_METRICS})
+UNITS = {"avg_wait": "s", "makespan": "s", "max_wait": "s"}
+
+
+@attrs.frozen
+class Stat:
+    """A metric over the seeds of one profile and trace."""
+
+    n: int
+    mean: float
+    std: float
+    min: float
+    max: float
+
+    @classmethod
+    def of(cls, values: Sequence[float]) -> "Stat":
+        std = statistics.stdev(values) if len(values) > 1 else 0.0
+        return cls(len(values), statistics.fmean(values), std, min(values), max(values))
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value) if math.isfinite(value) else None
+
+
+def default_metrics(results: Results) -> list[str]:
+    """The core metrics, then every other top-level numeric summary field that is not zero in
+    some run (plugins' fields such as ``resource_contention_integral``; nested ones, such as
+    ``x_by_resource.CPU``, only with ``--metric``)."""
+    done = results.done()
+    metrics = [m for m in CORE_METRICS if m in results.summary_columns]
+    for col in results.summary_columns:
+        if col in CORE_FIELDS or "." in col:
+            continue
+        if any(_number(row[col]) for row in done):   # present and non-zero
+            metrics.append(col)
+    return metrics
+
+
+def compare(results: Results, metrics: Sequence[str]) -> dict[tuple[str, str], dict[str, Any]]:
+    """``{(trace, profile): {"runs": n, "failed": k, metric: Stat | None}}``."""
+    table: dict[tuple[str, str], dict[str, Any]] = {}
+    for trace in results.traces:
+        for profile in results.profiles:
+            rows = [r for r in results.rows if r["trace"] == trace and r["profile"] == profile]
+            if not rows:
+                continue
+            done = [r for r in rows if r["status"] == "done"]
+            cell: dict[str, Any] = {"runs": len(done), "failed": len(rows) - len(done)}
+            for metric in metrics:
+                values = [v for v in (_number(r.get(metric)) for r in done) if v is not None]
+                cell[metric] = Stat.of(values) if values else None
+            table[(trace, profile)] = cell
+    return table
+
+
+def fmt(x: float) -> str:
+    """A compact, readable number: 33,855.5  4.21  0.491."""
+    ax = abs(x)
+    if ax >= 1e7:
+        return f"{x:.4g}"
+    if ax >= 100:
+        return f"{x:,.1f}"
+    if ax >= 1:
+        return f"{x:.3f}"
+    if ax == 0:
+        return "0"
+    if ax >= 1e-3:
+        return f"{x:.4f}"
+    return f"{x:.3g}"
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def _chunks(widths: Sequence[int], width: int) -> list[list[int]]:
+    """Column indices (after the first two) in groups whose lines fit in ``width``."""
+    fixed = widths[0] + 2 + widths[1]
+    groups: list[list[int]] = [[]]
+    used = fixed
+    for i in range(2, len(widths)):
+        if groups[-1] and used + 2 + widths[i] > width:
+            groups.append([])
+            used = fixed
+        groups[-1].append(i)
+        used += 2 + widths[i]
+    return groups
+
+
+def format_tables(results: Results, metrics: Sequence[str], width: int = 120) -> str:
+    """The comparison tables, one per trace (split into several when wider than ``width``)."""
+    table = compare(results, metrics)
+    out: list[str] = []
+    for trace in results.traces:
+        profiles = [p for p in results.profiles if (trace, p) in table]
+        if not profiles:
+            continue
+        seeds = sorted({r["seed"] for r in results.rows if r["trace"] == trace})
+        out.append(f"trace {trace}: {_plural(len(profiles), 'profile')} x "
+                   f"{_plural(len(seeds), 'seed')} (mean ± standard deviation over seeds)")
+        header = ["profile", "runs"] + [f"{m} ({UNITS[m]})" if m in UNITS else m
+                                        for m in metrics]
+        lines = [header]
+        for profile in profiles:
+            cell = table[(trace, profile)]
+            runs = str(cell["runs"]) + (f" ({cell['failed']} failed)" if cell["failed"] else "")
+            row = [profile, runs]
+            for metric in metrics:
+                stat = cell[metric]
+                if stat is None:
+                    row.append("-")
+                elif stat.n > 1:
+                    row.append(f"{fmt(stat.mean)} ± {fmt(stat.std)}")
+                else:
+                    row.append(fmt(stat.mean))
+            lines.append(row)
+        widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
+        for k, group in enumerate(_chunks(widths, width)):
+            if k:
+                out.append("")
+            columns = [0, 1, *group]
+            for j, line in enumerate(lines):
+                cells = [line[0].ljust(widths[0])] + [line[i].rjust(widths[i])
+                                                      for i in columns[1:]]
+                out.append("  ".join(cells).rstrip())
+                if j == 0:
+                    out.append("  ".join("-" * widths[i] for i in columns))
+        out.append("")
+    return "\n".join(out)
+
+
+def write_comparison(results: Results, metrics: Sequence[str], path: Path) -> None:
+    """``comparison.csv``: trace, profile, metric, n, mean, std, min, max."""
+    table = compare(results, metrics)
+    with path.open("w", newline="") as fh:
+        out = csv.writer(fh, lineterminator="\n")
+        out.writerow(["trace", "profile", "metric", "n", "mean", "std", "min", "max"])
+        for (trace, profile), cell in table.items():
+            for metric in metrics:
+                stat = cell[metric]
+                if stat is not None:
+                    out.writerow([trace, profile, metric, stat.n, repr(stat.mean),
+                                  repr(stat.std), repr(stat.min), repr(stat.max)])
+
+
+def report_command(directory: str, *, plots: bool = False, metrics: Iterable[str] = (),
+                   gantt: str | None = None, gantt_leases: int = 200,
+                   gantt_hours: float | None = None, seed: int | None = None) -> int:
+    """Rebuild the result table of ``directory``, print the comparison, draw the plots."""
+    path = Path(directory)
+    if not path.is_dir():
+        raise LeaseManagerError(f"{directory}: no such directory")
+    if plots:
+        from lease_manager.experiments.plots import require_matplotlib
+
+        require_matplotlib()
+    results = write_results(path)
+    if not results.rows:
+        raise LeaseManagerError(f"{directory}: no finished or failed runs found (a run folder "
+                                "has run.json and summary.json or error.txt)")
+    metrics = list(metrics) or default_metrics(results)
+    unknown = [m for m in metrics if m not in results.summary_columns]
+    if unknown:
+        raise LeaseManagerError(f"--metric {unknown[0]}: no run's summary has this field")
+    done = len(results.done())
+    print(f"{len(results.rows)} runs in {path}/ ({done} done, {len(results.rows) - done} "
+          f"failed): {_plural(len(results.profiles), 'profile')}, "
+          f"{_plural(len(results.traces), 'trace')}, {_plural(len(results.seeds), 'seed')}")
+    print()
+    width = max(80, shutil.get_terminal_size((120, 24)).columns)
+    print(format_tables(results, metrics, width), end="")
+    write_comparison(results, metrics, path / "comparison.csv")
+    written = [path / "results.csv", path / "results.sqlite", path / "comparison.csv"]
+    if plots:
+        from lease_manager.experiments.plots import make_plots
+
+        pngs, notes = make_plots(results, path, gantt_run=gantt, gantt_leases=gantt_leases,
+                                 gantt_hours=gantt_hours, seed=seed)
+        for note in notes:
+            print(f"note: {note}")
+        written += pngs
+        print(f"plots: {len(pngs)} PNG files in {path / 'plots'}/")
+    print("written: " + ", ".join(p.name for p in written[:3])
+          + (f" and {len(written) - 3} plots" if len(written) > 3 else ""))
+    return 0

@@ -1,0 +1,129 @@
+"""The event loop: at every instant, ends, then planned starts, then arrivals, then a cycle.
+
+The engine is driven by a clock (:mod:`lease_manager.kernel.clock`) and does not know whether it is
+simulated or real. Leases arrive from an iterator in submit order (a trace) and, from other
+threads, through :meth:`Engine.submit` (a daemon's API).
+"""
+
+from __future__ import annotations
+
+import collections
+import math
+import threading
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator
+
+from lease_manager.kernel.events import EventKind, Timeline
+from lease_manager.kernel.lease import LeaseType
+from lease_manager.kernel.scheduler import Enactment
+
+if TYPE_CHECKING:
+    from lease_manager.kernel.clock import RealClock, SimulatedClock
+    from lease_manager.kernel.lease import Lease
+    from lease_manager.kernel.scheduler import LeaseScheduler
+    from lease_manager.kernel.slottable import Reservation, SlotTable
+
+
+class ReplayEnactment(Enactment):
+    """Carries out leases in a simulation: once a lease's VMs run, its remaining work ends
+    after its actual duration, which the engine learns through an END event (if that is not
+    after the running reservation ends: then a planned suspension or the reservation's end
+    comes first). Suspending and stopping cost nothing."""
+
+    def __init__(self, timeline: Timeline) -> None:
+        self.timeline = timeline
+
+    def start(self, lease: "Lease", res: "Reservation", end: float) -> None:
+        """``lease``'s VMs run in ``res``; its work (and shutdown) ends at ``end``."""
+        if end <= res.end and not math.isinf(end):
+            self.timeline.push(end, EventKind.END, res)
+
+
+class Engine:
+    """Steps one site's scheduler through time until the stop condition holds."""
+
+    def __init__(self, scheduler: "LeaseScheduler", table: "SlotTable", timeline: Timeline,
+                 clock: "SimulatedClock | RealClock", arrivals: Iterable["Lease"] = (), *,
+                 stop_when: str = "all-leases-done", runtime: float = math.inf,
+                 serve: bool = False) -> None:
+        self.scheduler = scheduler
+        self.table = table
+        self.timeline = timeline
+        self.clock = clock
+        self._arrivals: Iterator["Lease"] = iter(arrivals)
+        self.stop_when = stop_when
+        self.runtime = runtime
+        #: keep running with nothing to do, waiting for :meth:`submit` (a daemon)
+        self.serve = serve
+        self._posted: collections.deque[Callable[[float], None]] = collections.deque()
+        self._stopping = threading.Event()
+        self.steps = 0
+        #: leases released by the core because the run would have ended with them held
+        self.force_released = 0
+
+    @property
+    def now(self) -> float:
+        return self.clock.now()
+
+    def submit(self, lease: "Lease") -> None:
+        """Hand a lease to the running engine from any thread; it is submitted at once."""
+        self.post(lambda now: self.scheduler.submit(lease, now))
+
+    def post(self, fn: Callable[[float], None]) -> None:
+        """Have the engine call ``fn(now)`` at once, on its own thread (from any thread): how
+        a daemon's API and backends act on the scheduler without locks."""
+        self._posted.append(fn)
+        self.clock.wake()
+
+    def call_at(self, time: float, fn: Callable[[float], None]) -> None:
+        """Call ``fn(now)`` at ``time`` (a decision point of its own; not thread-safe)."""
+        self.timeline.push(time, EventKind.CALL, fn)
+
+    def stop(self) -> None:
+        """Ask a running engine to stop after the current step (any thread)."""
+        self._stopping.set()
+        self.clock.wake()
+
+    def run(self, progress: Callable[[float], None] | None = None) -> None:
+        sched = self.scheduler
+        timeline = self.timeline
+        nxt = next(self._arrivals, None)
+        now = self.clock.now()
+        while not self._stopping.is_set():
+            t = timeline.next_time()
+            if nxt is not None and nxt.submit < t:
+                t = nxt.submit
+            if self.stop_when == "time" and t > self.runtime:
+                break
+            if math.isinf(t) and not self._posted:
+                if sched.held:
+                    self.force_released += sched.release_all_held(now)
+                    sched.cycle(now)
+                    continue
+                if not self.serve:
+                    break
+            now = self.clock.wait_until(t)
+            posted = self._posted
+            while posted:
+                posted.popleft()(now)
+            if now >= t:
+                for kind, payload in timeline.pop_due(now):
+                    if kind is EventKind.END:
+                        sched.work_finished(payload, now)
+                    elif kind is EventKind.SEGMENT_END:
+                        sched.segment_ended(payload, now)
+                    elif kind is EventKind.START:
+                        sched.segment_started(payload, now)
+                    else:
+                        payload(now)
+                while nxt is not None and nxt.submit <= now:
+                    sched.submit(nxt, now)
+                    nxt = next(self._arrivals, None)
+            sched.cycle(now)
+            self.table.advance(now)
+            self.steps += 1
+            if progress is not None and self.steps % 512 == 0:
+                progress(now)
+            if (self.stop_when == "besteffort-done" and not self.serve and nxt is None
+                    and not self._posted
+                    and not any(l.type is LeaseType.BEST_EFFORT for l in sched.active_leases())):
+                break

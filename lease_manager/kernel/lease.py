@@ -1,0 +1,207 @@
+"""Leases: what a user asks for (type, virtual machines, times) and the state it is in.
+
+The state machine is explicit: :data:`TRANSITIONS` lists every legal move and
+:meth:`Lease.transition` raises :class:`IllegalTransition` on any other.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from typing import TYPE_CHECKING, Any, Sequence
+
+import attrs
+import numpy as np
+
+from lease_manager.errors import IllegalTransition
+
+if TYPE_CHECKING:
+    from lease_manager.kernel.slottable import Reservation
+
+
+class LeaseType(enum.Enum):
+    """The four kinds of lease Haizea knows."""
+
+    BEST_EFFORT = "best-effort"          # queued, started as soon as resources allow
+    ADVANCE_RESERVATION = "advance-reservation"  # exact start time, or rejected
+    IMMEDIATE = "immediate"              # now, or rejected; never queued
+    DEADLINE = "deadline"                # must finish by a deadline, start is flexible
+
+
+class LeaseState(enum.Enum):
+    NEW = "new"                  # submitted, not yet through admission
+    HELD = "held"                # accepted but held back by the queue mechanism (thesis: Prepending)
+    QUEUED = "queued"            # in the wait queue (thesis: Pending)
+    SCHEDULED = "scheduled"      # holds a reservation that starts in the future
+    ACTIVE = "active"            # running
+    SUSPENDING = "suspending"
+    SUSPENDED = "suspended"      # suspended, waiting to be resumed
+    RESUMING = "resuming"
+    MIGRATING = "migrating"      # a suspended lease's memory image moving to other nodes
+    DONE = "done"
+    REJECTED = "rejected"
+    CANCELLED = "cancelled"
+    FAILED = "failed"
+
+    @property
+    def terminal(self) -> bool:
+        return self in TERMINAL_STATES
+
+
+S = LeaseState
+TERMINAL_STATES = frozenset({S.DONE, S.REJECTED, S.CANCELLED, S.FAILED})
+
+#: Every legal state change. Any state that is not terminal may also go to CANCELLED.
+TRANSITIONS: dict[LeaseState, frozenset[LeaseState]] = {
+    # NEW -> FAILED: an accepted lease that a restarted daemon could not plan again.
+    S.NEW: frozenset({S.REJECTED, S.HELD, S.QUEUED, S.SCHEDULED, S.FAILED}),
+    S.HELD: frozenset({S.QUEUED}),
+    # QUEUED -> FAILED: a suspended lease waiting to resume lost its memory image.
+    S.QUEUED: frozenset({S.SCHEDULED, S.REJECTED, S.FAILED}),
+    # SCHEDULED -> QUEUED: the reservation was given up before it started (requeued).
+    # SCHEDULED -> RESUMING / MIGRATING: a suspended lease's planned resumption begins.
+    S.SCHEDULED: frozenset({S.ACTIVE, S.QUEUED, S.RESUMING, S.MIGRATING, S.FAILED}),
+    # ACTIVE -> QUEUED: preempted without suspension, requeued and losing its work.
+    # ACTIVE -> SCHEDULED: preempted in the plan before it started its next segment.
+    S.ACTIVE: frozenset({S.DONE, S.SUSPENDING, S.QUEUED, S.FAILED}),
+    S.SUSPENDING: frozenset({S.SUSPENDED, S.FAILED}),
+    S.SUSPENDED: frozenset({S.RESUMING, S.MIGRATING, S.QUEUED, S.FAILED}),
+    S.MIGRATING: frozenset({S.SUSPENDED, S.RESUMING, S.FAILED}),
+    S.RESUMING: frozenset({S.ACTIVE, S.FAILED}),
+}
+TRANSITIONS = {
+    state: targets | ({S.CANCELLED} if not state.terminal else frozenset())
+    for state, targets in TRANSITIONS.items()
+}
+for _state in TERMINAL_STATES:
+    TRANSITIONS[_state] = frozenset()
+
+
+@attrs.frozen(eq=False)
+class VMRequest:
+    """The virtual machines a lease asks for: groups of identical VMs.
+
+    ``counts[g]`` VMs each need ``vectors[g]`` (one entry per resource type). SWF leases have one
+    group; Haizea's LWF ``<node-set>`` elements each give one.
+    """
+
+    counts: tuple[int, ...]
+    vectors: np.ndarray  # shape (groups, resource types)
+
+    @classmethod
+    def uniform(cls, count: int, vector: Sequence[float] | np.ndarray) -> "VMRequest":
+        v = np.asarray(vector, dtype=float).reshape(1, -1)
+        v.flags.writeable = False
+        return cls((int(count),), v)
+
+    #: ``vectors[0].tobytes()`` when all VMs have one shape, else None (for caches)
+    shape_key: bytes | None = attrs.field(init=False, default=None)
+    #: total number of VMs
+    count: int = attrs.field(init=False, default=0)
+
+    def __attrs_post_init__(self) -> None:
+        if len(self.counts) != self.vectors.shape[0]:
+            raise ValueError("one count per VM group is needed")
+        if any(c <= 0 for c in self.counts):
+            raise ValueError("a lease needs at least one VM in each group")
+        if len(self.counts) == 1:
+            object.__setattr__(self, "shape_key", self.vectors[0].tobytes())
+        object.__setattr__(self, "count", sum(self.counts))
+
+    @property
+    def total(self) -> np.ndarray:
+        """Total capacity over all VMs."""
+        return (np.asarray(self.counts, dtype=float)[:, None] * self.vectors).sum(axis=0)
+
+    def per_vm(self) -> np.ndarray:
+        """One row per VM, groups in order."""
+        return np.repeat(self.vectors, self.counts, axis=0)
+
+
+@attrs.define(eq=False, repr=False, slots=True)
+class Lease:
+    """A request for resources over time, and what became of it.
+
+    Times are seconds on the run's clock (a simulation starts at 0 = the trace start).
+    ``requested_duration`` is what the scheduler reserves; ``actual_duration`` is how long the
+    work really runs when known (a simulation knows it; the hpc paradigm reserves the request and
+    ends the lease at the actual).
+    """
+
+    id: int
+    type: LeaseType
+    submit: float
+    vms: VMRequest
+    requested_duration: float
+    actual_duration: float | None = None
+    #: exact start for advance reservations, ``None`` otherwise
+    start_request: float | None = None
+    deadline: float | None = None
+    #: the id the lease had in its source (SWF job number, LWF lease id)
+    source_id: str | None = None
+    #: free-form attributes (LWF ``<extra>``, annotations such as stress-on sets)
+    extra: dict[str, Any] = attrs.field(factory=dict)
+    #: a user's maximum price, if any (see pricing)
+    max_price: float | None = None
+    #: where the request came from, for messages (``trace.swf:123``)
+    origin: str | None = None
+
+    state: LeaseState = LeaseState.NEW
+    #: reservations currently planned or running, in time order
+    reservations: list["Reservation"] = attrs.field(factory=list)
+    #: every reservation the lease actually used, as it ended (for accounting and invariants)
+    allocations: list["Reservation"] = attrs.field(factory=list)
+    #: seconds of work done so far (a suspended lease resumes with the rest)
+    work_done: float = 0.0
+    #: the node of each VM while the lease is suspended (where its memory images are)
+    image_nodes: tuple[int, ...] = ()
+    preemptions: int = 0
+    suspensions: int = 0
+    #: seconds spent suspending, suspended and resuming
+    time_suspended: float = 0.0
+    #: when the current suspension began (None when the lease is not suspended)
+    suspended_at: float | None = None
+    #: first start promised to the lease since it last entered the queue, and when it really
+    #: started (first) / ended
+    promised_start: float | None = None
+    start: float | None = None
+    end: float | None = None
+    price: float | None = None
+    reason: str = ""
+
+    def transition(self, new: LeaseState) -> None:
+        """Move to ``new``; raise :class:`IllegalTransition` if the state machine forbids it."""
+        if new not in TRANSITIONS[self.state]:
+            raise IllegalTransition(
+                f"lease {self.id}: illegal transition {self.state.value} -> {new.value}")
+        self.state = new
+
+    @property
+    def wait(self) -> float | None:
+        return None if self.start is None else self.start - self.submit
+
+    @property
+    def run_duration(self) -> float:
+        """How long the lease's work runs once started (never more than requested)."""
+        actual = self.actual_duration
+        if actual is None:
+            return self.requested_duration
+        return min(actual, self.requested_duration)
+
+    @property
+    def remaining_requested(self) -> float:
+        """Work still to reserve for (the request minus the work done)."""
+        return self.requested_duration - self.work_done
+
+    @property
+    def remaining_actual(self) -> float:
+        """Work still to do before the lease really ends."""
+        return self.run_duration - self.work_done
+
+    @property
+    def unlimited(self) -> bool:
+        return math.isinf(self.requested_duration)
+
+    def __repr__(self) -> str:
+        return (f"<Lease {self.id} {self.type.value} {self.state.value} vms={self.vms.count} "
+                f"submit={self.submit} req={self.requested_duration}>")

@@ -1,0 +1,132 @@
+"""The mapper: places a lease's VMs on physical nodes for a whole interval.
+
+Hosts are visited in the order a host-selection policy returns; each host takes as many of the
+lease's VMs as fit on its free capacity all through the interval (Haizea's greedy mapper).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Sequence
+
+import attrs
+import numpy as np
+
+from lease_manager.kernel.slottable import EPS, Reservation
+
+if TYPE_CHECKING:
+    from lease_manager.kernel.lease import Lease, VMRequest
+    from lease_manager.kernel.slottable import SlotTable
+
+
+@attrs.frozen(eq=False)
+class Placement:
+    """Where a lease's VMs go: ``vm_nodes[i]`` is the node of VM ``i`` (groups in order)."""
+
+    vm_nodes: tuple[int, ...]
+    nodes: np.ndarray      # distinct nodes used, in the order they were filled
+    amounts: np.ndarray    # what the lease holds on each of ``nodes``
+
+    #: the VMs' shape (``vector.tobytes()``) when they all have one
+    vm_shape: bytes | None = None
+
+    @classmethod
+    def on_nodes(cls, vm_nodes: Sequence[int], demand: "VMRequest") -> "Placement":
+        """The placement of ``demand``'s VMs on the given nodes (one per VM, groups in order)."""
+        per_vm = demand.per_vm()
+        if len(vm_nodes) != len(per_vm):
+            raise ValueError(f"{len(vm_nodes)} nodes given for {len(per_vm)} VMs")
+        nodes: list[int] = []
+        sums: dict[int, np.ndarray] = {}
+        for node, vector in zip(vm_nodes, per_vm):
+            if node not in sums:
+                nodes.append(int(node))
+                sums[node] = np.zeros_like(vector)
+            sums[node] = sums[node] + vector
+        return cls(tuple(int(n) for n in vm_nodes), np.asarray(nodes, dtype=np.intp),
+                   np.array([sums[n] for n in nodes]), demand.shape_key)
+
+    def reservation(self, lease: "Lease | None", start: float, end: float,
+                    site_amount: np.ndarray | None = None, kind: str = "vm") -> Reservation:
+        return Reservation(lease, start, end, self.nodes, self.amounts, site_amount, kind,
+                           self.vm_nodes, self.vm_shape)
+
+
+def place(table: "SlotTable", demand: "VMRequest", start: float, end: float,
+          order: Sequence[int] | np.ndarray) -> Placement | None:
+    """Map ``demand`` onto the nodes in ``order`` over ``[start, end)``; ``None`` if it fails."""
+    if len(demand.counts) == 1:
+        fits = table.vm_fits(demand.vectors[0], start, end)
+        return _place_counts(fits, demand.counts[0], demand.vectors[0],
+                             np.asarray(order, dtype=np.intp))
+    return _place_mixed(table.min_free(start, end), demand, np.asarray(order, dtype=np.intp))
+
+
+def place_on(free: np.ndarray, demand: "VMRequest",
+             order: Sequence[int] | np.ndarray) -> Placement | None:
+    """Map ``demand`` onto nodes with free capacity ``free`` (nodes x types), visiting ``order``."""
+    order = np.asarray(order, dtype=np.intp)
+    if len(demand.counts) == 1:
+        return _place_uniform(free, demand.counts[0], demand.vectors[0], order)
+    return _place_mixed(free, demand, order)
+
+
+def _place_uniform(free: np.ndarray, count: int, vector: np.ndarray,
+                   order: np.ndarray) -> Placement | None:
+    pos = vector > 0
+    if pos.any():
+        fits = np.floor((free[:, pos] / vector[pos]).min(axis=1) + EPS)
+    else:
+        fits = np.full(len(free), float(count))
+    return _place_counts(fits, count, vector, order)
+
+
+def _place_counts(fits: np.ndarray, count: int, vector: np.ndarray,
+                  order: np.ndarray) -> Placement | None:
+    """Fill hosts in ``order``, each with as many VMs as it can host (``fits[node]``)."""
+    fits = fits[order]
+    if count == 1 or fits.max(initial=0) <= 1:   # one VM per host: the first hosts that can
+        nodes = order[fits > 0][:count]
+        if len(nodes) < count:
+            return None
+        amounts = np.empty((count, len(vector)), dtype=vector.dtype)
+        amounts[:] = vector
+        return Placement(tuple(nodes.tolist()), nodes, amounts, vector.tobytes())
+    cum = np.cumsum(fits)
+    last = int(np.searchsorted(cum, count - 0.5))   # first host where the running total >= count
+    if last >= len(order):
+        return None
+    take = fits[: last + 1].astype(np.intp)
+    take[last] = count - (int(cum[last - 1]) if last > 0 else 0)
+    used = take > 0
+    nodes = order[: last + 1][used]
+    per_node = take[used]
+    vm_nodes = tuple(np.repeat(nodes, per_node).tolist())
+    amounts = per_node[:, None] * vector[None, :]
+    return Placement(vm_nodes, nodes, amounts, vector.tobytes())
+
+
+def _place_mixed(free: np.ndarray, demand: "VMRequest", order: np.ndarray) -> Placement | None:
+    """First fit of every VM, largest first, over the hosts in order."""
+    free = free.copy()
+    per_vm = demand.per_vm()
+    scale = np.where(free.max(axis=0) > 0, free.max(axis=0), 1.0)
+    vm_order = sorted(range(len(per_vm)), key=lambda i: (-float((per_vm[i] / scale).sum()), i))
+    vm_nodes = [0] * len(per_vm)
+    for i in vm_order:
+        need = per_vm[i]
+        for node in order.tolist():
+            if (free[node] - need >= -EPS).all():
+                free[node] -= need
+                vm_nodes[i] = node
+                break
+        else:
+            return None
+    nodes: list[int] = []
+    for node in vm_nodes:
+        if node not in nodes:
+            nodes.append(node)
+    index = {node: k for k, node in enumerate(nodes)}
+    amounts = np.zeros((len(nodes), per_vm.shape[1]))
+    for i, node in enumerate(vm_nodes):
+        amounts[index[node]] += per_vm[i]
+    return Placement(tuple(vm_nodes), np.asarray(nodes, dtype=np.intp), amounts)

@@ -1,0 +1,1 @@
+"""The core's run observers: accounting, recorded series and the invariant checker."""

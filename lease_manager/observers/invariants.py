@@ -1,0 +1,91 @@
+"""Invariants every schedule must keep, checked independently of the slot table.
+
+The checker records what each lease really held (its final allocations) and at the end sweeps
+them node by node: no node may ever hold more than its capacity. It also checks that no lease
+starts twice without being preempted in between, and that a best-effort lease that was never
+preempted starts no later than the start it was first promised.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from lease_manager.kernel.lease import LeaseType
+
+if TYPE_CHECKING:
+    from lease_manager.kernel.lease import Lease
+    from lease_manager.run import Run
+
+TOLERANCE = 1e-6
+
+
+class InvariantViolation(AssertionError):
+    """The run broke an invariant: a bug in lease_manager or in a plugin."""
+
+
+class InvariantChecker:
+    """A per-run observer (its methods are named after the hooks); :meth:`verify` at the end."""
+
+    def __init__(self, capacity: np.ndarray) -> None:
+        self.capacity = capacity
+        self._nodes: list[np.ndarray] = []
+        self._starts: list[np.ndarray] = []
+        self._ends: list[np.ndarray] = []
+        self._amounts: list[np.ndarray] = []
+        self._running: set[int] = set()
+        self.violations: list[str] = []
+
+    def lease_started(self, run: "Run", lease: "Lease", now: float) -> None:
+        if lease.id in self._running:
+            self.violations.append(f"lease {lease.id} started twice (at {now})")
+        self._running.add(lease.id)
+        if (lease.type is LeaseType.BEST_EFFORT and lease.preemptions == 0
+                and lease.promised_start is not None and now > lease.promised_start + TOLERANCE):
+            self.violations.append(f"lease {lease.id} started at {now}, later than the "
+                                   f"{lease.promised_start} it was promised")
+
+    def lease_preempted(self, run: "Run", lease: "Lease", now: float) -> None:
+        self._running.discard(lease.id)
+
+    def lease_ended(self, run: "Run", lease: "Lease", now: float) -> None:
+        self._running.discard(lease.id)
+        for res in lease.allocations:
+            k = len(res.nodes)
+            self._nodes.append(res.nodes)
+            self._starts.append(np.full(k, res.start))
+            self._ends.append(np.full(k, res.end))
+            self._amounts.append(res.amounts)
+
+    def over_commitments(self) -> list[str]:
+        """Sweep all allocations per node; describe every instant a node was over-committed."""
+        if not self._nodes:
+            return []
+        nodes = np.concatenate(self._nodes)
+        starts = np.concatenate(self._starts)
+        ends = np.concatenate(self._ends)
+        amounts = np.concatenate(self._amounts)
+        if (ends < starts).any():
+            return ["an allocation ends before it starts"]
+        times = np.concatenate([starts, ends])
+        where = np.concatenate([nodes, nodes])
+        deltas = np.concatenate([amounts, -amounts])
+        is_start = np.concatenate([np.ones(len(nodes)), np.zeros(len(nodes))])
+        order = np.lexsort((is_start, times, where))   # per node, by time, ends first
+        usage = np.cumsum(deltas[order], axis=0)
+        cap = self.capacity[where[order]]
+        over = (usage > cap + TOLERANCE * np.maximum(cap, 1)).any(axis=1)
+        out = []
+        for i in np.flatnonzero(over)[:10].tolist():
+            j = order[i]
+            out.append(f"node {int(where[j])} holds {usage[i].tolist()} at time "
+                       f"{times[j]:g}, above its capacity {cap[i].tolist()}")
+        return out
+
+    def verify(self) -> None:
+        """Raise :class:`InvariantViolation` listing what went wrong, if anything did."""
+        problems = self.violations + self.over_commitments()
+        if problems:
+            more = f" (and {len(problems) - 10} more)" if len(problems) > 10 else ""
+            raise InvariantViolation("; ".join(problems[:10]) + more)

@@ -1,0 +1,1 @@
+"""Workload formats: SWF and LWF readers, conversion between them."""

@@ -1,0 +1,566 @@
+"""Haizea's lease workload format (LWF): reading and writing XML lease workloads.
+
+An LWF file lists lease requests, each with its arrival time, and may describe the site it was
+made for (see ``lease_manager/workload/schemas/lwf.xsd`` for the format, validated on every read). Unlike
+SWF it expresses every lease type, VMs of several sizes, and free attributes:
+
+- ``<start/>`` best-effort; ``<start><now/></start>`` immediate; ``<start><exact time=.../>``
+  advance reservation (``start_request``); with ``<deadline>`` any of these is a deadline lease
+  whose ``start_request`` is the earliest start (the arrival for ``<now/>``, None for
+  ``<start/>``).
+- Every ``<node-set>`` of a lease is one group of identical VMs (``VMRequest.counts`` /
+  ``vectors``, over the run's resource types; types a node-set does not name are 0; the
+  instances of a multi-instance resource are pooled).
+- ``<duration>`` is ``requested_duration`` (``unlimited`` = ``math.inf``), ``<realduration>``
+  ``actual_duration`` (None when absent).
+- The file's lease ``id`` is kept as ``source_id``; ``id`` is assigned sequentially from
+  ``first_id`` in arrival order. ``origin`` is ``file:line`` of the ``<lease-request>``.
+- ``lease.extra``: ``preemptible`` (bool, only when the attribute is given: absent means
+  preemptible), ``disk-image`` (str) and ``disk-image-size`` (int, MB) for a
+  ``<disk-image>`` software environment (nothing for ``<none/>``), and every
+  ``<extra><attr name= value=>`` as a string. Those three names are reserved; the attribute
+  ``max-price`` sets ``lease.max_price`` (the user's maximum price) instead.
+
+Requests must be in arrival order (equal arrivals keep file order), as SWF jobs must be in
+submit order: a request that arrives before the previous one is an error naming its line.
+Every error (malformed XML, schema violation, bad time, resource type the site does not have,
+...) is a :class:`TraceError` naming the file, the line and the element or attribute.
+
+The file is read whole (schema validation needs the tree): LWF suits workloads of thousands of
+leases; replay long traces from SWF. :func:`write_lwf` streams.
+"""
+
+from __future__ import annotations
+
+import functools
+import gzip
+import importlib.resources
+import math
+import os
+import re
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+import attrs
+import numpy as np
+from lxml import etree
+
+from lease_manager.errors import TraceError
+from lease_manager.kernel.lease import Lease, LeaseType, VMRequest
+from lease_manager.kernel.resources import NodeSet, ResourceTypes
+from lease_manager.kernel.timeutil import parse_duration
+
+#: keys of ``lease.extra`` that LWF elements and attributes (not ``<attr>``) set
+RESERVED_EXTRA = ("preemptible", "disk-image", "disk-image-size")
+#: the ``<extra>`` attribute that carries a user's maximum price (``lease.max_price``): LWF has
+#: no element for it
+MAX_PRICE = "max-price"
+
+_TRUE = frozenset({"true", "yes"})
+
+
+@attrs.define(eq=False)
+class LWFWorkload:
+    """What an LWF file holds: its name, the site it describes (if any) and its leases."""
+
+    name: str | None
+    site: NodeSet | None
+    leases: list[Lease]
+    description: str | None = None
+
+
+# ------------------------------------------------------------------------------ schema
+def schema_path() -> Path:
+    """Where the LWF schema is (a file inside the installed package)."""
+    ref = importlib.resources.files("lease_manager.workload").joinpath("schemas", "lwf.xsd")
+    return Path(str(ref))
+
+
+@functools.lru_cache(maxsize=1)
+def lwf_schema() -> etree.XMLSchema:
+    """The LWF schema, parsed once."""
+    ref = importlib.resources.files("lease_manager.workload").joinpath("schemas", "lwf.xsd")
+    return etree.XMLSchema(etree.fromstring(ref.read_bytes()))
+
+
+def is_lwf(path: str | Path) -> bool:
+    """True if ``path`` looks like an XML (LWF) file rather than SWF: its first non-blank
+    character, after decompressing a ``.gz`` file, is ``<``."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(2)
+            fh.seek(0)
+            raw = gzip.GzipFile(fileobj=fh) if head == b"\x1f\x8b" else fh
+            start = raw.read(512)
+    except (OSError, EOFError):
+        return False
+    return start.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"<")
+
+
+# ----------------------------------------------------------------------------- reading
+def read_lwf(path: str | Path, types: ResourceTypes | None = None, *,
+             first_id: int = 1, data: bytes | None = None) -> LWFWorkload:
+    """Read and validate an LWF file; leases get ids ``first_id, first_id + 1, ...``.
+
+    ``types`` are the run's resource types (lease vectors are over them); None means the types
+    the file's ``<site>`` declares (an error if it has none). With ``data``, the document is
+    those bytes and ``path`` only names it in messages (a request body, say).
+    """
+    file = str(path)
+    root = _parse(file, data)
+    site_elem = root.find("site")
+    site = _site(site_elem, file) if site_elem is not None else None
+    if types is None:
+        if site is None:
+            raise TraceError("the workload describes no site: give the resource types of the "
+                             "site it runs on", file=file, line=root.sourceline)
+        types = site.types
+    description = root.findtext("description")
+    reader = _LeaseReader(file, types, first_id)
+    leases = [reader.lease(request) for request in root.iterfind("lease-requests/lease-request")]
+    return LWFWorkload(root.get("name"), site, leases,
+                       description.strip() if description is not None else None)
+
+
+def _parse(file: str, raw: bytes | None = None) -> etree._Element:
+    try:
+        if raw is None:
+            raw = Path(file).read_bytes()
+    except FileNotFoundError:
+        raise TraceError("trace file not found", file=file) from None
+    except OSError as exc:
+        raise TraceError(f"cannot open trace file: {exc.strerror}", file=file) from None
+    if raw[:2] == b"\x1f\x8b":
+        try:
+            raw = gzip.decompress(raw)
+        except (OSError, EOFError) as exc:
+            raise TraceError(f"cannot decompress: {exc}", file=file) from None
+    parser = etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False,
+                             remove_comments=False, huge_tree=True)
+    try:
+        root = etree.fromstring(raw, parser)
+    except etree.XMLSyntaxError as exc:
+        message = exc.msg or str(exc)
+        message = re.sub(r",? line \d+, column \d+$", "", message)
+        raise TraceError(f"malformed XML: {message}", file=file, line=exc.lineno or None,
+                         field="XML") from None
+    schema = lwf_schema()
+    if not schema.validate(root.getroottree()):
+        errors = list(schema.error_log)
+        first = errors[0]
+        field, message = _explain_schema_error(first.message)
+        if len(errors) > 1:
+            message += f" (and {len(errors) - 1} more schema error{'s' * (len(errors) > 2)})"
+        raise TraceError(message, file=file, line=first.line or None, field=field)
+    return root
+
+
+_TIME_HELP = "HH:MM:SS[.ss], DD:HH:MM:SS[.ss] or seconds"
+_DURATION_HELP = "HH:MM:SS[.ss], DD:HH:MM:SS[.ss], seconds or 'unlimited'"
+_ATOMIC_HELP = {
+    "xs:positiveInteger": "an integer above 0",
+    "xs:nonNegativeInteger": "an integer >= 0",
+    "amount": "a number >= 0",
+    "xs:decimal": "a number",
+    "xs:NMTOKEN": "a name without spaces",
+    "xs:NMTOKENS": "names separated by spaces",
+    "name": "a non-empty name",
+}
+
+
+def _explain_schema_error(message: str) -> tuple[str, str]:
+    """``(field, message)`` of a schema validation message, in the words of our errors."""
+    m = re.match(r"Element '([^']*)'(?:, attribute '([^']*)')?: (.*)", message, re.S)
+    if not m:
+        return "schema", message.strip()
+    element, attribute, text = m.group(1), m.group(2), m.group(3).strip().rstrip(".")
+    field = f"<{element} {attribute}>" if attribute else f"<{element}>"
+    if (p := re.match(r"\[facet 'pattern'\] The value '(.*)' is not accepted", text, re.S)):
+        if element == "duration":
+            return field, f"{p.group(1)!r} is not a duration ({_DURATION_HELP})"
+        return field, f"{p.group(1)!r} is not a time ({_TIME_HELP})"
+    if (p := re.match(r"The attribute '(.*)' is required but missing", text)):
+        return field, f"the attribute {p.group(1)!r} is required"
+    if (p := re.match(r"The attribute '(.*)' is not allowed", text)):
+        return field, f"unknown attribute {p.group(1)!r}"
+    if (p := re.match(r"\[facet 'enumeration'\] The value '(.*)' is not an element of the set "
+                      r"\{(.*)\}", text, re.S)):
+        return field, f"{p.group(1)!r} is not one of {p.group(2)}"
+    if (p := re.match(r"\[facet 'minInclusive'\] The value '(.*)' is less than the minimum "
+                      r"value allowed \('(.*)'\)", text, re.S)):
+        return field, f"{p.group(1)!r} is below the minimum {p.group(2)}"
+    if (p := re.match(r"'(.*)' is not a valid value of the (?:local )?atomic type '(.*)'",
+                      text, re.S)):
+        return field, f"{p.group(1)!r} is not {_ATOMIC_HELP.get(p.group(2), p.group(2))}"
+    if (p := re.match(r"This element is not expected\. Expected is (?:one of )?\( (.*) \)",
+                      text, re.S)):
+        return field, f"element not allowed here (expected: {p.group(1)})"
+    if text.startswith("This element is not expected"):
+        return field, "element not allowed here"
+    if (p := re.match(r"Missing child element\(s\)\. Expected is (?:one of )?\( (.*) \)",
+                      text, re.S)):
+        return field, f"a child element is missing (expected: {p.group(1)})"
+    if (p := re.match(r"Duplicate key-sequence \['(.*)'\] in unique identity-constraint "
+                      r"'(.*)'", text, re.S)):
+        what = "resource type" if p.group(2).startswith("resource") else "attribute name"
+        return field, f"{what} {p.group(1)!r} is given twice"
+    if (p := re.match(r"No matching global declaration available for the validation root",
+                      text)):
+        return field, "not an LWF file: the root element must be <lease-workload>"
+    return field, text
+
+
+def _site(elem: etree._Element, file: str) -> NodeSet:
+    names_elem = elem.find("resource-types")
+    try:
+        types = ResourceTypes(tuple(names_elem.get("names").split()))
+    except ValueError as exc:
+        raise TraceError(str(exc), file=file, line=names_elem.sourceline,
+                         field="<resource-types names>") from None
+    if not types.names:
+        raise TraceError("no resource types given", file=file, line=names_elem.sourceline,
+                         field="<resource-types names>")
+    rows = []
+    for node_set in elem.iterfind("nodes/node-set"):
+        count = _count(node_set, file)
+        vector = _amounts(node_set, types, file, what="site")
+        rows.append(np.tile(vector, (count, 1)))
+    capacity = np.vstack(rows)
+    capacity.flags.writeable = False
+    return NodeSet(types, capacity)
+
+
+def _count(node_set: etree._Element, file: str) -> int:
+    count = int(node_set.get("numnodes"))
+    if count <= 0:   # the schema says so too
+        raise TraceError(f"{count} is not above 0", file=file, line=node_set.sourceline,
+                         field="<node-set numnodes>")
+    return count
+
+
+def _amounts(node_set: etree._Element, types: ResourceTypes, file: str, *, what: str
+             ) -> np.ndarray:
+    vector = np.zeros(len(types))
+    for res in node_set.iterfind("res"):
+        name = res.get("type")
+        if name not in types.names:
+            raise TraceError(f"unknown resource type {name!r} (the {what} has "
+                             f"{', '.join(types.names)})", file=file, line=res.sourceline,
+                             field="<res type>")
+        instances = res.findall("instance")
+        amount = res.get("amount")
+        if amount is not None and instances:
+            raise TraceError("give either an amount or <instance> elements, not both",
+                             file=file, line=res.sourceline, field="<res amount>")
+        if amount is None and not instances:
+            raise TraceError("the amount is missing (an amount attribute or <instance> "
+                             "elements)", file=file, line=res.sourceline, field="<res amount>")
+        if amount is not None:
+            vector[types.index(name)] = float(amount)
+        else:
+            vector[types.index(name)] = sum(float(i.get("amount")) for i in instances)
+    if not (vector > 0).any():
+        raise TraceError("every resource amount is 0", file=file, line=node_set.sourceline,
+                         field="<node-set>")
+    return vector
+
+
+class _LeaseReader:
+    """Turns ``<lease-request>`` elements into leases, in order, checking arrival order."""
+
+    def __init__(self, file: str, types: ResourceTypes, first_id: int) -> None:
+        self.file = file
+        self.types = types
+        self.next_id = first_id
+        self.last_arrival = -math.inf
+        self._uniform: dict[tuple[int, bytes], VMRequest] = {}
+
+    def error(self, elem: etree._Element, field: str, message: str) -> TraceError:
+        return TraceError(message, file=self.file, line=elem.sourceline, field=field)
+
+    def time(self, elem: etree._Element, attr: str = "time", *, unlimited: bool = False,
+             positive: bool = False) -> float:
+        field = f"<{elem.tag} {attr}>"
+        try:
+            value = parse_duration(elem.get(attr))
+        except ValueError as exc:
+            raise self.error(elem, field, str(exc)) from None
+        if math.isinf(value) and not unlimited:
+            raise self.error(elem, field, "must be a finite time")
+        if positive and value <= 0:
+            raise self.error(elem, field, f"{elem.get(attr)!r}: must be above 0")
+        return value
+
+    def vms(self, nodes: etree._Element) -> VMRequest:
+        counts, vectors = [], []
+        for node_set in nodes.iterfind("node-set"):
+            counts.append(_count(node_set, self.file))
+            vectors.append(_amounts(node_set, self.types, self.file, what="site"))
+        if len(counts) == 1:
+            key = (counts[0], vectors[0].tobytes())
+            request = self._uniform.get(key)
+            if request is None:
+                request = self._uniform[key] = VMRequest.uniform(counts[0], vectors[0])
+            return request
+        array = np.vstack(vectors)
+        array.flags.writeable = False
+        return VMRequest(tuple(counts), array)
+
+    def lease(self, request: etree._Element) -> Lease:
+        arrival = self.time(request, "arrival")
+        if arrival < self.last_arrival:
+            raise self.error(request, "<lease-request arrival>",
+                             f"lease requests are not in arrival order ({arrival:g} s after "
+                             f"{self.last_arrival:g} s)")
+        self.last_arrival = arrival
+        elem = request.find("lease")
+        vms = self.vms(elem.find("nodes"))
+        duration = self.time(elem.find("duration"), unlimited=True, positive=True)
+        real = request.find("realduration")
+        actual = self.time(real, positive=True) if real is not None else None
+
+        start = elem.find("start")
+        exact = start.find("exact")
+        start_request = self.time(exact) if exact is not None else None
+        deadline_elem = elem.find("deadline")
+        deadline = None
+        if deadline_elem is not None:
+            kind = LeaseType.DEADLINE
+            if start.find("now") is not None:
+                start_request = arrival
+            deadline = self.time(deadline_elem)
+            earliest = start_request if start_request is not None else arrival
+            if deadline <= earliest:
+                raise self.error(deadline_elem, "<deadline time>",
+                                 f"the deadline ({deadline:g} s) is not after the earliest "
+                                 f"start ({earliest:g} s)")
+        elif exact is not None:
+            kind = LeaseType.ADVANCE_RESERVATION
+        elif start.find("now") is not None:
+            kind = LeaseType.IMMEDIATE
+        else:
+            kind = LeaseType.BEST_EFFORT
+
+        extra: dict[str, Any] = {}
+        preemptible = elem.get("preemptible")
+        if preemptible is not None:
+            extra["preemptible"] = preemptible.lower() in _TRUE
+        image = elem.find("software/disk-image")
+        if image is not None:
+            extra["disk-image"] = image.get("id")
+            extra["disk-image-size"] = int(image.get("size"))
+        max_price = None
+        for attr in elem.iterfind("extra/attr"):
+            name = attr.get("name")
+            if name in RESERVED_EXTRA:
+                source = "preemptible attribute" if name == "preemptible" else "<software>"
+                raise self.error(attr, "<attr name>",
+                                 f"{name!r} is reserved (it comes from the lease's {source})")
+            if name == MAX_PRICE:
+                try:
+                    max_price = float(attr.get("value"))
+                except ValueError:
+                    max_price = math.nan
+                if not max_price >= 0:
+                    raise self.error(attr, "<attr max-price>",
+                                     f"{attr.get('value')!r} is not a price (a number >= 0)")
+                continue
+            extra[name] = attr.get("value")
+
+        lease = Lease(self.next_id, kind, arrival, vms, duration, actual,
+                      start_request=start_request, deadline=deadline, source_id=elem.get("id"),
+                      extra=extra, origin=f"{self.file}:{request.sourceline}",
+                      max_price=max_price)
+        self.next_id += 1
+        return lease
+
+
+# ----------------------------------------------------------------------------- writing
+def format_time(seconds: float) -> str:
+    """An LWF time: ``HH:MM:SS.ss`` (hours unbounded, as Haizea wrote them) when that gives
+    ``seconds`` back exactly, else plain seconds; ``unlimited`` for infinity."""
+    if math.isinf(seconds) and seconds > 0:
+        return "unlimited"
+    if not seconds >= 0 or not math.isfinite(seconds):
+        raise ValueError(f"{seconds!r} is not a time LWF can hold (finite and >= 0)")
+    whole = int(seconds)
+    hours, rest = divmod(whole, 3600)
+    minutes, secs = divmod(rest, 60)
+    frac = seconds - whole
+    if frac == 0:
+        return f"{hours:02d}:{minutes:02d}:{secs:02d}.00"
+    digits = f"{frac:.6f}"[1:].rstrip("0").ljust(3, "0")   # Haizea wrote 2 decimals
+    text = f"{hours:02d}:{minutes:02d}:{secs:02d}{digits}"
+    if digits != ".00" and parse_duration(text) == seconds:
+        return text
+    return np.format_float_positional(float(seconds), trim="-")
+
+
+def _number(x: float) -> str:
+    x = float(x)
+    return str(int(x)) if x.is_integer() else np.format_float_positional(x, trim="-")
+
+
+def _extra_text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, (set, frozenset)):
+        return ",".join(sorted(map(str, value)))
+    if isinstance(value, (list, tuple)):
+        return ",".join(map(str, value))
+    if isinstance(value, float):
+        return _number(value) if math.isfinite(value) else str(value)
+    return str(value)
+
+
+def _nodes_element(counts: Iterable[int], vectors: np.ndarray, types: ResourceTypes
+                   ) -> etree._Element:
+    nodes = etree.Element("nodes")
+    for count, vector in zip(counts, vectors):
+        if len(vector) != len(types):
+            raise ValueError(f"a VM vector has {len(vector)} amounts; the resource types are "
+                             f"{', '.join(types.names)}")
+        node_set = etree.SubElement(nodes, "node-set", numnodes=str(int(count)))
+        for name, amount in zip(types.names, vector):
+            etree.SubElement(node_set, "res", type=name, amount=_number(amount))
+    return nodes
+
+
+def _site_element(site: NodeSet) -> etree._Element:
+    elem = etree.Element("site")
+    etree.SubElement(elem, "resource-types", names=" ".join(site.types.names))
+    rows, counts = [], []
+    for row in site.capacity:   # consecutive identical nodes make one node-set
+        if rows and np.array_equal(rows[-1], row):
+            counts[-1] += 1
+        else:
+            rows.append(row)
+            counts.append(1)
+    elem.append(_nodes_element(counts, np.asarray(rows), site.types))
+    return elem
+
+
+def _request_element(lease: Lease, types: ResourceTypes) -> etree._Element:
+    request = etree.Element("lease-request", arrival=format_time(lease.submit))
+    if lease.actual_duration is not None:
+        etree.SubElement(request, "realduration", time=format_time(lease.actual_duration))
+    elem = etree.SubElement(request, "lease")
+    if lease.source_id is not None:
+        elem.set("id", str(lease.source_id))
+    extra = lease.extra
+    if extra.get("preemptible") is not None:
+        value = extra["preemptible"]
+        if isinstance(value, str):
+            value = value.strip().lower() in _TRUE
+        elem.set("preemptible", "true" if value else "false")
+    elem.append(_nodes_element(lease.vms.counts, lease.vms.vectors, types))
+    start = etree.SubElement(elem, "start")
+    kind = lease.type
+    if kind is LeaseType.IMMEDIATE:
+        etree.SubElement(start, "now")
+    elif kind is LeaseType.ADVANCE_RESERVATION or (kind is LeaseType.DEADLINE
+                                                   and lease.start_request is not None):
+        if lease.start_request is None:
+            raise ValueError(f"lease {lease.id}: an advance reservation needs a start time")
+        etree.SubElement(start, "exact", time=format_time(lease.start_request))
+    etree.SubElement(elem, "duration", time=format_time(lease.requested_duration))
+    if kind is LeaseType.DEADLINE:
+        if lease.deadline is None:
+            raise ValueError(f"lease {lease.id}: a deadline lease needs a deadline")
+        etree.SubElement(elem, "deadline", time=format_time(lease.deadline))
+    software = etree.SubElement(elem, "software")
+    if extra.get("disk-image") is not None:
+        etree.SubElement(software, "disk-image", id=str(extra["disk-image"]),
+                         size=str(int(extra.get("disk-image-size") or 0)))
+    else:
+        etree.SubElement(software, "none")
+    attrs_ = [(str(k), _extra_text(v)) for k, v in extra.items()
+              if k not in RESERVED_EXTRA and v is not None]
+    if lease.max_price is not None:
+        attrs_.append((MAX_PRICE, _number(lease.max_price)))
+    if attrs_:
+        extra_elem = etree.SubElement(elem, "extra")
+        for name, value in attrs_:
+            etree.SubElement(extra_elem, "attr", name=name, value=value)
+    return request
+
+
+def write_lwf(path: str | Path, leases: Iterable[Lease], *, types: ResourceTypes | None = None,
+              site: NodeSet | None = None, name: str | None = None,
+              description: str | None = None,
+              comment: str | Callable[[], str] | None = None) -> int:
+    """Write ``leases`` (in submit order) as an LWF file; return how many were written.
+
+    Resource amounts are named by ``types`` (default: the site's). ``name`` defaults to the
+    file's stem. Leases are streamed, not collected; a lease submitted before the previous one
+    raises ValueError and leaves no file behind (sort them first). What LWF cannot hold is
+    lost: ``id`` (renumbered on reading; ``source_id`` is kept), ``max_price``, the lease's
+    state and history, and the type of non-string ``extra`` values (written as text: lists and
+    sets joined by commas, booleans as yes/no). ``comment``, if given, is written as an XML
+    comment after the requests; a callable is called once the leases are written
+    (:func:`lease_manager.workload.convert.swf_to_lwf` records the conversion's statistics so).
+    """
+    if types is None:
+        if site is None:
+            raise ValueError("give the resource types (or the site) the leases' amounts are for")
+        types = site.types
+    path = Path(path)
+    name = name if name is not None else path.stem
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    written = 0
+    try:
+        with open(tmp, "wb") as fh, etree.xmlfile(fh, encoding="utf-8") as xf:
+            xf.write_declaration()
+            with xf.element("lease-workload", name=name):
+                if description is not None:
+                    _write(xf, etree.Element("description"), 1, text=description)
+                if site is not None:
+                    _write(xf, _site_element(site), 1)
+                xf.write("\n  ")
+                last = -math.inf
+                with xf.element("lease-requests"):
+                    for lease in leases:
+                        if lease.submit < last:
+                            raise ValueError(f"lease {lease.id} ({lease.origin or 'no origin'}) "
+                                             f"is submitted at {lease.submit:g}, before the "
+                                             f"previous lease ({last:g}): sort the leases "
+                                             f"by submit time first")
+                        last = lease.submit
+                        _write(xf, _request_element(lease, types), 2)
+                        written += 1
+                    xf.write("\n  ")
+                if comment is not None:
+                    text = comment() if callable(comment) else comment
+                    xf.write("\n  ")
+                    xf.write(etree.Comment(f" {text.replace('--', '- -')} "))
+                xf.write("\n")
+            fh.flush()
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    return written
+
+
+def _write(xf: Any, elem: etree._Element, level: int, *, text: str | None = None) -> None:
+    if text is not None:
+        elem.text = text
+    else:
+        etree.indent(elem, space="  ", level=level)
+    xf.write("\n" + "  " * level)
+    xf.write(elem)
+
+
+def format_site(site: NodeSet) -> str:
+    """The site as a ``[simulation] resources`` value (``"4 CPU:100 Memory:1024"``; groups of
+    different nodes separated by ``;``), so that a run can use the site an LWF file gives."""
+    groups: list[tuple[int, np.ndarray]] = []
+    for row in site.capacity:
+        if groups and np.array_equal(groups[-1][1], row):
+            groups[-1] = (groups[-1][0] + 1, row)
+        else:
+            groups.append((1, row))
+    return "; ".join(f"{count} {site.types.format(row)}" for count, row in groups)

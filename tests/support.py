@@ -1,0 +1,54 @@
+"""Test helpers: paths, and sites, leases and runs for hand-computed scenarios.
+
+Imported by test modules as ``from support import ...`` (pytest puts ``tests/`` on the path)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterable
+
+from lease_manager.config.schema import load_config
+from lease_manager.kernel.lease import Lease, LeaseState, LeaseType, VMRequest
+from lease_manager.plugins import Plugins
+from lease_manager.run import Run
+
+ROOT = Path(__file__).resolve().parent.parent
+TRACES = ROOT / "traces"
+SHARED_TRACES = ROOT.parent / "shared" / "traces"
+MIN = 60
+HOUR = 3600
+
+
+def be(lease_id: int, vms: int, duration: float, submit: float, *, actual: float | None = None,
+       cpu: float = 1, memory: float = 0) -> Lease:
+    """A best-effort lease of ``vms`` identical VMs (CPU ``cpu``, Memory ``memory``)."""
+    return Lease(lease_id, LeaseType.BEST_EFFORT, submit, VMRequest.uniform(vms, [cpu, memory]),
+                 duration, duration if actual is None else actual)
+
+
+def simulate(leases: Iterable[Lease], *settings: str, resources: str = "4 CPU:1 Memory:1024",
+             plugins: Plugins | None = None) -> Run:
+    """Run ``leases`` on a site to completion; ``settings`` are ``section.option=value``."""
+    plugins = plugins or Plugins(entry_points=False)
+    config = load_config(None, plugins.schema,
+                         [f"simulation.resources={resources}", *settings])
+    run = Run(config, plugins, leases=list(leases))
+    run.run()
+    run.table.check()
+    return run
+
+
+def times(run: Run, leases: Iterable[Lease]) -> dict[int, tuple[float, float]]:
+    """``{lease id: (start, end)}`` of finished leases."""
+    out = {}
+    for lease in leases:
+        assert lease.state is LeaseState.DONE, lease
+        out[lease.id] = (lease.start, lease.end)
+    return out
+
+
+def five_leases():
+    """#1 BE 2 nodes 1 h at 0:00, #2 BE 4 nodes 30 min at 0:01, #3 BE 2 nodes 30 min at 0:02,
+    #4 BE 2 nodes 2 h at 0:03, #5 BE 1 node 20 min at 0:04."""
+    return [be(1, 2, HOUR, 0), be(2, 4, 30 * MIN, 1 * MIN), be(3, 2, 30 * MIN, 2 * MIN),
+            be(4, 2, 2 * HOUR, 3 * MIN), be(5, 1, 20 * MIN, 4 * MIN)]
