@@ -307,8 +307,9 @@ def load_config(path: str | Path | None, schema: Schema, overrides: Iterable[str
     sources: dict[tuple[str, str], str] = {}
     for (section, name), (text, source) in raw.items():
         opt = schema.option(section, name)
-        file, _, line = source.rpartition(":")
-        loc = dict(file=file, line=int(line)) if line.isdigit() else dict(file=source)
+        file, _, line_text = source.rpartition(":")
+        loc: dict[str, Any] = (dict(file=file, line=int(line_text)) if line_text.isdigit()
+                               else dict(file=source))
         if opt is None:
             names = [o.name for o in schema.options_in(section)]
             raise ConfigError(f"unknown option{_suggest(name, names)}", field=f"[{section}] {name}",
@@ -322,12 +323,12 @@ def load_config(path: str | Path | None, schema: Schema, overrides: Iterable[str
         values[(section, name)] = value
         sources[(section, name)] = source
     for opt in schema:
-        key = (opt.section, opt.name)
-        if key in values:
+        option_key = (opt.section, opt.name)
+        if option_key in values:
             continue
         if opt.required:
             raise ConfigError(f"required option is missing (add it to [{opt.section}])",
                               file=str(path) if path else "--set",
                               field=f"[{opt.section}] {opt.name}")
-        values[key] = opt.default
+        values[option_key] = opt.default
     return Config(schema, values, sources, cfg_path)

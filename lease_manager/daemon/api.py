@@ -426,5 +426,6 @@ def start_api(daemon: "Daemon") -> tuple[_Server, str]:
                               name="lm-api", daemon=True)
     thread.start()
     real_host, real_port = server.server_address[:2]
+    real_host = str(real_host)   # an IP socket's address is text
     url_host = f"[{real_host}]" if ":" in real_host else real_host
     return server, f"http://{url_host}:{real_port}"

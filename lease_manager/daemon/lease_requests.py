@@ -151,7 +151,7 @@ def normalise(body: Any, nodes: "NodeSet", default_vm: np.ndarray, now: float) -
                          unlimited=kind in ("best-effort", "immediate"))
     if kind == "deadline":
         earliest = start_at if start_at is not None else now
-        if deadline <= earliest + (duration or 0):
+        if deadline is not None and deadline <= earliest + (duration or 0):
             raise RequestError("deadline", "leaves less time than the duration")
     count = _number("nodes", body.get("nodes", 1), minimum=1, integer=True, maximum=MAX_VMS)
     if "resources" in body and ("cpu" in body or "memory" in body):

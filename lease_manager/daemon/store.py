@@ -80,7 +80,7 @@ class Store:
         with self.db:
             self.db.execute("INSERT OR IGNORE INTO meta VALUES ('schema', ?)",
                             (str(SCHEMA_VERSION),))
-        version = int(self.meta("schema"))
+        version = int(self.meta("schema") or 0)
         if version != SCHEMA_VERSION:
             raise sqlite3.DatabaseError(f"{self.path}: schema version {version}, this "
                                         f"lease-manager knows {SCHEMA_VERSION}")

@@ -319,8 +319,8 @@ class Cgroups:
                 if "cpu" in made:
                     group = Path(made["cpu"])
                     (group / "cpu.cfs_period_us").write_text(str(CPU_PERIOD))
-                    quota = -1 if cores is None else max(MIN_QUOTA, round(cores * CPU_PERIOD))
-                    (group / "cpu.cfs_quota_us").write_text(str(quota))
+                    quota_us = -1 if cores is None else max(MIN_QUOTA, round(cores * CPU_PERIOD))
+                    (group / "cpu.cfs_quota_us").write_text(str(quota_us))
                 if "freezer" in made:
                     (Path(made["freezer"]) / "freezer.state").write_text("THAWED")
         except OSError as exc:

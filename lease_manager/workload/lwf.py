@@ -429,7 +429,8 @@ def _nodes_element(counts: Iterable[int], vectors: np.ndarray, types: ResourceTy
 def _site_element(site: NodeSet) -> etree._Element:
     elem = etree.Element("site")
     etree.SubElement(elem, "resource-types", names=" ".join(site.types.names))
-    rows, counts = [], []
+    rows: list[np.ndarray] = []
+    counts: list[int] = []
     for row in site.capacity:   # consecutive identical nodes make one node-set
         if rows and np.array_equal(rows[-1], row):
             counts[-1] += 1

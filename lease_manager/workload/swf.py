@@ -157,7 +157,8 @@ class SWFReader:
             v = None
         if v is None or not all(map(math.isfinite, v)) or not all(
                 v[i].is_integer() for i in _INT_FIELDS):
-            return self._explain(parts, number)
+            self._explain(parts, number)
+            return None
         return SWFJob(int(v[0]), v[1], v[2], v[3], int(v[4]), v[5], v[6], int(v[7]), v[8],
                       v[9], int(v[10]), int(v[11]), int(v[12]), int(v[13]), int(v[14]),
                       int(v[15]), int(v[16]), v[17], number)
