@@ -169,6 +169,11 @@ class Lease:
     price: float | None = None
     reason: str = ""
 
+    def holds(self, res: "Reservation") -> bool:
+        """Whether ``res`` is part of the lease's current plan: the test that tells a live
+        timeline event from a stale one (of a plan that has since changed)."""
+        return any(r is res for r in self.reservations)
+
     def transition(self, new: LeaseState) -> None:
         """Move to ``new``; raise :class:`IllegalTransition` if the state machine forbids it."""
         if new not in TRANSITIONS[self.state]:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Sequence
 import attrs
 import numpy as np
 
-from lease_manager.kernel.slottable import EPS, Reservation
+from lease_manager.kernel.slottable import EPS, Reservation, ReservationKind
 
 if TYPE_CHECKING:
     from lease_manager.kernel.lease import Lease, VMRequest
@@ -46,7 +46,8 @@ class Placement:
                    np.array([sums[n] for n in nodes]), demand.shape_key)
 
     def reservation(self, lease: "Lease | None", start: float, end: float,
-                    site_amount: np.ndarray | None = None, kind: str = "vm") -> Reservation:
+                    site_amount: np.ndarray | None = None,
+                    kind: ReservationKind = ReservationKind.VM) -> Reservation:
         return Reservation(lease, start, end, self.nodes, self.amounts, site_amount, kind,
                            self.vm_nodes, self.vm_shape)
 

@@ -24,6 +24,8 @@ import math
 from bisect import bisect_left, bisect_right
 from typing import TYPE_CHECKING, Iterator, Mapping, Sequence
 
+import enum
+
 import attrs
 import numpy as np
 from sortedcontainers import SortedList
@@ -32,7 +34,7 @@ from lease_manager.errors import OvercommitError
 from lease_manager.kernel.resources import NodeSet
 
 if TYPE_CHECKING:
-    from lease_manager.kernel.lease import VMRequest
+    from lease_manager.kernel.lease import Lease, VMRequest
 
 #: Tolerance for floating point capacities (fractions of a CPU, watts).
 EPS = 1e-9
@@ -42,6 +44,17 @@ MAX_SHAPES = 8
 _ids = itertools.count(1)
 
 
+class ReservationKind(enum.StrEnum):
+    """What a reservation holds resources for. Values are the strings written to outputs, and
+    compare equal to them (``res.kind == "vm"``)."""
+
+    VM = "vm"                #: the lease's VMs run
+    SUSPEND = "suspend"      #: the VMs' memory is written out
+    RESUME = "resume"        #: the VMs' memory is read back
+    MIGRATE = "migrate"      #: memory images move to other nodes before a resumption
+    IMAGE = "image"          #: memory images of a suspended lease (a record, not in the table)
+
+
 @attrs.define(eq=False, repr=False, slots=True)
 class Reservation:
     """Resources held on some nodes over ``[start, end)``.
@@ -49,17 +62,16 @@ class Reservation:
     ``nodes`` are distinct node indices and ``amounts[i]`` is what the reservation holds on
     ``nodes[i]`` (all of a lease's VMs on that node together). ``site_amount`` is what it draws
     from the site-wide resources, if the site has any. ``kind`` tells what the resources are held
-    for (``"vm"`` for a lease's VMs; suspension, resumption, migration and machine power states
-    use their own kinds).
+    for (:class:`ReservationKind`).
     """
 
-    lease: object
+    lease: "Lease | None"
     start: float
     end: float
     nodes: np.ndarray
     amounts: np.ndarray
     site_amount: np.ndarray | None = None
-    kind: str = "vm"
+    kind: ReservationKind = ReservationKind.VM
     #: which node each of the lease's VMs is on, when the reservation holds VMs
     vm_nodes: tuple[int, ...] = ()
     #: ``vector.tobytes()`` when every VM of the reservation has that one shape

@@ -1,0 +1,283 @@
+"""The lease scheduler: admission, the wait queue, backfilling, preemption and every plan.
+
+Best-effort leases wait in a queue ordered by the queue policy. At every scheduling cycle the
+queue is processed in order; a lease starts now if it fits, or gets a reservation at the
+earliest time it fits if the backfilling mode allows one more future reservation
+(``off``: none, and the head of the queue blocks the rest; ``aggressive``: one; ``intermediate``:
+N; ``conservative``: all). When a lease ends before its reservation does, every future
+reservation is re-evaluated and moved earlier if it can be; it is never moved later than the
+start it was promised.
+
+Advance reservations get their exact interval or are rejected; if the interval is not free,
+leases the preemption policy allows are preempted, most preemptable first, until it is. A
+preempted lease that has not started is requeued; a running one is suspended (the suspension
+ends exactly when the preemptor starts) or, without suspension, cancelled and requeued,
+losing its work. A suspended lease goes back to the queue and resumes on the nodes holding its
+memory images, with only its remaining work. Immediate leases start now or are rejected;
+deadline leases get the earliest slot that ends by their deadline or are rejected.
+
+A lease's plan is a list of reservations in time order, each of a
+:class:`~lease_manager.kernel.slottable.ReservationKind`: ``migrate``, ``resume``, ``vm`` (the VMs
+run), ``suspend``. Every re-planning path changes the slot table through one
+:class:`~lease_manager.kernel.scheduler.transaction.PlanChange` (rolled back if the new plan
+fails) and adopts a new plan through one method (``_adopt``: announce, timeline, start now).
+
+The scheduler is one class assembled from one mixin per concern: ``queue`` (the cycle, the queue
+and backfilling), ``reservations`` (immediate, advance-reservation and deadline leases),
+``preemption``, ``suspension`` (suspend, resume, migrate), ``reevaluation`` (moving plans earlier
+after early ends), ``lifecycle`` (segment and work events, cancellation, failure), ``restore``
+(after a daemon restart) and ``planning`` (placing a plan and adopting it).
+"""
+
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any, Callable
+
+import numpy as np
+
+from lease_manager.kernel.events import Timeline
+from lease_manager.kernel.lease import Lease, LeaseState, LeaseType
+from lease_manager.kernel.mapper import place_on
+from lease_manager.kernel.scheduler import (lifecycle, planning, preemption, queue, reevaluation,
+                                            reservations, restore, suspension)
+from lease_manager.kernel.scheduler.suspension import SuspendResume
+from lease_manager.kernel.slottable import Reservation
+
+if TYPE_CHECKING:
+    from lease_manager.kernel.slottable import SlotTable
+    from lease_manager.policies import (AdmissionPolicy, HostSelectionPolicy, PreemptionPolicy,
+                                        PricingPolicy, QueuePolicy)
+
+S = LeaseState
+FUTURE_RESERVATIONS = {"off": 0, "aggressive": 1, "conservative": math.inf}
+
+
+def max_future_reservations(backfilling: str, reservations: int = 1) -> float:
+    """How many queued leases may hold a future reservation under a backfilling mode."""
+    if backfilling == "intermediate":
+        return reservations
+    return FUTURE_RESERVATIONS[backfilling]
+
+
+class Enactment:
+    """What the scheduler tells whoever carries leases out (a simulation, or a daemon's
+    backend). ``start`` is called when a lease's VMs start running in reservation ``res`` (first
+    start or after a resumption) with the time its work will end at the latest; ``suspend``
+    when a suspension begins; ``stop`` when the lease's work must end for good (it finished,
+    was cancelled or failed) or is thrown away (preempted without suspension)."""
+
+    def start(self, lease: Lease, res: Reservation, end: float) -> None:
+        """``lease``'s VMs run in ``res`` from now; its work ends at ``end`` at the latest."""
+
+    def suspend(self, lease: Lease, now: float) -> None:
+        """``lease``'s running work is suspended from ``now``."""
+
+    def stop(self, lease: Lease, now: float) -> None:
+        """``lease``'s work ends at ``now`` (any state it has is discarded)."""
+
+
+class LeaseScheduler:
+    """Decides, for one site, when and where every lease runs.
+
+    Collaborators are passed in: the slot table, the policies, the timeline to put planned
+    events on, the ``enactment`` (told when a lease's VMs start, suspend and stop; see
+    :class:`Enactment`) and ``emit`` (the run's hook relay).
+    """
+
+    def __init__(self, table: "SlotTable", timeline: Timeline, *,
+                 admission: "AdmissionPolicy", pricing: "PricingPolicy", queue: "QueuePolicy",
+                 host_selection: "HostSelectionPolicy",
+                 preemption: "PreemptionPolicy | None" = None,
+                 backfilling: str = "aggressive", backfilling_reservations: int = 1,
+                 suspension: str = "all", suspend_resume: SuspendResume | None = None,
+                 shutdown: float = 0.0, migration_bandwidth: float | None = None,
+                 threshold_factor: float = 1.0,
+                 enactment: "Enactment | None" = None,
+                 emit: Callable[..., None] | None = None) -> None:
+        self.table = table
+        self.timeline = timeline
+        self.admission = admission
+        self.pricing = pricing
+        self.queue_policy = queue
+        self.host_selection = host_selection
+        self.preemption = preemption
+        self.backfilling = backfilling
+        self.max_future = max_future_reservations(backfilling, backfilling_reservations)
+        self.suspension = suspension
+        self.suspend_resume = suspend_resume or SuspendResume(None, 1.0, 1.0)
+        #: seconds to shut VMs down (added to non-AR reservations, carved out of ARs)
+        self.shutdown = shutdown
+        #: MB/s for moving memory images (None: suspended leases resume where they were)
+        self.migration_bandwidth = migration_bandwidth
+        #: a slot ending in a suspension must last (1 + factor) x (suspend + resume time)
+        self.threshold_factor = threshold_factor
+        self._enactment = enactment or Enactment()
+        self._emit = emit or (lambda hook, **kw: None)
+        #: QUEUED leases, in queue order
+        self.queue: list[Lease] = []
+        self._queue_keys: list[Any] = []
+        #: HELD leases (held back by the queue policy), by id
+        self.held: dict[int, Lease] = {}
+        #: leases whose plan has not started yet, in scheduling order
+        self.future: dict[int, Lease] = {}
+        #: ids of the leases in ``future`` that got their reservation from the queue (these
+        #: count against the backfilling mode's limit)
+        self._backfill_reserved: set[int] = set()
+        #: leases running, suspending or resuming, by id
+        self.running: dict[int, Lease] = {}
+        #: ids of the advance reservations holding a plan (queued leases may run in front)
+        self._ars: set[int] = set()
+        self._reevaluate = False
+        self._site_max: dict[Any, int] = {}
+        self._restoring = False
+
+    def active_leases(self) -> list[Lease]:
+        """Every lease that is not finished: held, queued, planned or running."""
+        return [*self.held.values(), *self.queue, *self.future.values(), *self.running.values()]
+
+    @property
+    def idle(self) -> bool:
+        return not (self.held or self.queue or self.future or self.running)
+
+    def submit(self, lease: Lease, now: float) -> None:
+        """A lease arrives: admission, pricing, then the queue or its own slot."""
+        self._emit("lease_submitted", lease=lease, now=now)
+        too_big = self.oversize_reason(lease)
+        if too_big:
+            self.reject(lease, now, too_big)
+            return
+        reason = self.admission.admit(lease, now)
+        if reason:
+            self.reject(lease, now, reason)
+            return
+        lease.price = self.pricing.price(lease, now)
+        if lease.max_price is not None and lease.price > lease.max_price:
+            self.reject(lease, now, f"rejected by the user: price {lease.price:g} is above "
+                                    f"the maximum {lease.max_price:g}")
+            return
+        kind = lease.type
+        if kind is LeaseType.BEST_EFFORT:
+            if self.queue_policy.hold(lease, now):
+                self._move(lease, S.HELD, now)
+                self.held[lease.id] = lease
+            else:
+                self._enqueue(lease, now)
+        elif kind is LeaseType.IMMEDIATE:
+            self._schedule_immediate(lease, now)
+        elif kind is LeaseType.ADVANCE_RESERVATION:
+            self._schedule_ar(lease, now)
+        else:
+            self._schedule_deadline(lease, now)
+
+    def oversize_reason(self, lease: Lease) -> str:
+        """Why the empty site could not host ``lease`` (empty if it could)."""
+        demand = lease.vms
+        if demand.vectors.shape[1] != self.table.capacity.shape[1]:
+            raise ValueError(f"lease {lease.id} gives {demand.vectors.shape[1]} resource amounts "
+                             f"per VM; the site has {self.table.capacity.shape[1]} resource types")
+        if len(demand.counts) == 1:
+            key = demand.shape_key
+            most = self._site_max.get(key)
+            if most is None:
+                vector = demand.vectors[0]
+                pos = vector > 0
+                cap = self.table.capacity
+                per_node = (np.floor((cap[:, pos] / vector[pos]).min(axis=1) + 1e-9)
+                            if pos.any() else np.full(len(cap), math.inf))
+                most = self._site_max[key] = per_node.sum()
+            if demand.count <= most:
+                return ""
+            return (f"larger than the site: {demand.count} VMs requested, the site can host "
+                    f"at most {most:g} of this size")
+        if place_on(self.table.capacity, demand, np.arange(len(self.table.capacity))) is None:
+            return "larger than the site: its VMs cannot all be placed even on empty nodes"
+        return ""
+
+    def reject(self, lease: Lease, now: float, reason: str) -> None:
+        if self._restoring:   # it was accepted before the restart: it fails, with the reason
+            lease.reason = f"could not be planned again after a restart: {reason}"
+            lease.end = now
+            self._move(lease, S.FAILED, now)
+            self._emit("lease_ended", lease=lease, now=now)
+            return
+        lease.reason = reason
+        self._move(lease, S.REJECTED, now)
+        self._emit("lease_rejected", lease=lease, now=now)
+
+    def _move(self, lease: Lease, state: LeaseState, now: float) -> None:
+        """Change ``lease``'s state (the state machine checks the move) and tell the hooks."""
+        old = lease.state
+        lease.transition(state)
+        self._emit("lease_state_changed", lease=lease, old=old, now=now)
+
+    def length(self, lease: Lease) -> float:
+        """How long a reservation for the rest of ``lease`` lasts (its remaining work plus the
+        shutdown; an advance reservation's interval is what it asked for)."""
+        if lease.type is LeaseType.ADVANCE_RESERVATION:
+            return lease.requested_duration
+        return lease.remaining_requested + self.shutdown
+
+    def work_end(self, lease: Lease, start: float) -> float:
+        """When the lease, running from ``start``, really ends (work, then shutdown)."""
+        work = lease.remaining_actual
+        if lease.type is LeaseType.ADVANCE_RESERVATION:
+            work = min(work, lease.requested_duration - self.shutdown)
+        return start + work + self.shutdown
+
+    # The scheduler's concerns, one module each; their functions are this class's methods.
+
+    # the scheduling cycle, the queue and backfilling (queue.py)
+    cycle = queue.cycle
+    release_all_held = queue.release_all_held
+    _release = queue._release
+    _enqueue = queue._enqueue
+    _requeue = queue._requeue
+    _drop_future = queue._drop_future
+    _may_reserve = queue._may_reserve
+    _process_queue = queue._process_queue
+    _backfill_now = queue._backfill_now
+    _schedule = queue._schedule
+    _run_until_a_reservation = queue._run_until_a_reservation
+
+    # leases with a slot of their own (reservations.py)
+    _schedule_immediate = reservations._schedule_immediate
+    _schedule_deadline = reservations._schedule_deadline
+    _schedule_ar = reservations._schedule_ar
+    _make_room = reservations._make_room
+
+    # preemption (preemption.py)
+    _victims = preemption._victims
+    _preempt = preemption._preempt
+
+    # suspension, resumption, migration (suspension.py)
+    _can_suspend = suspension._can_suspend
+    _begin_suspension = suspension._begin_suspension
+    _resumption_plan = suspension._resumption_plan
+    _migrated = suspension._migrated
+
+    # re-evaluation after early ends (reevaluation.py)
+    _reevaluate_future = reevaluation._reevaluate_future
+    _move_earlier = reevaluation._move_earlier
+    _move_resumption_earlier = reevaluation._move_resumption_earlier
+
+    # events of planned and running leases, cancellation, failure (lifecycle.py)
+    segment_started = lifecycle.segment_started
+    segment_ended = lifecycle.segment_ended
+    work_finished = lifecycle.work_finished
+    _finish = lifecycle._finish
+    cancel = lifecycle.cancel
+    fail = lifecycle.fail
+    _end_early = lifecycle._end_early
+
+    # restore after a daemon restart (restore.py)
+    restore_running = restore.restore_running
+    restore_planned = restore.restore_planned
+    restore_queued = restore.restore_queued
+
+    # placing plans and adopting them (planning.py)
+    _place_at = planning._place_at
+    _find_slot = planning._find_slot
+    _commit = planning._commit
+    _adopt = planning._adopt

@@ -1,0 +1,141 @@
+"""Events of planned and running leases: a segment starts or ends, work finishes, a lease is
+cancelled or fails. Timeline events of plans that have changed since are stale and ignored."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from lease_manager.kernel.lease import Lease, LeaseState
+from lease_manager.kernel.slottable import Reservation
+from lease_manager.kernel.slottable import ReservationKind as K
+
+if TYPE_CHECKING:
+    from lease_manager.kernel.scheduler.core import LeaseScheduler
+
+S = LeaseState
+
+
+def segment_started(self: "LeaseScheduler", res: Reservation, now: float) -> None:
+    """A planned segment begins (stale events, of plans that changed, are ignored)."""
+    lease = res.lease
+    if lease is None or res.start != now or not lease.holds(res):
+        return
+    kind = res.kind
+    if kind == K.VM:
+        if lease.state not in (S.SCHEDULED, S.RESUMING):
+            return
+        while lease.reservations[0] is not res:   # a resumption that is over
+            lease.allocations.append(lease.reservations.pop(0))
+        if lease.state is S.SCHEDULED:
+            self._drop_future(lease)
+            if lease.start is None:
+                lease.start = now
+        if lease.suspended_at is not None:   # a resumption (taking time or not) is over
+            lease.time_suspended += now - lease.suspended_at
+            lease.suspended_at = None
+        self._move(lease, S.ACTIVE, now)
+        self.running[lease.id] = lease
+        self._emit("lease_started", lease=lease, now=now)
+        self._enactment.start(lease, res, self.work_end(lease, now))
+    elif kind == K.MIGRATE and lease.state is S.SCHEDULED:
+        self._drop_future(lease)
+        self._move(lease, S.MIGRATING, now)
+        self.running[lease.id] = lease
+    elif kind == K.RESUME and lease.state in (S.SCHEDULED, S.MIGRATING):
+        self._drop_future(lease)
+        self._move(lease, S.RESUMING, now)
+        self.running[lease.id] = lease
+    elif kind == K.SUSPEND and lease.state is S.ACTIVE:
+        self._begin_suspension(lease, now)
+
+
+def segment_ended(self: "LeaseScheduler", res: Reservation, now: float) -> None:
+    """A planned segment ends: a suspension completes and the lease goes back to the queue."""
+    lease = res.lease
+    if lease is None or not lease.holds(res):
+        return
+    if res.kind == K.VM and lease.state is S.ACTIVE:   # a suspension taking no time
+        self._begin_suspension(lease, now)
+    if lease.state is not S.SUSPENDING:
+        return
+    lease.allocations.extend(lease.reservations)
+    lease.reservations = []
+    lease.image_nodes = res.vm_nodes
+    del self.running[lease.id]
+    self._move(lease, S.SUSPENDED, now)
+    self._move(lease, S.QUEUED, now)
+    self._requeue(lease)
+
+
+def work_finished(self: "LeaseScheduler", res: Reservation, now: float) -> None:
+    """The lease's work finished at ``now`` (END event of its running reservation)."""
+    lease = res.lease
+    if (lease is None or lease.state is not S.ACTIVE or not lease.reservations
+            or lease.reservations[0] is not res or now > res.end):
+        return
+    if now < res.end:
+        self.table.truncate(res, now)
+        self._reevaluate = True
+    for later in lease.reservations[1:]:   # a planned suspension it no longer needs
+        self.table.remove(later)
+    lease.allocations.append(res)
+    lease.reservations = []
+    lease.work_done = lease.run_duration
+    lease.image_nodes = ()
+    self._finish(lease, S.DONE, now)
+
+
+def _finish(self: "LeaseScheduler", lease: Lease, state: LeaseState, now: float) -> None:
+    lease.end = now
+    self._ars.discard(lease.id)
+    self.running.pop(lease.id, None)
+    if lease.time_suspended > 0:
+        lease.price = (lease.price or 0.0) + self.pricing.surcharge(lease,
+                                                                    lease.time_suspended)
+    self._move(lease, state, now)
+    self._enactment.stop(lease, now)
+    self._emit("lease_ended", lease=lease, now=now)
+
+
+def cancel(self: "LeaseScheduler", lease: Lease, now: float, reason: str = "cancelled") -> None:
+    """Cancel ``lease`` in whatever state it is: its reservations from ``now`` on are
+    given back and the schedule is re-evaluated."""
+    self._end_early(lease, now, reason, S.CANCELLED)
+
+
+def fail(self: "LeaseScheduler", lease: Lease, now: float, reason: str) -> None:
+    """``lease`` failed at ``now`` (its work vanished, exited with an error, or could not
+    be started or restored): like a cancellation, but it ends FAILED. A lease that is new
+    or held has nothing that could fail; it is cancelled with ``reason``."""
+    final = S.CANCELLED if lease.state in (S.NEW, S.HELD) else S.FAILED
+    self._end_early(lease, now, reason, final)
+
+
+def _end_early(self: "LeaseScheduler", lease: Lease, now: float, reason: str, final: LeaseState) -> None:
+    state = lease.state
+    if state.terminal:
+        return
+    lease.reason = reason
+    if state is S.HELD:
+        del self.held[lease.id]
+    elif state is S.QUEUED:
+        i = next(i for i, l in enumerate(self.queue) if l is lease)
+        del self.queue[i]
+        del self._queue_keys[i]
+    for res in lease.reservations:
+        if res.start >= now:
+            self.table.remove(res)
+        else:
+            if res.end > now:
+                self.table.truncate(res, now)
+            lease.allocations.append(res)
+    if lease.reservations:
+        self._reevaluate = True
+    lease.reservations = []
+    self._drop_future(lease)
+    if state is S.NEW:
+        self._move(lease, S.CANCELLED, now)
+        lease.end = now
+        self._emit("lease_ended", lease=lease, now=now)
+        return
+    self._finish(lease, final, now)

@@ -1,0 +1,69 @@
+"""Placing a plan: host selection and the mapper at a start, the earliest slot, and adopting a
+plan once it is in the slot table (the commit every re-planning path shares)."""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+from lease_manager.kernel.events import EventKind
+from lease_manager.kernel.lease import Lease, LeaseState
+from lease_manager.kernel.mapper import place
+from lease_manager.kernel.slottable import Reservation
+from lease_manager.kernel.slottable import ReservationKind as K
+
+if TYPE_CHECKING:
+    from lease_manager.kernel.scheduler.core import LeaseScheduler
+
+S = LeaseState
+
+
+def _place_at(self: "LeaseScheduler", lease: Lease, start: float, duration: float) -> Reservation | None:
+    """Ask host selection for an order and the mapper for a placement at ``start``."""
+    end = start + duration
+    order = self.host_selection.order_hosts(lease, start, end, self.table)
+    placement = place(self.table, lease.vms, start, end, order)
+    return None if placement is None else placement.reservation(lease, start, end)
+
+
+def _find_slot(self: "LeaseScheduler", lease: Lease, duration: float, after: float, not_after: float | None,
+               before: float = math.inf) -> Reservation | None:
+    """A reservation at the earliest start in ``[after, not_after]`` (and before
+    ``before``) where the mapper places ``lease``."""
+    for start in self.table.iter_fit_starts(lease.vms, duration, after,
+                                            not_after=not_after):
+        if start >= before:
+            return None
+        res = self._place_at(lease, start, duration)
+        if res is not None:
+            return res
+    return None
+
+
+def _commit(self: "LeaseScheduler", lease: Lease, plan: list[Reservation], now: float) -> None:
+    """Put a new ``plan`` for ``lease`` in the slot table and adopt it."""
+    if lease.state is S.NEW:
+        self._move(lease, S.SCHEDULED, now)
+    for res in plan:
+        self.table.add(res)
+    self._adopt(lease, plan, now)
+
+
+def _adopt(self: "LeaseScheduler", lease: Lease, plan: list[Reservation], now: float) -> None:
+    """Make ``plan`` (already in the slot table) ``lease``'s plan: announce it, put its
+    starts (and a planned suspension's end) on the timeline, and start what starts now.
+    Every re-planning path ends here once its :class:`PlanChange` succeeded."""
+    lease.reservations = plan
+    if lease.promised_start is None:
+        lease.promised_start = plan[0].start
+    self._emit("lease_scheduled", lease=lease, now=now)
+    self.future[lease.id] = lease
+    for res in plan:
+        if res.start > now:
+            self.timeline.push(res.start, EventKind.START, res)
+    last = plan[-1]
+    if last.kind == K.SUSPEND or (last.kind == K.VM and
+                                  last.end - last.start < lease.remaining_requested):
+        self.timeline.push(last.end, EventKind.SEGMENT_END, last)   # a planned suspension
+    if plan[0].start <= now:
+        self.segment_started(plan[0], now)

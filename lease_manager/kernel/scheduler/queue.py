@@ -1,0 +1,204 @@
+"""The wait queue and backfilling: at every scheduling cycle the queue is processed in order; a
+lease starts now if it fits, or gets a reservation at the earliest time it fits while the
+backfilling mode allows one more future reservation (``off``: none, and the head of the queue
+blocks the rest; ``aggressive``: one; ``intermediate``: N; ``conservative``: all). A queued
+lease may also run in front of an advance reservation and suspend before it."""
+
+from __future__ import annotations
+
+import math
+from bisect import bisect_right
+from typing import TYPE_CHECKING, Iterable
+
+from lease_manager.kernel.lease import Lease, LeaseState, LeaseType
+from lease_manager.kernel.slottable import Reservation
+from lease_manager.kernel.slottable import ReservationKind as K
+
+if TYPE_CHECKING:
+    from lease_manager.kernel.scheduler.core import LeaseScheduler
+
+S = LeaseState
+
+
+def cycle(self: "LeaseScheduler", now: float) -> None:
+    """One scheduling cycle at ``now`` (after the instant's ends, starts and arrivals)."""
+    self._emit("scheduling_cycle_start", now=now)
+    if self.held:
+        self._release(self.queue_policy.release(tuple(self.held.values()), now), now)
+    if self._reevaluate:
+        self._reevaluate = False
+        self._reevaluate_future(now)
+    if self.queue:
+        self._process_queue(now)
+    self._emit("scheduling_cycle_end", now=now)
+
+
+def release_all_held(self: "LeaseScheduler", now: float) -> int:
+    """Queue every held lease (the core's guarantee that no held lease is left behind)."""
+    count = len(self.held)
+    self._release(list(self.held.values()), now)
+    return count
+
+
+def _release(self: "LeaseScheduler", leases: Iterable[Lease], now: float) -> None:
+    for lease in list(leases):
+        if self.held.pop(lease.id, None) is None:
+            raise RuntimeError(f"queue policy released lease {lease.id}, which is not held")
+        self._enqueue(lease, now)
+
+
+def _enqueue(self: "LeaseScheduler", lease: Lease, now: float) -> None:
+    self._move(lease, S.QUEUED, now)
+    self._requeue(lease)
+
+
+def _requeue(self: "LeaseScheduler", lease: Lease) -> None:
+    """Put a QUEUED lease in the queue, where the queue policy orders it."""
+    key = self.queue_policy.sort_key(lease)
+    at = bisect_right(self._queue_keys, key)
+    self._queue_keys.insert(at, key)
+    self.queue.insert(at, lease)
+    lease.promised_start = None
+
+
+def _drop_future(self: "LeaseScheduler", lease: Lease) -> None:
+    self.future.pop(lease.id, None)
+    self._backfill_reserved.discard(lease.id)
+
+
+def _may_reserve(self: "LeaseScheduler") -> bool:
+    return len(self._backfill_reserved) < self.max_future
+
+
+def _process_queue(self: "LeaseScheduler", now: float) -> None:
+    """Schedule queued leases in order: while another future reservation is allowed, each
+    lease in turn starts now or reserves; after that only leases that start now."""
+    queue = self.queue
+    done: set[int] = set()
+    n = len(queue)
+    i = 0
+    while i < n and self._may_reserve():
+        if self._schedule(queue[i], now, True):
+            done.add(i)
+        i += 1
+    if self.backfilling == "off":
+        while i < n and self._schedule(queue[i], now, False):   # the head blocks the rest
+            done.add(i)
+            i += 1
+    elif i < n:
+        done.update(self._backfill_now(i, now))
+    if done:
+        keys = self._queue_keys
+        self.queue = [l for j, l in enumerate(queue) if j not in done]
+        self._queue_keys = [k for j, k in enumerate(keys) if j not in done]
+
+
+def _backfill_now(self: "LeaseScheduler", first: int, now: float) -> list[int]:
+    """Start what can start now among ``queue[first:]``, in queue order.
+
+    While the table does not change, a lease of one VM shape cannot start now if it needs
+    more VMs than the site can host now, or at least as many VMs for at least as long as
+    one that just could not: such leases are passed over without asking the table.
+    """
+    table = self.table
+    queue = self.queue
+    room: dict[bytes | None, float] = {}
+
+    def room_for(lease: Lease) -> float:
+        key = lease.vms.shape_key
+        if key is None or lease.image_nodes:
+            return math.inf
+        r = room.get(key)
+        if r is None:
+            r = room[key] = table.room_at(lease.vms.vectors[0], now)
+        return r
+
+    candidates = [j for j in range(first, len(queue))
+                  if queue[j].vms.count <= room_for(queue[j])]
+    started: list[int] = []
+    version = table.version
+    failed: dict[bytes, list[tuple[int, float]]] = {}
+    for j in candidates:
+        lease = queue[j]
+        key = lease.vms.shape_key
+        count, duration = lease.vms.count, self.length(lease)
+        if table.version != version:   # something started: the room shrank
+            version = table.version
+            room.clear()
+            failed.clear()
+            if count > room_for(lease):
+                continue
+        shape = None if lease.image_nodes else key   # answered from per-shape counts
+        if shape is not None and any(c <= count and d <= duration
+                                     for c, d in failed.get(shape, ())):
+            continue
+        if self._schedule(lease, now, False):
+            started.append(j)
+        elif shape is not None:
+            failed.setdefault(shape, []).append((count, duration))
+    return started
+
+
+def _schedule(self: "LeaseScheduler", lease: Lease, now: float, allow_future: bool) -> bool:
+    """Plan a queued lease: now, or (if allowed) at the earliest time it fits."""
+    if lease.image_nodes:
+        plan = self._resumption_plan(lease, now, allow_future)
+    else:
+        duration = self.length(lease)
+        res = None
+        plan = None
+        if self.table.fits_at(lease.vms, duration, now):
+            res = self._place_at(lease, now, duration)
+        if res is None:
+            plan = self._run_until_a_reservation(lease, now, duration)
+        if plan is None and res is None and allow_future:
+            res = self._find_slot(lease, duration, now, None)
+        if plan is None:
+            plan = None if res is None else [res]
+    if plan is None:
+        return False
+    self._move(lease, S.SCHEDULED, now)
+    if plan[0].start > now:
+        self._backfill_reserved.add(lease.id)
+    self._commit(lease, plan, now)
+    if plan[-1].end - plan[0].start < self.length(lease) and not lease.image_nodes:
+        # it runs in front of an AR and yields to it: a preemption planned from the start
+        lease.preemptions += 1
+        self._emit("lease_preempted", lease=lease, now=now)
+    return True
+
+
+def _run_until_a_reservation(self: "LeaseScheduler", lease: Lease, now: float,
+                             length: float) -> list[Reservation] | None:
+    """Use the slot in front of an advance reservation: run now and suspend so that the
+    suspension ends when the reservation starts (Haizea's scheduling with suspension).
+
+    Only if the lease may be suspended and the slot lasts at least (1 + F) x (suspend +
+    resume time); the longest such slot ending at an AR's start is taken.
+    """
+    if (not self._ars or not self._can_suspend(lease)
+            or lease.type is not LeaseType.BEST_EFFORT):
+        return None
+    ar_starts = sorted({r.start for r in self.table.reservations_between(now, now + length)
+                        if r.start > now and isinstance(r.lease, Lease)
+                        and r.lease.type is LeaseType.ADVANCE_RESERVATION})
+    best = None
+    for end in ar_starts:
+        if not self.table.fits_at(lease.vms, end - now, now):
+            break
+        best = end
+    if best is None:
+        return None
+    res = self._place_at(lease, now, best - now)
+    if res is None:
+        return None
+    suspend = self.suspend_resume.suspend_time(res)
+    resume = self.suspend_resume.resume_time(res)
+    if best - now < (1 + self.threshold_factor) * (suspend + resume) or best - suspend <= now:
+        return None
+    run = Reservation(lease, now, best - suspend, res.nodes, res.amounts, None, K.VM,
+                      res.vm_nodes, res.vm_shape)
+    if suspend == 0:
+        return [run]
+    return [run, Reservation(lease, best - suspend, best, res.nodes, res.amounts, None,
+                             K.SUSPEND, res.vm_nodes, res.vm_shape)]

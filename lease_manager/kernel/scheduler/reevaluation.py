@@ -1,0 +1,80 @@
+"""Re-evaluation after early ends: future reservations move earlier where a premature end (or
+a cancellation) left room, never later than the start they were promised."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from lease_manager.kernel.lease import Lease, LeaseState, LeaseType
+from lease_manager.kernel.scheduler.transaction import PlanChange
+
+if TYPE_CHECKING:
+    from lease_manager.kernel.scheduler.core import LeaseScheduler
+
+S = LeaseState
+
+
+def _reevaluate_future(self: "LeaseScheduler", now: float) -> None:
+    """Move future reservations earlier where a premature end left room (never later).
+
+    Best-effort and deadline leases are taken in scheduling order; a lease that moves can
+    make room for one before it, so passes repeat until none moves (each pass only moves
+    starts earlier, onto breakpoints, so this ends). A pass can stop at the last lease that
+    moved in the pass before: the leases after it have seen every move since.
+    """
+    last_mover: Lease | None = None
+    first_pass = True
+    while first_pass or last_mover is not None:
+        stop_at, last_mover = last_mover, None
+        for lease in list(self.future.values()):
+            if lease is stop_at and last_mover is None:
+                break
+            if self._move_earlier(lease, now):
+                last_mover = lease
+        first_pass = False
+
+
+def _move_earlier(self: "LeaseScheduler", lease: Lease, now: float) -> bool:
+    if lease.image_nodes and lease.state is S.SCHEDULED:
+        return self._move_resumption_earlier(lease, now)
+    if lease.type not in (LeaseType.BEST_EFFORT, LeaseType.DEADLINE) or len(
+            lease.reservations) != 1:
+        return False
+    table = self.table
+    res = lease.reservations[0]
+    duration = res.end - res.start
+    if res.start <= now or not table.may_fit_before(lease.vms, duration, now, res.start):
+        return False
+    # with its own reservation counted as free, where could the lease start?
+    start = table.earliest_fit(lease.vms, duration, now, not_after=res.start, own=res)
+    if start is None or start >= res.start:
+        return False
+    change = PlanChange(table)
+    change.remove(res)
+    new = (self._place_at(lease, start, duration)
+           or self._find_slot(lease, duration, now, res.start, before=res.start))
+    if new is None:
+        change.rollback()   # its old slot is still free: nothing else moved into it
+        return False
+    change.add(new)
+    self._adopt(lease, [new], now)
+    return True
+
+
+def _move_resumption_earlier(self: "LeaseScheduler", lease: Lease, now: float) -> bool:
+    """Plan a pending resumption again; its old plan stays free meanwhile, so the new one
+    can only be earlier (or the same, and then the old one is kept)."""
+    old = lease.reservations
+    if not old or old[0].start <= now:
+        return False
+    change = PlanChange(self.table)
+    for res in old:
+        change.remove(res)
+    plan = self._resumption_plan(lease, now, True)
+    if plan is None or plan[0].start >= old[0].start:
+        change.rollback()
+        return False
+    for res in plan:
+        change.add(res)
+    self._adopt(lease, plan, now)
+    return True

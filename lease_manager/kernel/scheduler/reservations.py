@@ -1,0 +1,111 @@
+"""Leases with a slot of their own: immediate leases (now or rejected), advance reservations
+(their exact interval, preempting if the policy allows) and deadline leases (the earliest slot
+that ends by the deadline, moving other deadline leases within their slack if needed)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Callable
+
+from lease_manager.kernel.lease import Lease, LeaseType
+from lease_manager.kernel.scheduler.transaction import PlanChange
+from lease_manager.kernel.slottable import Reservation
+
+if TYPE_CHECKING:
+    from lease_manager.kernel.scheduler.core import LeaseScheduler
+
+
+def _schedule_immediate(self: "LeaseScheduler", lease: Lease, now: float) -> None:
+    duration = self.length(lease)
+    res = None
+    if self.table.fits_at(lease.vms, duration, now):
+        res = self._place_at(lease, now, duration)
+    if res is None:
+        self.reject(lease, now, "no room now (an immediate lease is never queued)")
+        return
+    self._commit(lease, [res], now)
+
+
+def _schedule_deadline(self: "LeaseScheduler", lease: Lease, now: float) -> None:
+    duration = self.length(lease)
+    earliest = max(now, lease.start_request if lease.start_request is not None else now)
+    deadline = lease.deadline
+    assert deadline is not None, "a deadline lease has a deadline"
+    latest = deadline - duration
+
+    def slot() -> Reservation | None:
+        if latest < earliest:
+            return None
+        return self._find_slot(lease, duration, earliest, latest)
+
+    res = slot() or self._make_room(lease, slot, earliest, deadline, now)
+    if res is None:
+        self.reject(lease, now, f"cannot finish by its deadline {deadline:g}")
+        return
+    self._commit(lease, [res], now)
+
+
+def _schedule_ar(self: "LeaseScheduler", lease: Lease, now: float) -> None:
+    start, duration = lease.start_request, lease.requested_duration
+    if start is None or start < now:
+        self.reject(lease, now, f"its start time {start} has already passed")
+        return
+    if duration <= self.shutdown:
+        self.reject(lease, now, "its interval is no longer than the shutdown time")
+        return
+
+    def slot() -> Reservation | None:
+        if self.table.fits_at(lease.vms, duration, start):
+            return self._place_at(lease, start, duration)
+        return None
+
+    res = slot() or self._make_room(lease, slot, start, start + duration, now)
+    if res is None:
+        victims = self._victims(lease, start, duration, now)
+        if victims is None:
+            self.reject(lease, now, "the requested interval is not free and no lease "
+                                    "there may be preempted")
+            return
+        for victim in victims:
+            self._preempt(victim, start, now)
+        res = self._place_at(lease, start, duration)
+        if res is None:   # only possible for leases of several VM shapes
+            self.reject(lease, now, "the requested interval could not be freed")
+            return
+    self._commit(lease, [res], now)
+    self._ars.add(lease.id)
+
+
+def _make_room(self: "LeaseScheduler", lease: Lease, slot: Callable[[], Reservation | None], start: float,
+               end: float, now: float) -> Reservation | None:
+    """Find ``lease`` a slot (``slot()``) after moving planned deadline leases that overlap
+    ``[start, end)`` and have slack elsewhere in their windows; never past a deadline. If
+    any of them cannot be placed again, nothing changes and None is returned."""
+    movable = [o for o in self.future.values()
+               if o.type is LeaseType.DEADLINE and len(o.reservations) == 1
+               and o.reservations[0].start > now and o.reservations[0].start < end
+               and o.reservations[0].end > start]
+    if not movable:
+        return None
+    change = PlanChange(self.table)
+    old = {o.id: o.reservations[0] for o in movable}
+    for o in movable:
+        change.remove(old[o.id])
+    res = slot()
+    placed: list[tuple[Lease, Reservation]] = []
+    if res is not None:
+        change.add(res)
+        for o in sorted(movable, key=lambda o: (o.deadline, o.id)):
+            duration = old[o.id].end - old[o.id].start
+            earliest = max(now, o.start_request if o.start_request is not None else now)
+            new = self._find_slot(o, duration, earliest, (o.deadline or 0.0) - duration)
+            if new is None:
+                break
+            change.add(new)
+            placed.append((o, new))
+        change.remove(res)
+    if res is None or len(placed) < len(movable):
+        change.rollback()
+        return None
+    for o, new in placed:
+        self._adopt(o, [new], now)
+    return res
