@@ -67,8 +67,8 @@ def one(config: str, out: str) -> None:
 
         name = "bench-replay"
 
-        def __init__(self, run) -> None:
-            super().__init__(run)
+        def __init__(self, ctx) -> None:
+            super().__init__(ctx)
             self.orders = iter(orders)
 
         def order_hosts(self, lease, start, end, table):

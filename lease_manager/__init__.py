@@ -1,23 +1,64 @@
 """lease_manager: a Haizea-style lease manager for clusters and data centers.
 
-The public API is what this module exports; everything else may change.
+The public API is what this module exports (``__all__``): what plugins and scripts may use.
+Everything else may move between releases.
+
+- Writing plugins: :data:`hookimpl`, :class:`RunContext` (what hooks and policies receive),
+  the policy base classes, :class:`Option` and the option types (``INTEGER``, ``FLOAT``,
+  ``STRING``, ``NAMES``, ...), and :mod:`characteristics` (workload characteristics:
+  resources a lease stresses and needs).
+- Leases and the schedule: :class:`Lease`, :class:`LeaseState`, :class:`LeaseType`,
+  :class:`VMRequest`, :class:`Reservation`, :class:`ReservationKind`, :class:`SlotTable`.
+- Running: :func:`load_run`, :class:`Run`, :class:`Plugins`.
+- Errors: :class:`LeaseManagerError` and its kinds.
 """
 
 __version__ = "0.1.0"
 
-from lease_manager.config.schema import Option, OptionType  # noqa: E402
-from lease_manager.errors import ConfigError, InputError, LeaseManagerError, TraceError  # noqa: E402
+from lease_manager.config.schema import (  # noqa: E402
+    AMOUNTS,
+    BOOLEAN,
+    DURATION,
+    FLOAT,
+    INTEGER,
+    INTEGERS,
+    NAMES,
+    PATH,
+    SITE,
+    STRING,
+    Option,
+    OptionType,
+)
+from lease_manager.context import RunContext  # noqa: E402
+from lease_manager.errors import (  # noqa: E402
+    ConfigError,
+    InputError,
+    LeaseManagerError,
+    TraceError,
+)
 from lease_manager.hookspecs import hookimpl  # noqa: E402
 from lease_manager.kernel.lease import Lease, LeaseState, LeaseType, VMRequest  # noqa: E402
-from lease_manager.policies import (AdmissionPolicy, Annotator, HostSelectionPolicy,  # noqa: E402
-                       Policy, PricingPolicy, QueuePolicy)
+from lease_manager.kernel.slottable import Reservation, ReservationKind, SlotTable  # noqa: E402
+from lease_manager.plugins import Plugins  # noqa: E402
+from lease_manager.policies import (  # noqa: E402
+    AdmissionPolicy,
+    Annotator,
+    HostSelectionPolicy,
+    Policy,
+    PreemptionPolicy,
+    PricingPolicy,
+    QueuePolicy,
+)
 from lease_manager.run import Run, load_run  # noqa: E402
-from lease_manager.kernel.slottable import Reservation, SlotTable  # noqa: E402
+from lease_manager import characteristics  # noqa: E402
 
 __all__ = [
-    "__version__", "hookimpl", "Option", "OptionType", "Lease", "LeaseState", "LeaseType",
-    "VMRequest", "Reservation", "SlotTable", "Run", "load_run", "Policy", "AdmissionPolicy",
-    "Annotator",
-    "PricingPolicy", "QueuePolicy", "HostSelectionPolicy", "LeaseManagerError", "InputError",
-    "ConfigError", "TraceError",
+    "__version__", "hookimpl", "RunContext", "Plugins", "Run", "load_run",
+    "Option", "OptionType", "AMOUNTS", "BOOLEAN", "DURATION", "FLOAT", "INTEGER", "INTEGERS",
+    "NAMES", "PATH", "SITE", "STRING",
+    "Policy", "AdmissionPolicy", "Annotator", "HostSelectionPolicy", "PreemptionPolicy",
+    "PricingPolicy", "QueuePolicy",
+    "Lease", "LeaseState", "LeaseType", "VMRequest", "Reservation", "ReservationKind",
+    "SlotTable", "characteristics",
+    "LeaseManagerError", "InputError", "ConfigError", "TraceError",
 ]

@@ -94,6 +94,8 @@ def _plugins(args: argparse.Namespace) -> int:
         return 0
     for info in infos:
         print(f"{info.name}  [{info.distribution} {info.version}]")
+        if info.per_run:
+            print(f"    per run:  {info.per_run}")
         if info.policies:
             print(f"    policies: {'; '.join(info.policies)}")
         print(f"    hooks:    {', '.join(info.hooks) or '-'}")

@@ -35,6 +35,35 @@ BUILTIN_PLUGINS = (
     "lease_manager.enactment.slurm",
 )
 ENTRY_POINT_GROUP = "lease_manager"
+ACCOUNTING_PLUGIN = "lease_manager.accounting"
+INVARIANTS_PLUGIN = "lease_manager.invariants"
+DAEMON_PLUGIN = "lease_manager.daemon"
+#: built-in plugins that are objects of one run (registered while it runs, under these names):
+#: name -> (module:class, when)
+RUN_PLUGINS = {
+    ACCOUNTING_PLUGIN: ("lease_manager.observers.accounting:Accounting", "every run"),
+    INVARIANTS_PLUGIN: ("lease_manager.observers.invariants:InvariantChecker",
+                        "runs with [accounting] check-invariants"),
+    DAEMON_PLUGIN: ("lease_manager.daemon.service:DaemonObserver", "the daemon"),
+}
+
+
+class PluginManager(pluggy.PluginManager):
+    """pluggy's manager, counting registrations so that callers may cache who implements what
+    (:class:`~lease_manager.run.HookRelay`)."""
+
+    def __init__(self, project_name: str) -> None:
+        super().__init__(project_name)
+        #: changes whenever a plugin is registered or unregistered
+        self.generation = 0
+
+    def register(self, plugin: Any, name: str | None = None) -> str | None:
+        self.generation += 1
+        return super().register(plugin, name)
+
+    def unregister(self, plugin: Any = None, name: str | None = None) -> Any:
+        self.generation += 1
+        return super().unregister(plugin, name)
 
 
 @attrs.frozen
@@ -46,13 +75,20 @@ class PluginInfo:
     version: str
     hooks: tuple[str, ...]
     policies: tuple[str, ...]
+    #: for a plugin that is an object of each run: which runs have it
+    per_run: str = ""
 
 
 class Plugins:
-    """Built-in and installed plugins, their policies and the full option schema."""
+    """Built-in and installed plugins, their policies and the full option schema.
+
+    Serves any number of runs, one at a time: a run registers its policies and observers when
+    it is built and unregisters them when it is closed.
+    """
 
     def __init__(self, *, entry_points: bool = True, extra: Iterable[Any] = ()) -> None:
-        self.pm = pluggy.PluginManager("lease_manager")
+        self.pm = PluginManager("lease_manager")
+        self._active_run: Any = None
         self.pm.add_hookspecs(hookspecs)
         self._dist: dict[str, tuple[str, str]] = {}
         import lease_manager
@@ -72,6 +108,18 @@ class Plugins:
                 self.schema.add(impl.function() or ())
             except ValueError as exc:
                 raise LeaseManagerError(f"plugin {impl.plugin_name!r}: {exc}") from None
+
+    def begin_run(self, run: Any) -> None:
+        """``run`` is being built with these plugins (refused while another run is open: its
+        plugins would see this run's hooks)."""
+        if self._active_run is not None and self._active_run is not run:
+            raise LeaseManagerError("these plugins serve another run that is not closed yet "
+                                    "(call its close(), or let run() finish)")
+        self._active_run = run
+
+    def end_run(self, run: Any) -> None:
+        if self._active_run is run:
+            self._active_run = None
 
     def _load_entry_points(self) -> None:
         for ep in metadata.entry_points(group=ENTRY_POINT_GROUP):
@@ -123,4 +171,15 @@ class Plugins:
                              for pname, (_, owner) in sorted(named.items()) if owner == name)
             dist, version = self._dist.get(name, ("-", "-"))
             out.append(PluginInfo(name, dist, version, hooks, policies))
+        import lease_manager
+
+        for name, (target, when) in RUN_PLUGINS.items():
+            if self.pm.get_plugin(name) is not None:
+                continue
+            module, _, attr = target.partition(":")
+            cls = getattr(importlib.import_module(module), attr)
+            hooks = tuple(sorted(h for h in dir(cls)
+                                 if self.pm.parse_hookimpl_opts(cls, h) is not None))
+            out.append(PluginInfo(name, "lease-manager (built-in)", lease_manager.__version__,
+                                  hooks, (), per_run=when))
         return out

@@ -1,14 +1,15 @@
 """A run: the site, scheduler, policies, clock and outputs built from one configuration.
 
-``Run`` is what hooks receive. Its public attributes are the plugin API: ``config``, ``nodes``,
-``table`` (the slot table), ``scheduler``, ``metrics`` and ``now``.
+Plugins do not see the ``Run``: hooks and policies get its :class:`~lease_manager.context.RunContext`
+(``run.ctx``). A run registers its policies and the core's observers (accounting, the invariant
+checker) as plugins when it is built and unregisters them when it is closed, so one
+:class:`~lease_manager.plugins.Plugins` object serves any number of runs, one after another.
 """
 
 from __future__ import annotations
 
 import resource
 import time
-import zlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 
@@ -17,12 +18,13 @@ import numpy as np
 from lease_manager.observers.accounting import Accounting, write_summary
 from lease_manager.kernel.clock import RealClock, SimulatedClock
 from lease_manager.config.schema import Config, load_config
+from lease_manager.context import RunContext
 from lease_manager.kernel.engine import Engine, ReplayEnactment
 from lease_manager.errors import LeaseManagerError, TraceError
 from lease_manager.kernel.events import Timeline
 from lease_manager.observers.invariants import InvariantChecker
 from lease_manager.observers.metrics import Metrics
-from lease_manager.plugins import Plugins
+from lease_manager.plugins import ACCOUNTING_PLUGIN, INVARIANTS_PLUGIN, Plugins
 from lease_manager.kernel.resources import NodeSet, parse_amounts, parse_site
 from lease_manager.kernel.scheduler import LeaseScheduler, SuspendResume
 from lease_manager.kernel.slottable import SlotTable
@@ -44,13 +46,27 @@ class Run:
                  enactment: "Callable[[Run], Enactment] | None" = None) -> None:
         self.config = config
         self.plugins = plugins if plugins is not None else Plugins()
-        pm = self.plugins.pm
+        self._registered: list[str] = []
+        self.plugins.begin_run(self)
+        try:
+            self._build(leases, clock, serve, enactment)
+        except BaseException:
+            self.close()
+            raise
+
+    def _build(self, leases: Iterable["Lease"] | None, clock: SimulatedClock | RealClock | None,
+               serve: bool, enactment: "Callable[[Run], Enactment] | None") -> None:
+        config = self.config
         self.nodes = parse_site(config.get("simulation", "resources"))
         self.table = SlotTable(self.nodes)
         self.timeline = Timeline()
         self.metrics = Metrics()
         self.trace_stats = TraceStats()
         self.trace_reader: SWFReader | None = None
+        #: what plugins see of this run
+        self.ctx = RunContext(config, self.nodes, self.table, self.metrics,
+                              lambda: self.clock.now(),
+                              lambda time, fn: self.engine.call_at(time, fn))
 
         self.policies: dict[str, Any] = {}
         for kind, option in (("admission", "policy-admission"), ("pricing", "policy-pricing"),
@@ -59,20 +75,20 @@ class Run:
                              ("preemption", "policy-preemption")):
             name = config.get("scheduling", option)
             self.policies[kind] = self._instantiate(kind, name)
-        self._rngs: dict[str, np.random.Generator] = {}
         self.probes = [self._instantiate("probe", name)
                        for name in config.get("accounting", "probes")]
         self.annotators = [self._instantiate("annotator", name)
                            for name in config.get("tracefile", "annotators")]
-        # the core's own observers are called directly, before any plugin's hooks
-        self.accounting = Accounting(self.nodes.types.names)
-        observers: list[Any] = [self.accounting]
+        # the core's own observers: plugins whose hooks run before any other plugin's
+        # (tryfirst; among those pluggy calls the last registered first: accounting first)
         self.invariants: InvariantChecker | None = None
         if config.get("accounting", "check-invariants"):
             self.invariants = InvariantChecker(self.nodes.capacity)
-            observers.append(self.invariants)
+            self._register(self.invariants, INVARIANTS_PLUGIN)
+        self.accounting = Accounting(self.nodes.types.names)
+        self._register(self.accounting, ACCOUNTING_PLUGIN)
 
-        self._hooks = _HookRelay(pm.hook, self, observers)
+        self._hooks = HookRelay(self.plugins, self.ctx)
         self.enactment = (enactment(self) if enactment is not None
                           else ReplayEnactment(self.timeline))
         names = self.nodes.types.names
@@ -94,6 +110,7 @@ class Run:
             migration_bandwidth=(config.get("scheduling", "migration-bandwidth")
                                  if config.get("scheduling", "migration") == "yes" else None),
             enactment=self.enactment, emit=self._hooks)
+        self.ctx.scheduler._s = self.scheduler
         if clock is None:
             if config.get("simulation", "clock") == "real":
                 clock = RealClock(speedup=config.get("simulation", "speedup"))
@@ -107,29 +124,39 @@ class Run:
         self.summary: dict[str, Any] = {}
 
     def _instantiate(self, kind: str, name: str) -> Any:
-        policy = self.plugins.policy(kind, name)(self)
-        self.plugins.pm.register(policy, name=f"run:{kind}:{name}")
+        policy = self.plugins.policy(kind, name)(self.ctx)
+        self._register(policy, f"run:{kind}:{name}")
         return policy
+
+    def _register(self, plugin: Any, name: str) -> None:
+        self.plugins.pm.register(plugin, name=name)
+        self._registered.append(name)
+
+    def close(self) -> None:
+        """Unregister this run's policies and observers (idempotent): the ``Plugins`` object
+        is then free for another run."""
+        for name in reversed(self._registered):
+            self.plugins.pm.unregister(name=name)
+        self._registered.clear()
+        self.plugins.end_run(self)
+
+    def __enter__(self) -> "Run":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     @property
     def now(self) -> float:
         return self.clock.now()
 
     def call_at(self, time: float, fn: Callable[[float], None]) -> None:
-        """Call ``fn(now)`` at ``time``, a decision point of its own (a policy's timer: a
-        maximum hold time, a periodic epoch). ``time`` must not be in the past."""
-        if time < self.clock.now():
-            raise ValueError(f"call_at({time}) is in the past (now is {self.clock.now()})")
-        self.engine.call_at(time, fn)
+        """Call ``fn(now)`` at ``time`` (see :meth:`RunContext.call_at`)."""
+        self.ctx.call_at(time, fn)
 
     def rng(self, name: str) -> np.random.Generator:
-        """The random stream called ``name`` (one per policy, say), derived from the run's
-        ``[simulation] seed``: independent of the other streams and of the order of use."""
-        gen = self._rngs.get(name)
-        if gen is None:
-            seed = self.config.get("simulation", "seed")
-            gen = self._rngs[name] = np.random.default_rng([seed, zlib.crc32(name.encode())])
-        return gen
+        """The random stream called ``name`` (see :meth:`RunContext.rng`)."""
+        return self.ctx.rng(name)
 
     # ---------------------------------------------------------------------------- inputs
     def vm_vector(self) -> np.ndarray:
@@ -181,31 +208,47 @@ class Run:
 
     # ------------------------------------------------------------------------------ run
     def run(self, progress: Callable[[float], None] | None = None) -> dict[str, Any]:
-        """Run to the stop condition; return the summary (also kept as ``self.summary``)."""
-        wall0, cpu0 = time.perf_counter(), time.process_time()
+        """Run to the stop condition; return the summary (also kept as ``self.summary``). The
+        run is closed afterwards, even on error."""
+        try:
+            wall0, cpu0 = time.perf_counter(), time.process_time()
+            self.start()
+            self.engine.run(progress)
+            summary = self.finish()
+            summary["simulation"] = {
+                "wall_seconds": round(time.perf_counter() - wall0, 3),
+                "cpu_seconds": round(time.process_time() - cpu0, 3),
+                "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                                     1),
+                "steps": self.engine.steps,
+            }
+            if self.invariants is not None:
+                self.invariants.verify()
+            return summary
+        finally:
+            self.close()
+
+    def start(self) -> None:
+        """The clock is about to start: ``run_started``. (:meth:`run` calls it; a daemon calls
+        it before restoring its leases.)"""
         self._hooks("run_started")
-        self.engine.run(progress)
+
+    def finish(self) -> dict[str, Any]:
+        """The clock has stopped: ``run_finished``, then the summary, with the plugins' fields
+        from ``collect_summary``; kept as ``self.summary`` and returned."""
         self._hooks("run_finished")
         self.accounting.finish(self.scheduler.active_leases())
         summary = self.accounting.summary(self.nodes.total)
         summary["trace"] = self.trace_stats.as_dict()
         if self.engine.force_released:
             summary["held_leases_force_released"] = self.engine.force_released
-        for extra in self.plugins.pm.hook.collect_summary(run=self):
+        for extra in self.plugins.pm.hook.collect_summary(ctx=self.ctx):
             for key, value in (extra or {}).items():
                 if key in summary:
                     raise LeaseManagerError(f"a plugin's summary field {key!r} clashes with "
                                             f"another field of summary.json")
                 summary[key] = value
-        summary["simulation"] = {
-            "wall_seconds": round(time.perf_counter() - wall0, 3),
-            "cpu_seconds": round(time.process_time() - cpu0, 3),
-            "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
-            "steps": self.engine.steps,
-        }
         self.summary = summary
-        if self.invariants is not None:
-            self.invariants.verify()
         return summary
 
     def write(self, out: str | Path) -> Path:
@@ -244,28 +287,28 @@ def swf_conversion(cfg: Config, nodes: NodeSet) -> SWFConversion:
         max_jobs=cfg.get("tracefile", "max-jobs"), rebase=cfg.get("tracefile", "rebase"))
 
 
-class _HookRelay:
-    """Calls a hook with ``run=`` filled in: first the core's observers (plain method calls),
-    then the plugins that implement it. Hooks nobody implements cost a dictionary lookup."""
+class HookRelay:
+    """Calls a hook with ``ctx=`` filled in, on every implementation registered at the time
+    of the call. Which hooks have implementations is cached until a plugin is registered or
+    unregistered, so a hook nobody implements costs a dictionary lookup."""
 
-    def __init__(self, hook: Any, run: Run, observers: Iterable[Any] = ()) -> None:
-        self._run = run
-        self._targets: dict[str, list[Callable[..., Any]]] = {}
-        for name in dir(hook):
-            if name.startswith("_"):
-                continue
-            caller = getattr(hook, name)
-            targets = [getattr(o, name) for o in observers if hasattr(o, name)]
-            if caller.get_hookimpls():
-                targets.append(caller)
-            if targets:
-                self._targets[name] = targets
+    def __init__(self, plugins: Plugins, ctx: RunContext) -> None:
+        self._pm = plugins.pm
+        self._ctx = ctx
+        self._callers: dict[str, Any] = {}
+        self._generation = -1
 
     def __call__(self, name: str, **kwargs: Any) -> None:
-        targets = self._targets.get(name)
-        if targets:
-            for target in targets:
-                target(run=self._run, **kwargs)
+        if self._generation != self._pm.generation:
+            self._generation = self._pm.generation
+            self._callers.clear()
+        try:
+            caller = self._callers[name]
+        except KeyError:
+            caller = getattr(self._pm.hook, name)
+            caller = self._callers[name] = caller if caller.get_hookimpls() else None
+        if caller is not None:
+            caller(ctx=self._ctx, **kwargs)
 
 
 def load_run(path: str | Path | None, overrides: Iterable[str] = (), *,

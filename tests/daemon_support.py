@@ -82,10 +82,10 @@ def wait_for(predicate: Callable[[], Any], timeout: float = 20.0, what: str = "a
 class ThreadDaemon:
     """A :class:`~lease_manager.daemon.service.Daemon` serving from a thread of the test."""
 
-    def __init__(self, config: Path, *overrides: str) -> None:
+    def __init__(self, config: Path, *overrides: str, plugins: Any = None) -> None:
         from lease_manager.daemon.service import Daemon
 
-        self.daemon = Daemon(config, tuple(overrides))
+        self.daemon = Daemon(config, tuple(overrides), plugins=plugins)
         ready = threading.Event()
         self.thread = threading.Thread(target=self.daemon.serve_forever,
                                        kwargs={"ready": lambda d: ready.set(),
@@ -173,8 +173,8 @@ def kill_leftover_processes(config: Path) -> None:
     from lease_manager.kernel.resources import parse_site
 
     cfg = load_config(config, Plugins().schema)   # its state-dir is relative to the file
-    run = types.SimpleNamespace(config=cfg, nodes=parse_site(cfg.get("simulation", "resources")))
-    backend = ProcessBackend(run)
+    ctx = types.SimpleNamespace(config=cfg, site=parse_site(cfg.get("simulation", "resources")))
+    backend = ProcessBackend(ctx)
     for lease_id in backend.known_leases():
         backend.stop(lease_id)
     backend.close()

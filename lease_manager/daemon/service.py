@@ -16,10 +16,12 @@ from typing import Any, Callable
 
 from lease_manager.kernel.clock import RealClock
 from lease_manager.config.schema import Config, load_config
+from lease_manager.context import RunContext
 from lease_manager.errors import LeaseManagerError, OvercommitError
 from lease_manager.hookspecs import hookimpl
 from lease_manager.kernel.lease import Lease, LeaseState, LeaseType
-from lease_manager.plugins import Plugins
+from lease_manager.plugins import DAEMON_PLUGIN, Plugins
+from lease_manager.observers.accounting import write_summary
 from lease_manager.run import Run, vm_vector
 from lease_manager.daemon.driver import EnactmentDriver
 from lease_manager.daemon.lease_requests import build_lease
@@ -34,15 +36,15 @@ class DaemonStopping(LeaseManagerError):
     """The daemon is shutting down and takes no more requests."""
 
 
-class _Hooks:
-    """The daemon's own hook implementations: persist every change, answer API calls once
-    the scheduling cycle that follows them is over."""
+class DaemonObserver:
+    """The daemon's own hook implementations (plugin ``lease_manager.daemon``): persist every
+    change, answer API calls once the scheduling cycle that follows them is over."""
 
-    def __init__(self) -> None:
-        self.daemon: "Daemon | None" = None
+    def __init__(self, daemon: "Daemon") -> None:
+        self.daemon = daemon
 
     @hookimpl
-    def lease_state_changed(self, run: Run, lease: Lease, old: LeaseState, now: float) -> None:
+    def lease_state_changed(self, ctx: RunContext, lease: Lease, old: LeaseState, now: float) -> None:
         d = self.daemon
         fresh = (lease.state is S.ACTIVE and old is S.SCHEDULED and not lease.image_nodes
                  and not d.restoring)
@@ -51,27 +53,27 @@ class _Hooks:
             d.driver.release(lease)   # its plan was given up: so are its bookings
 
     @hookimpl
-    def lease_scheduled(self, run: Run, lease: Lease, now: float) -> None:
+    def lease_scheduled(self, ctx: RunContext, lease: Lease, now: float) -> None:
         d = self.daemon
         d.store.update(lease, now)
         if not d.restoring:
             d.driver.prepare(lease, now)
 
     @hookimpl
-    def lease_preempted(self, run: Run, lease: Lease, now: float) -> None:
+    def lease_preempted(self, ctx: RunContext, lease: Lease, now: float) -> None:
         self.daemon.store.update(lease, now)
         self.daemon.store.log(lease.id, now, lease.state.value, "preempted")
 
     @hookimpl
-    def lease_ended(self, run: Run, lease: Lease, now: float) -> None:
+    def lease_ended(self, ctx: RunContext, lease: Lease, now: float) -> None:
         self.daemon.leases.pop(lease.id, None)   # the database keeps it; memory need not
 
     @hookimpl
-    def lease_rejected(self, run: Run, lease: Lease, now: float) -> None:
+    def lease_rejected(self, ctx: RunContext, lease: Lease, now: float) -> None:
         self.daemon.leases.pop(lease.id, None)
 
     @hookimpl
-    def scheduling_cycle_end(self, run: Run, now: float) -> None:
+    def scheduling_cycle_end(self, ctx: RunContext, now: float) -> None:
         self.daemon._answer_pending()
 
 
@@ -80,10 +82,8 @@ class Daemon:
 
     def __init__(self, config_path: str | Path | None, overrides: tuple[str, ...] = (), *,
                  plugins: Plugins | None = None) -> None:
-        hooks = _Hooks()
-        hooks.daemon = self
         self.plugins = plugins or Plugins()
-        self.plugins.pm.register(hooks, name="lease_manager.daemon")
+        self.plugins.pm.register(DaemonObserver(self), name=DAEMON_PLUGIN)
         self.config: Config = load_config(config_path, self.plugins.schema, overrides)
         cfg = self.config
         self.state_dir = Path(cfg.get("daemon", "state-dir")).resolve()
@@ -103,7 +103,7 @@ class Daemon:
         self.driver: EnactmentDriver
 
         def enactment(run: Run) -> EnactmentDriver:
-            self.backend = self.plugins.policy("enactment", backend_name)(run)
+            self.backend = self.plugins.policy("enactment", backend_name)(run.ctx)
             names = getattr(self.backend, "node_names", None)
             names = names() if callable(names) else tuple(
                 f"node-{i + 1}" for i in range(len(run.nodes.capacity)))
@@ -113,6 +113,7 @@ class Daemon:
         self.run = Run(cfg, self.plugins, leases=(), clock=self.clock, serve=True,
                        enactment=enactment)
         if not self.backend.can_suspend and cfg.get("scheduling", "suspension") != "none":
+            self.run.close()
             raise cfg.error("scheduling", "suspension",
                             f"the {backend_name} backend cannot keep a lease suspended while "
                             f"an advance reservation uses its resources: set suspension = none "
@@ -348,6 +349,7 @@ class Daemon:
         SIGTERM/SIGINT or :meth:`stop`."""
         from lease_manager.daemon.api import start_api
 
+        self.run.start()
         counts = self.restore()
         log.info("restored from %s: %s", self.store.path, counts)
         self.server, self.url = start_api(self)
@@ -372,11 +374,23 @@ class Daemon:
                 if not future.done():
                     future.set_exception(DaemonStopping("the daemon is stopping"))
             self._pending = []
+            self._finish_run()
             self.backend.close()
             self.store.close()
             self._verify_invariants()
+            self.run.close()
             self._lock.close()
             (self.state_dir / "daemon.json").unlink(missing_ok=True)
+
+    def _finish_run(self) -> None:
+        """``run_finished`` and ``collect_summary``, as at the end of a replay; the summary of
+        this run of the daemon goes to ``state-dir/summary.json``."""
+        try:
+            summary = self.run.finish()
+        except LeaseManagerError as exc:
+            log.error("the run's summary failed: %s", exc)
+            return
+        write_summary(self.state_dir / "summary.json", summary)
 
     def _verify_invariants(self) -> None:
         """Check that no node was over-committed by the leases that ended in this run of the

@@ -1,8 +1,8 @@
 """The interface every enactment backend implements.
 
 A backend is a policy of kind ``enactment``: a class with a ``name``, instantiated as
-``cls(run)`` (it reads ``run.config`` and ``run.nodes``). All its methods are called from the
-daemon's engine thread. A backend must be able to find the work of a lease again after the
+``cls(ctx)`` with the run's :class:`~lease_manager.context.RunContext` (it reads ``ctx.config``
+and ``ctx.site``). All its methods are called from the daemon's engine thread. A backend must be able to find the work of a lease again after the
 daemon restarts (from names it derives from the lease id, or from files under
 :meth:`EnactmentBackend.state_dir`), because the daemon may be killed at any moment.
 
@@ -19,7 +19,7 @@ import attrs
 from lease_manager.errors import LeaseManagerError
 
 if TYPE_CHECKING:
-    from lease_manager.run import Run
+    from lease_manager.context import RunContext
 
 
 class EnactmentError(LeaseManagerError):
@@ -85,12 +85,12 @@ class EnactmentBackend:
     #: cannot makes the daemon refuse ``[scheduling] suspension`` other than ``none``
     can_suspend: ClassVar[bool] = True
 
-    def __init__(self, run: "Run") -> None:
-        self.run = run
+    def __init__(self, ctx: "RunContext") -> None:
+        self.ctx = ctx
 
     def state_dir(self) -> Path:
         """A folder of the backend's own under the daemon's state directory (created)."""
-        path = Path(self.run.config.get("daemon", "state-dir")) / "enactment" / self.name
+        path = Path(self.ctx.config.get("daemon", "state-dir")) / "enactment" / self.name
         path.mkdir(parents=True, exist_ok=True)
         return path
 
@@ -136,10 +136,10 @@ class EnactmentBackend:
         as it is (a restarted daemon finds it again)."""
 
 
-def node_names(run: "Run", configured: tuple[str, ...] = ()) -> tuple[str, ...]:
+def node_names(ctx: "RunContext", configured: tuple[str, ...] = ()) -> tuple[str, ...]:
     """The backend's name of every site node: ``configured`` if given (one per node), else
     ``node-1`` ... ``node-N``."""
-    count = len(run.nodes.capacity)
+    count = len(ctx.site.capacity)
     if configured:
         if len(configured) != count:
             raise EnactmentError(f"{len(configured)} node names are configured for a site of "

@@ -44,7 +44,7 @@ from lease_manager.hookspecs import hookimpl
 from lease_manager.enactment.base import EnactmentBackend, EnactmentError, Work, WorkStatus, work_env
 
 if TYPE_CHECKING:
-    from lease_manager.run import Run
+    from lease_manager.context import RunContext
 
 log = logging.getLogger("lease_manager.enactment.process")
 
@@ -412,9 +412,9 @@ class ProcessBackend(EnactmentBackend):
 
     name = "process"
 
-    def __init__(self, run: "Run", *, cgroup_root: Path | str | None = None) -> None:
-        super().__init__(run)
-        config = run.config
+    def __init__(self, ctx: "RunContext", *, cgroup_root: Path | str | None = None) -> None:
+        super().__init__(ctx)
+        config = ctx.config
         self.shell = config.get("process", "shell") or "/bin/sh"
         self.cpu_per_core = float(config.get("process", "cpu-per-core"))
         self.grace = float(config.get("process", "stop-grace"))

@@ -15,7 +15,7 @@ from lease_manager.hookspecs import hookimpl
 from lease_manager.enactment.base import EnactmentBackend, EnactmentError, Work, WorkStatus
 
 if TYPE_CHECKING:
-    from lease_manager.run import Run
+    from lease_manager.context import RunContext
 
 
 class SimulatedBackend(EnactmentBackend):
@@ -23,8 +23,8 @@ class SimulatedBackend(EnactmentBackend):
 
     name = "simulated"
 
-    def __init__(self, run: "Run") -> None:
-        super().__init__(run)
+    def __init__(self, ctx: "RunContext") -> None:
+        super().__init__(ctx)
         self._file = self.state_dir() / "state.json"
         self.states: dict[int, str] = {}
         if self._file.exists():

@@ -94,7 +94,7 @@ from lease_manager.hookspecs import hookimpl
 from lease_manager.enactment.base import EnactmentBackend, EnactmentError, Work, WorkStatus, node_names, work_env
 
 if TYPE_CHECKING:
-    from lease_manager.run import Run
+    from lease_manager.context import RunContext
 
 #: Slurm job states that mean the job is (about to be) running
 _LIVE = {"PENDING", "CONFIGURING", "RUNNING", "COMPLETING", "RESIZING", "REQUEUED",
@@ -155,9 +155,9 @@ class SlurmBackend(EnactmentBackend):
     name = "slurm"
     can_suspend = False
 
-    def __init__(self, run: "Run") -> None:
-        super().__init__(run)
-        cfg = run.config
+    def __init__(self, ctx: "RunContext") -> None:
+        super().__init__(ctx)
+        cfg = ctx.config
         self.prefix = cfg.get("slurm", "name-prefix")
         self.partition = cfg.get("slurm", "partition")
         self.user = cfg.get("slurm", "user") or getpass.getuser()
@@ -169,8 +169,8 @@ class SlurmBackend(EnactmentBackend):
         self.job_dir = Path(cfg.get("slurm", "job-dir") or self.state_dir()).absolute()
         self.job_dir.mkdir(parents=True, exist_ok=True)
         configured = tuple(cfg.get("slurm", "nodes"))
-        self._nodes: tuple[str, ...] | None = node_names(run, configured) if configured else None
-        types = tuple(run.nodes.types.names)
+        self._nodes: tuple[str, ...] | None = node_names(ctx, configured) if configured else None
+        types = tuple(ctx.site.types.names)
         self._has_cpu = "CPU" in types
         self._file = self.state_dir() / "leases.json"
         self.leases: dict[int, dict[str, Any]] = {}
@@ -228,7 +228,7 @@ class SlurmBackend(EnactmentBackend):
             proc = self._cmd(args)
             assert proc is not None
             names = list(dict.fromkeys(proc.stdout.split()))
-            count = len(self.run.nodes.capacity)
+            count = len(self.ctx.site.capacity)
             if len(names) < count:
                 raise EnactmentError(
                     f"the site has {count} nodes but Slurm lists {len(names)} "

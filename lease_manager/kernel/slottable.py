@@ -22,7 +22,7 @@ import heapq
 import itertools
 import math
 from bisect import bisect_left, bisect_right
-from typing import TYPE_CHECKING, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
 
 import enum
 
@@ -504,6 +504,10 @@ class SlotTable:
                 points.add(r.end)
         return sorted(points)
 
+    def view(self) -> "SlotTableView":
+        """The table's queries without its changes: what policies and plugins get."""
+        return SlotTableView(self)
+
     def __len__(self) -> int:
         """Number of reservations the table holds (current and future)."""
         return len(self._reservations)
@@ -769,3 +773,36 @@ class SlotTable:
                 raise AssertionError("slot table site-wide amounts differ from its reservations")
             if (site < -EPS).any():
                 raise AssertionError("slot table over-commits a site-wide resource")
+
+
+class SlotTableView:
+    """The slot table's queries, without its changes (``add``, ``remove``, ``truncate``...).
+
+    Each query is the table's own bound method, so a view costs nothing per call.
+    """
+
+    QUERIES = ("free_at", "site_free_at", "site_capacity_at", "min_free", "vm_fits",
+               "lease_counts_at", "capacity_lasts_until", "reservations_at",
+               "reservations_between", "change_points", "earliest_fit", "earliest_fit_on",
+               "iter_fit_starts", "may_fit_before", "fits_at", "room_at")
+
+    def __init__(self, table: SlotTable) -> None:
+        self._table = table
+        self.nodes = table.nodes
+        self.capacity = table.capacity
+        self.site_resources = table.site_resources
+        for name in self.QUERIES:
+            setattr(self, name, getattr(table, name))
+
+    @property
+    def version(self) -> int:
+        """Changes whenever the table changes (a cheap test that nothing moved)."""
+        return self._table.version
+
+    @property
+    def horizon(self) -> float:
+        return self._table.horizon
+
+    def __getattr__(self, name: str) -> Any:   # only reached for names not set above
+        raise AttributeError(f"the slot table seen by plugins has no {name!r} "
+                             f"(it can be read, not changed)")

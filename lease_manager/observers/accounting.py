@@ -17,11 +17,13 @@ from typing import TYPE_CHECKING, Any, Iterable
 
 import numpy as np
 
+from lease_manager.hookspecs import hookimpl
+
 from lease_manager.kernel.lease import LeaseState
 
 if TYPE_CHECKING:
     from lease_manager.kernel.lease import Lease
-    from lease_manager.run import Run
+    from lease_manager.context import RunContext
 
 COLUMNS = ("lease_id", "source_id", "type", "state", "submit", "start", "end", "vms",
            "requested", "actual", "wait", "price", "reason", "nodes")
@@ -40,8 +42,8 @@ def _fmt(x: float | None) -> str:
 
 
 class Accounting:
-    """Observes leases and accumulates what the run's outputs report (the run calls its
-    methods, named after the hooks, directly)."""
+    """Observes leases and accumulates what the run's outputs report: a per-run plugin
+    (``lease_manager.accounting``) whose hooks run before any other plugin's."""
 
     def __init__(self, resource_names: Iterable[str]) -> None:
         self.resource_names = tuple(resource_names)
@@ -67,15 +69,18 @@ class Accounting:
         self.used = np.zeros(len(self.resource_names))   # capacity x seconds actually held
 
     # ------------------------------------------------------------------------ observing
-    def lease_submitted(self, run: "Run", lease: "Lease", now: float) -> None:
+    @hookimpl(tryfirst=True)
+    def lease_submitted(self, ctx: "RunContext", lease: "Lease", now: float) -> None:
         self.submitted += 1
         if lease.submit < self.first_submit:
             self.first_submit = lease.submit
 
-    def lease_rejected(self, run: "Run", lease: "Lease", now: float) -> None:
+    @hookimpl(tryfirst=True)
+    def lease_rejected(self, ctx: "RunContext", lease: "Lease", now: float) -> None:
         self.record(lease)
 
-    def lease_ended(self, run: "Run", lease: "Lease", now: float) -> None:
+    @hookimpl(tryfirst=True)
+    def lease_ended(self, ctx: "RunContext", lease: "Lease", now: float) -> None:
         self.record(lease)
 
     def record(self, lease: "Lease") -> None:

@@ -12,11 +12,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from lease_manager.hookspecs import hookimpl
+
 from lease_manager.kernel.lease import LeaseType
 
 if TYPE_CHECKING:
     from lease_manager.kernel.lease import Lease
-    from lease_manager.run import Run
+    from lease_manager.context import RunContext
 
 TOLERANCE = 1e-6
 
@@ -26,7 +28,8 @@ class InvariantViolation(AssertionError):
 
 
 class InvariantChecker:
-    """A per-run observer (its methods are named after the hooks); :meth:`verify` at the end."""
+    """A per-run plugin (``lease_manager.invariants``) watching lease hooks; :meth:`verify` at
+    the end of the run."""
 
     def __init__(self, capacity: np.ndarray) -> None:
         self.capacity = capacity
@@ -37,7 +40,8 @@ class InvariantChecker:
         self._running: set[int] = set()
         self.violations: list[str] = []
 
-    def lease_started(self, run: "Run", lease: "Lease", now: float) -> None:
+    @hookimpl(tryfirst=True)
+    def lease_started(self, ctx: "RunContext", lease: "Lease", now: float) -> None:
         if lease.id in self._running:
             self.violations.append(f"lease {lease.id} started twice (at {now})")
         self._running.add(lease.id)
@@ -46,10 +50,12 @@ class InvariantChecker:
             self.violations.append(f"lease {lease.id} started at {now}, later than the "
                                    f"{lease.promised_start} it was promised")
 
-    def lease_preempted(self, run: "Run", lease: "Lease", now: float) -> None:
+    @hookimpl(tryfirst=True)
+    def lease_preempted(self, ctx: "RunContext", lease: "Lease", now: float) -> None:
         self._running.discard(lease.id)
 
-    def lease_ended(self, run: "Run", lease: "Lease", now: float) -> None:
+    @hookimpl(tryfirst=True)
+    def lease_ended(self, ctx: "RunContext", lease: "Lease", now: float) -> None:
         self._running.discard(lease.id)
         for res in lease.allocations:
             k = len(res.nodes)

@@ -13,8 +13,8 @@ import numpy as np
 
 if TYPE_CHECKING:
     from lease_manager.kernel.lease import Lease
-    from lease_manager.run import Run
-    from lease_manager.kernel.slottable import SlotTable
+    from lease_manager.context import RunContext
+    from lease_manager.kernel.slottable import SlotTableView
 
 #: The kinds of policy the core selects by name from the ini file.
 POLICY_KINDS = ("admission", "pricing", "queue", "host-selection", "preemption", "probe",
@@ -27,8 +27,8 @@ class Policy:
     kind: str = ""
     name: str = ""
 
-    def __init__(self, run: "Run") -> None:
-        self.run = run
+    def __init__(self, ctx: "RunContext") -> None:
+        self.ctx = ctx
 
 
 class AdmissionPolicy(Policy):
@@ -82,7 +82,7 @@ class QueuePolicy(Policy):
 class Annotator(Policy):
     """Adds attributes to every lease read from the workload, before it is submitted (kind
     ``annotator``): synthetic workload characteristics, for instance. Random draws must come
-    from ``self.run.rng(name)`` so that a run is reproducible from its seed."""
+    from ``self.ctx.rng(name)`` so that a run is reproducible from its seed."""
 
     kind = "annotator"
 
@@ -108,7 +108,7 @@ class HostSelectionPolicy(Policy):
     kind = "host-selection"
 
     def order_hosts(self, lease: "Lease", start: float, end: float,
-                    table: "SlotTable") -> Sequence[int] | np.ndarray:
+                    table: "SlotTableView") -> Sequence[int] | np.ndarray:
         """Node indices, best first, for placing ``lease`` over ``[start, end)``.
 
         Nodes left out are not used. Read the schedule through ``table``'s public queries.

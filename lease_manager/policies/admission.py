@@ -16,7 +16,7 @@ from lease_manager.policies.utilization import cpu_index, projected_utilization
 
 if TYPE_CHECKING:
     from lease_manager.kernel.lease import Lease
-    from lease_manager.run import Run
+    from lease_manager.context import RunContext
 
 
 class NoARs(AdmissionPolicy):
@@ -43,13 +43,13 @@ class UtilizationThreshold(AdmissionPolicy):
 
     name = "utilization-threshold"
 
-    def __init__(self, run: "Run") -> None:
-        super().__init__(run)
-        self.threshold = float(run.config.get("admission", "threshold"))
-        self._cpu = cpu_index(run.nodes.types)
+    def __init__(self, ctx: "RunContext") -> None:
+        super().__init__(ctx)
+        self.threshold = float(ctx.config.get("admission", "threshold"))
+        self._cpu = cpu_index(ctx.site.types)
 
     def admit(self, lease: "Lease", now: float) -> str | None:
-        p = projected_utilization(self.run.table, lease, now, self._cpu)
+        p = projected_utilization(self.ctx.table, lease, now, self._cpu)
         if p.utilization > self.threshold:
             return (f"projected utilization {p.utilization:.2%} over [{p.start:g}, {p.end:g}) "
                     f"would exceed the threshold {self.threshold:.2%}")

@@ -30,7 +30,7 @@ from lease_manager.policies.utilization import cpu_index, projected_utilization
 
 if TYPE_CHECKING:
     from lease_manager.kernel.lease import Lease
-    from lease_manager.run import Run
+    from lease_manager.context import RunContext
 
 HOUR = 3600.0
 
@@ -58,12 +58,12 @@ RATES = OptionType("list of numbers (e.g. '0.5, 1.0, 2.0')", _parse_rates,
 class CPUHourPricing(PricingPolicy):
     """Base of the rate-per-CPU-hour policies: subclasses give :meth:`rate`."""
 
-    def __init__(self, run: "Run") -> None:
-        super().__init__(run)
-        cfg = run.config
+    def __init__(self, ctx: "RunContext") -> None:
+        super().__init__(ctx)
+        cfg = ctx.config
         self.cpu_unit = float(cfg.get("pricing", "cpu-unit"))
         self.suspension_rate = float(cfg.get("pricing", "suspension-surcharge"))
-        self._cpu = cpu_index(run.nodes.types)
+        self._cpu = cpu_index(ctx.site.types)
 
     def cpus(self, lease: "Lease") -> float:
         """The lease's CPUs: its total CPU amount over ``[pricing] cpu-unit``."""
@@ -94,9 +94,9 @@ class Constant(CPUHourPricing):
 
     name = "constant"
 
-    def __init__(self, run: "Run") -> None:
-        super().__init__(run)
-        self._rate = float(run.config.get("pricing", "rate"))
+    def __init__(self, ctx: "RunContext") -> None:
+        super().__init__(ctx)
+        self._rate = float(ctx.config.get("pricing", "rate"))
 
     def rate(self, lease: "Lease", now: float) -> float:
         return self._rate
@@ -115,9 +115,9 @@ class Maximum(CPUHourPricing):
 
     name = "maximum"
 
-    def __init__(self, run: "Run") -> None:
-        super().__init__(run)
-        self._rate = max(run.config.get("pricing", "rates"))
+    def __init__(self, ctx: "RunContext") -> None:
+        super().__init__(ctx)
+        self._rate = max(ctx.config.get("pricing", "rates"))
 
     def rate(self, lease: "Lease", now: float) -> float:
         return self._rate
@@ -134,15 +134,15 @@ class Adaptive(CPUHourPricing):
 
     name = "adaptive"
 
-    def __init__(self, run: "Run") -> None:
-        super().__init__(run)
-        self._rate = float(run.config.get("pricing", "rate"))
-        self.factor = float(run.config.get("pricing", "adaptive-factor"))
+    def __init__(self, ctx: "RunContext") -> None:
+        super().__init__(ctx)
+        self._rate = float(ctx.config.get("pricing", "rate"))
+        self.factor = float(ctx.config.get("pricing", "adaptive-factor"))
 
     def rate(self, lease: "Lease", now: float) -> float:
         if self._rate == 0 or self.factor == 0:
             return self._rate
-        projection = projected_utilization(self.run.table, lease, now, self._cpu)
+        projection = projected_utilization(self.ctx.table, lease, now, self._cpu)
         return self._rate * (1.0 + self.factor * projection.utilization)
 
 

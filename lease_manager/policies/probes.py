@@ -8,7 +8,7 @@ from lease_manager.hookspecs import hookimpl
 from lease_manager.policies import Policy
 
 if TYPE_CHECKING:
-    from lease_manager.run import Run
+    from lease_manager.context import RunContext
 
 
 class UsageProbe(Policy):
@@ -19,18 +19,18 @@ class UsageProbe(Policy):
     kind = "probe"
     name = "usage"
 
-    def __init__(self, run: "Run") -> None:
-        super().__init__(run)
-        self._total = float(run.nodes.total[0]) or 1.0
+    def __init__(self, ctx: "RunContext") -> None:
+        super().__init__(ctx)
+        self._total = float(ctx.site.total[0]) or 1.0
 
     @hookimpl
-    def scheduling_cycle_end(self, run: "Run", now: float) -> None:
-        sched = run.scheduler
-        metrics = run.metrics
+    def scheduling_cycle_end(self, ctx: "RunContext", now: float) -> None:
+        sched = ctx.scheduler
+        metrics = ctx.metrics
         metrics.record("queue_length", now,
-                       len(sched.queue) + len(sched.held) + len(sched.future))
-        metrics.record("running_leases", now, len(sched.running))
-        in_use = self._total - float(run.table.free_at(now)[:, 0].sum())
+                       sched.n_waiting + sched.n_held + sched.n_planned)
+        metrics.record("running_leases", now, sched.n_running)
+        in_use = self._total - float(ctx.table.free_at(now)[:, 0].sum())
         metrics.record("utilization", now, in_use / self._total)
 
 

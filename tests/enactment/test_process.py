@@ -63,8 +63,8 @@ def make_backend(tmp_path: Path, *settings: str, cgroup_root=None,
                    "[daemon]\n"
                    f"state-dir = {tmp_path / 'state'}\n")
     config = load_config(ini, Plugins(entry_points=False).schema, list(settings))
-    run = SimpleNamespace(config=config, nodes=parse_site(resources))
-    return ProcessBackend(run, cgroup_root=cgroup_root)
+    ctx = SimpleNamespace(config=config, site=parse_site(resources))
+    return ProcessBackend(ctx, cgroup_root=cgroup_root)
 
 
 def work(lease_id: int, command: str, vms: int = 2, cpu: float = 1.0) -> Work:

@@ -6,9 +6,6 @@ from __future__ import annotations
 import calendar
 import functools
 import math
-import os
-import shutil
-import subprocess
 import time
 import types
 from pathlib import Path
@@ -34,9 +31,9 @@ def make_backend(tmp_path: Path, node: str | None, cpus: int, **slurm: str) -> S
         "enactment = slurm\n"
         "[slurm]\n" + "".join(f"{k} = {v}\n" for k, v in options.items() if v))
     config = load_config(ini, Plugins(entry_points=False).schema)
-    run = types.SimpleNamespace(config=config,
-                                nodes=parse_site(config.get("simulation", "resources")))
-    return SlurmBackend(run)
+    ctx = types.SimpleNamespace(config=config,
+                                site=parse_site(config.get("simulation", "resources")))
+    return SlurmBackend(ctx)
 
 
 @pytest.fixture

@@ -33,13 +33,20 @@ class ReleaseAfterAnHour(QueuePolicy):
 
 
 class _Policies:
+    def __init__(self):
+        self.cycles = 0
+
     @lease_manager.hookimpl
     def register_policies(self):
         return [HoldEverything, ReleaseAfterAnHour]
 
     @lease_manager.hookimpl
-    def collect_summary(self, run):
-        return {"cycles_seen": run.engine.steps}
+    def scheduling_cycle_end(self, ctx, now):
+        self.cycles += 1
+
+    @lease_manager.hookimpl
+    def collect_summary(self, ctx):
+        return {"cycles_seen": self.cycles}
 
 
 def plugins():
@@ -89,7 +96,7 @@ class Tagger(lease_manager.Annotator):
     name = "tagger"
 
     def annotate(self, lease):
-        lease.extra["draw"] = float(self.run.rng("tagger").random())
+        lease.extra["draw"] = float(self.ctx.rng("tagger").random())
 
 
 class _Annotators:

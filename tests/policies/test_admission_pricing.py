@@ -108,13 +108,13 @@ def test_utilization_threshold_default_accepts_0_8125():
 
 
 def test_utilization_threshold_rejects_with_the_figures():
-    policy = admission.UtilizationThreshold(make_run("admission.threshold=0.8"))
+    policy = admission.UtilizationThreshold(make_run("admission.threshold=0.8").ctx)
     assert policy.admit(lease(), 0) == (
         "projected utilization 81.25% over [0, 3600) would exceed the threshold 80.00%")
     # the AR's interval is quieter (0.625)
     assert policy.admit(lease(LeaseType.ADVANCE_RESERVATION, start=1800), 0) is None
     # exactly at the threshold is accepted: 0.625
-    policy = admission.UtilizationThreshold(make_run("admission.threshold=0.625"))
+    policy = admission.UtilizationThreshold(make_run("admission.threshold=0.625").ctx)
     assert policy.admit(lease(LeaseType.ADVANCE_RESERVATION, start=1800), 0) is None
     assert "62.50%" in policy.admit(lease(LeaseType.ADVANCE_RESERVATION, start=1800, cpu=101), 0)
 
@@ -153,12 +153,12 @@ def test_constant_price():
 
 
 def test_constant_price_defaults_count_raw_cpu_units():
-    policy = pricing.Constant(make_run())
+    policy = pricing.Constant(make_run().ctx)
     assert policy.price(lease(vms=2, cpu=1, duration=HOUR / 2), 0) == 1.0   # 2 CPUs x 0.5 h
 
 
 def test_maximum_price_uses_the_highest_rate():
-    policy = pricing.Maximum(make_run("pricing.rates=0.5, 1.0, 3", "pricing.cpu-unit=100"))
+    policy = pricing.Maximum(make_run("pricing.rates=0.5, 1.0, 3", "pricing.cpu-unit=100").ctx)
     assert policy.price(lease(vms=2, duration=1.5 * HOUR), 0) == 9.0
 
 
@@ -166,10 +166,10 @@ def test_adaptive_price_follows_the_projected_utilization():
     """rate 2 x (1 + 0.5 x 0.8125) x 1 CPU x 1 h = 2.8125; on an empty site the lease alone
     projects 0.25: 2 x 1.125 = 2.25."""
     settings = ("pricing.rate=2", "pricing.adaptive-factor=0.5", "pricing.cpu-unit=100")
-    assert pricing.Adaptive(make_run(*settings)).price(lease(), 0) == pytest.approx(2.8125)
+    assert pricing.Adaptive(make_run(*settings).ctx).price(lease(), 0) == pytest.approx(2.8125)
     empty = make_run(*settings, reservations=False)
-    assert pricing.Adaptive(empty).price(lease(), 0) == pytest.approx(2.25)
-    assert pricing.Adaptive(make_run("pricing.adaptive-factor=0")).price(lease(), 0) == 100.0
+    assert pricing.Adaptive(empty.ctx).price(lease(), 0) == pytest.approx(2.25)
+    assert pricing.Adaptive(make_run("pricing.adaptive-factor=0").ctx).price(lease(), 0) == 100.0
 
 
 def test_suspension_surcharge():
@@ -178,16 +178,16 @@ def test_suspension_surcharge():
     run = make_run("pricing.suspension-surcharge=4", "pricing.cpu-unit=100",
                    reservations=False)
     for cls in (pricing.Constant, pricing.Maximum, pricing.Adaptive):
-        policy = cls(run)
+        policy = cls(run.ctx)
         assert policy.surcharge(lease(vms=2), 1800) == 4.0
         assert policy.surcharge(lease(vms=2), 0) == 0.0
-        assert cls(make_run(reservations=False)).surcharge(lease(vms=2), 1800) == 0.0
+        assert cls(make_run(reservations=False).ctx).surcharge(lease(vms=2), 1800) == 0.0
 
 
 def test_unlimited_leases_cost_infinity_unless_free():
     run = make_run(reservations=False)
-    assert math.isinf(pricing.Constant(run).price(lease(duration=math.inf), 0))
-    assert pricing.Constant(make_run("pricing.rate=0")).price(lease(duration=math.inf), 0) == 0
+    assert math.isinf(pricing.Constant(run.ctx).price(lease(duration=math.inf), 0))
+    assert pricing.Constant(make_run("pricing.rate=0").ctx).price(lease(duration=math.inf), 0) == 0
 
 
 def test_price_in_a_simulation_and_max_price():

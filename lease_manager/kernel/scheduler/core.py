@@ -97,6 +97,8 @@ class LeaseScheduler:
                  enactment: "Enactment | None" = None,
                  emit: Callable[..., None] | None = None) -> None:
         self.table = table
+        #: what policies are shown of the table (its queries)
+        self.table_view = table.view()
         self.timeline = timeline
         self.admission = admission
         self.pricing = pricing

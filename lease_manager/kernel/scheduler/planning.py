@@ -21,7 +21,7 @@ S = LeaseState
 def _place_at(self: "LeaseScheduler", lease: Lease, start: float, duration: float) -> Reservation | None:
     """Ask host selection for an order and the mapper for a placement at ``start``."""
     end = start + duration
-    order = self.host_selection.order_hosts(lease, start, end, self.table)
+    order = self.host_selection.order_hosts(lease, start, end, self.table_view)
     placement = place(self.table, lease.vms, start, end, order)
     return None if placement is None else placement.reservation(lease, start, end)
 

@@ -15,8 +15,7 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-from lease_manager import Option, hookimpl
-from lease_manager.config.schema import NAMES, STRING
+from lease_manager import NAMES, STRING, Option, hookimpl
 
 from .monitoring import (JobRecord, Monitor, MonitoredJobs, MonitoringData,
                          ScheduledMonitoringData)

@@ -28,7 +28,7 @@ from typing import Any, Iterable, Mapping
 
 import numpy as np
 
-from lm_consolidation import RESOURCES
+from lease_manager.characteristics import RESOURCES
 
 #: resource name -> position in every vector here
 INDEX = {r: k for k, r in enumerate(RESOURCES)}

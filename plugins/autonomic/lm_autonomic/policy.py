@@ -44,22 +44,21 @@ from typing import TYPE_CHECKING, Any, Iterable, Sequence
 import numpy as np
 
 from lease_manager import QueuePolicy, hookimpl
-from lm_consolidation import RESOURCES
-from lm_consolidation.characteristics import Contributions, node_amounts
+from lease_manager.characteristics import RESOURCES, Contributions, node_amounts
 
 from .monitoring import EPS, PREPENDING, JobRecord, Monitor
 
 if TYPE_CHECKING:
-    from lease_manager import Lease, Run
+    from lease_manager import Lease, RunContext
 
 SERIES_HELD = "autonomic_prepending"
 SERIES_FULL = "autonomic_full_hosts"
 
 
-def site_totals(run: "Run") -> np.ndarray:
+def site_totals(ctx: "RunContext") -> np.ndarray:
     """Total[r] for every resource of the contention model (inf if the site lacks it)."""
-    names = list(run.nodes.types.names)
-    total = np.asarray(run.nodes.total, dtype=float)
+    names = list(ctx.site.types.names)
+    total = np.asarray(ctx.site.total, dtype=float)
     return np.array([float(total[names.index(r)]) if r in names else math.inf
                      for r in RESOURCES])
 
@@ -70,15 +69,15 @@ class AutonomicQueue(QueuePolicy):
 
     name = "autonomic"
 
-    def __init__(self, run: "Run") -> None:
-        super().__init__(run)
-        cfg = run.config
+    def __init__(self, ctx: "RunContext") -> None:
+        super().__init__(ctx)
+        cfg = ctx.config
         self.exclude_arrival = cfg.get("autonomic", "inequality-7-2") == "exclude-arrival"
-        names = list(run.nodes.types.names)
+        names = list(ctx.site.types.names)
         self.full_index = [names.index(r) for r in cfg.get("autonomic", "full-resources")
                            if r in names]
-        self.contributions = Contributions.for_run(run)
-        self.monitor = Monitor(site_totals(run))
+        self.contributions = Contributions.for_run(ctx)
+        self.monitor = Monitor(site_totals(ctx))
         #: ids of the Prepending leases -> their records
         self.prepending: dict[int, JobRecord] = {}
         # statistics for summary.json
@@ -139,8 +138,8 @@ class AutonomicQueue(QueuePolicy):
         mon = self.monitor
         order = sorted(held, key=lambda l: (l.submit, l.id))
         out: list["Lease"] = []
-        sched = self.run.scheduler
-        if (order and not (sched.queue or sched.future or sched.running)
+        sched = self.ctx.scheduler
+        if (order and not (sched.n_waiting or sched.n_planned or sched.n_running)
                 and not mon.inequality_7_3(self.prepending[order[0].id])):
             first = order.pop(0)   # the guarantee: an idle site takes the oldest held lease
             self._to_pending(first, now, "idle")
@@ -171,8 +170,8 @@ class AutonomicQueue(QueuePolicy):
         """Leases the core released itself (its end-of-run backstop) are Pending now."""
         if not self.prepending:
             return
-        held = self.run.scheduler.held
-        for job_id in [j for j in self.prepending if j not in held]:
+        is_held = self.ctx.scheduler.is_held
+        for job_id in [j for j in self.prepending if not is_held(j)]:
             rec = self.prepending[job_id]
             self.held_times.append(now - rec.since)
             self.released["core"] += 1
@@ -180,14 +179,14 @@ class AutonomicQueue(QueuePolicy):
             self.monitor.set_pending(rec, now)
 
     @hookimpl
-    def scheduling_cycle_start(self, run: "Run", now: float) -> None:
+    def scheduling_cycle_start(self, ctx: "RunContext", now: float) -> None:
         self._reconcile(now)
 
     # --------------------------------------------------------- 7.3.2 end of the cycle
     @hookimpl
-    def scheduling_cycle_end(self, run: "Run", now: float) -> None:
+    def scheduling_cycle_end(self, ctx: "RunContext", now: float) -> None:
         if self.full_index:
-            free = run.table.free_at(now)[:, self.full_index]
+            free = ctx.table.free_at(now)[:, self.full_index]
             full = (free <= EPS).any(axis=1)
             self.monitor.end_of_cycle(full.tolist())
             n_full = int(full.sum())
@@ -195,10 +194,10 @@ class AutonomicQueue(QueuePolicy):
             n_full = 0
         if len(self.prepending) != self._held_count:
             self._held_count = len(self.prepending)
-            run.metrics.record(SERIES_HELD, now, self._held_count)
+            ctx.metrics.record(SERIES_HELD, now, self._held_count)
         if n_full != self._full_count:
             self._full_count = n_full
-            run.metrics.record(SERIES_FULL, now, n_full)
+            ctx.metrics.record(SERIES_FULL, now, n_full)
 
     # ---------------------------------------------------------- 7.3.3 job scheduling
     def _record(self, lease: "Lease", now: float) -> JobRecord:
@@ -212,16 +211,16 @@ class AutonomicQueue(QueuePolicy):
         return rec
 
     @hookimpl
-    def lease_scheduled(self, run: "Run", lease: "Lease", now: float) -> None:
+    def lease_scheduled(self, ctx: "RunContext", lease: "Lease", now: float) -> None:
         rec = self._record(lease, now)
         self.monitor.map(rec, self.shares(lease))
 
     @hookimpl
-    def lease_started(self, run: "Run", lease: "Lease", now: float) -> None:
+    def lease_started(self, ctx: "RunContext", lease: "Lease", now: float) -> None:
         self.monitor.started(self._record(lease, now))
 
     @hookimpl
-    def lease_preempted(self, run: "Run", lease: "Lease", now: float) -> None:
+    def lease_preempted(self, ctx: "RunContext", lease: "Lease", now: float) -> None:
         rec = self.monitor.monitored_jobs.get(lease.id)
         if rec is not None:
             self.monitor.stopped(rec)
@@ -229,7 +228,7 @@ class AutonomicQueue(QueuePolicy):
 
     # -------------------------------------------------------------- 7.3.4 job ends
     @hookimpl
-    def lease_ended(self, run: "Run", lease: "Lease", now: float) -> None:
+    def lease_ended(self, ctx: "RunContext", lease: "Lease", now: float) -> None:
         rec = self.monitor.monitored_jobs.get(lease.id)
         if rec is None:
             return
@@ -239,7 +238,7 @@ class AutonomicQueue(QueuePolicy):
 
     # --------------------------------------------------------------------- summary
     @hookimpl
-    def collect_summary(self, run: "Run") -> dict[str, Any]:
+    def collect_summary(self, ctx: "RunContext") -> dict[str, Any]:
         times = np.asarray(self.held_times, dtype=float)
         return {
             "autonomic_pending_by_7_1": self.decided["7.1"],

@@ -40,9 +40,12 @@ class Snapshots:
 
     def __init__(self) -> None:
         self.at: dict[float, dict] = {}
+        self.run: Run | None = None   # set by make_run (a test may look inside the run)
 
     @lease_manager.hookimpl(trylast=True)
-    def scheduling_cycle_end(self, run: Run, now: float) -> None:
+    def scheduling_cycle_end(self, ctx, now: float) -> None:
+        run = self.run
+        assert run is not None
         policy = run.policies["queue"]
         mon = policy.monitor
         mon.check()
@@ -63,4 +66,8 @@ def make_run(leases: Iterable[Lease], *settings: str, resources: str,
         f"simulation.resources={resources}", "scheduling.policy-queue=autonomic",
         "scheduling.policy-host-selection=no-policy", "scheduling.backfilling=aggressive",
         "accounting.check-invariants=yes", *settings])
-    return Run(config, plug, leases=list(leases))
+    run = Run(config, plug, leases=list(leases))
+    for plugin in extra:
+        if isinstance(plugin, Snapshots):
+            plugin.run = run
+    return run

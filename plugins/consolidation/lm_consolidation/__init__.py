@@ -18,11 +18,10 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-from lease_manager import Option, OptionType, hookimpl
-from lease_manager.config.schema import STRING
+from lease_manager import STRING, Option, OptionType, hookimpl
 
 from .annotator import ThesisWorkload
-from .characteristics import RESOURCES, parse_stress_on
+from lease_manager.characteristics import RESOURCES, parse_stress_on
 from .contention import ResourceContentionProbe, resource_contention_at
 from .host_selection import EAConsolidation, EATimeHorizon, node_scores
 

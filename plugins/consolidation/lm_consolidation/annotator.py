@@ -39,11 +39,11 @@ import numpy as np
 
 from lease_manager import Annotator
 
-from .characteristics import (HPC_CLASS, REQ_PREFIX, STRESS_ON, explicit_requirements,
+from lease_manager.characteristics import (HPC_CLASS, REQ_PREFIX, STRESS_ON, explicit_requirements,
                               parse_stress_on)
 
 if TYPE_CHECKING:
-    from lease_manager import Lease, Run
+    from lease_manager import Lease, RunContext
 
 STREAM = "thesis-workload"
 
@@ -111,12 +111,12 @@ class ThesisWorkload(Annotator):
 
     name = "thesis-workload"
 
-    def __init__(self, run: "Run") -> None:
-        super().__init__(run)
-        cfg = run.config
+    def __init__(self, ctx: "RunContext") -> None:
+        super().__init__(ctx)
+        cfg = ctx.config
         self._ranges = [cfg.get("consolidation", opt)
                         for opt in ("io-range", "net-in-range", "net-out-range")]
-        self._rng = run.rng(STREAM)
+        self._rng = ctx.rng(STREAM)
 
     def annotate(self, lease: "Lease") -> None:
         u = self._rng.random(DRAWS_PER_LEASE)

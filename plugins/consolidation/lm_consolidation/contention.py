@@ -16,10 +16,10 @@ import numpy as np
 
 from lease_manager import Policy, hookimpl
 
-from .characteristics import RESOURCES, Contributions
+from lease_manager.characteristics import RESOURCES, Contributions
 
 if TYPE_CHECKING:
-    from lease_manager import Lease, Run, SlotTable
+    from lease_manager import Lease, RunContext, SlotTable
 
 SERIES = "resource_contention"
 
@@ -69,10 +69,10 @@ class ResourceContentionProbe(Policy):
     kind = "probe"
     name = "resource-contention"
 
-    def __init__(self, run: "Run") -> None:
-        super().__init__(run)
-        n_nodes = run.nodes.count
-        self.contributions = Contributions.for_run(run)
+    def __init__(self, ctx: "RunContext") -> None:
+        super().__init__(ctx)
+        n_nodes = ctx.site.count
+        self.contributions = Contributions.for_run(ctx)
         #: leases stressing each resource on each node, and the sum of their requirements
         self.count = np.zeros((n_nodes, len(RESOURCES)))
         self.total = np.zeros((n_nodes, len(RESOURCES)))
@@ -139,11 +139,11 @@ class ResourceContentionProbe(Policy):
                 self._remove(lease_id)
 
     @hookimpl
-    def lease_started(self, run: "Run", lease: "Lease", now: float) -> None:
+    def lease_started(self, ctx: "RunContext", lease: "Lease", now: float) -> None:
         self._add(lease, now)
 
     @hookimpl
-    def lease_preempted(self, run: "Run", lease: "Lease", now: float) -> None:
+    def lease_preempted(self, ctx: "RunContext", lease: "Lease", now: float) -> None:
         """A preempted running lease runs on until its VM reservation's (new) end: it is
         cancelled now, or suspended later."""
         hit = self._held.get(lease.id)
@@ -154,13 +154,13 @@ class ResourceContentionProbe(Policy):
                 heapq.heappush(self._ends, (hit[0].end, lease.id))
 
     @hookimpl
-    def lease_ended(self, run: "Run", lease: "Lease", now: float) -> None:
+    def lease_ended(self, ctx: "RunContext", lease: "Lease", now: float) -> None:
         self._remove(lease.id)
         self.contributions.forget(lease)
 
     # ------------------------------------------------------------------------- recording
     @hookimpl
-    def scheduling_cycle_end(self, run: "Run", now: float) -> None:
+    def scheduling_cycle_end(self, ctx: "RunContext", now: float) -> None:
         previous, previous_by_resource = self.rc, self._by_resource
         self._drop_ended(now)
         if self._dirty:
@@ -181,10 +181,10 @@ class ResourceContentionProbe(Policy):
             self.cycle_sum += self.rc - previous
         self._last = now
         self.max = max(self.max, self.rc)
-        run.metrics.record(SERIES, now, self.rc)
+        ctx.metrics.record(SERIES, now, self.rc)
 
     @hookimpl
-    def collect_summary(self, run: "Run") -> dict[str, Any]:
+    def collect_summary(self, ctx: "RunContext") -> dict[str, Any]:
         span = (self._last - self._first) if self._last is not None else 0.0
         return {
             "resource_contention_integral": self.integral,

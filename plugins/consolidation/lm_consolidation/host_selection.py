@@ -27,10 +27,10 @@ import numpy as np
 
 from lease_manager import HostSelectionPolicy
 
-from .characteristics import Contributions
+from lease_manager.characteristics import Contributions
 
 if TYPE_CHECKING:
-    from lease_manager import Lease, Run, SlotTable
+    from lease_manager import Lease, RunContext, SlotTable
 
 
 def node_scores(lease: "Lease", start: float, end: float, table: "SlotTable",
@@ -79,10 +79,10 @@ class EAConsolidation(HostSelectionPolicy):
     name = "ea-consolidation"
     horizon = False
 
-    def __init__(self, run: "Run") -> None:
-        super().__init__(run)
-        self.contributions = Contributions.for_run(run)
-        self.tie_break = run.config.get("consolidation", "tie-break")
+    def __init__(self, ctx: "RunContext") -> None:
+        super().__init__(ctx)
+        self.contributions = Contributions.for_run(ctx)
+        self.tie_break = ctx.config.get("consolidation", "tie-break")
 
     def scores(self, lease: "Lease", start: float, end: float,
                table: "SlotTable") -> np.ndarray:

@@ -10,7 +10,7 @@ import pytest
 import lease_manager
 from lease_manager import LeaseType
 from lmc_helpers import lease, make_run, trace_run
-from lm_consolidation.characteristics import Contributions
+from lease_manager.characteristics import Contributions
 from lm_consolidation.contention import resource_contention_at
 
 
@@ -116,15 +116,15 @@ class _Checker:
         self.leases: list = []
 
     @lease_manager.hookimpl
-    def lease_submitted(self, run, lease, now):
+    def lease_submitted(self, ctx, lease, now):
         self.leases.append(lease)
 
     @lease_manager.hookimpl(trylast=True)
-    def scheduling_cycle_end(self, run, now):
+    def scheduling_cycle_end(self, ctx, now):
         if self.contributions is None:
-            self.contributions = Contributions(run.nodes.types.names)
-        probe = run.probes[0]
-        expected = resource_contention_at(run.table, now, self.contributions)
+            self.contributions = Contributions(ctx.site.types.names)
+        probe = self.run.probes[0]   # the test hands the checker its run, to look inside
+        expected = resource_contention_at(ctx.table, now, self.contributions)
         self.cycles += 1
         if abs(expected - probe.rc) > 1e-6 * max(1.0, expected):
             self.mismatches.append((now, expected, probe.rc))
@@ -138,6 +138,7 @@ def test_incremental_rc_equals_the_slot_table_at_every_cycle():
     checker = _Checker()
     run = trace_run("scheduling.policy-host-selection=ea-time-horizon", max_jobs=300,
                     observers=[checker])
+    checker.run = run
     summary = run.run()
     assert checker.cycles > 300
     assert checker.mismatches == []

@@ -36,7 +36,7 @@ import numpy as np
 import pytest
 
 from lmc_helpers import lease, make_run, reserve, table
-from lm_consolidation.characteristics import Contributions, parse_stress_on
+from lease_manager.characteristics import Contributions, parse_stress_on
 from lm_consolidation.contention import node_state_at, resource_contention_at
 from lm_consolidation.host_selection import EAConsolidation, EATimeHorizon, node_scores
 
@@ -89,7 +89,7 @@ def test_time_horizon_score_differs_when_a_lease_ends_halfway(scenario):
     scores = node_scores(x, 20, 100, tab, contrib, horizon=True)
     assert scores.tolist() == pytest.approx([1799.5, 2078, 550])
     run = make_run()
-    simple, horizon = EAConsolidation(run), EATimeHorizon(run)
+    simple, horizon = EAConsolidation(run.ctx), EATimeHorizon(run.ctx)
     assert simple.order_hosts(x, 20, 100, tab).tolist() == [2, 1, 0]
     assert horizon.order_hosts(x, 20, 100, tab).tolist() == [2, 0, 1]
 
@@ -133,10 +133,10 @@ def test_ties_by_node_index_or_by_greedy():
     tab = table("2 CPU:4 Memory:4096")
     reserve(tab, lease(1, 1, 100, stress="CPU"), 0, 100, [0])
     w = lease(2, 1, 50, stress="Memory")
-    assert EAConsolidation(make_run()).order_hosts(w, 0, 50, tab).tolist() == [0, 1]
+    assert EAConsolidation(make_run().ctx).order_hosts(w, 0, 50, tab).tolist() == [0, 1]
     greedy = make_run("consolidation.tie-break=greedy")
-    assert EAConsolidation(greedy).order_hosts(w, 0, 50, tab).tolist() == [1, 0]
-    assert EATimeHorizon(greedy).order_hosts(w, 0, 50, tab).tolist() == [1, 0]
+    assert EAConsolidation(greedy.ctx).order_hosts(w, 0, 50, tab).tolist() == [1, 0]
+    assert EATimeHorizon(greedy.ctx).order_hosts(w, 0, 50, tab).tolist() == [1, 0]
 
 
 def test_unlimited_interval_falls_back_to_the_simple_score(scenario):

@@ -16,7 +16,7 @@ N = 30_000
 def drawn():
     run = make_run("simulation.seed=7", "consolidation.io-range=100 200",
                    "consolidation.net-out-range=5,6")
-    annotator = ThesisWorkload(run)
+    annotator = ThesisWorkload(run.ctx)
     leases = [lease(i, 1, 10) for i in range(N)]
     for l in leases:
         annotator.annotate(l)
@@ -62,7 +62,7 @@ def test_requirements_are_drawn_in_the_ranges_for_stressed_resources_only(drawn)
 
 def test_same_seed_same_draws_and_another_seed_others():
     def draw(seed):
-        annotator = ThesisWorkload(make_run(f"simulation.seed={seed}"))
+        annotator = ThesisWorkload(make_run(f"simulation.seed={seed}").ctx)
         out = []
         for i in range(200):
             l = lease(i, 1, 10)
@@ -76,7 +76,7 @@ def test_same_seed_same_draws_and_another_seed_others():
 
 def test_explicit_attributes_are_respected():
     """As an LWF reader passes them through ``<extra>``: strings."""
-    annotator = ThesisWorkload(make_run())
+    annotator = ThesisWorkload(make_run().ctx)
     given = lease(1, 1, 10)
     given.extra.update({"stress-on": "IO, Net-in", "req-IO": "42"})
     annotator.annotate(given)
@@ -98,7 +98,7 @@ def test_explicit_attributes_are_respected():
 def test_one_lease_draws_do_not_depend_on_another_lease_attributes():
     """Every lease uses seven numbers of the stream, whether or not it had attributes."""
     def third(first_has_attributes):
-        annotator = ThesisWorkload(make_run())
+        annotator = ThesisWorkload(make_run().ctx)
         leases = [lease(i, 1, 10) for i in range(3)]
         if first_has_attributes:
             leases[0].extra["stress-on"] = "CPU"
@@ -110,7 +110,7 @@ def test_one_lease_draws_do_not_depend_on_another_lease_attributes():
 
 
 def test_bad_attributes_name_the_lease():
-    annotator = ThesisWorkload(make_run())
+    annotator = ThesisWorkload(make_run().ctx)
     bad = lease(5, 1, 10)
     bad.extra["stress-on"] = "CPU,Disks"
     with pytest.raises(ValueError, match="lease 5 .*unknown resource type 'Disks'"):

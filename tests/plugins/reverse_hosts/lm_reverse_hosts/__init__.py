@@ -12,7 +12,7 @@ class ReverseHosts(HostSelectionPolicy):
     name = "reverse"
 
     def order_hosts(self, lease, start, end, table):
-        skip = self.run.config.get("reverse-hosts", "skip")
+        skip = self.ctx.config.get("reverse-hosts", "skip")
         return np.arange(table.capacity.shape[0])[::-1][skip:]
 
 
@@ -23,10 +23,10 @@ def register_policies():
 
 @lease_manager.hookimpl
 def register_options():
-    return [Option("reverse-hosts", "skip", lease_manager.config.schema.INTEGER, 0, minimum=0,
+    return [Option("reverse-hosts", "skip", lease_manager.INTEGER, 0, minimum=0,
                    doc="How many of the highest nodes never to use.")]
 
 
 @lease_manager.hookimpl
-def lease_started(run, lease, now):
-    run.metrics.record("reverse_hosts_starts", now, 1)
+def lease_started(ctx, lease, now):
+    ctx.metrics.record("reverse_hosts_starts", now, 1)

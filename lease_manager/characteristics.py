@@ -12,7 +12,8 @@ file's ``<extra>`` attributes can give them too):
     ``req-*`` attribute overrides the same resource there. (Flat ``req-*`` attributes are what
     the annotator writes: they survive a round trip through an LWF file's ``<extra>``.)
 ``hpc-class``
-    The HPC class the annotator drew (or that a trace gives, see :mod:`.annotator`).
+    The HPC class the annotator drew (or that a trace gives; see the ``lm-consolidation``
+    plugin's annotator).
 
 How much a lease needs of resource ``r`` on a node (its ``resReq[r]`` in equations 5.4 and 6.2)
 counts all of its VMs on that node:
@@ -38,7 +39,9 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping, NamedTuple
 import numpy as np
 
 if TYPE_CHECKING:
-    from lease_manager import Lease, Reservation, Run
+    from lease_manager.context import RunContext
+    from lease_manager.kernel.lease import Lease
+    from lease_manager.kernel.slottable import Reservation
 
 #: The resource types of the thesis' contention model, in the order of every vector here.
 RESOURCES: tuple[str, ...] = ("CPU", "Memory", "IO", "Net-in", "Net-out")
@@ -159,7 +162,7 @@ class Profile:
         return bool(self.stress)
 
 
-_SHARED: "weakref.WeakKeyDictionary[Run, Contributions]" = weakref.WeakKeyDictionary()
+_SHARED: "weakref.WeakKeyDictionary[RunContext, Contributions]" = weakref.WeakKeyDictionary()
 
 
 class Contribution(NamedTuple):
@@ -192,11 +195,11 @@ class Contributions:
         self._by_res: dict[int, Any] = {}
 
     @classmethod
-    def for_run(cls, run: "Run") -> "Contributions":
+    def for_run(cls, ctx: "RunContext") -> "Contributions":
         """The run's shared instance (policies and the probe read the same leases)."""
-        shared = _SHARED.get(run)
+        shared = _SHARED.get(ctx)
         if shared is None:
-            shared = _SHARED[run] = cls(run.nodes.types.names)
+            shared = _SHARED[ctx] = cls(ctx.site.types.names)
         return shared
 
     def profile(self, lease: "Lease") -> Profile:

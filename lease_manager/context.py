@@ -1,0 +1,106 @@
+"""What a plugin sees of a run: :class:`RunContext`, read-only.
+
+Hooks receive it as ``ctx`` and policies are built with it (``cls(ctx)``, kept as
+``self.ctx``). It gives the configuration, the site, the slot table's queries, the scheduler's
+leases (waiting, held, planned, running) as iterators and counts, the metrics recorder, the
+clock, reproducible random streams and timers. Nothing in it changes the schedule: plugins act
+through what their hooks and policy methods return.
+"""
+
+from __future__ import annotations
+
+import zlib
+from typing import TYPE_CHECKING, Any, Callable, Iterator
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from lease_manager.config.schema import Config
+    from lease_manager.kernel.lease import Lease
+    from lease_manager.kernel.resources import NodeSet
+    from lease_manager.kernel.scheduler import LeaseScheduler
+    from lease_manager.kernel.slottable import SlotTable
+    from lease_manager.observers.metrics import Metrics
+
+
+class SchedulerView:
+    """The scheduler's leases by where they are, as iterators and counts."""
+
+    def __init__(self, scheduler: "LeaseScheduler | None" = None) -> None:
+        self._s: Any = scheduler   # bound once the run has built its scheduler
+
+    def waiting(self) -> Iterator["Lease"]:
+        """Queued leases, in queue order."""
+        return iter(self._s.queue)
+
+    def held(self) -> Iterator["Lease"]:
+        """Leases the queue policy holds back."""
+        return iter(self._s.held.values())
+
+    def planned(self) -> Iterator["Lease"]:
+        """Leases whose plan has not started yet, in scheduling order."""
+        return iter(self._s.future.values())
+
+    def running(self) -> Iterator["Lease"]:
+        """Leases running, suspending, resuming or migrating."""
+        return iter(self._s.running.values())
+
+    def is_held(self, lease_id: int) -> bool:
+        return lease_id in self._s.held
+
+    @property
+    def n_waiting(self) -> int:
+        return len(self._s.queue)
+
+    @property
+    def n_held(self) -> int:
+        return len(self._s.held)
+
+    @property
+    def n_planned(self) -> int:
+        return len(self._s.future)
+
+    @property
+    def n_running(self) -> int:
+        return len(self._s.running)
+
+
+class RunContext:
+    """A run as plugins see it (see the module docstring)."""
+
+    def __init__(self, config: "Config", site: "NodeSet", table: "SlotTable", metrics: "Metrics",
+                 clock_now: Callable[[], float],
+                 call_at: Callable[[float, Callable[[float], None]], None]) -> None:
+        #: the run's configuration (``ctx.config.get(section, option)``)
+        self.config = config
+        #: the site's nodes: ``site.types.names``, ``site.capacity`` (nodes x types), ``site.total``
+        self.site = site
+        #: the slot table's queries
+        self.table = table.view()
+        #: the scheduler's leases
+        self.scheduler = SchedulerView()
+        #: named time series written to ``series/`` (``ctx.metrics.record(name, now, value)``)
+        self.metrics = metrics
+        self._now = clock_now
+        self._call_at = call_at
+        self._rngs: dict[str, np.random.Generator] = {}
+
+    @property
+    def now(self) -> float:
+        return self._now()
+
+    def call_at(self, time: float, fn: Callable[[float], None]) -> None:
+        """Call ``fn(now)`` at ``time``, a decision point of its own (a policy's timer: a
+        maximum hold time, a periodic epoch). ``time`` must not be in the past."""
+        if time < self._now():
+            raise ValueError(f"call_at({time}) is in the past (now is {self._now()})")
+        self._call_at(time, fn)
+
+    def rng(self, name: str) -> np.random.Generator:
+        """The random stream called ``name`` (one per policy, say), derived from the run's
+        ``[simulation] seed``: independent of the other streams and of the order of use."""
+        gen = self._rngs.get(name)
+        if gen is None:
+            seed = self.config.get("simulation", "seed")
+            gen = self._rngs[name] = np.random.default_rng([seed, zlib.crc32(name.encode())])
+        return gen
