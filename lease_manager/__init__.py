@@ -9,7 +9,9 @@ Everything else may move between releases.
   resources a lease stresses and needs).
 - Leases and the schedule: :class:`Lease`, :class:`LeaseState`, :class:`LeaseType`,
   :class:`VMRequest`, :class:`Reservation`, :class:`ReservationKind`, :class:`SlotTable`.
-- Running: :func:`load_run`, :class:`Run`, :class:`Plugins`.
+- Running: :func:`load_run`, :class:`Run`, :class:`Plugins`; for scripts of experiments,
+  :func:`run_sweep_file` (a sweep file's runs, then their summaries) and :func:`etc_file`
+  (imported when first used), :func:`read_series` and :func:`bin_means` (recorded series).
 - Errors: :class:`LeaseManagerError` and its kinds.
 """
 
@@ -39,6 +41,7 @@ from lease_manager.errors import (  # noqa: E402
 from lease_manager.hookspecs import hookimpl  # noqa: E402
 from lease_manager.kernel.lease import Lease, LeaseState, LeaseType, VMRequest  # noqa: E402
 from lease_manager.kernel.slottable import Reservation, ReservationKind, SlotTable  # noqa: E402
+from lease_manager.observers.metrics import bin_means, read_series  # noqa: E402
 from lease_manager.plugins import Plugins  # noqa: E402
 from lease_manager.policies import (  # noqa: E402
     AdmissionPolicy,
@@ -61,4 +64,18 @@ __all__ = [
     "Lease", "LeaseState", "LeaseType", "VMRequest", "Reservation", "ReservationKind",
     "SlotTable", "characteristics",
     "LeaseManagerError", "InputError", "ConfigError", "TraceError",
+    "run_sweep_file", "FinishedRun", "etc_file", "read_series", "bin_means",
 ]
+
+#: exported names whose modules load only when first used (start-up stays light)
+_LAZY = {"run_sweep_file": "lease_manager.experiments.sweep",
+         "FinishedRun": "lease_manager.experiments.sweep",
+         "etc_file": "lease_manager.experiments.sweep"}
+
+
+def __getattr__(name: str) -> object:
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'lease_manager' has no attribute {name!r}")

@@ -138,8 +138,9 @@ def _sweep(args: argparse.Namespace) -> int:
     jobs = args.jobs if args.jobs is not None else default_jobs()
     if jobs < 1:
         raise LeaseManagerError("--jobs must be at least 1")
+    only = [name for item in args.only for name in item.split(",") if name.strip()]
     return sweep_command(args.sweep, args.out, list_only=args.list, executor=args.executor,
-                         jobs=jobs, quiet=args.quiet)
+                         jobs=jobs, quiet=args.quiet, only=[n.strip() for n in only])
 
 
 def _report(args: argparse.Namespace) -> int:
@@ -224,7 +225,10 @@ def build_parser() -> argparse.ArgumentParser:
     swp.add_argument("sweep", help="sweep file (.ini with a [sweep] section)")
     swp.add_argument("--out", help="output directory (default: results/SWEEP-NAME)")
     swp.add_argument("--list", action="store_true",
-                     help="list the runs and whether each is done, without running them")
+                     help="list the runs, their settings and whether each is done, without "
+                     "running them")
+    swp.add_argument("--only", action="append", default=[], metavar="PROFILE[,PROFILE...]",
+                     help="run (or list) only these profiles (repeatable)")
     swp.add_argument("-j", "--jobs", type=int, metavar="N",
                      help="local worker processes (default: the CPUs available)")
     swp.add_argument("--executor", default="local", metavar="local|dask://HOST:PORT",

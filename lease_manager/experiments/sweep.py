@@ -1,36 +1,16 @@
-"""Experiment sweeps: many runs of the same traces under named profiles and seeds.
+"""Running sweeps: every run of a :class:`~lease_manager.experiments.sweep_file.Sweep` in a
+local process pool or on a Dask cluster.
 
-A *sweep file* is Haizea's multi-configuration file with a ``[sweep]`` control section::
-
-    [sweep]
-    base = sample.ini                 # optional: a configuration the overrides apply to
-    traces = ../traces/a.swf, ../traces/b.swf
-    seeds = 1-3                       # or 1, 2, 3 (default: the configuration's seed)
-    profiles = off, easy              # optional: default, the profiles named by sections
-
-    [common:tracefile]                # applies to every profile
-    max-jobs = 500
-
-    [off:scheduling]                  # applies to profile "off"
-    backfilling = off
-
-It expands to one run per (profile, trace, seed), whose configuration is the base file, then the
-``common:`` options, then the profile's, then ``tracefile.tracefile=TRACE`` and
-``simulation.seed=SEED``. Everything is validated against the full schema before any run
-starts. A run is a pure function of its :class:`RunSpec` (plain data) and writes its own folder
+A run is a pure function of its :class:`RunSpec` (plain data) and writes its own folder
 ``OUT/PROFILE/TRACE/seed-N`` (cleared first if an earlier attempt left it unfinished); it is
 finished once ``summary.json`` is there (written last, atomically), so a sweep resumes by
-skipping finished runs and can run anywhere that sees ``OUT``: a local process pool or a Dask
-cluster.
+skipping finished runs and can run anywhere that sees ``OUT``.
 """
 
 from __future__ import annotations
 
-import configparser
 import json
 import os
-import re
-import shlex
 import shutil
 import signal
 import sys
@@ -43,284 +23,13 @@ from typing import Any, Callable, Sequence
 
 import attrs
 
-from lease_manager.config.schema import _suggest, load_config, read_ini
-from lease_manager.errors import ConfigError, LeaseManagerError
-
-SWEEP_SECTION = "sweep"
-SWEEP_OPTIONS = ("base", "traces", "tracedir", "seeds", "profiles")
-COMMON = "common"
-#: options that the [sweep] section sets for every run, not the profiles
-RESERVED = {("tracefile", "tracefile"): "traces", ("simulation", "seed"): "seeds"}
-#: options that list policies by name (the schema checks single names, not lists)
-POLICY_LISTS = {"probe": ("accounting", "probes"), "annotator": ("tracefile", "annotators")}
-_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]*")
+from lease_manager.errors import LeaseManagerError
+from lease_manager.experiments.sweep_file import (RunSpec, Sweep, load_sweep, only_profiles,
+                                                  parse_seeds)
 
 DONE, FAILED, PARTIAL, PENDING = "done", "failed", "partial", "pending"
 
 
-@attrs.frozen
-class RunSpec:
-    """One run of a sweep: everything a worker needs, as plain data."""
-
-    run_id: str                             #: ``PROFILE/TRACE/seed-N``: the folder under OUT
-    profile: str
-    trace: str                              #: the trace's name (file name without .swf[.gz])
-    trace_path: str                         #: as written in the sweep file
-    seed: int
-    base: str | None                        #: absolute path of the base configuration
-    #: ``section.option`` -> value as written (common options, then the profile's)
-    settings: tuple[tuple[str, str], ...]
-    #: ``section.option=value`` overrides for :func:`load_config` (paths made absolute)
-    overrides: tuple[str, ...]
-
-    def meta(self) -> dict[str, Any]:
-        """What ``run.json`` records: enough to rebuild the result table from the folder."""
-        return {"run_id": self.run_id, "profile": self.profile, "trace": self.trace,
-                "trace_path": self.trace_path, "seed": self.seed, "base": self.base,
-                "settings": dict(self.settings), "overrides": list(self.overrides),
-                "command": self.command()}
-
-    def command(self, out: str | Path | None = None) -> str:
-        """The ``lease-manager simulate`` command that reproduces this run alone."""
-        args = ["lease-manager", "simulate", self.base or os.devnull]   # no base: empty file
-        for item in self.overrides:
-            args += ["--set", item]
-        if out is not None:
-            args += ["--out", str(out)]
-        return " ".join(shlex.quote(a) for a in args)
-
-    def task(self, out: str | Path) -> dict[str, Any]:
-        """The worker's argument (see :func:`execute_run`)."""
-        return {"run_id": self.run_id, "dir": str(Path(out).resolve() / self.run_id),
-                "base": self.base, "overrides": list(self.overrides), "meta": self.meta()}
-
-
-@attrs.frozen
-class Sweep:
-    """A parsed, validated sweep file."""
-
-    path: Path
-    base: Path | None
-    profiles: tuple[str, ...]
-    traces: tuple[tuple[str, str], ...]     #: (name, path as written)
-    seeds: tuple[int, ...]
-    runs: tuple[RunSpec, ...]
-
-    def describe(self) -> str:
-        def n(count: int, word: str) -> str:
-            return f"{count} {word}" + ("" if count == 1 else "s")
-
-        return (f"{n(len(self.runs), 'run')} ({n(len(self.profiles), 'profile')} x "
-                f"{n(len(self.traces), 'trace')} x {n(len(self.seeds), 'seed')})")
-
-
-# ------------------------------------------------------------------------------- parsing
-def _read_ini(path: Path) -> tuple[configparser.ConfigParser, dict[tuple[str, str], int]]:
-    return read_ini(path, "sweep file")
-
-
-def parse_seeds(text: str) -> tuple[int, ...]:
-    """``"1, 2, 5"``, ``"1-10"`` or a mix (``"1-3 7"``) -> the seeds, in order, once each."""
-    seeds: list[int] = []
-    for part in re.split(r"[,\s]+", re.sub(r"\s*-\s*", "-", text.strip())):
-        if not part:
-            continue
-        m = re.fullmatch(r"(\d+)(?:-(\d+))?", part)
-        if not m:
-            raise ValueError(f"{part!r} is not a seed (a non-negative integer) or a range A-B")
-        lo = int(m.group(1))
-        hi = int(m.group(2)) if m.group(2) is not None else lo
-        if hi < lo:
-            raise ValueError(f"the range {part!r} is empty")
-        for seed in range(lo, hi + 1):
-            if seed in seeds:
-                raise ValueError(f"seed {seed} is given twice")
-            seeds.append(seed)
-    if not seeds:
-        raise ValueError("no seeds given")
-    return tuple(seeds)
-
-
-def _split_paths(text: str) -> list[str]:
-    """Trace paths: separated by commas or lines, or else by white space (as in Haizea)."""
-    parts = re.split(r"[,\n]", text) if ("," in text or "\n" in text) else text.split()
-    return [p.strip() for p in parts if p.strip()]
-
-
-def trace_name(path: str) -> str:
-    name = Path(path).name
-    for suffix in (".gz", ".swf"):
-        if name.endswith(suffix) and len(name) > len(suffix):
-            name = name[: -len(suffix)]
-    return name
-
-
-def load_sweep(path: str | Path, plugins: Any = None) -> Sweep:
-    """Read and validate a sweep file against the schema of ``plugins`` (default: installed)."""
-    from lease_manager.plugins import Plugins
-
-    plugins = plugins if plugins is not None else Plugins()
-    schema = plugins.schema
-    path = Path(path)
-    parser, where = _read_ini(path)
-    file = str(path)
-    here = path.resolve().parent
-
-    def err(message: str, section: str, name: str = "", field: str | None = None):
-        line = where.get((section, name)) or where.get((section, ""))
-        return ConfigError(message, file=file, line=line, field=field)
-
-    # ---- the [sweep] section
-    if not parser.has_section(SWEEP_SECTION):
-        raise ConfigError(f"no [{SWEEP_SECTION}] section (it lists the traces, seeds and "
-                          "profiles)", file=file)
-    control = dict(parser.items(SWEEP_SECTION))
-    for name in control:
-        if name not in SWEEP_OPTIONS:
-            raise err(f"unknown option{_suggest(name, SWEEP_OPTIONS)}; [sweep] takes "
-                      f"{', '.join(SWEEP_OPTIONS)}", SWEEP_SECTION, name,
-                      field=f"[sweep] {name}")
-
-    base: Path | None = None
-    if control.get("base", "").strip():
-        base = (here / control["base"].strip()).resolve()
-        if not base.is_file():
-            raise err(f"base configuration not found: {base}", SWEEP_SECTION, "base",
-                      field="[sweep] base")
-
-    if not control.get("traces", "").strip():
-        raise err("no traces given (traces = path, path...)", SWEEP_SECTION, "traces",
-                  field="[sweep] traces")
-    tracedir = here / control.get("tracedir", "").strip()
-    traces: list[tuple[str, str]] = []
-    resolved: dict[str, Path] = {}
-    for written in _split_paths(control["traces"]):
-        full = (tracedir / written).resolve()
-        if not full.is_file():
-            raise err(f"trace file not found: {full}", SWEEP_SECTION, "traces",
-                      field="[sweep] traces")
-        name = trace_name(written)
-        if name in resolved:
-            raise err(f"two traces are named {name!r} ({resolved[name]} and {full}); run "
-                      "folders are named after the trace file", SWEEP_SECTION, "traces",
-                      field="[sweep] traces")
-        resolved[name] = full
-        traces.append((name, written))
-
-    seeds: tuple[int, ...] | None = None
-    if control.get("seeds", "").strip():
-        try:
-            seeds = parse_seeds(control["seeds"])
-        except ValueError as exc:
-            raise err(str(exc), SWEEP_SECTION, "seeds", field="[sweep] seeds") from None
-
-    # ---- [common:SECTION] and [PROFILE:SECTION]
-    named: list[str] = []
-    options: dict[str, list[tuple[str, str, str, str]]] = {}   # profile -> (key, text, value)
-    for section in parser.sections():
-        if section == SWEEP_SECTION:
-            continue
-        profile, colon, cfg_section = (s.strip() for s in section.partition(":"))
-        if not colon or not profile or not cfg_section:
-            hint = _suggest(section, [SWEEP_SECTION])
-            raise err(f"section [{section}] is not [{SWEEP_SECTION}], [common:SECTION] or "
-                      f"[PROFILE:SECTION]{hint}", section)
-        if cfg_section not in schema.sections:
-            raise err(f"unknown configuration section [{cfg_section}]"
-                      f"{_suggest(cfg_section, schema.sections)}", section)
-        if profile != COMMON:
-            if not _NAME.fullmatch(profile):
-                raise err(f"profile name {profile!r} must be letters, digits, '_', '.', '+' "
-                          "or '-' (it names a folder)", section)
-            if profile not in named:
-                named.append(profile)
-        for name, text in parser.items(section):
-            field = f"[{section}] {name}"
-            opt = schema.option(cfg_section, name)
-            if opt is None:
-                known = [o.name for o in schema.options_in(cfg_section)]
-                raise err(f"unknown option{_suggest(name, known)}", section, name, field=field)
-            if (cfg_section, name) in RESERVED:
-                raise err(f"set by [sweep] {RESERVED[(cfg_section, name)]}, not per profile",
-                          section, name, field=field)
-            try:
-                opt.convert(text)
-            except ValueError as exc:
-                raise err(str(exc), section, name, field=field) from None
-            value = text.strip()
-            if opt.type.relative_to_config and value:
-                value = str((here / value).resolve())
-            options.setdefault(profile, []).append((f"{cfg_section}.{name}", text.strip(), value,
-                                                    section))
-
-    if control.get("profiles", "").strip():
-        profiles = [p for p in re.split(r"[,\s]+", control["profiles"].strip()) if p]
-        for p in profiles:
-            if not _NAME.fullmatch(p) or p == COMMON:
-                raise err(f"{p!r} cannot name a profile", SWEEP_SECTION, "profiles",
-                          field="[sweep] profiles")
-        if len(set(profiles)) != len(profiles):
-            raise err("a profile is listed twice", SWEEP_SECTION, "profiles",
-                      field="[sweep] profiles")
-        for p in named:
-            if p not in profiles:
-                section = next(s for *_, s in options[p])
-                raise err(f"profile {p!r} is not in [sweep] profiles"
-                          f"{_suggest(p, profiles)}", section)
-    else:
-        profiles = named or ["default"]
-
-    # ---- validate each profile's configuration as a whole, then expand
-    runs: list[RunSpec] = []
-    for profile in profiles:
-        items = options.get(COMMON, []) + options.get(profile, [])
-        merged: dict[str, tuple[str, str, str]] = {}
-        for key, text, value, section in items:
-            merged[key] = (text, value, section)   # the profile's override the common ones
-
-        overrides = [f"{key}={value}" for key, (_, value, _) in merged.items()]
-        first_trace = str(resolved[traces[0][0]])
-        try:
-            config = load_config(base, schema, overrides + [f"tracefile.tracefile={first_trace}"])
-            # lists of policy names are checked when a run starts; check them now
-            for kind, (section, name) in POLICY_LISTS.items():
-                for policy in config.get(section, name):
-                    try:
-                        plugins.policy(kind, policy)
-                    except ConfigError as exc:
-                        raise config.error(section, name, exc.detail) from None
-        except ConfigError as exc:
-            raise _located(exc, profile, merged, err, file) from None
-        profile_seeds = seeds if seeds is not None else (config.get("simulation", "seed"),)
-        for name, written in traces:
-            for seed in profile_seeds:
-                runs.append(RunSpec(
-                    run_id=f"{profile}/{name}/seed-{seed}", profile=profile, trace=name,
-                    trace_path=written, seed=seed, base=str(base) if base else None,
-                    settings=tuple((key, text) for key, (text, _, _) in merged.items()),
-                    overrides=tuple(overrides + [f"tracefile.tracefile={resolved[name]}",
-                                                 f"simulation.seed={seed}"])))
-    all_seeds = tuple(dict.fromkeys(r.seed for r in runs))
-    return Sweep(path=path, base=base, profiles=tuple(profiles), traces=tuple(traces),
-                 seeds=all_seeds, runs=tuple(runs))
-
-
-def _located(exc: ConfigError, profile: str, merged: dict[str, tuple[str, str, str]],
-             err: Callable[..., ConfigError], file: str) -> ConfigError:
-    """An error about a profile's whole configuration, at the sweep file's line of the option
-    it names (``merged``: ``section.option`` -> (text, value, sweep file section))."""
-    m = re.fullmatch(r"\[(.+)\] (.+)", exc.field or "")
-    key = f"{m.group(1)}.{m.group(2)}" if m else None
-    if key in merged:
-        section, name = merged[key][2], key.partition(".")[2]
-        return err(f"profile {profile!r}: {exc.detail}", section, name,
-                   field=f"[{section}] {name}")
-    if exc.file == "--set" or exc.file is None:
-        return ConfigError(f"profile {profile!r}: {exc.detail}", file=file, field=exc.field)
-    return exc
-
-
-# ------------------------------------------------------------------------------- the work
 def run_status(run_dir: Path) -> str:
     """``done`` (summary.json is there), ``failed`` (error.txt), ``partial`` or ``pending``."""
     if (run_dir / "summary.json").is_file():
@@ -616,9 +325,12 @@ def _raise_interrupt(signum: int, frame: Any) -> None:
 
 
 def sweep_command(path: str, out: str | None, *, list_only: bool, executor: str, jobs: int,
-                  quiet: bool) -> int:
-    """``lease-manager sweep``: list or run a sweep; 0 if every run is done, 1 otherwise."""
+                  quiet: bool, only: Sequence[str] = ()) -> int:
+    """``lease-manager sweep``: list or run a sweep (``only`` those profiles); 0 if every run
+    is done, 1 otherwise."""
     sweep = load_sweep(path)
+    if only:
+        sweep = only_profiles(sweep, only)
     out_dir = Path(out) if out else Path("results") / Path(path).stem
     if list_only:
         width = max(len(r.run_id) for r in sweep.runs)
@@ -671,5 +383,60 @@ def default_jobs() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-__all__ = ("Sweep", "RunSpec", "load_sweep", "run_sweep", "execute_run",
-                          "run_status", "parse_seeds", "sweep_command")
+__all__ = ("Sweep", "RunSpec", "load_sweep", "only_profiles", "run_sweep", "execute_run",
+           "run_status", "parse_seeds", "sweep_command")
+
+
+@attrs.frozen
+class FinishedRun:
+    """A finished run of a sweep: its spec, its folder and its ``summary.json``."""
+
+    spec: RunSpec
+    dir: Path
+    summary: dict[str, Any]
+
+
+def run_sweep_file(path: str | Path, out: str | Path, *, only: Sequence[str] = (),
+                   overrides: Sequence[str] = (), seeds: Sequence[int] = (), jobs: int = 1,
+                   plugins: Any = None, echo: Callable[[str], None] | None = None,
+                   missing_ok: bool = False) -> list[FinishedRun]:
+    """Run a sweep file (for scripts such as the thesis runners): only the profiles whose
+    name contains one of ``only`` (all if empty; none matching is an error unless
+    ``missing_ok``), with ``overrides`` on every run and, if given, ``seeds`` instead of the
+    file's. Raises if any run failed; returns every run."""
+    from lease_manager.experiments.sweep_file import with_overrides, with_seeds
+    from lease_manager.plugins import Plugins
+
+    plugins = plugins if plugins is not None else Plugins()
+    sweep = load_sweep(path, plugins)
+    if only:
+        chosen = [p for p in sweep.profiles if any(o in p for o in only)]
+        if not chosen and missing_ok:
+            return []
+        if not chosen:
+            raise LeaseManagerError(f"{path}: no profile name contains "
+                                    f"{' or '.join(map(repr, only))}")
+        sweep = only_profiles(sweep, chosen)
+    if seeds:
+        sweep = with_seeds(sweep, seeds)
+    sweep = with_overrides(sweep, overrides, plugins.schema)
+    outcome = run_sweep(sweep, out, jobs=jobs, echo=echo)
+    if outcome.interrupted:
+        raise KeyboardInterrupt
+    if outcome.failed:
+        raise LeaseManagerError("; ".join(f"{run_id}: {error}"
+                                          for run_id, error in outcome.failed))
+    out = Path(out)
+    return [FinishedRun(spec, out / spec.run_id,
+                        json.loads((out / spec.run_id / "summary.json").read_text()))
+            for spec in sweep.runs]
+
+
+def etc_file(name: str, package_file: str) -> Path:
+    """``./etc/NAME`` if it exists, else the ``etc/NAME`` of the lease_manager checkout that
+    ``package_file`` (a module of a plugin package under ``plugins/``) sits in."""
+    here = Path.cwd() / "etc" / name
+    if here.is_file():
+        return here
+    checkout = Path(package_file).resolve().parents[3] / "etc" / name
+    return checkout if checkout.is_file() else here

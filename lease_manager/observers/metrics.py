@@ -5,6 +5,8 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
+import numpy as np
+
 
 class Metrics:
     """Named time series of ``(time, value)`` points: ``run.metrics.record("rc", now, 12.5)``."""
@@ -34,3 +36,23 @@ class Metrics:
                 out.writerows(zip(times, values))
             written.append(path)
         return written
+
+
+def read_series(path: Path) -> tuple[np.ndarray, np.ndarray]:
+    """A series written to ``series/NAME.csv``: its times and values."""
+    data = np.loadtxt(path, delimiter=",", skiprows=1, ndmin=2)
+    if data.size == 0:
+        return np.zeros(0), np.zeros(0)
+    return data[:, 0], data[:, 1]
+
+
+def bin_means(times: np.ndarray, values: np.ndarray, width: float
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Time-weighted means of a piecewise-constant series (each value holds until the next
+    time) over bins of ``width``; also the cumulative integral at every point."""
+    if len(times) < 2:
+        return np.zeros(0), np.zeros(0), np.zeros(len(times))
+    cum = np.concatenate([[0.0], np.cumsum(values[:-1] * np.diff(times))])
+    edges = np.arange(times[0], times[-1] + width, width)
+    at = np.interp(edges, times, cum)
+    return edges[:-1] + width / 2, np.diff(at) / width, cum

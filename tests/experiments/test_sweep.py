@@ -157,7 +157,7 @@ SWEEP_ERRORS = [
     (lambda t: t.replace("[sweep]", "[sweep]\nprofile = a"), 2,
      "[sweep] profile: unknown option (did you mean 'profiles'?)"),
     (lambda t: t.replace("[common:simulation]", "[simulation]"), 6,
-     "section [simulation] is not [sweep], [common:SECTION] or [PROFILE:SECTION]"),
+     "section [simulation] is not [sweep], [common:SECTION], [axis:NAME] or [PROFILE:SECTION]"),
 ]
 
 
@@ -206,7 +206,7 @@ def test_thesis_sweep_lists_when_the_consolidation_plugin_is_installed(capsys):
     ("thesis-ch7-blue-sweep.ini", 16, "SDSC-BLUE-2000-4.2-cln.swf.gz"),
     ("thesis-ch7-ds-sweep.ini", 8, "SDSC-DS-2004-2.1-cln.swf.gz")])
 def test_thesis_ch7_sweeps_list_when_both_plugins_are_installed(name, runs, log, capsys):
-    """The chapter-7 experiment as sweeps (the same runs as etc/thesis-ch7-*cores.ini), on the
+    """The chapter-7 experiment as sweeps (crossed from four axes), on the
     full logs in ../shared/traces/ beside the repository."""
     if not (ROOT.parent / "shared" / "traces" / log).is_file():
         pytest.skip(f"the full log {log} is not in ../shared/traces/")

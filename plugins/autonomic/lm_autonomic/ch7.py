@@ -1,19 +1,20 @@
 """``lm-thesis-ch7``: the thesis' chapter-7 experiment (Tables 7.2-7.5) in one command.
 
-Runs every ``etc/thesis-ch7-*.ini`` (BLUE1, BLUE2, DS x AUTO / non-AUTO x GREEN1
-(ea-consolidation) / GREEN2 (ea-time-horizon) x two core counts per node; aggressive
-backfilling, cloud paradigm), writes each run's outputs under ``OUT/NAME/``, prints a table like
+A thin wrapper over ``lease-manager sweep`` with ``etc/thesis-ch7-blue-sweep.ini`` (BLUE1 and
+BLUE2) and ``etc/thesis-ch7-ds-sweep.ini`` (DS): AUTO / non-AUTO x GREEN1 (ea-consolidation) /
+GREEN2 (ea-time-horizon) x two core counts per node; aggressive backfilling, cloud paradigm.
+Run folders go to ``OUT/blue/`` and ``OUT/ds/`` (resumable); it then prints a table like
 7.2-7.4 per trace and core count (completion time, resource contention, and beside them the
 average wait and the leases held back) and the ratio table 7.5 (non-autonomic RC / autonomic
 RC, with the wait-time cost of holding leases back), writes ``OUT/table.md``,
-``OUT/results.csv`` and one RC-over-time plot per trace (``OUT/rc-TRACE.png``)::
+``OUT/table.csv`` and one RC-over-time plot per trace (``OUT/rc-TRACE.png``)::
 
     lm-thesis-ch7 --out results/thesis-ch7
     lm-thesis-ch7 --set tracefile.max-jobs=1000 --out /tmp/ch7-quick     # a reduced run
-    python -m lm_autonomic.ch7 --only blue1
+    lm-thesis-ch7 --only blue1
 
-The configurations are looked up in ``--configs DIR``, else in ``./etc``, else in the ``etc/``
-of the lease_manager checkout this package sits in (an editable install).
+The sweep files are looked up in ``./etc``, else in the ``etc/`` of the lease_manager checkout
+this package sits in (an editable install).
 """
 
 from __future__ import annotations
@@ -24,15 +25,15 @@ import math
 import re
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
-from lm_consolidation import experiments
+from lease_manager import LeaseManagerError, bin_means, etc_file, read_series, run_sweep_file
 
-PATTERN = "thesis-ch7-*.ini"
-_NAME = re.compile(r"thesis-ch7-(?P<trace>[a-z0-9]+)-(?P<auto>auto|nonauto)-"
-                   r"(?P<policy>green[12])-(?P<cores>\d+)cores$")
+SWEEPS = {"blue": "thesis-ch7-blue-sweep.ini", "ds": "thesis-ch7-ds-sweep.ini"}
+#: profile names of the sweeps: WINDOW-QUEUE-POLICY-CORES
+_PROFILE = re.compile(r"(?P<trace>[a-z0-9]+)-(?P<auto>auto|nonauto)-"
+                      r"(?P<policy>green[12])-(?P<cores>\d+)cores$")
 TRACE_ORDER = ("blue1", "blue2", "ds")
 #: Table 7.5 of the thesis (non-autonomic / autonomic resource contention)
 THESIS_RATIO = {
@@ -49,33 +50,15 @@ COLUMNS = ("name", "trace", "auto", "policy", "cores", "configuration", "leases"
            "released_idle", "force_released", "cpu_seconds")
 
 
-def default_configs_dir() -> Path:
-    return experiments.default_configs_dir(PATTERN, __file__)
-
-
-def find_configs(directory: Path, only: Sequence[str] = ()) -> list[Path]:
-    return experiments.find_configs(directory, PATTERN, _NAME, only)
-
-
-def _plugins():
-    import lm_consolidation
-    import lm_autonomic
-
-    return experiments.plugins_with(lm_consolidation, lm_autonomic)
-
-
-def run_one(path: str, out: str, overrides: Sequence[str] = ()) -> dict[str, Any]:
-    """Run one configuration (invariants checked), write its outputs, return its row."""
-    from lease_manager.run import load_run
-
-    run = load_run(path, ["accounting.check-invariants=yes", *overrides], plugins=_plugins())
-    s = run.run()
-    run.write(out)
-    m = _NAME.match(Path(path).stem)
-    assert m is not None
+def row(profile: str, summary: dict[str, Any], out: Path) -> dict[str, Any]:
+    """One run's row of the tables, from its profile name and ``summary.json``."""
+    m = _PROFILE.match(profile)
+    if m is None:
+        raise LeaseManagerError(f"profile {profile!r} is not WINDOW-QUEUE-POLICY-CORES")
+    s = summary
     auto = m["auto"] == "auto"
     return {
-        "name": Path(path).stem, "out": out, "trace": m["trace"], "auto": auto,
+        "name": profile, "out": str(out), "trace": m["trace"], "auto": auto,
         "policy": m["policy"], "cores": int(m["cores"]),
         "configuration": f"{'AUTO-' if auto else ''}{m['policy'].upper()}-CPN{m['cores']}",
         "leases": s["leases_total"], "completion_time": s["makespan"],
@@ -164,8 +147,6 @@ def plot(rows: Sequence[dict[str, Any]], out: Path, *, bin_width: float = 86400.
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from lm_consolidation.ch6 import bin_means, read_series
-
     written = []
     for trace in sorted({r["trace"] for r in rows}, key=lambda t: _pos(TRACE_ORDER, t)):
         cores_list = sorted({r["cores"] for r in rows if r["trace"] == trace}, reverse=True)
@@ -199,40 +180,38 @@ def plot(rows: Sequence[dict[str, Any]], out: Path, *, bin_width: float = 86400.
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="lm-thesis-ch7", description="Run the thesis' chapter-7 experiment (Tables "
-        "7.2-7.5): every etc/thesis-ch7-*.ini, then print the tables and plot RC over time.")
+        "7.2-7.5) through its sweep files, then print the tables and plot RC over time.")
     parser.add_argument("--out", default="results/thesis-ch7")
-    parser.add_argument("--configs", type=Path)
-    experiments.add_run_arguments(parser)
+    parser.add_argument("--only", action="append", default=[], metavar="TEXT",
+                        help="run only profiles whose name contains TEXT (repeatable)")
+    parser.add_argument("--set", action="append", default=[], metavar="SECTION.OPTION=VALUE",
+                        help="override an option in every run (repeatable)")
+    parser.add_argument("--jobs", type=int, default=2, help="runs in parallel (default: 2)")
+    parser.add_argument("--no-plot", action="store_true", help="do not write the PNGs")
     args = parser.parse_args(argv)
-
-    directory = args.configs or default_configs_dir()
-    configs = find_configs(directory, args.only)
-    out = experiments.start("lm-thesis-ch7", PATTERN, directory, configs, args.out, args.set)
-    if out is None:
-        return 2
-    jobs = [(str(p), str(out / p.stem), tuple(args.set)) for p in configs]
+    out = Path(args.out)
     t0 = time.perf_counter()
     rows: list[dict[str, Any]] = []
-    try:
-        if args.jobs > 1 and len(jobs) > 1:
-            with ProcessPoolExecutor(max_workers=args.jobs) as pool:
-                for future in [pool.submit(run_one, *job) for job in jobs]:
-                    rows.append(future.result())
-                    print(f"  {rows[-1]['name']}: {rows[-1]['cpu_seconds']:.1f} CPU-s",
-                          flush=True)
-        else:
-            for job in jobs:
-                rows.append(run_one(*job))
-                print(f"  {rows[-1]['name']}: {rows[-1]['cpu_seconds']:.1f} CPU-s", flush=True)
-    except Exception as exc:
-        print(f"lm-thesis-ch7: error: {type(exc).__name__}: {exc}", file=sys.stderr)
-        return 1
+    for group, name in SWEEPS.items():
+        try:
+            runs = run_sweep_file(etc_file(name, __file__), out / group, only=args.only,
+                                  overrides=["accounting.check-invariants=yes", *args.set],
+                                  jobs=args.jobs, missing_ok=True,
+                                  echo=lambda line: print(line, file=sys.stderr))
+        except LeaseManagerError as exc:
+            print(f"lm-thesis-ch7: error: {exc}", file=sys.stderr)
+            return 1
+        rows += [row(r.spec.profile, r.summary, r.dir) for r in runs]
+    if not rows:
+        print(f"lm-thesis-ch7: no profile name contains {' or '.join(args.only)}",
+              file=sys.stderr)
+        return 2
     table = format_tables(rows)
-    print()
     print(table)
+    out.mkdir(parents=True, exist_ok=True)
     (out / "table.md").write_text("```\n" + table + "\n```\n")
-    write_csv(rows, out / "results.csv")
-    written = [out / "table.md", out / "results.csv"]
+    write_csv(rows, out / "table.csv")
+    written = [out / "table.md", out / "table.csv"]
     if not args.no_plot:
         written += plot(rows, out)
     print(f"\n{len(rows)} runs in {time.perf_counter() - t0:.0f} s wall; wrote "

@@ -11,7 +11,7 @@
     (whether that host's part counts in MD and SMD) and the part of each stressed requirement
     that host satisfies.
 
-All amounts are in :data:`lm_consolidation.RESOURCES` order (CPU, Memory, IO, Net-in,
+All amounts are in :data:`lease_manager.characteristics.RESOURCES` order (CPU, Memory, IO, Net-in,
 Net-out); a resource a job does not stress counts 0 for it. A job's requirement of a resource
 is over all its VMs: its explicit per-VM amount (``req-IO`` ...) times its VMs, or, for a
 resource type of the site (CPU, Memory), what its VMs need of it. Its part on a host is

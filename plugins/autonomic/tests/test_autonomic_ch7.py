@@ -9,19 +9,27 @@ from lm_autonomic import ch7
 from lma_helpers import ETC, plugins
 
 
-def test_configs_are_valid_and_complete():
-    paths = ch7.find_configs(ETC)
-    assert len(paths) == 24
+def test_sweeps_are_valid_and_complete():
+    """The two chapter-7 sweep files cross into the 24 configurations of Tables 7.2-7.5."""
+    from lease_manager.experiments.sweep_file import load_sweep
+
     schema = plugins().schema
-    for p in paths:
-        cfg = load_config(p, schema)
-        m = ch7._NAME.match(p.stem)
-        nodes, rest = cfg.get("simulation", "resources").split(" ", 1)
-        assert int(nodes) * int(m["cores"]) == (208 if m["trace"] == "ds" else 144)
-        assert cfg.get("scheduling", "backfilling") == "aggressive"
-        assert cfg.get("tracefile", "paradigm") == "cloud"
-        assert cfg.get("scheduling", "policy-queue") == (
-            "autonomic" if m["auto"] == "auto" else "fcfs")
+    profiles = []
+    for name in ch7.SWEEPS.values():
+        sweep = load_sweep(ETC / name, plugins())
+        for spec in sweep.runs:
+            cfg = load_config(spec.base, schema, list(spec.overrides))
+            m = ch7._PROFILE.match(spec.profile)
+            nodes, rest = cfg.get("simulation", "resources").split(" ", 1)
+            assert int(nodes) * int(m["cores"]) == (208 if m["trace"] == "ds" else 144)
+            assert cfg.get("scheduling", "backfilling") == "aggressive"
+            assert cfg.get("tracefile", "paradigm") == "cloud"
+            assert cfg.get("scheduling", "policy-queue") == (
+                "autonomic" if m["auto"] == "auto" else "fcfs")
+            assert cfg.get("scheduling", "policy-host-selection") == (
+                "ea-consolidation" if m["policy"] == "green1" else "ea-time-horizon")
+            profiles.append(spec.profile)
+    assert len(set(profiles)) == 24
 
 
 def test_ratio_table():

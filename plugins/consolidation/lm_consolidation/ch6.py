@@ -1,19 +1,19 @@
 """``lm-thesis-ch6``: the thesis' chapter-6 experiment (Table 6.1) in one command.
 
-Runs every ``etc/thesis-ch6-*.ini`` (cloud and hpc paradigms x greedy, ea-consolidation and
-ea-time-horizon x 16 and 8 cores per node, conservative backfilling, 30 days of SDSC Blue
-Horizon), writes each run's outputs under ``OUT/NAME/``, prints a table like Table 6.1 with the
-utilisation and average wait beside it and our changes against greedy beside the thesis' (also
-written as ``OUT/table.md`` and ``OUT/results.csv``) and plots resource contention over time
+A thin wrapper over ``lease-manager sweep etc/thesis-ch6-sweep.ini``: it runs the sweep
+(cloud and hpc paradigms x greedy, ea-consolidation and ea-time-horizon x 16 and 8 cores per
+node, conservative backfilling, 30 days of SDSC Blue Horizon; resumable, run folders
+``OUT/PROFILE/TRACE/seed-N/``), then prints a table like Table 6.1 with the utilisation and
+average wait beside it and our changes against greedy beside the thesis' (also written as
+``OUT/table.md`` and ``OUT/table.csv``) and plots resource contention over time
 (``OUT/rc-over-time.png``)::
 
-    lm-thesis-ch6 --out results/thesis-ch6
-    lm-thesis-ch6 --set tracefile.max-jobs=500 --out /tmp/ch6-quick     # a quick look
-    lm-thesis-ch6 --seeds 0,1,2          # 36 runs; the EA policies against greedy per seed
-    python -m lm_consolidation.ch6 --set simulation.seed=3
+    lm-thesis-ch6 --out results/thesis-ch6                  # the sweep file's seeds (1-3)
+    lm-thesis-ch6 --set tracefile.max-jobs=500 --seeds 0 --out /tmp/ch6-quick
+    lm-thesis-ch6 --only hpc                                # profiles whose name has "hpc"
 
-The configurations are looked up in ``--configs DIR``, else in ``./etc``, else in the ``etc/``
-of the lease_manager checkout this package sits in (an editable install).
+The sweep file is ``--sweep FILE``, else ``./etc/thesis-ch6-sweep.ini``, else the one in the
+``etc/`` of the lease_manager checkout this package sits in (an editable install).
 """
 
 from __future__ import annotations
@@ -24,16 +24,19 @@ import math
 import re
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
-import numpy as np
 
-from . import experiments
+from lease_manager import LeaseManagerError, bin_means, etc_file, read_series, run_sweep_file
 
-PATTERN = "thesis-ch6-*.ini"
-_NAME = re.compile(r"thesis-ch6-(?P<paradigm>[a-z]+)-(?P<policy>[a-z]+)-(?P<cores>\d+)cores$")
+SWEEP = "thesis-ch6-sweep.ini"
+#: profile names of the sweep: PARADIGM-POLICY-CORES
+_PROFILE = re.compile(r"(?P<paradigm>[a-z]+)-(?P<policy>greedy|ea-consolidation|"
+                      r"ea-time-horizon)-(?P<cores>\d+)$")
+#: the thesis' configuration names for the host selection policies
+THESIS_NAME = {"greedy": "greedy", "ea-consolidation": "eaconsolidation",
+               "ea-time-horizon": "eatimeconsolidation"}
 #: the thesis' order of rows in Table 6.1
 POLICY_ORDER = ("eatimeconsolidation", "eaconsolidation", "greedy")
 PARADIGM_ORDER = ("cloud", "hpc")
@@ -42,36 +45,19 @@ COLUMNS = ("configuration", "cores", "seed", "paradigm", "policy", "host_selecti
            "avg_wait", "cpu_seconds")
 
 
-def default_configs_dir() -> Path:
-    return experiments.default_configs_dir(PATTERN, __file__)
-
-
-def find_configs(directory: Path, only: Sequence[str] = ()) -> list[Path]:
-    return experiments.find_configs(directory, PATTERN, _NAME, only)
-
-
-def _plugins():
-    import lm_consolidation
-
-    return experiments.plugins_with(lm_consolidation)
-
-
-def run_one(path: str, out: str, overrides: Sequence[str] = ()) -> dict[str, Any]:
-    """Run one configuration, write its outputs to ``out`` and return its row of the table."""
-    from lease_manager.run import load_run
-
-    run = load_run(path, list(overrides), plugins=_plugins())
-    summary = run.run()
-    run.write(out)
-    m = _NAME.match(Path(path).stem)
-    assert m is not None
+def row(profile: str, seed: int, summary: dict[str, Any], out: Path) -> dict[str, Any]:
+    """One run's row of the table, from its profile name and ``summary.json``."""
+    m = _PROFILE.match(profile)
+    if m is None:
+        raise LeaseManagerError(f"profile {profile!r} is not PARADIGM-POLICY-CORES")
+    policy = THESIS_NAME[m["policy"]]
     return {
-        "configuration": f"{m['paradigm']}{m['policy']}",
+        "configuration": f"{m['paradigm']}{policy}",
         "cores": int(m["cores"]),
-        "seed": run.config.get("simulation", "seed"),
-        "paradigm": run.config.get("tracefile", "paradigm"),
-        "policy": m["policy"],
-        "host_selection": run.config.get("scheduling", "policy-host-selection"),
+        "seed": seed,
+        "paradigm": m["paradigm"],
+        "policy": policy,
+        "host_selection": m["policy"],
         "leases": summary["leases_total"],
         "completion_time": summary["makespan"],
         "rc_integral": summary.get("resource_contention_integral", math.nan),
@@ -80,8 +66,8 @@ def run_one(path: str, out: str, overrides: Sequence[str] = ()) -> dict[str, Any
         "utilization": summary["utilization"],
         "avg_wait": summary["avg_wait"],
         "cpu_seconds": summary["simulation"]["cpu_seconds"],
-        "name": Path(path).stem,
-        "out": out,
+        "name": profile,
+        "out": str(out),
     }
 
 
@@ -227,25 +213,6 @@ def write_csv(rows: Iterable[dict[str, Any]], path: Path) -> None:
             out.writerow(r)
 
 
-def read_series(path: Path) -> tuple[np.ndarray, np.ndarray]:
-    data = np.loadtxt(path, delimiter=",", skiprows=1, ndmin=2)
-    if data.size == 0:
-        return np.zeros(0), np.zeros(0)
-    return data[:, 0], data[:, 1]
-
-
-def bin_means(times: np.ndarray, values: np.ndarray, width: float
-              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Time-weighted means of a piecewise-constant series (each value holds until the next
-    time) over bins of ``width``; also the cumulative integral at every point."""
-    if len(times) < 2:
-        return np.zeros(0), np.zeros(0), np.zeros(len(times))
-    cum = np.concatenate([[0.0], np.cumsum(values[:-1] * np.diff(times))])
-    edges = np.arange(times[0], times[-1] + width, width)
-    at = np.interp(edges, times, cum)
-    return edges[:-1] + width / 2, np.diff(at) / width, cum
-
-
 def plot(rows: Sequence[dict[str, Any]], path: Path, *, bin_width: float = 86400.0) -> Path:
     """RC over time (daily means) and its running integral, one column per core count."""
     import matplotlib
@@ -285,63 +252,55 @@ def plot(rows: Sequence[dict[str, Any]], path: Path, *, bin_width: float = 86400
     return path
 
 
+def parse_seeds_option(text: str | None) -> list[int]:
+    if not text:
+        return []
+    try:
+        return [int(x) for x in text.replace(" ", "").split(",") if x]
+    except ValueError:
+        raise LeaseManagerError(f"--seeds: {text!r} is not a comma-separated list of "
+                                f"integers") from None
+
+
+def add_arguments(parser: argparse.ArgumentParser, sweep: str) -> None:
+    """The options both thesis runners take."""
+    parser.add_argument("--sweep", type=Path, help=f"the sweep file (default: ./etc/{sweep}, "
+                        "else the checkout's)")
+    parser.add_argument("--only", action="append", default=[], metavar="TEXT",
+                        help="run only profiles whose name contains TEXT (repeatable)")
+    parser.add_argument("--set", action="append", default=[], metavar="SECTION.OPTION=VALUE",
+                        help="override an option in every run (repeatable)")
+    parser.add_argument("--seeds", help="comma-separated seeds instead of the sweep file's")
+    parser.add_argument("--jobs", type=int, default=2, help="runs in parallel (default: 2)")
+    parser.add_argument("--no-plot", action="store_true", help="do not write the PNG")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="lm-thesis-ch6", description="Run the thesis' chapter-6 experiment (Table 6.1): "
-        "every etc/thesis-ch6-*.ini, then print the table and plot RC over time.")
+        prog="lm-thesis-ch6", description="Run the thesis' chapter-6 experiment (Table 6.1) "
+        "through its sweep file, then print the table and plot RC over time.")
     parser.add_argument("--out", default="results/thesis-ch6", help="output directory "
                         "(default: results/thesis-ch6)")
-    parser.add_argument("--configs", type=Path, help="directory of the thesis-ch6-*.ini files "
-                        "(default: ./etc, else the checkout's etc/)")
-    experiments.add_run_arguments(parser)
-    parser.add_argument("--seeds", help="comma-separated seeds: run every configuration with "
-                        "each (default: the configurations' own seed) and summarise the EA "
-                        "policies against greedy over the seeds")
+    add_arguments(parser, SWEEP)
     args = parser.parse_args(argv)
-
-    directory = args.configs or default_configs_dir()
-    configs = find_configs(directory, args.only)
-    out = experiments.start("lm-thesis-ch6", PATTERN, directory, configs, args.out, args.set)
-    if out is None:
-        return 2
-    if args.seeds:
-        try:
-            seeds = [int(x) for x in args.seeds.replace(" ", "").split(",") if x]
-        except ValueError:
-            parser.error(f"--seeds: {args.seeds!r} is not a comma-separated list of integers")
-        jobs = [(str(p), str(out / f"seed-{seed}" / p.stem),
-                 (*args.set, f"simulation.seed={seed}")) for seed in seeds for p in configs]
-    else:
-        jobs = [(str(p), str(out / p.stem), tuple(args.set)) for p in configs]
+    out = Path(args.out)
     t0 = time.perf_counter()
-    rows: list[dict[str, Any]] = []
     try:
-        if args.jobs > 1 and len(jobs) > 1:
-            with ProcessPoolExecutor(max_workers=args.jobs) as pool:
-                futures = [pool.submit(run_one, *job) for job in jobs]
-                for future in futures:
-                    rows.append(future.result())
-                    r = rows[-1]
-                    print(f"  {r['name']} (seed {r['seed']}): {r['cpu_seconds']:.1f} CPU-s",
-                          flush=True)
-        else:
-            for job in jobs:
-                rows.append(run_one(*job))
-                r = rows[-1]
-                print(f"  {r['name']} (seed {r['seed']}): {r['cpu_seconds']:.1f} CPU-s",
-                      flush=True)
-    except Exception as exc:   # a run's error: say which, briefly
-        print(f"lm-thesis-ch6: error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        runs = run_sweep_file(args.sweep or etc_file(SWEEP, __file__), out, only=args.only,
+                              overrides=args.set, seeds=parse_seeds_option(args.seeds),
+                              jobs=args.jobs, echo=lambda line: print(line, file=sys.stderr))
+    except LeaseManagerError as exc:
+        print(f"lm-thesis-ch6: error: {exc}", file=sys.stderr)
         return 1
+    rows = [row(r.spec.profile, r.spec.seed, r.summary, r.dir) for r in runs]
     table = format_tables(rows) + "\n\n" + format_thesis_comparison(rows)
     if len({r["seed"] for r in rows}) > 1:
         table += "\n\n" + format_seed_summary(rows)
         table += "\n\n" + format_seed_summary(rows, "rc_cycle_sum", "RC cycle sum")
-    print()
     print(table)
     (out / "table.md").write_text("```\n" + table + "\n```\n")
-    write_csv(rows, out / "results.csv")
-    written = [out / "table.md", out / "results.csv"]
+    write_csv(rows, out / "table.csv")
+    written = [out / "table.md", out / "table.csv"]
     if not args.no_plot:
         first = min(r["seed"] for r in rows)
         written.append(plot([r for r in rows if r["seed"] == first], out / "rc-over-time.png"))

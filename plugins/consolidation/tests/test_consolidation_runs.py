@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from lease_manager import bin_means
 from lease_manager.config.schema import load_config
 from lmc_helpers import ETC, TRACE, plugins, trace_run
 from lm_consolidation import ch6
@@ -54,19 +55,23 @@ def test_the_installed_entry_point_provides_everything():
         assert policy in out
 
 
-CONFIGS = sorted(ETC.glob("thesis-ch6-*cores.ini"))
+SWEEP = ETC / "thesis-ch6-sweep.ini"
 
 
-def test_twelve_chapter_6_configurations():
-    assert len(CONFIGS) == 12
+def test_twelve_chapter_6_profiles():
+    """The sweep file crosses paradigm x policy x cores into Table 6.1's twelve
+    configurations, each with the site, paradigm and policy its name says."""
+    from lease_manager.experiments.sweep_file import load_sweep
+
+    sweep = load_sweep(SWEEP, plugins())
+    assert len(sweep.profiles) == 12 and sweep.seeds == (1, 2, 3)
     seen = set()
     schema = plugins().schema
-    for path in CONFIGS:
-        m = ch6._NAME.match(path.stem)
-        cfg = load_config(path, schema)
+    for spec in sweep.runs:
+        m = ch6._PROFILE.match(spec.profile)
+        cfg = load_config(spec.base, schema, list(spec.overrides))
         cores = int(m["cores"])
-        policy = {"greedy": "greedy", "eaconsolidation": "ea-consolidation",
-                  "eatimeconsolidation": "ea-time-horizon"}[m["policy"]]
+        policy = m["policy"]
         assert cfg.get("simulation", "resources") == \
             f"{144 // cores} CPU:{cores} Memory:{1024 * cores}"
         assert cfg.get("tracefile", "paradigm") == m["paradigm"]
@@ -74,16 +79,17 @@ def test_twelve_chapter_6_configurations():
         assert cfg.get("scheduling", "backfilling") == "conservative"
         assert Path(cfg.get("tracefile", "tracefile")).resolve() == TRACE
         assert cfg.get("tracefile", "annotators") == ("thesis-workload",)
-        assert cfg.get("accounting", "probes") == ("resource-contention",)
+        assert "resource-contention" in cfg.get("accounting", "probes")
         assert cfg.get("tracefile", "vm-resources") == "CPU:1 Memory:1024"
         seen.add((m["paradigm"], policy, cores))
     assert len(seen) == 12
 
 
 def test_one_command_runs_them_all_prints_the_table_and_plots(tmp_path, capsys):
-    """The whole experiment on the first 150 leases of the trace (two runs in parallel)."""
-    code = ch6.main(["--out", str(tmp_path), "--configs", str(ETC), "--jobs", "2",
-                     "--set", "tracefile.max-jobs=150"])
+    """The whole experiment (seed 0) on the first 150 leases of the trace, two runs in
+    parallel, through the sweep file."""
+    code = ch6.main(["--out", str(tmp_path), "--sweep", str(SWEEP), "--jobs", "2",
+                     "--seeds", "0", "--set", "tracefile.max-jobs=150"])
     out = capsys.readouterr().out
     assert code == 0
     assert "Table 6.1 (16 cores per node, 9 nodes" in out
@@ -95,11 +101,15 @@ def test_one_command_runs_them_all_prints_the_table_and_plots(tmp_path, capsys):
         assert out.count(name) == 4   # the two tables and the comparison with the thesis
     assert "ours (seed 0) and the thesis' Table 6.1" in out
     assert (tmp_path / "rc-over-time.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    rows = (tmp_path / "results.csv").read_text().splitlines()
+    rows = (tmp_path / "table.csv").read_text().splitlines()
     assert len(rows) == 13 and rows[0].startswith("configuration,cores,seed,paradigm")
-    for path in CONFIGS:
-        assert (tmp_path / path.stem / "leases.csv").exists()
-        assert (tmp_path / path.stem / "series" / "resource_contention.csv").exists()
+    for paradigm in ("cloud", "hpc"):
+        for policy in ("greedy", "ea-consolidation", "ea-time-horizon"):
+            for cores in (16, 8):
+                run = tmp_path / f"{paradigm}-{policy}-{cores}" / "sdsc-blue-30days" / "seed-0"
+                assert (run / "leases.csv").exists()
+                assert (run / "series" / "resource_contention.csv").exists()
+    assert len((tmp_path / "results.csv").read_text().splitlines()) == 13   # the sweep's own
 
 
 def test_bin_means_of_a_piecewise_constant_series():
@@ -107,7 +117,7 @@ def test_bin_means_of_a_piecewise_constant_series():
 
     t = np.array([0.0, 10.0, 30.0, 40.0])
     v = np.array([2.0, 4.0, 1.0, 0.0])
-    mid, mean, cum = ch6.bin_means(t, v, 20.0)
+    mid, mean, cum = bin_means(t, v, 20.0)
     assert cum.tolist() == [0, 20, 100, 110]
     assert mid.tolist() == [10, 30]
     assert mean.tolist() == [(20 + 40) / 20, (40 + 10) / 20]
