@@ -17,9 +17,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from daemon_support import write_config  # noqa: E402
 from lease_manager.daemon.client import Client  # noqa: E402
 from lease_manager.daemon.service import Daemon  # noqa: E402
+
+from daemon_support import write_config  # noqa: E402
 
 
 def measure(n: int, sync: str) -> dict[str, float]:

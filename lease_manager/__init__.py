@@ -17,6 +17,7 @@ Everything else may move between releases.
 
 __version__ = "0.1.0"
 
+from lease_manager import characteristics  # noqa: E402
 from lease_manager.config.schema import (  # noqa: E402
     AMOUNTS,
     BOOLEAN,
@@ -53,7 +54,6 @@ from lease_manager.policies import (  # noqa: E402
     QueuePolicy,
 )
 from lease_manager.run import Run, load_run  # noqa: E402
-from lease_manager import characteristics  # noqa: E402
 
 __all__ = [
     "__version__", "hookimpl", "RunContext", "Plugins", "Run", "load_run",

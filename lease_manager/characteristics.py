@@ -34,7 +34,8 @@ import itertools
 import math
 import re
 import weakref
-from typing import TYPE_CHECKING, Any, Iterable, Mapping, NamedTuple
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
@@ -162,7 +163,7 @@ class Profile:
         return bool(self.stress)
 
 
-_SHARED: "weakref.WeakKeyDictionary[RunContext, Contributions]" = weakref.WeakKeyDictionary()
+_SHARED: weakref.WeakKeyDictionary[RunContext, Contributions] = weakref.WeakKeyDictionary()
 
 
 class Contribution(NamedTuple):
@@ -195,14 +196,14 @@ class Contributions:
         self._by_res: dict[int, Any] = {}
 
     @classmethod
-    def for_run(cls, ctx: "RunContext") -> "Contributions":
+    def for_run(cls, ctx: RunContext) -> Contributions:
         """The run's shared instance (policies and the probe read the same leases)."""
         shared = _SHARED.get(ctx)
         if shared is None:
             shared = _SHARED[ctx] = cls(ctx.site.types.names)
         return shared
 
-    def profile(self, lease: "Lease") -> Profile:
+    def profile(self, lease: Lease) -> Profile:
         prof = self._profiles.get(lease.id)
         if prof is None:
             try:
@@ -216,10 +217,10 @@ class Contributions:
             prof = self._profiles[lease.id] = Profile(stress, explicit, self.site_types, vector)
         return prof
 
-    def forget(self, lease: "Lease") -> None:
+    def forget(self, lease: Lease) -> None:
         self._profiles.pop(lease.id, None)
 
-    def contribution(self, res: "Reservation") -> Contribution | None:
+    def contribution(self, res: Reservation) -> Contribution | None:
         key = res.id
         hit = self._by_res.get(key, False)
         if hit is not False:
@@ -237,7 +238,7 @@ class Contributions:
         return out
 
 
-def vms_per_node(res: "Reservation") -> np.ndarray:
+def vms_per_node(res: Reservation) -> np.ndarray:
     """How many of the reservation's VMs are on each of ``res.nodes``."""
     nodes = res.nodes.tolist()
     if len(res.vm_nodes) == len(nodes):
@@ -246,7 +247,7 @@ def vms_per_node(res: "Reservation") -> np.ndarray:
     return np.array([counts[n] for n in nodes], dtype=float)
 
 
-def node_amounts(res: "Reservation", prof: Profile) -> np.ndarray:
+def node_amounts(res: Reservation, prof: Profile) -> np.ndarray:
     """``(len(res.nodes), 5)``: what ``res``'s lease needs of each resource it stresses on each
     of its nodes (see the module docstring)."""
     if prof.per_vm is not None and res.vm_shape is not None:   # one VM shape: VMs x per VM

@@ -6,8 +6,8 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import attrs
 
@@ -104,16 +104,18 @@ def _plugins(args: argparse.Namespace) -> int:
 
 def _convert(args: argparse.Namespace) -> int:
     from lease_manager.config.schema import load_config
-    from lease_manager.workload.convert import lwf_to_swf, swf_to_lwf
-    from lease_manager.workload.lwf import is_lwf
-    from lease_manager.plugins import Plugins
     from lease_manager.kernel.resources import parse_site
+    from lease_manager.plugins import Plugins
     from lease_manager.run import swf_conversion, vm_vector
+    from lease_manager.workload.convert import ConversionStats, lwf_to_swf, swf_to_lwf
+    from lease_manager.workload.lwf import is_lwf
+    from lease_manager.workload.swf import TraceStats
 
     config = load_config(args.config, Plugins().schema, args.set)
     nodes = parse_site(config.get("simulation", "resources"))
     if not Path(args.input).is_file():
         raise LeaseManagerError(f"{args.input}: file not found")
+    stats: ConversionStats | TraceStats
     if is_lwf(args.input):
         stats = lwf_to_swf(args.input, args.output, nodes.types,
                            config.get("tracefile", "procs-per-vm"), strict=args.strict,

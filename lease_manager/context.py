@@ -10,7 +10,8 @@ through what their hooks and policy methods return.
 from __future__ import annotations
 
 import zlib
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -26,22 +27,22 @@ if TYPE_CHECKING:
 class SchedulerView:
     """The scheduler's leases by where they are, as iterators and counts."""
 
-    def __init__(self, scheduler: "LeaseScheduler | None" = None) -> None:
+    def __init__(self, scheduler: LeaseScheduler | None = None) -> None:
         self._s: Any = scheduler   # bound once the run has built its scheduler
 
-    def waiting(self) -> Iterator["Lease"]:
+    def waiting(self) -> Iterator[Lease]:
         """Queued leases, in queue order."""
         return iter(self._s.queue)
 
-    def held(self) -> Iterator["Lease"]:
+    def held(self) -> Iterator[Lease]:
         """Leases the queue policy holds back."""
         return iter(self._s.held.values())
 
-    def planned(self) -> Iterator["Lease"]:
+    def planned(self) -> Iterator[Lease]:
         """Leases whose plan has not started yet, in scheduling order."""
         return iter(self._s.future.values())
 
-    def running(self) -> Iterator["Lease"]:
+    def running(self) -> Iterator[Lease]:
         """Leases running, suspending, resuming or migrating."""
         return iter(self._s.running.values())
 
@@ -68,7 +69,7 @@ class SchedulerView:
 class RunContext:
     """A run as plugins see it (see the module docstring)."""
 
-    def __init__(self, config: "Config", site: "NodeSet", table: "SlotTable", metrics: "Metrics",
+    def __init__(self, config: Config, site: NodeSet, table: SlotTable, metrics: Metrics,
                  clock_now: Callable[[], float],
                  call_at: Callable[[float, Callable[[float], None]], None]) -> None:
         #: the run's configuration (``ctx.config.get(section, option)``)

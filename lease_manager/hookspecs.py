@@ -31,7 +31,8 @@ hook call.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterable
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
 import pluggy
 
@@ -46,7 +47,7 @@ hookimpl = pluggy.HookimplMarker("lease_manager")
 
 # --------------------------------------------------------------------------- registration
 @hookspec
-def register_options() -> "Iterable[Option]":
+def register_options() -> Iterable[Option] | None:
     """Declare ini options this plugin reads (typed, with defaults and docs).
 
     Called once, when the :class:`~lease_manager.plugins.Plugins` object is built, before any
@@ -58,7 +59,7 @@ def register_options() -> "Iterable[Option]":
 
 
 @hookspec
-def register_policies() -> Iterable[type]:
+def register_policies() -> Iterable[type] | None:
     """Return the policy classes this plugin provides.
 
     Called once, when the :class:`~lease_manager.plugins.Plugins` object is built. Each class
@@ -70,7 +71,7 @@ def register_policies() -> Iterable[type]:
 
 # -------------------------------------------------------------------------- run lifecycle
 @hookspec
-def run_started(ctx: "RunContext") -> None:
+def run_started(ctx: RunContext) -> None:
     """The run is set up and its clock is about to start.
 
     Replay: before the first lease arrives. Daemon: at ``serve``, before the leases of an
@@ -80,7 +81,7 @@ def run_started(ctx: "RunContext") -> None:
 
 
 @hookspec
-def run_finished(ctx: "RunContext") -> None:
+def run_finished(ctx: RunContext) -> None:
     """The run has stopped; every lease is in its final state for this run.
 
     Replay: at the stop condition. Daemon: when it stops (SIGTERM, SIGINT), after the API has
@@ -90,7 +91,7 @@ def run_finished(ctx: "RunContext") -> None:
 
 
 @hookspec
-def collect_summary(ctx: "RunContext") -> "dict[str, Any] | None":
+def collect_summary(ctx: RunContext) -> dict[str, Any] | None:
     """Return extra fields for ``summary.json`` (metrics a plugin computed), or None.
 
     Called after :func:`run_finished`, once the core's own fields are computed (the replay's
@@ -101,7 +102,7 @@ def collect_summary(ctx: "RunContext") -> "dict[str, Any] | None":
 
 # ------------------------------------------------------------------------ scheduling cycle
 @hookspec
-def scheduling_cycle_start(ctx: "RunContext", now: float) -> None:
+def scheduling_cycle_start(ctx: RunContext, now: float) -> None:
     """A scheduling cycle begins at ``now``: ended and started leases and new arrivals have
     been handled; held leases have not yet been released and the queue not yet processed.
 
@@ -111,7 +112,7 @@ def scheduling_cycle_start(ctx: "RunContext", now: float) -> None:
 
 
 @hookspec
-def scheduling_cycle_end(ctx: "RunContext", now: float) -> None:
+def scheduling_cycle_end(ctx: RunContext, now: float) -> None:
     """The scheduling cycle at ``now`` is over: the queue has been processed and every
     decision of this instant is in the slot table. (The daemon answers the API calls made
     during the cycle here, in its observer.)"""
@@ -119,7 +120,7 @@ def scheduling_cycle_end(ctx: "RunContext", now: float) -> None:
 
 # ------------------------------------------------------------------------- lease lifecycle
 @hookspec
-def lease_submitted(ctx: "RunContext", lease: "Lease", now: float) -> None:
+def lease_submitted(ctx: RunContext, lease: Lease, now: float) -> None:
     """``lease`` arrived (state NEW), before admission control.
 
     Replay: when its submit time comes. Daemon: when the API accepts the request (not again
@@ -128,13 +129,13 @@ def lease_submitted(ctx: "RunContext", lease: "Lease", now: float) -> None:
 
 
 @hookspec
-def lease_rejected(ctx: "RunContext", lease: "Lease", now: float) -> None:
+def lease_rejected(ctx: RunContext, lease: Lease, now: float) -> None:
     """``lease`` was rejected; ``lease.reason`` says why. It is final: no other hook follows
     for this lease."""
 
 
 @hookspec
-def lease_scheduled(ctx: "RunContext", lease: "Lease", now: float) -> None:
+def lease_scheduled(ctx: RunContext, lease: Lease, now: float) -> None:
     """``lease`` got a plan: ``lease.reservations`` holds it (nodes and times).
 
     Called again whenever the plan changes before the lease starts (for instance when a
@@ -144,13 +145,13 @@ def lease_scheduled(ctx: "RunContext", lease: "Lease", now: float) -> None:
 
 
 @hookspec
-def lease_started(ctx: "RunContext", lease: "Lease", now: float) -> None:
+def lease_started(ctx: RunContext, lease: Lease, now: float) -> None:
     """``lease``'s VMs started running (state ACTIVE): its first start, or after a
     resumption."""
 
 
 @hookspec
-def lease_state_changed(ctx: "RunContext", lease: "Lease", old: "LeaseState",
+def lease_state_changed(ctx: RunContext, lease: Lease, old: LeaseState,
                         now: float) -> None:
     """``lease`` moved from state ``old`` to ``lease.state`` (every move, including those the
     other lease hooks announce, which it precedes; the daemon writes each one to its
@@ -158,12 +159,12 @@ def lease_state_changed(ctx: "RunContext", lease: "Lease", old: "LeaseState",
 
 
 @hookspec
-def lease_preempted(ctx: "RunContext", lease: "Lease", now: float) -> None:
+def lease_preempted(ctx: RunContext, lease: Lease, now: float) -> None:
     """``lease`` lost its resources to another lease (it is suspended or requeued), or was
     planned from the start to yield to an advance reservation."""
 
 
 @hookspec
-def lease_ended(ctx: "RunContext", lease: "Lease", now: float) -> None:
+def lease_ended(ctx: RunContext, lease: Lease, now: float) -> None:
     """``lease`` reached DONE, CANCELLED or FAILED; its resources are free from ``now``. It is
     final: no other hook follows for this lease."""

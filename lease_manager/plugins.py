@@ -11,16 +11,17 @@ from __future__ import annotations
 
 import difflib
 import importlib
+from collections.abc import Iterable
 from importlib import metadata
-from typing import Any, Iterable
+from typing import Any
 
 import attrs
 import pluggy
 
 from lease_manager import hookspecs
+from lease_manager.config.core_options import core_options
 from lease_manager.config.schema import Schema
 from lease_manager.errors import ConfigError, LeaseManagerError
-from lease_manager.config.core_options import core_options
 from lease_manager.policies import POLICY_KINDS
 
 BUILTIN_PLUGINS = (
@@ -105,7 +106,7 @@ class Plugins:
             {kind: tuple(names) for kind, names in self.policies.items()}))
         for impl in self.pm.hook.register_options.get_hookimpls():
             try:
-                self.schema.add(impl.function() or ())
+                self.schema.add(impl.function() or ())   # type: ignore[arg-type]
             except ValueError as exc:
                 raise LeaseManagerError(f"plugin {impl.plugin_name!r}: {exc}") from None
 
@@ -137,7 +138,7 @@ class Plugins:
     def _collect_policies(self) -> dict[str, dict[str, tuple[type, str]]]:
         found: dict[str, dict[str, tuple[type, str]]] = {kind: {} for kind in POLICY_KINDS}
         for impl in self.pm.hook.register_policies.get_hookimpls():
-            for cls in impl.function() or ():
+            for cls in impl.function() or ():   # type: ignore[attr-defined]
                 kind, name = getattr(cls, "kind", None), getattr(cls, "name", None)
                 if not kind or not name:
                     raise LeaseManagerError(f"plugin {impl.plugin_name!r}: policy {cls!r} needs "

@@ -1,33 +1,35 @@
 """A run: the site, scheduler, policies, clock and outputs built from one configuration.
 
-Plugins do not see the ``Run``: hooks and policies get its :class:`~lease_manager.context.RunContext`
-(``run.ctx``). A run registers its policies and the core's observers (accounting, the invariant
-checker) as plugins when it is built and unregisters them when it is closed, so one
-:class:`~lease_manager.plugins.Plugins` object serves any number of runs, one after another.
+Plugins do not see the ``Run``: hooks and policies get its
+:class:`~lease_manager.context.RunContext` (``run.ctx``). A run registers its policies and
+the core's observers (accounting, the invariant checker) as plugins when it is built and
+unregisters them when it is closed, so one :class:`~lease_manager.plugins.Plugins` object
+serves any number of runs, one after another.
 """
 
 from __future__ import annotations
 
 import resource
 import time
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from lease_manager.observers.accounting import Accounting, write_summary
-from lease_manager.kernel.clock import RealClock, SimulatedClock
 from lease_manager.config.schema import Config, load_config
 from lease_manager.context import RunContext
-from lease_manager.kernel.engine import Engine, ReplayEnactment
 from lease_manager.errors import LeaseManagerError, TraceError
+from lease_manager.kernel.clock import RealClock, SimulatedClock
+from lease_manager.kernel.engine import Engine, ReplayEnactment
 from lease_manager.kernel.events import Timeline
-from lease_manager.observers.invariants import InvariantChecker
-from lease_manager.observers.metrics import Metrics
-from lease_manager.plugins import ACCOUNTING_PLUGIN, INVARIANTS_PLUGIN, Plugins
 from lease_manager.kernel.resources import NodeSet, parse_amounts, parse_site
 from lease_manager.kernel.scheduler import LeaseScheduler, SuspendResume
 from lease_manager.kernel.slottable import SlotTable
+from lease_manager.observers.accounting import Accounting, write_summary
+from lease_manager.observers.invariants import InvariantChecker
+from lease_manager.observers.metrics import Metrics
+from lease_manager.plugins import ACCOUNTING_PLUGIN, INVARIANTS_PLUGIN, Plugins
 from lease_manager.workload.convert import merge_workloads
 from lease_manager.workload.lwf import is_lwf, read_lwf
 from lease_manager.workload.swf import SWFConversion, SWFReader, TraceStats, swf_leases
@@ -41,9 +43,9 @@ class Run:
     """One replay (or real-time run) of a workload under one configuration."""
 
     def __init__(self, config: Config, plugins: Plugins | None = None, *,
-                 leases: Iterable["Lease"] | None = None,
+                 leases: Iterable[Lease] | None = None,
                  clock: SimulatedClock | RealClock | None = None, serve: bool = False,
-                 enactment: "Callable[[Run], Enactment] | None" = None) -> None:
+                 enactment: Callable[[Run], Enactment] | None = None) -> None:
         self.config = config
         self.plugins = plugins if plugins is not None else Plugins()
         self._registered: list[str] = []
@@ -54,8 +56,8 @@ class Run:
             self.close()
             raise
 
-    def _build(self, leases: Iterable["Lease"] | None, clock: SimulatedClock | RealClock | None,
-               serve: bool, enactment: "Callable[[Run], Enactment] | None") -> None:
+    def _build(self, leases: Iterable[Lease] | None, clock: SimulatedClock | RealClock | None,
+               serve: bool, enactment: Callable[[Run], Enactment] | None) -> None:
         config = self.config
         self.nodes = parse_site(config.get("simulation", "resources"))
         self.table = SlotTable(self.nodes)
@@ -140,7 +142,7 @@ class Run:
         self._registered.clear()
         self.plugins.end_run(self)
 
-    def __enter__(self) -> "Run":
+    def __enter__(self) -> Run:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -167,7 +169,7 @@ class Run:
         """How this run turns SWF jobs into leases (``[tracefile]`` options)."""
         return swf_conversion(self.config, self.nodes)
 
-    def _trace_leases(self) -> Iterator["Lease"]:
+    def _trace_leases(self) -> Iterator[Lease]:
         cfg = self.config
         path = cfg.get("tracefile", "tracefile")
         if not path:
@@ -178,7 +180,7 @@ class Run:
         if is_lwf(path):
             workload = read_lwf(path, self.nodes.types)
             self.trace_stats.read = self.trace_stats.replayed = len(workload.leases)
-            leases: Iterable["Lease"] = workload.leases
+            leases: Iterable[Lease] = workload.leases
         else:
             self.trace_reader = SWFReader(path,
                                           skip_bad_lines=cfg.get("tracefile", "skip-bad-lines"))
@@ -190,7 +192,7 @@ class Run:
             leases = merge_workloads(leases, read_lwf(injection, self.nodes.types).leases)
         return iter(leases)
 
-    def _checked(self, leases: Iterable["Lease"]) -> Iterator["Lease"]:
+    def _checked(self, leases: Iterable[Lease]) -> Iterator[Lease]:
         strict = self.config.get("tracefile", "oversized") == "error"
         annotators = self.annotators
         for lease in leases:

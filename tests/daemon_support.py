@@ -10,8 +10,9 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from lease_manager.daemon.client import Client
 
@@ -101,7 +102,7 @@ class ThreadDaemon:
         assert not self.thread.is_alive(), "the daemon did not stop"
         assert self.daemon.violation is None, self.daemon.violation
 
-    def __enter__(self) -> "ThreadDaemon":
+    def __enter__(self) -> ThreadDaemon:
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -169,8 +170,8 @@ def kill_leftover_processes(config: Path) -> None:
 
     from lease_manager.config.schema import load_config
     from lease_manager.enactment.process import ProcessBackend
-    from lease_manager.plugins import Plugins
     from lease_manager.kernel.resources import parse_site
+    from lease_manager.plugins import Plugins
 
     cfg = load_config(config, Plugins().schema)   # its state-dir is relative to the file
     ctx = types.SimpleNamespace(config=cfg, site=parse_site(cfg.get("simulation", "resources")))

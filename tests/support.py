@@ -4,8 +4,8 @@ Imported by test modules as ``from support import ...`` (pytest puts ``tests/`` 
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 from lease_manager.config.schema import load_config
 from lease_manager.kernel.lease import Lease, LeaseState, LeaseType, VMRequest

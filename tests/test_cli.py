@@ -12,9 +12,9 @@ import csv
 import json
 import subprocess
 import sys
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import Callable
 
 import attrs
 import pytest

@@ -15,6 +15,7 @@ from lease_manager import Run, hookimpl
 from lease_manager.config.schema import load_config
 from lease_manager.errors import ConfigError, LeaseManagerError
 from lease_manager.plugins import ACCOUNTING_PLUGIN, DAEMON_PLUGIN, INVARIANTS_PLUGIN, Plugins
+
 from support import HOUR, ROOT, be, simulate
 
 PLUGIN_SRC = ROOT / "tests" / "plugins" / "reverse_hosts"
@@ -166,7 +167,7 @@ def test_hooks_get_a_context_that_reads_but_cannot_change_the_schedule():
                 seen["planned"] = [l.id for l in sched.planned()]
                 seen["is_run"] = isinstance(ctx, Run)
                 with pytest.raises(AttributeError, match="can be read, not changed"):
-                    ctx.table.add
+                    _ = ctx.table.add
                 seen["has_engine"] = hasattr(ctx, "engine")
 
     simulate([be(1, 2, HOUR, 0), be(2, 4, HOUR, 0)],

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from support import ROOT, TRACES
 from lease_manager.run import load_run
+
+from support import ROOT, TRACES
 
 SAMPLE = ROOT / "etc" / "sample.ini"
 

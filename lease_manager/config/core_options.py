@@ -3,10 +3,21 @@
 from __future__ import annotations
 
 import math
-from typing import Mapping
+from collections.abc import Mapping
 
-from lease_manager.config.schema import (AMOUNTS, BOOLEAN, DURATION, FLOAT, INTEGER, INTEGERS, NAMES, PATH, SITE,
-                     STRING, Option)
+from lease_manager.config.schema import (
+    AMOUNTS,
+    BOOLEAN,
+    DURATION,
+    FLOAT,
+    INTEGER,
+    INTEGERS,
+    NAMES,
+    PATH,
+    SITE,
+    STRING,
+    Option,
+)
 
 BACKFILLING = ("off", "aggressive", "conservative", "intermediate")
 STOP_WHEN = ("all-leases-done", "besteffort-done", "time")

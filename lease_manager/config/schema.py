@@ -12,8 +12,9 @@ import configparser
 import difflib
 import math
 import re
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any
 
 import attrs
 
@@ -276,8 +277,10 @@ def read_ini(path: Path, what: str) -> tuple[configparser.ConfigParser,
     return parser, _locate(text)
 
 
-def load_config(path: str | Path | None, schema: Schema, overrides: Iterable[str] = ()) -> Config:
-    """Read, validate and complete a configuration file; apply ``section.option=value`` overrides."""
+def load_config(path: str | Path | None, schema: Schema,
+                overrides: Iterable[str] = ()) -> Config:
+    """Read, validate and complete a configuration file; apply ``section.option=value``
+    overrides."""
     raw: dict[tuple[str, str], tuple[str, str]] = {}
     base = Path.cwd()
     cfg_path = None
@@ -288,8 +291,9 @@ def load_config(path: str | Path | None, schema: Schema, overrides: Iterable[str
         for section in parser.sections():
             sec_line = where.get((section, ""))
             if section not in schema.sections:
-                raise ConfigError(f"unknown section [{section}]{_suggest(section, schema.sections)}",
-                                  file=str(path), line=sec_line)
+                hint = _suggest(section, schema.sections)
+                raise ConfigError(f"unknown section [{section}]{hint}", file=str(path),
+                                  line=sec_line)
             for name, value in parser.items(section):
                 line = where.get((section, name), sec_line)
                 raw[(section, name)] = (value, f"{path}:{line}")

@@ -16,11 +16,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
 
+from lease_manager.daemon.lease_requests import RequestError, from_lease, normalise
+from lease_manager.daemon.service import DaemonStopping
 from lease_manager.errors import InputError, LeaseManagerError
 from lease_manager.kernel.lease import LeaseState
 from lease_manager.kernel.timeutil import format_instant
-from lease_manager.daemon.lease_requests import RequestError, from_lease, normalise
-from lease_manager.daemon.service import DaemonStopping
 
 if TYPE_CHECKING:
     from lease_manager.daemon.service import Daemon
@@ -85,7 +85,7 @@ class Handler(BaseHTTPRequestHandler):
     server_version = "lease-manager"
     protocol_version = "HTTP/1.1"
     timeout = 30            # seconds a client may take to send its request
-    daemon: "Daemon"        # set on the subclass made for each server
+    daemon: Daemon        # set on the subclass made for each server
 
     def log_message(self, fmt: str, *args: Any) -> None:
         log.debug("%s %s", self.address_string(), fmt % args)
@@ -409,7 +409,7 @@ class _Server(ThreadingHTTPServer):
     request_queue_size = 64
 
 
-def start_api(daemon: "Daemon") -> tuple[_Server, str]:
+def start_api(daemon: Daemon) -> tuple[_Server, str]:
     """Start the API on its own threads; return the server and its base URL."""
     import threading
 

@@ -29,7 +29,7 @@ class Client:
     def __init__(self, url: str, token: str, timeout: float = 60.0) -> None:
         try:
             parts = urlsplit(url)
-            parts.port      # raises ValueError for a port out of range
+            _ = parts.port      # raises ValueError for a port out of range
         except ValueError as exc:
             raise LeaseManagerError(f"{url!r} is not a daemon URL ({exc})") from None
         if parts.scheme not in ("http", "https") or not parts.hostname:

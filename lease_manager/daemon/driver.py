@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import logging
 import math
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from lease_manager.enactment.base import EnactmentError, VMWork, Work
 from lease_manager.kernel.events import EventKind
@@ -20,8 +21,8 @@ from lease_manager.kernel.scheduler import Enactment
 
 if TYPE_CHECKING:
     from lease_manager.kernel.lease import Lease
-    from lease_manager.run import Run
     from lease_manager.kernel.slottable import Reservation
+    from lease_manager.run import Run
 
 log = logging.getLogger("lease_manager.daemon")
 S = LeaseState
@@ -31,7 +32,7 @@ class EnactmentDriver(Enactment):
     """Carries out one run's leases through ``backend``; ``note(lease_id, text)`` records what
     happened that is not a change of state (the daemon writes it to the lease's history)."""
 
-    def __init__(self, run: "Run", backend: Any, names: tuple[str, ...],
+    def __init__(self, run: Run, backend: Any, names: tuple[str, ...],
                  note: Callable[[int, str], None] = lambda lease_id, text: None) -> None:
         self.run = run
         self.backend = backend
@@ -44,7 +45,7 @@ class EnactmentDriver(Enactment):
         self._memory = types.index("Memory") if "Memory" in types else None
 
     # ----------------------------------------------------------------- what the backend gets
-    def work(self, lease: "Lease", res: "Reservation") -> Work:
+    def work(self, lease: Lease, res: Reservation) -> Work:
         vms = []
         for i, (node, vector) in enumerate(zip(res.vm_nodes, lease.vms.per_vm())):
             vms.append(VMWork(i, int(node), self.names[int(node)],
@@ -53,14 +54,14 @@ class EnactmentDriver(Enactment):
         end = res.end if math.isfinite(res.end) else 2.0 ** 40
         return Work(lease.id, str(lease.extra.get("command", "")), tuple(vms), res.start, end)
 
-    def _failed(self, lease: "Lease", action: str, exc: Exception) -> None:
+    def _failed(self, lease: Lease, action: str, exc: Exception) -> None:
         reason = f"{action} failed: {exc}"
         log.warning("lease %s: %s", lease.id, reason)
         # not from inside the scheduler's own call: on the engine's next step
         self.run.engine.post(lambda now: self.run.scheduler.fail(lease, now, reason))
 
     # ------------------------------------------------------------- the scheduler's calls
-    def start(self, lease: "Lease", res: "Reservation", end: float) -> None:
+    def start(self, lease: Lease, res: Reservation, end: float) -> None:
         if end <= res.end and not math.isinf(end):
             self.run.timeline.push(end, EventKind.END, res)
         if self.adopting:
@@ -73,20 +74,20 @@ class EnactmentDriver(Enactment):
         except EnactmentError as exc:
             self._failed(lease, "starting its work", exc)
 
-    def suspend(self, lease: "Lease", now: float) -> None:
+    def suspend(self, lease: Lease, now: float) -> None:
         try:
             self.backend.suspend(lease.id)
         except EnactmentError as exc:
             self._failed(lease, "suspending its work", exc)
 
-    def stop(self, lease: "Lease", now: float) -> None:
+    def stop(self, lease: Lease, now: float) -> None:
         try:
             self.backend.stop(lease.id)
         except EnactmentError as exc:   # the lease is over for the scheduler anyway
             log.warning("lease %s: stopping its work failed: %s", lease.id, exc)
             self.note(lease.id, f"stopping its work failed: {exc}")
 
-    def release(self, lease: "Lease") -> None:
+    def release(self, lease: Lease) -> None:
         """A lease that had not started gave up its plan (preempted before it began): free
         what the backend booked for it."""
         try:
@@ -95,7 +96,7 @@ class EnactmentDriver(Enactment):
             log.warning("lease %s: releasing its booking failed: %s", lease.id, exc)
             self.note(lease.id, f"releasing its booking failed: {exc}")
 
-    def prepare(self, lease: "Lease", now: float) -> None:
+    def prepare(self, lease: Lease, now: float) -> None:
         """A plan that starts in the future was made or changed (the ``lease_scheduled``
         hook): let a backend that books ahead know."""
         first = next((r for r in lease.reservations if r.kind == "vm"), None)
@@ -125,7 +126,7 @@ class EnactmentDriver(Enactment):
                 sched.fail(lease, now, f"its suspended work is gone ({status.state}"
                                        f"{': ' + status.detail if status.detail else ''})")
 
-    def _reconcile_one(self, lease: "Lease", now: float) -> None:
+    def _reconcile_one(self, lease: Lease, now: float) -> None:
         sched = self.run.scheduler
         status = self.backend.status(lease.id)
         state = status.state

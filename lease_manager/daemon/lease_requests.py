@@ -118,7 +118,7 @@ def _instant(field: str, value: Any, now: float) -> float:
     return t
 
 
-def normalise(body: Any, nodes: "NodeSet", default_vm: np.ndarray, now: float) -> dict:
+def normalise(body: Any, nodes: NodeSet, default_vm: np.ndarray, now: float) -> dict:
     """Check a JSON request and return it normalised (absolute times, seconds, defaults)."""
     if not isinstance(body, dict):
         raise RequestError("", "a lease request must be a JSON object")
@@ -200,7 +200,7 @@ def normalise(body: Any, nodes: "NodeSet", default_vm: np.ndarray, now: float) -
     }
 
 
-def from_lease(lease: Lease, nodes: "NodeSet", now: float, offset: float) -> dict:
+def from_lease(lease: Lease, nodes: NodeSet, now: float, offset: float) -> dict:
     """The normalised request of a lease read from an LWF document whose times are offsets
     from ``offset`` (the moment it was submitted); only single-group leases are taken."""
     if len(lease.vms.counts) != 1:
@@ -243,7 +243,7 @@ def from_lease(lease: Lease, nodes: "NodeSet", now: float, offset: float) -> dic
     }
 
 
-def build_lease(lease_id: int, request: dict, nodes: "NodeSet") -> Lease:
+def build_lease(lease_id: int, request: dict, nodes: NodeSet) -> Lease:
     """The scheduler's lease for a normalised request."""
     types = nodes.types
     vector = types.vector(request["resources"])

@@ -10,22 +10,23 @@ import secrets
 import signal
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import Future
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
-from lease_manager.kernel.clock import RealClock
 from lease_manager.config.schema import Config, load_config
 from lease_manager.context import RunContext
-from lease_manager.errors import LeaseManagerError, OvercommitError
-from lease_manager.hookspecs import hookimpl
-from lease_manager.kernel.lease import Lease, LeaseState, LeaseType
-from lease_manager.plugins import DAEMON_PLUGIN, Plugins
-from lease_manager.observers.accounting import write_summary
-from lease_manager.run import Run, vm_vector
 from lease_manager.daemon.driver import EnactmentDriver
 from lease_manager.daemon.lease_requests import build_lease
 from lease_manager.daemon.store import Store
+from lease_manager.errors import LeaseManagerError, OvercommitError
+from lease_manager.hookspecs import hookimpl
+from lease_manager.kernel.clock import RealClock
+from lease_manager.kernel.lease import Lease, LeaseState, LeaseType
+from lease_manager.observers.accounting import write_summary
+from lease_manager.plugins import DAEMON_PLUGIN, Plugins
+from lease_manager.run import Run, vm_vector
 
 log = logging.getLogger("lease_manager.daemon")
 S = LeaseState
@@ -40,11 +41,12 @@ class DaemonObserver:
     """The daemon's own hook implementations (plugin ``lease_manager.daemon``): persist every
     change, answer API calls once the scheduling cycle that follows them is over."""
 
-    def __init__(self, daemon: "Daemon") -> None:
+    def __init__(self, daemon: Daemon) -> None:
         self.daemon = daemon
 
     @hookimpl
-    def lease_state_changed(self, ctx: RunContext, lease: Lease, old: LeaseState, now: float) -> None:
+    def lease_state_changed(self, ctx: RunContext, lease: Lease, old: LeaseState,
+                            now: float) -> None:
         d = self.daemon
         fresh = (lease.state is S.ACTIVE and old is S.SCHEDULED and not lease.image_nodes
                  and not d.restoring)
@@ -112,19 +114,20 @@ class Daemon:
 
         self.run = Run(cfg, self.plugins, leases=(), clock=self.clock, serve=True,
                        enactment=enactment)
+        assert self.backend is not None   # the run built it (enactment above)
         if not self.backend.can_suspend and cfg.get("scheduling", "suspension") != "none":
             self.run.close()
             raise cfg.error("scheduling", "suspension",
                             f"the {backend_name} backend cannot keep a lease suspended while "
                             f"an advance reservation uses its resources: set suspension = none "
                             f"(preempted leases are then stopped and requeued)")
-        self.default_vm = vm_vector(cfg, self.run.nodes)
+        self.default_vm: Any = vm_vector(cfg, self.run.nodes)
         self._pending: list[tuple[Future, Callable[[], Any]]] = []
         #: futures of the API calls in flight (failed at once if the daemon stops)
         self._calls: set[Future] = set()
         #: live leases by id (finished ones leave when they end)
         self.leases: dict[int, Lease] = {}
-        self._stopping = threading.Event()
+        self._stopping: threading.Event = threading.Event()
         self.server: Any = None
         self.url: str | None = None
         #: what the invariant check at shutdown found wrong (None: nothing)
@@ -279,7 +282,7 @@ class Daemon:
                                                              if status.detail else ""), now)
         if row["state"] == "active":
             lease.work_done += max(0.0, now - segment["start"])
-            over = (lease.start_request + lease.requested_duration <= now
+            over = ((lease.start_request or 0.0) + lease.requested_duration <= now
                     if lease.type is LeaseType.ADVANCE_RESERVATION
                     else lease.remaining_requested <= 0)
             if over:
@@ -309,8 +312,10 @@ class Daemon:
         return "queued"
 
     def _restore_planned(self, lease: Lease, now: float) -> str:
-        if lease.type is LeaseType.ADVANCE_RESERVATION and lease.start_request < now:
-            end = lease.start_request + lease.requested_duration
+        start = lease.start_request
+        if (lease.type is LeaseType.ADVANCE_RESERVATION and start is not None
+                and start < now):
+            end = start + lease.requested_duration
             lease.requested_duration = end - now   # what is left of its interval
             lease.start_request = now
         self.run.scheduler.restore_planned(lease, now)
@@ -343,7 +348,7 @@ class Daemon:
             log.warning("lease %s: stopping its leftover work failed: %s", lease_id, exc)
 
     # ----------------------------------------------------------------------------- serve
-    def serve_forever(self, *, ready: Callable[["Daemon"], None] | None = None,
+    def serve_forever(self, *, ready: Callable[[Daemon], None] | None = None,
                       install_signals: bool = True) -> None:
         """Restore, start the API and the reconciliation loop, and run the engine until
         SIGTERM/SIGINT or :meth:`stop`."""
@@ -444,7 +449,7 @@ def load_token(path: Path) -> str:
     except FileExistsError:
         token = path.read_text().strip()
         if not token:
-            raise LeaseManagerError(f"{path}: the token file is empty")
+            raise LeaseManagerError(f"{path}: the token file is empty") from None
         return token
     except OSError as exc:
         raise LeaseManagerError(f"cannot create the token file {path}: {exc.strerror}") from None

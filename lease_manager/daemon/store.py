@@ -12,8 +12,9 @@ import json
 import math
 import sqlite3
 import threading
+from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from lease_manager.kernel.lease import Lease
@@ -63,7 +64,7 @@ def _num(x: float | None) -> float | None:
     return None if x is None or math.isinf(x) else x
 
 
-def plan_of(lease: "Lease") -> list[dict[str, Any]]:
+def plan_of(lease: Lease) -> list[dict[str, Any]]:
     return [{"kind": r.kind, "start": _num(r.start), "end": _num(r.end),
              "vm_nodes": [int(n) for n in r.vm_nodes]} for r in lease.reservations]
 
@@ -118,7 +119,7 @@ class Store:
         row = self.db.execute("SELECT COALESCE(MAX(id), 0) FROM leases").fetchone()
         return int(row[0]) + 1
 
-    def insert(self, lease: "Lease", request: dict[str, Any], now: float) -> None:
+    def insert(self, lease: Lease, request: dict[str, Any], now: float) -> None:
         """Record a new lease with its request, before the scheduler sees it."""
         with self.db:
             self.db.execute(
@@ -130,7 +131,7 @@ class Store:
                             "VALUES (?, ?, NULL, ?, 'submitted')",
                             (lease.id, now, lease.state.value))
 
-    def update(self, lease: "Lease", now: float, *, old: str | None = None,
+    def update(self, lease: Lease, now: float, *, old: str | None = None,
                detail: str = "", started: bool = False) -> None:
         """Write where ``lease`` stands now; with ``old``, also log the state change."""
         with self.db:

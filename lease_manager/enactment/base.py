@@ -2,17 +2,19 @@
 
 A backend is a policy of kind ``enactment``: a class with a ``name``, instantiated as
 ``cls(ctx)`` with the run's :class:`~lease_manager.context.RunContext` (it reads ``ctx.config``
-and ``ctx.site``). All its methods are called from the daemon's engine thread. A backend must be able to find the work of a lease again after the
-daemon restarts (from names it derives from the lease id, or from files under
-:meth:`EnactmentBackend.state_dir`), because the daemon may be killed at any moment.
+and ``ctx.site``). All its methods are called from the daemon's engine thread. A backend must
+be able to find the work of a lease again after the daemon restarts (from names it derives
+from the lease id, or from files under :meth:`EnactmentBackend.state_dir`), because the daemon
+may be killed at any moment.
 
 Times are seconds since the Unix epoch, UTC, on the daemon's clock.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar, Mapping
+from typing import TYPE_CHECKING, ClassVar
 
 import attrs
 
@@ -85,7 +87,7 @@ class EnactmentBackend:
     #: cannot makes the daemon refuse ``[scheduling] suspension`` other than ``none``
     can_suspend: ClassVar[bool] = True
 
-    def __init__(self, ctx: "RunContext") -> None:
+    def __init__(self, ctx: RunContext) -> None:
         self.ctx = ctx
 
     def state_dir(self) -> Path:
@@ -136,7 +138,7 @@ class EnactmentBackend:
         as it is (a restarted daemon finds it again)."""
 
 
-def node_names(ctx: "RunContext", configured: tuple[str, ...] = ()) -> tuple[str, ...]:
+def node_names(ctx: RunContext, configured: tuple[str, ...] = ()) -> tuple[str, ...]:
     """The backend's name of every site node: ``configured`` if given (one per node), else
     ``node-1`` ... ``node-N``."""
     count = len(ctx.site.capacity)

@@ -27,7 +27,6 @@ timer thread (the caller is never blocked that long).
 
 from __future__ import annotations
 
-import errno
 import hashlib
 import json
 import logging
@@ -40,22 +39,38 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lease_manager.config.schema import DURATION, FLOAT, STRING, Option
+from lease_manager.enactment.base import (
+    EnactmentBackend,
+    EnactmentError,
+    Work,
+    WorkStatus,
+    work_env,
+)
+from lease_manager.enactment.cgroups import (
+    CGROUP_ROOT,
+    Cgroups,
+    group_pids,
+    is_frozen,
+    kill_groups,
+    remove_groups,
+    set_frozen,
+)
+from lease_manager.enactment.processes import (
+    alive,
+    group_members,
+    group_stopped,
+    proc_stat,
+    signal_group,
+    signal_pids,
+    start_time,
+    write_json,
+)
 from lease_manager.hookspecs import hookimpl
-from lease_manager.enactment.base import EnactmentBackend, EnactmentError, Work, WorkStatus, work_env
 
 if TYPE_CHECKING:
     from lease_manager.context import RunContext
 
 log = logging.getLogger("lease_manager.enactment.process")
-
-#: where the cgroup file systems are mounted (a parameter for tests)
-CGROUP_ROOT = Path("/sys/fs/cgroup")
-#: the group under which the VMs' groups are made
-PARENT_GROUP = "lease_manager"
-#: cgroup CPU bandwidth period, microseconds
-CPU_PERIOD = 100_000
-#: the smallest quota the kernel accepts, microseconds
-MIN_QUOTA = 1_000
 
 #: the VM's process: ``/bin/sh -c WRAPPER lm-vm SHELL COMMAND EXIT_FILE [CGROUP_PROCS...]``;
 #: writes its process id next to the exit file (a daemon killed while starting it finds it
@@ -80,339 +95,14 @@ echo "$status" > "$exit_file.tmp" && mv -f "$exit_file.tmp" "$exit_file"
 exit "$status"
 """
 
-_warned: set[str] = set()
 
-
-def _warn_once(key: str, message: str) -> None:
-    if key not in _warned:
-        _warned.add(key)
-        log.warning(message)
-
-
-# ------------------------------------------------------------------------------------ processes
-
-def _proc_stat(pid: int) -> tuple[str, int, int] | None:
-    """``(state, process group, start time)`` of a process from ``/proc/<pid>/stat``, or None."""
-    try:
-        text = Path(f"/proc/{pid}/stat").read_text()
-    except (FileNotFoundError, ProcessLookupError, PermissionError):
-        return None
-    except OSError:
-        return None
-    # the command name (field 2) is in parentheses and may contain anything
-    fields = text[text.rindex(")") + 2:].split()
-    # fields[0] is field 3 (state), fields[2] field 5 (pgrp), fields[19] field 22 (starttime)
-    return fields[0], int(fields[2]), int(fields[19])
-
-
-def _start_time(pid: int) -> int | None:
-    stat = _proc_stat(pid)
-    return stat[2] if stat else None
-
-
-def _alive(pid: int, start_time: int | None) -> bool:
-    """Whether the process ``pid`` started at ``start_time`` still runs (zombies do not)."""
-    stat = _proc_stat(pid)
-    if stat is None:
-        if Path("/proc/self/stat").exists():
-            return False
-        try:            # no /proc: the best we can do
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            return True
-        return True
-    state, _, started = stat
-    return state not in ("Z", "X", "x") and (start_time is None or started == start_time)
-
-
-def _group_members(pgid: int) -> list[int]:
-    """The live (non-zombie) processes of the process group ``pgid``."""
-    out = []
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        entries = []
-    if not entries:
-        try:
-            os.killpg(pgid, 0)
-        except ProcessLookupError:
-            return []
-        except PermissionError:
-            pass
-        return [pgid]
-    for entry in entries:
-        if not entry.isdigit():
-            continue
-        stat = _proc_stat(int(entry))
-        if stat is not None and stat[1] == pgid and stat[0] not in ("Z", "X", "x"):
-            out.append(int(entry))
-    return out
-
-
-def _group_stopped(pid: int, pgid: int) -> bool | None:
-    """Whether the process group of the leader ``pid`` is stopped (SIGSTOP); None if the leader
-    is gone. The leader answers for its group, except when it is in uninterruptible sleep (as
-    a shell is while its vforked child, stopped before its exec, holds it): then any stopped
-    member says so."""
-    stat = _proc_stat(pid)
-    if stat is None or stat[0] in ("Z", "X", "x"):
-        return None
-    if stat[0] in ("T", "t"):
-        return True
-    if stat[0] != "D":
-        return False
-    for member in _group_members(pgid):
-        member_stat = _proc_stat(member)
-        if member_stat is not None and member_stat[0] in ("T", "t"):
-            return True
-    return False
-
-
-def _signal_group(pgid: int, sig: int) -> None:
-    try:
-        os.killpg(pgid, sig)
-    except ProcessLookupError:
-        pass
-
-
-def _signal_pids(pids: list[int], sig: int) -> None:
-    for pid in pids:
-        try:
-            os.kill(pid, sig)
-        except ProcessLookupError:
-            pass
-
-
-def _write_json(path: Path, data: Any) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(data, indent=1))
-    os.replace(tmp, path)
-
-
-# -------------------------------------------------------------------------------------- cgroups
-
-class Cgroups:
-    """How the backend uses cgroups: ``version`` is ``"v2"``, ``"v1"`` or ``"none"``;
-    ``cpu``/``freezer`` say which of the two features work."""
-
-    def __init__(self, wanted: str, root: Path) -> None:
-        self.root = Path(root)
-        self.version = "none"
-        self.cpu = False
-        self.freezer = False
-        #: v1: hierarchy -> the parent group's folder; v2: {"unified": folder}
-        self.parents: dict[str, Path] = {}
-        problems: list[str] = []
-        if wanted == "none":
-            return
-        version = wanted
-        if wanted == "auto":
-            version = "v2" if (self.root / "cgroup.controllers").exists() else "v1"
-        if version == "v2":
-            self._detect_v2(problems)
-        else:
-            self._detect_v1(problems)
-        if wanted in ("v1", "v2") and not (self.cpu and self.freezer):
-            raise EnactmentError(f"[process] cgroups = {wanted}, but cgroup {wanted} cannot be "
-                                 f"used here: {'; '.join(problems)}")
-        if self.cpu or self.freezer:
-            self.version = version
-        lost = []
-        if not self.cpu:
-            lost.append("CPU limits are off")
-        if not self.freezer:
-            lost.append("suspension uses SIGSTOP/SIGCONT to the VMs' process groups")
-        if lost:
-            detail = "; ".join(problems) or "no usable cgroup"
-            _warn_once(f"{self.root}:{wanted}",
-                       f"process backend: cgroups cannot be fully used ({detail}): "
-                       f"{', and '.join(lost)}")
-
-    # v2 -------------------------------------------------------------------------------------
-    def _detect_v2(self, problems: list[str]) -> None:
-        root = self.root
-        try:
-            controllers = (root / "cgroup.controllers").read_text().split()
-        except OSError as exc:
-            problems.append(f"no cgroup v2 at {root} ({exc.strerror or exc})")
-            return
-        parent = root / PARENT_GROUP
-        try:
-            parent.mkdir(exist_ok=True)
-        except OSError as exc:
-            problems.append(f"cannot create {parent} ({exc.strerror or exc})")
-            return
-        if not os.access(parent / "cgroup.procs", os.W_OK):
-            problems.append(f"{parent} is not writable")
-            return
-        self.parents["unified"] = parent
-        # the freezer is a core feature of v2 (Linux 5.2+), in every non-root group
-        if (parent / "cgroup.freeze").exists():
-            self.freezer = True
-        else:
-            problems.append("this kernel's cgroup v2 has no cgroup.freeze")
-        if "cpu" not in controllers:
-            problems.append(f"the cpu controller is not available in {root}")
-            return
-        # children of `parent` get cpu.max only if cpu is enabled in the subtree_control of
-        # every group above them
-        for group in (root, parent):
-            try:
-                enabled = (group / "cgroup.subtree_control").read_text().split()
-                if "cpu" not in enabled:
-                    (group / "cgroup.subtree_control").write_text("+cpu")
-            except OSError as exc:
-                problems.append(f"cannot enable the cpu controller in {group} "
-                                f"({exc.strerror or exc})")
-                return
-        self.cpu = True
-
-    # v1 -------------------------------------------------------------------------------------
-    def _detect_v1(self, problems: list[str]) -> None:
-        for hierarchy, probe in (("cpu", "cpu.cfs_quota_us"), ("freezer", "freezer.state")):
-            base = self.root / hierarchy
-            if not (base / "cgroup.procs").exists():
-                problems.append(f"no cgroup v1 {hierarchy} hierarchy at {base}")
-                continue
-            parent = base / PARENT_GROUP
-            try:
-                parent.mkdir(exist_ok=True)
-            except OSError as exc:
-                problems.append(f"cannot create {parent} ({exc.strerror or exc})")
-                continue
-            if not os.access(parent / "cgroup.procs", os.W_OK):
-                problems.append(f"{parent} is not writable")
-                continue
-            if not (parent / probe).exists():
-                problems.append(f"{parent} has no {probe}")
-                continue
-            self.parents[hierarchy] = parent
-            setattr(self, hierarchy, True)
-
-    # per VM ---------------------------------------------------------------------------------
-    def create(self, name: str, cores: float | None) -> dict[str, str]:
-        """Make the groups of one VM (``cores``: its CPU limit, None for none); returns
-        ``{"cpu": folder, "freezer": folder}`` (each only if the feature works; in v2 both are
-        the same folder)."""
-        made: dict[str, str] = {}
-        try:
-            if self.version == "v2":
-                group = self.parents["unified"] / name
-                group.mkdir(exist_ok=True)
-                if self.freezer:
-                    made["freezer"] = str(group)
-                if self.cpu:
-                    made["cpu"] = str(group)
-                    quota = "max" if cores is None else str(max(MIN_QUOTA,
-                                                                round(cores * CPU_PERIOD)))
-                    (group / "cpu.max").write_text(f"{quota} {CPU_PERIOD}")
-                if self.freezer:
-                    (group / "cgroup.freeze").write_text("0")
-            elif self.version == "v1":
-                for hierarchy in ("cpu", "freezer"):
-                    if hierarchy in self.parents:
-                        group = self.parents[hierarchy] / name
-                        group.mkdir(exist_ok=True)
-                        made[hierarchy] = str(group)
-                if "cpu" in made:
-                    group = Path(made["cpu"])
-                    (group / "cpu.cfs_period_us").write_text(str(CPU_PERIOD))
-                    quota_us = -1 if cores is None else max(MIN_QUOTA, round(cores * CPU_PERIOD))
-                    (group / "cpu.cfs_quota_us").write_text(str(quota_us))
-                if "freezer" in made:
-                    (Path(made["freezer"]) / "freezer.state").write_text("THAWED")
-        except OSError as exc:
-            remove_groups(made, retry=0)
-            raise EnactmentError(f"cannot set up the cgroup {name}: {exc}") from None
-        return made
-
-
-def _is_v2(folder: Path) -> bool:
-    return (folder / "cgroup.freeze").exists()
-
-
-def set_frozen(groups: dict[str, str], frozen: bool) -> None:
-    folder = groups.get("freezer")
-    if not folder:
-        return
-    path = Path(folder)
-    if _is_v2(path):
-        (path / "cgroup.freeze").write_text("1" if frozen else "0")
-    else:
-        (path / "freezer.state").write_text("FROZEN" if frozen else "THAWED")
-
-
-def is_frozen(groups: dict[str, str]) -> bool | None:
-    """Whether the VM's freezer group is frozen (or freezing); None without a freezer."""
-    folder = groups.get("freezer")
-    if not folder:
-        return None
-    path = Path(folder)
-    try:
-        if _is_v2(path):
-            # cgroup.freeze is what was asked; cgroup.events says "frozen 1" once done
-            return (path / "cgroup.freeze").read_text().strip() == "1"
-        return (path / "freezer.state").read_text().strip() in ("FROZEN", "FREEZING")
-    except OSError:
-        return None
-
-
-def group_pids(groups: dict[str, str]) -> list[int]:
-    pids: set[int] = set()
-    for folder in set(groups.values()):
-        try:
-            pids.update(int(p) for p in (Path(folder) / "cgroup.procs").read_text().split())
-        except (OSError, ValueError):
-            pass
-    return sorted(pids)
-
-
-def kill_groups(groups: dict[str, str]) -> None:
-    """SIGKILL every process of the VM's cgroups (even those that left its process group)."""
-    for folder in set(groups.values()):
-        kill_file = Path(folder) / "cgroup.kill"
-        if kill_file.exists():
-            try:
-                kill_file.write_text("1")
-                continue
-            except OSError:
-                pass
-    _signal_pids(group_pids(groups), signal.SIGKILL)
-
-
-def remove_groups(groups: dict[str, str], retry: float = 1.0) -> bool:
-    """rmdir the VM's cgroups, retrying for ``retry`` seconds while processes remain."""
-    deadline = time.monotonic() + retry
-    left = set(groups.values())
-    while True:
-        for folder in list(left):
-            try:
-                os.rmdir(folder)
-                left.discard(folder)
-            except FileNotFoundError:
-                left.discard(folder)
-            except OSError as exc:
-                if exc.errno not in (errno.EBUSY, errno.ENOTEMPTY):
-                    log.warning("cannot remove the cgroup %s: %s", folder, exc)
-                    left.discard(folder)
-        if not left:
-            return True
-        if time.monotonic() >= deadline:
-            log.warning("cannot remove the cgroups %s: processes remain", ", ".join(left))
-            return False
-        time.sleep(0.02)
-
-
-# -------------------------------------------------------------------------------------- backend
 
 class ProcessBackend(EnactmentBackend):
     """Each VM of a lease is a local process running the lease's command."""
 
     name = "process"
 
-    def __init__(self, ctx: "RunContext", *, cgroup_root: Path | str | None = None) -> None:
+    def __init__(self, ctx: RunContext, *, cgroup_root: Path | str | None = None) -> None:
         super().__init__(ctx)
         config = ctx.config
         self.shell = config.get("process", "shell") or "/bin/sh"
@@ -470,7 +160,7 @@ class ProcessBackend(EnactmentBackend):
                 log.warning("lease %s: VM %s never started", record["lease_id"], vm["index"])
                 remove_groups(vm.get("cgroups", {}), retry=0)
                 continue
-            vm.update(pid=pid, pgid=pid, start_time=_start_time(pid))
+            vm.update(pid=pid, pgid=pid, start_time=start_time(pid))
         record["vms"] = [vm for vm in record["vms"] if vm["pid"] is not None]
         if not record["vms"]:
             self._drop(record["lease_id"])
@@ -479,7 +169,7 @@ class ProcessBackend(EnactmentBackend):
         return record
 
     def _save(self, record: dict) -> None:
-        _write_json(self._record_path(record["lease_id"]), record)
+        write_json(self._record_path(record["lease_id"]), record)
 
     def _drop(self, lease_id: int) -> None:
         try:
@@ -510,12 +200,12 @@ class ProcessBackend(EnactmentBackend):
 
     def _vm_alive(self, vm: dict) -> bool:
         self._reap(vm["pid"])
-        return _alive(vm["pid"], vm.get("start_time"))
+        return alive(vm["pid"], vm.get("start_time"))
 
     def _vm_live_group(self, vm: dict) -> list[int]:
         """The VM's processes still there: its process group's, and its cgroups'."""
         self._reap(vm["pid"])
-        members = set(_group_members(vm["pgid"]))
+        members = set(group_members(vm["pgid"]))
         members.update(group_pids(vm.get("cgroups", {})))
         return sorted(members)
 
@@ -523,10 +213,10 @@ class ProcessBackend(EnactmentBackend):
         # the process group id stays taken while one member lives, so it names our VM's
         # group unless the whole group is gone
         if vm["pid"] == vm["pgid"]:
-            stat = _proc_stat(vm["pid"])
+            stat = proc_stat(vm["pid"])
             if stat is not None and vm.get("start_time") not in (None, stat[2]):
                 return      # the pid was reused by someone else's session
-        _signal_group(vm["pgid"], sig)
+        signal_group(vm["pgid"], sig)
 
     # interface --------------------------------------------------------------------------------
     def prepare(self, work: Work) -> None:
@@ -599,7 +289,7 @@ class ProcessBackend(EnactmentBackend):
             raise EnactmentError(f"cannot start VM {vm.index} of lease {work.lease_id}: "
                                  f"{exc}") from None
         self._children[child.pid] = child
-        entry.update(pid=child.pid, pgid=child.pid, start_time=_start_time(child.pid))
+        entry.update(pid=child.pid, pgid=child.pid, start_time=start_time(child.pid))
 
     def _wait_joined(self, vm: dict, timeout: float = 5.0) -> None:
         """Wait until the VM's wrapper has joined its cgroups (before it runs the command), so
@@ -661,7 +351,7 @@ class ProcessBackend(EnactmentBackend):
             if vm["cgroups"].get("freezer"):
                 continue
             while time.monotonic() < deadline:
-                now_stopped = _group_stopped(vm["pid"], vm["pgid"])
+                now_stopped = group_stopped(vm["pid"], vm["pgid"])
                 if now_stopped is None or now_stopped == stopped:
                     break
                 time.sleep(0.001)
@@ -677,7 +367,7 @@ class ProcessBackend(EnactmentBackend):
                 except OSError:
                     pass
                 self._signal_vm(vm, signal.SIGTERM)
-                _signal_pids(group_pids(vm["cgroups"]), signal.SIGTERM)
+                signal_pids(group_pids(vm["cgroups"]), signal.SIGTERM)
                 self._signal_vm(vm, signal.SIGCONT)     # a stopped one neither
             # most commands end at once: then clean up now; else SIGKILL after the grace
             deadline = time.monotonic() + min(self.grace, 0.2)
@@ -797,7 +487,7 @@ class ProcessBackend(EnactmentBackend):
                     continue
                 frozen = is_frozen(vm["cgroups"])
                 if frozen is None:
-                    frozen = bool(_group_stopped(vm["pid"], vm["pgid"]))
+                    frozen = bool(group_stopped(vm["pid"], vm["pgid"]))
                 live.append(frozen)
             if not live:
                 return WorkStatus("exited", next((c for c in codes if c != 0), 0))

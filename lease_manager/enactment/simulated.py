@@ -11,8 +11,8 @@ import json
 import os
 from typing import TYPE_CHECKING
 
-from lease_manager.hookspecs import hookimpl
 from lease_manager.enactment.base import EnactmentBackend, EnactmentError, Work, WorkStatus
+from lease_manager.hookspecs import hookimpl
 
 if TYPE_CHECKING:
     from lease_manager.context import RunContext
@@ -23,7 +23,7 @@ class SimulatedBackend(EnactmentBackend):
 
     name = "simulated"
 
-    def __init__(self, ctx: "RunContext") -> None:
+    def __init__(self, ctx: RunContext) -> None:
         super().__init__(ctx)
         self._file = self.state_dir() / "state.json"
         self.states: dict[int, str] = {}

@@ -84,14 +84,22 @@ import re
 import shlex
 import subprocess
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
 from lease_manager.config.schema import BOOLEAN, FLOAT, NAMES, PATH, STRING, Option
+from lease_manager.enactment.base import (
+    EnactmentBackend,
+    EnactmentError,
+    Work,
+    WorkStatus,
+    node_names,
+    work_env,
+)
 from lease_manager.hookspecs import hookimpl
-from lease_manager.enactment.base import EnactmentBackend, EnactmentError, Work, WorkStatus, node_names, work_env
 
 if TYPE_CHECKING:
     from lease_manager.context import RunContext
@@ -155,7 +163,7 @@ class SlurmBackend(EnactmentBackend):
     name = "slurm"
     can_suspend = False
 
-    def __init__(self, ctx: "RunContext") -> None:
+    def __init__(self, ctx: RunContext) -> None:
         super().__init__(ctx)
         cfg = ctx.config
         self.prefix = cfg.get("slurm", "name-prefix")

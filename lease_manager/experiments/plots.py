@@ -17,8 +17,9 @@ from __future__ import annotations
 import csv
 import math
 import re
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -42,7 +43,7 @@ def require_matplotlib() -> None:
                                 f"{INSTALL_HINT}") from None
 
 
-def _figure(width: float = 10, height: float = 5) -> "Figure":
+def _figure(width: float = 10, height: float = 5) -> Figure:
     require_matplotlib()
     from matplotlib.figure import Figure
 
@@ -90,7 +91,7 @@ def _blocks(nodes: Iterable[int]) -> list[tuple[int, int]]:
 
 # --------------------------------------------------------------------------------- figures
 def gantt(run_dir: Path, *, max_leases: int | None = 200, max_hours: float | None = None,
-          title: str | None = None) -> "Figure":
+          title: str | None = None) -> Figure:
     """One bar per lease, from its start to its end on each node it ran on (the first
     ``max_leases`` leases to start, within ``max_hours`` of the first start). Leases that share
     a multi-core node overlap (the bars are translucent)."""
@@ -116,7 +117,7 @@ def gantt(run_dir: Path, *, max_leases: int | None = 200, max_hours: float | Non
     ax = fig.add_subplot()
     rects, colors = [], []
     cmap = _colormap("tab20")
-    for i, (start, end, nodes, lease_id) in enumerate(leases):
+    for start, end, nodes, lease_id in leases:
         for first, count in _blocks(nodes):
             rects.append(Rectangle((start / HOUR, first - 0.4), (end - start) / HOUR,
                                    count - 0.2))
@@ -165,7 +166,7 @@ def _step_lines(ax, runs: Mapping[str, Path], name: str, scale: float = 1.0) -> 
     return drawn
 
 
-def usage(runs: Mapping[str, Path], *, title: str = "") -> "Figure | None":
+def usage(runs: Mapping[str, Path], *, title: str = "") -> Figure | None:
     """Utilisation (%) and queue length over time, one line per profile; None when no run
     recorded them (they need ``[accounting] probes = usage``)."""
     if not any((Path(d) / "series" / f"{n}.csv").is_file() for d in runs.values()
@@ -183,7 +184,7 @@ def usage(runs: Mapping[str, Path], *, title: str = "") -> "Figure | None":
     return fig
 
 
-def waits(waits_by_profile: Mapping[str, Sequence[float]], *, title: str = "") -> "Figure":
+def waits(waits_by_profile: Mapping[str, Sequence[float]], *, title: str = "") -> Figure:
     """The cumulative distribution of lease waits, one line per profile (a log-like time
     axis that keeps zero waits)."""
     fig = _figure(10, 5.5)
@@ -207,7 +208,7 @@ def waits(waits_by_profile: Mapping[str, Sequence[float]], *, title: str = "") -
     return fig
 
 
-def series(name: str, runs: Mapping[str, Path], *, title: str = "") -> "Figure":
+def series(name: str, runs: Mapping[str, Path], *, title: str = "") -> Figure:
     """Series ``name`` over time, one line per profile."""
     fig = _figure(12, 5)
     ax = fig.add_subplot()
@@ -219,13 +220,13 @@ def series(name: str, runs: Mapping[str, Path], *, title: str = "") -> "Figure":
 
 
 # -------------------------------------------------------------------------------- a sweep
-def _save(fig: "Figure", path: Path) -> Path:
+def _save(fig: Figure, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path)
     return path
 
 
-def make_plots(results: "Results", directory: Path, *, gantt_run: str | None = None,
+def make_plots(results: Results, directory: Path, *, gantt_run: str | None = None,
                gantt_leases: int | None = 200, gantt_hours: float | None = None,
                seed: int | None = None) -> tuple[list[Path], list[str]]:
     """Draw every figure of a sweep into ``directory/plots``; returns (PNG paths, notes)."""
@@ -261,11 +262,12 @@ def make_plots(results: "Results", directory: Path, *, gantt_run: str | None = N
                 if r["profile"] == p and r["seed"] == trace_seed}
         label = f"{trace}, seed {trace_seed}"
 
-        fig = usage(runs, title=f"utilisation and queue length: {label}")
-        if fig is None:
+        usage_fig = usage(runs, title=f"utilisation and queue length: {label}")
+        if usage_fig is None:
             usage_missing = True
         else:
-            written.append(_save(fig, plots / f"usage-{_slug(trace)}-seed-{trace_seed}.png"))
+            written.append(_save(usage_fig,
+                                 plots / f"usage-{_slug(trace)}-seed-{trace_seed}.png"))
 
         by_profile: dict[str, list[float]] = {}
         for r in rows:

@@ -14,8 +14,9 @@ import csv
 import math
 import shutil
 import statistics
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 import attrs
 
@@ -42,7 +43,7 @@ class Stat:
     max: float
 
     @classmethod
-    def of(cls, values: Sequence[float]) -> "Stat":
+    def of(cls, values: Sequence[float]) -> Stat:
         std = statistics.stdev(values) if len(values) > 1 else 0.0
         return cls(len(values), statistics.fmean(values), std, min(values), max(values))
 
@@ -175,7 +176,7 @@ def write_comparison(results: Results, metrics: Sequence[str], path: Path) -> No
 
 
 def report_command(directory: str, *, plots: bool = False, metrics: Iterable[str] = (),
-                   gantt: str | None = None, gantt_leases: int = 200,
+                   gantt: str | None = None, gantt_leases: int | None = 200,
                    gantt_hours: float | None = None, seed: int | None = None) -> int:
     """Rebuild the result table of ``directory``, print the comparison, draw the plots."""
     path = Path(directory)

@@ -1,9 +1,10 @@
 """The result table of a sweep: one row per run, from the run folders under a directory.
 
-Every run folder has ``run.json`` (written first by :func:`lease_manager.experiments.sweep.execute_run`) and
-either ``summary.json`` (done) or ``error.txt`` (failed). :func:`collect` scans them all, so the
-table can be rebuilt at any time from the folders alone; :func:`write_results` writes it as
-``results.csv`` and as the table ``runs`` of ``results.sqlite``.
+Every run folder has ``run.json`` (written first by
+:func:`lease_manager.experiments.sweep.execute_run`) and either ``summary.json`` (done) or
+``error.txt`` (failed). :func:`collect` scans them all, so the table can be rebuilt at any time
+from the folders alone; :func:`write_results` writes it as ``results.csv`` and as the table
+``runs`` of ``results.sqlite``.
 
 Columns: ``run_id, profile, trace, seed, status``, every setting of the sweep file
 (``scheduling.backfilling``, ...), ``trace_path``, then the summary's fields flattened with dots
@@ -17,8 +18,9 @@ import json
 import math
 import os
 import sqlite3
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import attrs
 
@@ -78,7 +80,8 @@ def collect(directory: str | Path) -> Results:
     directory = Path(directory)
     order, plan = _run_order(directory)
     rank = {run_id: i for i, run_id in enumerate(order)}
-    found = []
+    found: list[tuple[dict[str, Any], dict[str, Any], str, str | None]] = []
+    error: str | None
     for meta_path in directory.rglob("run.json"):
         run_dir = meta_path.parent
         if run_dir.name == ".partial":

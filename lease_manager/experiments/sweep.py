@@ -17,15 +17,21 @@ import sys
 import time
 import traceback
 import uuid
+from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import attrs
 
 from lease_manager.errors import LeaseManagerError
-from lease_manager.experiments.sweep_file import (RunSpec, Sweep, load_sweep, only_profiles,
-                                                  parse_seeds)
+from lease_manager.experiments.sweep_file import (
+    RunSpec,
+    Sweep,
+    load_sweep,
+    only_profiles,
+    parse_seeds,
+)
 
 DONE, FAILED, PARTIAL, PENDING = "done", "failed", "partial", "pending"
 

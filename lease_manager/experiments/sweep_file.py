@@ -43,8 +43,9 @@ import itertools
 import os
 import re
 import shlex
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import attrs
 

@@ -1,1 +1,2 @@
-"""The kernel: leases, resources, the slot table, the mapper, the scheduler, the event loop and clocks."""
+"""The kernel: leases, resources, the slot table, the mapper, the scheduler, the event loop
+and clocks."""

@@ -10,7 +10,8 @@ from __future__ import annotations
 import collections
 import math
 import threading
-from typing import TYPE_CHECKING, Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING
 
 from lease_manager.kernel.events import EventKind, Timeline
 from lease_manager.kernel.lease import LeaseType
@@ -32,7 +33,7 @@ class ReplayEnactment(Enactment):
     def __init__(self, timeline: Timeline) -> None:
         self.timeline = timeline
 
-    def start(self, lease: "Lease", res: "Reservation", end: float) -> None:
+    def start(self, lease: Lease, res: Reservation, end: float) -> None:
         """``lease``'s VMs run in ``res``; its work (and shutdown) ends at ``end``."""
         if end <= res.end and not math.isinf(end):
             self.timeline.push(end, EventKind.END, res)
@@ -41,15 +42,15 @@ class ReplayEnactment(Enactment):
 class Engine:
     """Steps one site's scheduler through time until the stop condition holds."""
 
-    def __init__(self, scheduler: "LeaseScheduler", table: "SlotTable", timeline: Timeline,
-                 clock: "SimulatedClock | RealClock", arrivals: Iterable["Lease"] = (), *,
+    def __init__(self, scheduler: LeaseScheduler, table: SlotTable, timeline: Timeline,
+                 clock: SimulatedClock | RealClock, arrivals: Iterable[Lease] = (), *,
                  stop_when: str = "all-leases-done", runtime: float = math.inf,
                  serve: bool = False) -> None:
         self.scheduler = scheduler
         self.table = table
         self.timeline = timeline
         self.clock = clock
-        self._arrivals: Iterator["Lease"] = iter(arrivals)
+        self._arrivals: Iterator[Lease] = iter(arrivals)
         self.stop_when = stop_when
         self.runtime = runtime
         #: keep running with nothing to do, waiting for :meth:`submit` (a daemon)
@@ -64,7 +65,7 @@ class Engine:
     def now(self) -> float:
         return self.clock.now()
 
-    def submit(self, lease: "Lease") -> None:
+    def submit(self, lease: Lease) -> None:
         """Hand a lease to the running engine from any thread; it is submitted at once."""
         self.post(lambda now: self.scheduler.submit(lease, now))
 

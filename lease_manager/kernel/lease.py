@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import enum
 import math
-from typing import TYPE_CHECKING, Any, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import numpy as np
@@ -30,7 +31,7 @@ class LeaseType(enum.Enum):
 
 class LeaseState(enum.Enum):
     NEW = "new"                  # submitted, not yet through admission
-    HELD = "held"                # accepted but held back by the queue mechanism (thesis: Prepending)
+    HELD = "held"                # accepted, held back by the queue mechanism (thesis: Prepending)
     QUEUED = "queued"            # in the wait queue (thesis: Pending)
     SCHEDULED = "scheduled"      # holds a reservation that starts in the future
     ACTIVE = "active"            # running
@@ -89,7 +90,7 @@ class VMRequest:
     vectors: np.ndarray  # shape (groups, resource types)
 
     @classmethod
-    def uniform(cls, count: int, vector: Sequence[float] | np.ndarray) -> "VMRequest":
+    def uniform(cls, count: int, vector: Sequence[float] | np.ndarray) -> VMRequest:
         v = np.asarray(vector, dtype=float).reshape(1, -1)
         v.flags.writeable = False
         return cls((int(count),), v)
@@ -148,9 +149,9 @@ class Lease:
 
     state: LeaseState = LeaseState.NEW
     #: reservations currently planned or running, in time order
-    reservations: list["Reservation"] = attrs.field(factory=list)
+    reservations: list[Reservation] = attrs.field(factory=list)
     #: every reservation the lease actually used, as it ended (for accounting and invariants)
-    allocations: list["Reservation"] = attrs.field(factory=list)
+    allocations: list[Reservation] = attrs.field(factory=list)
     #: seconds of work done so far (a suspended lease resumes with the rest)
     work_done: float = 0.0
     #: the node of each VM while the lease is suspended (where its memory images are)
@@ -169,7 +170,7 @@ class Lease:
     price: float | None = None
     reason: str = ""
 
-    def holds(self, res: "Reservation") -> bool:
+    def holds(self, res: Reservation) -> bool:
         """Whether ``res`` is part of the lease's current plan: the test that tells a live
         timeline event from a stale one (of a plan that has since changed)."""
         return any(r is res for r in self.reservations)

@@ -6,7 +6,8 @@ lease's VMs as fit on its free capacity all through the interval (Haizea's greed
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import attrs
 import numpy as np
@@ -30,7 +31,7 @@ class Placement:
     vm_shape: bytes | None = None
 
     @classmethod
-    def on_nodes(cls, vm_nodes: Sequence[int], demand: "VMRequest") -> "Placement":
+    def on_nodes(cls, vm_nodes: Sequence[int], demand: VMRequest) -> Placement:
         """The placement of ``demand``'s VMs on the given nodes (one per VM, groups in order)."""
         per_vm = demand.per_vm()
         if len(vm_nodes) != len(per_vm):
@@ -45,14 +46,14 @@ class Placement:
         return cls(tuple(int(n) for n in vm_nodes), np.asarray(nodes, dtype=np.intp),
                    np.array([sums[n] for n in nodes]), demand.shape_key)
 
-    def reservation(self, lease: "Lease | None", start: float, end: float,
+    def reservation(self, lease: Lease | None, start: float, end: float,
                     site_amount: np.ndarray | None = None,
                     kind: ReservationKind = ReservationKind.VM) -> Reservation:
         return Reservation(lease, start, end, self.nodes, self.amounts, site_amount, kind,
                            self.vm_nodes, self.vm_shape)
 
 
-def place(table: "SlotTable", demand: "VMRequest", start: float, end: float,
+def place(table: SlotTable, demand: VMRequest, start: float, end: float,
           order: Sequence[int] | np.ndarray) -> Placement | None:
     """Map ``demand`` onto the nodes in ``order`` over ``[start, end)``; ``None`` if it fails."""
     if len(demand.counts) == 1:
@@ -62,7 +63,7 @@ def place(table: "SlotTable", demand: "VMRequest", start: float, end: float,
     return _place_mixed(table.min_free(start, end), demand, np.asarray(order, dtype=np.intp))
 
 
-def place_on(free: np.ndarray, demand: "VMRequest",
+def place_on(free: np.ndarray, demand: VMRequest,
              order: Sequence[int] | np.ndarray) -> Placement | None:
     """Map ``demand`` onto nodes with free capacity ``free`` (nodes x types), visiting ``order``."""
     order = np.asarray(order, dtype=np.intp)
@@ -106,7 +107,7 @@ def _place_counts(fits: np.ndarray, count: int, vector: np.ndarray,
     return Placement(vm_nodes, nodes, amounts, vector.tobytes())
 
 
-def _place_mixed(free: np.ndarray, demand: "VMRequest", order: np.ndarray) -> Placement | None:
+def _place_mixed(free: np.ndarray, demand: VMRequest, order: np.ndarray) -> Placement | None:
     """First fit of every VM, largest first, over the hosts in order."""
     free = free.copy()
     per_vm = demand.per_vm()

@@ -9,7 +9,7 @@ not modelled (it is not in Slurm's CPU counting either).
 from __future__ import annotations
 
 import math
-from typing import Iterable, Mapping
+from collections.abc import Iterable, Mapping
 
 import attrs
 import numpy as np

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from datetime import UTC
 
 
 def parse_duration(text: str) -> float:
@@ -52,7 +53,7 @@ def parse_instant(text: str, now: float) -> float:
     s = text.strip()
     if s.startswith("+"):
         return now + parse_duration(s[1:])
-    from datetime import datetime, timezone
+    from datetime import datetime
 
     try:
         moment = datetime.fromisoformat(s[:-1] + "+00:00" if s.endswith(("Z", "z")) else s)
@@ -60,7 +61,7 @@ def parse_instant(text: str, now: float) -> float:
         raise ValueError(f"{text!r} is not a time (ISO-8601 such as 2026-11-22T14:30:00Z, "
                          f"or +HH:MM:SS from now)") from None
     if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
+        moment = moment.replace(tzinfo=UTC)
     return moment.timestamp()
 
 
@@ -68,8 +69,8 @@ def format_instant(seconds: float | None) -> str | None:
     """ISO-8601 in UTC with a ``Z`` (milliseconds kept when there are any); None stays None."""
     if seconds is None or math.isinf(seconds):
         return None
-    from datetime import datetime, timezone
+    from datetime import datetime
 
-    moment = datetime.fromtimestamp(seconds, tz=timezone.utc)
+    moment = datetime.fromtimestamp(seconds, tz=UTC)
     spec = "milliseconds" if moment.microsecond else "seconds"
     return moment.isoformat(timespec=spec).replace("+00:00", "Z")

@@ -12,18 +12,18 @@ import collections
 import csv
 import json
 import math
+from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from lease_manager.hookspecs import hookimpl
-
 from lease_manager.kernel.lease import LeaseState
 
 if TYPE_CHECKING:
-    from lease_manager.kernel.lease import Lease
     from lease_manager.context import RunContext
+    from lease_manager.kernel.lease import Lease
 
 COLUMNS = ("lease_id", "source_id", "type", "state", "submit", "start", "end", "vms",
            "requested", "actual", "wait", "price", "reason", "nodes")
@@ -70,20 +70,20 @@ class Accounting:
 
     # ------------------------------------------------------------------------ observing
     @hookimpl(tryfirst=True)
-    def lease_submitted(self, ctx: "RunContext", lease: "Lease", now: float) -> None:
+    def lease_submitted(self, ctx: RunContext, lease: Lease, now: float) -> None:
         self.submitted += 1
         if lease.submit < self.first_submit:
             self.first_submit = lease.submit
 
     @hookimpl(tryfirst=True)
-    def lease_rejected(self, ctx: "RunContext", lease: "Lease", now: float) -> None:
+    def lease_rejected(self, ctx: RunContext, lease: Lease, now: float) -> None:
         self.record(lease)
 
     @hookimpl(tryfirst=True)
-    def lease_ended(self, ctx: "RunContext", lease: "Lease", now: float) -> None:
+    def lease_ended(self, ctx: RunContext, lease: Lease, now: float) -> None:
         self.record(lease)
 
-    def record(self, lease: "Lease") -> None:
+    def record(self, lease: Lease) -> None:
         """Account for ``lease`` in its current state (once per lease)."""
         if lease.id in self._seen:
             raise AssertionError(f"lease {lease.id} is accounted for twice")
@@ -96,8 +96,9 @@ class Accounting:
         self.preemptions += lease.preemptions
         self.suspensions += lease.suspensions
         self.time_suspended += lease.time_suspended
-        if lease.deadline is not None and state is LeaseState.DONE:
-            self.deadlines["met" if lease.end <= lease.deadline + 1e-9 else "missed"] += 1
+        end = lease.end
+        if lease.deadline is not None and state is LeaseState.DONE and end is not None:
+            self.deadlines["met" if end <= lease.deadline + 1e-9 else "missed"] += 1
         wait = lease.wait
         if wait is not None:
             self._started += 1
@@ -109,12 +110,13 @@ class Accounting:
             self.used += res.amounts.sum(axis=0) * (res.end - res.start)
             nodes.update(res.nodes.tolist())
         if state is LeaseState.DONE:
+            assert end is not None and lease.start is not None and wait is not None
             self._completed += 1
-            run_time = lease.end - lease.start
+            run_time = end - lease.start
             if run_time > 0:
                 self._slowdown += (wait + run_time) / run_time
             self._bounded_slowdown += max(1.0, (wait + run_time) / max(run_time, SLOWDOWN_BOUND))
-            self.last_end = max(self.last_end, lease.end)
+            self.last_end = max(self.last_end, end)
             if lease.price and math.isfinite(lease.price):
                 self.revenue += lease.price
         self._rows.append((lease.id, lease.source_id or "", lease.type.value, state.value,
@@ -122,7 +124,7 @@ class Accounting:
                            lease.requested_duration, lease.actual_duration, wait,
                            lease.price, lease.reason, tuple(sorted(nodes))))
 
-    def finish(self, unfinished: Iterable["Lease"]) -> None:
+    def finish(self, unfinished: Iterable[Lease]) -> None:
         """Account for the leases still active when the run stopped."""
         for lease in unfinished:
             self.record(lease)

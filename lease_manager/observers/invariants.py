@@ -13,12 +13,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from lease_manager.hookspecs import hookimpl
-
 from lease_manager.kernel.lease import LeaseType
 
 if TYPE_CHECKING:
-    from lease_manager.kernel.lease import Lease
     from lease_manager.context import RunContext
+    from lease_manager.kernel.lease import Lease
 
 TOLERANCE = 1e-6
 
@@ -41,7 +40,7 @@ class InvariantChecker:
         self.violations: list[str] = []
 
     @hookimpl(tryfirst=True)
-    def lease_started(self, ctx: "RunContext", lease: "Lease", now: float) -> None:
+    def lease_started(self, ctx: RunContext, lease: Lease, now: float) -> None:
         if lease.id in self._running:
             self.violations.append(f"lease {lease.id} started twice (at {now})")
         self._running.add(lease.id)
@@ -51,11 +50,11 @@ class InvariantChecker:
                                    f"{lease.promised_start} it was promised")
 
     @hookimpl(tryfirst=True)
-    def lease_preempted(self, ctx: "RunContext", lease: "Lease", now: float) -> None:
+    def lease_preempted(self, ctx: RunContext, lease: Lease, now: float) -> None:
         self._running.discard(lease.id)
 
     @hookimpl(tryfirst=True)
-    def lease_ended(self, ctx: "RunContext", lease: "Lease", now: float) -> None:
+    def lease_ended(self, ctx: RunContext, lease: Lease, now: float) -> None:
         self._running.discard(lease.id)
         for res in lease.allocations:
             k = len(res.nodes)

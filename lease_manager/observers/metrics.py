@@ -24,7 +24,7 @@ class Metrics:
 
     def write(self, directory: Path) -> list[Path]:
         """Write every series as ``directory/NAME.csv`` (columns ``time,value``)."""
-        written = []
+        written: list[Path] = []
         if not self.series:
             return written
         directory.mkdir(parents=True, exist_ok=True)

@@ -7,13 +7,14 @@ have are those of the base classes below; subclassing them is optional.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 if TYPE_CHECKING:
-    from lease_manager.kernel.lease import Lease
     from lease_manager.context import RunContext
+    from lease_manager.kernel.lease import Lease
     from lease_manager.kernel.slottable import SlotTableView
 
 #: The kinds of policy the core selects by name from the ini file.
@@ -27,7 +28,7 @@ class Policy:
     kind: str = ""
     name: str = ""
 
-    def __init__(self, ctx: "RunContext") -> None:
+    def __init__(self, ctx: RunContext) -> None:
         self.ctx = ctx
 
 
@@ -36,7 +37,7 @@ class AdmissionPolicy(Policy):
 
     kind = "admission"
 
-    def admit(self, lease: "Lease", now: float) -> str | None:
+    def admit(self, lease: Lease, now: float) -> str | None:
         """Return None to accept ``lease``, or the reason for rejecting it."""
         raise NotImplementedError
 
@@ -46,11 +47,11 @@ class PricingPolicy(Policy):
 
     kind = "pricing"
 
-    def price(self, lease: "Lease", now: float) -> float:
+    def price(self, lease: Lease, now: float) -> float:
         """The price of ``lease`` (in the run's currency)."""
         raise NotImplementedError
 
-    def surcharge(self, lease: "Lease", seconds_suspended: float) -> float:
+    def surcharge(self, lease: Lease, seconds_suspended: float) -> float:
         """Added to the price when the lease ends, for the time it spent suspending, suspended
         and resuming (none by default)."""
         return 0.0
@@ -66,15 +67,15 @@ class QueuePolicy(Policy):
 
     kind = "queue"
 
-    def hold(self, lease: "Lease", now: float) -> bool:
+    def hold(self, lease: Lease, now: float) -> bool:
         """True to hold ``lease`` back instead of putting it in the wait queue."""
         return False
 
-    def release(self, held: Sequence["Lease"], now: float) -> Iterable["Lease"]:
+    def release(self, held: Sequence[Lease], now: float) -> Iterable[Lease]:
         """Called at the start of every scheduling cycle: the held leases to queue now."""
         return ()
 
-    def sort_key(self, lease: "Lease") -> Any:
+    def sort_key(self, lease: Lease) -> Any:
         """Position in the wait queue (smaller first); ties keep arrival order."""
         return (lease.submit, lease.id)
 
@@ -86,7 +87,7 @@ class Annotator(Policy):
 
     kind = "annotator"
 
-    def annotate(self, lease: "Lease") -> None:
+    def annotate(self, lease: Lease) -> None:
         """Set attributes of ``lease`` (usually in ``lease.extra``)."""
         raise NotImplementedError
 
@@ -96,7 +97,7 @@ class PreemptionPolicy(Policy):
 
     kind = "preemption"
 
-    def score(self, preemptor: "Lease", preemptee: "Lease", now: float) -> float | None:
+    def score(self, preemptor: Lease, preemptee: Lease, now: float) -> float | None:
         """None if ``preemptee`` may not be preempted by ``preemptor``; otherwise a score,
         higher meaning preempted sooner."""
         raise NotImplementedError
@@ -107,8 +108,8 @@ class HostSelectionPolicy(Policy):
 
     kind = "host-selection"
 
-    def order_hosts(self, lease: "Lease", start: float, end: float,
-                    table: "SlotTableView") -> Sequence[int] | np.ndarray:
+    def order_hosts(self, lease: Lease, start: float, end: float,
+                    table: SlotTableView) -> Sequence[int] | np.ndarray:
         """Node indices, best first, for placing ``lease`` over ``[start, end)``.
 
         Nodes left out are not used. Read the schedule through ``table``'s public queries.

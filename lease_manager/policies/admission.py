@@ -15,8 +15,8 @@ from lease_manager.policies import AdmissionPolicy
 from lease_manager.policies.utilization import cpu_index, projected_utilization
 
 if TYPE_CHECKING:
-    from lease_manager.kernel.lease import Lease
     from lease_manager.context import RunContext
+    from lease_manager.kernel.lease import Lease
 
 
 class NoARs(AdmissionPolicy):
@@ -24,7 +24,7 @@ class NoARs(AdmissionPolicy):
 
     name = "no-ARs"
 
-    def admit(self, lease: "Lease", now: float) -> str | None:
+    def admit(self, lease: Lease, now: float) -> str | None:
         if lease.type is LeaseType.ADVANCE_RESERVATION:
             return "advance reservations are not accepted"
         return None
@@ -43,12 +43,12 @@ class UtilizationThreshold(AdmissionPolicy):
 
     name = "utilization-threshold"
 
-    def __init__(self, ctx: "RunContext") -> None:
+    def __init__(self, ctx: RunContext) -> None:
         super().__init__(ctx)
         self.threshold = float(ctx.config.get("admission", "threshold"))
         self._cpu = cpu_index(ctx.site.types)
 
-    def admit(self, lease: "Lease", now: float) -> str | None:
+    def admit(self, lease: Lease, now: float) -> str | None:
         p = projected_utilization(self.ctx.table, lease, now, self._cpu)
         if p.utilization > self.threshold:
             return (f"projected utilization {p.utilization:.2%} over [{p.start:g}, {p.end:g}) "

@@ -16,7 +16,7 @@ class AcceptAll(AdmissionPolicy):
 
     name = "accept-all"
 
-    def admit(self, lease: "Lease", now: float) -> str | None:
+    def admit(self, lease: Lease, now: float) -> str | None:
         return None
 
 
@@ -25,7 +25,7 @@ class Free(PricingPolicy):
 
     name = "free"
 
-    def price(self, lease: "Lease", now: float) -> float:
+    def price(self, lease: Lease, now: float) -> float:
         return 0.0
 
 

@@ -11,7 +11,7 @@ from lease_manager.policies import HostSelectionPolicy
 
 if TYPE_CHECKING:
     from lease_manager.kernel.lease import Lease
-    from lease_manager.kernel.slottable import SlotTable
+    from lease_manager.kernel.slottable import SlotTableView
 
 
 class NoPolicy(HostSelectionPolicy):
@@ -19,8 +19,8 @@ class NoPolicy(HostSelectionPolicy):
 
     name = "no-policy"
 
-    def order_hosts(self, lease: "Lease", start: float, end: float,
-                    table: "SlotTable") -> np.ndarray:
+    def order_hosts(self, lease: Lease, start: float, end: float,
+                    table: SlotTableView) -> np.ndarray:
         return np.arange(table.capacity.shape[0])
 
 
@@ -35,8 +35,8 @@ class GreedyPolicy(HostSelectionPolicy):
     name = "greedy"
     HORIZON = 4
 
-    def order_hosts(self, lease: "Lease", start: float, end: float,
-                    table: "SlotTable") -> np.ndarray:
+    def order_hosts(self, lease: Lease, start: float, end: float,
+                    table: SlotTableView) -> np.ndarray:
         counts = np.minimum(table.lease_counts_at(start), self.HORIZON)
         lease_score = (self.HORIZON - counts) / self.HORIZON
         duration = end - start
@@ -44,7 +44,8 @@ class GreedyPolicy(HostSelectionPolicy):
         if np.isinf(duration):   # an unlimited lease: only capacity free for ever lasts
             duration_score = np.where(np.isinf(lasts), 1.0, 0.0)
         else:
-            duration_score = np.minimum(lasts / duration, 1.0) if duration > 0 else 1.0
+            duration_score = (np.minimum(lasts / duration, 1.0) if duration > 0
+                              else np.ones(len(lasts)))
         score = 0.5 * lease_score + 0.25 + 0.25 * duration_score
         return np.argsort(-score, kind="stable")   # ties by node index
 

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 AGE_HORIZON = 7 * 86400.0
 
 
-def age_score(lease: "Lease", now: float) -> float | None:
+def age_score(lease: Lease, now: float) -> float | None:
     """1 for a lease submitted now, falling to 0 at a week; None beyond."""
     age = now - lease.submit
     if age >= AGE_HORIZON:
@@ -31,7 +31,7 @@ class NoPreemption(PreemptionPolicy):
 
     name = "no-preemption"
 
-    def score(self, preemptor: "Lease", preemptee: "Lease", now: float) -> float | None:
+    def score(self, preemptor: Lease, preemptee: Lease, now: float) -> float | None:
         return None
 
 
@@ -40,10 +40,11 @@ class ARPreemptsBE(PreemptionPolicy):
 
     name = "ar-preempts-be"
 
-    def score(self, preemptor: "Lease", preemptee: "Lease", now: float) -> float | None:
+    def score(self, preemptor: Lease, preemptee: Lease, now: float) -> float | None:
         if preemptor.type is not LeaseType.ADVANCE_RESERVATION:
             return None
-        if preemptee.type is not LeaseType.BEST_EFFORT or preemptee.extra.get("preemptible") is False:
+        if (preemptee.type is not LeaseType.BEST_EFFORT
+                or preemptee.extra.get("preemptible") is False):
             return None
         return age_score(preemptee, now)
 
@@ -54,7 +55,7 @@ class ARPreemptsEverything(PreemptionPolicy):
 
     name = "ar-preempts-everything"
 
-    def score(self, preemptor: "Lease", preemptee: "Lease", now: float) -> float | None:
+    def score(self, preemptor: Lease, preemptee: Lease, now: float) -> float | None:
         if preemptor.type is not LeaseType.ADVANCE_RESERVATION:
             return None
         if (preemptee.type is LeaseType.ADVANCE_RESERVATION

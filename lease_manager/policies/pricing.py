@@ -29,8 +29,8 @@ from lease_manager.policies import PricingPolicy
 from lease_manager.policies.utilization import cpu_index, projected_utilization
 
 if TYPE_CHECKING:
-    from lease_manager.kernel.lease import Lease
     from lease_manager.context import RunContext
+    from lease_manager.kernel.lease import Lease
 
 HOUR = 3600.0
 
@@ -58,29 +58,29 @@ RATES = OptionType("list of numbers (e.g. '0.5, 1.0, 2.0')", _parse_rates,
 class CPUHourPricing(PricingPolicy):
     """Base of the rate-per-CPU-hour policies: subclasses give :meth:`rate`."""
 
-    def __init__(self, ctx: "RunContext") -> None:
+    def __init__(self, ctx: RunContext) -> None:
         super().__init__(ctx)
         cfg = ctx.config
         self.cpu_unit = float(cfg.get("pricing", "cpu-unit"))
         self.suspension_rate = float(cfg.get("pricing", "suspension-surcharge"))
         self._cpu = cpu_index(ctx.site.types)
 
-    def cpus(self, lease: "Lease") -> float:
+    def cpus(self, lease: Lease) -> float:
         """The lease's CPUs: its total CPU amount over ``[pricing] cpu-unit``."""
         return float(lease.vms.total[self._cpu]) / self.cpu_unit
 
-    def rate(self, lease: "Lease", now: float) -> float:
+    def rate(self, lease: Lease, now: float) -> float:
         """The price of one CPU-hour of ``lease``."""
         raise NotImplementedError
 
-    def price(self, lease: "Lease", now: float) -> float:
+    def price(self, lease: Lease, now: float) -> float:
         rate = self.rate(lease, now)
         cpus = self.cpus(lease)
         if rate == 0 or cpus == 0:   # not nan for an unlimited lease
             return 0.0
         return float(rate * cpus * lease.requested_duration / HOUR)
 
-    def surcharge(self, lease: "Lease", seconds_suspended: float) -> float:
+    def surcharge(self, lease: Lease, seconds_suspended: float) -> float:
         """What ``lease`` owes for ``seconds_suspended`` seconds spent suspending, suspended
         and resuming: ``[pricing] suspension-surcharge`` per CPU-hour. Called by the core when
         the lease ends; the result is added to the lease's price."""
@@ -94,11 +94,11 @@ class Constant(CPUHourPricing):
 
     name = "constant"
 
-    def __init__(self, ctx: "RunContext") -> None:
+    def __init__(self, ctx: RunContext) -> None:
         super().__init__(ctx)
         self._rate = float(ctx.config.get("pricing", "rate"))
 
-    def rate(self, lease: "Lease", now: float) -> float:
+    def rate(self, lease: Lease, now: float) -> float:
         return self._rate
 
 
@@ -115,11 +115,11 @@ class Maximum(CPUHourPricing):
 
     name = "maximum"
 
-    def __init__(self, ctx: "RunContext") -> None:
+    def __init__(self, ctx: RunContext) -> None:
         super().__init__(ctx)
         self._rate = max(ctx.config.get("pricing", "rates"))
 
-    def rate(self, lease: "Lease", now: float) -> float:
+    def rate(self, lease: Lease, now: float) -> float:
         return self._rate
 
 
@@ -134,12 +134,12 @@ class Adaptive(CPUHourPricing):
 
     name = "adaptive"
 
-    def __init__(self, ctx: "RunContext") -> None:
+    def __init__(self, ctx: RunContext) -> None:
         super().__init__(ctx)
         self._rate = float(ctx.config.get("pricing", "rate"))
         self.factor = float(ctx.config.get("pricing", "adaptive-factor"))
 
-    def rate(self, lease: "Lease", now: float) -> float:
+    def rate(self, lease: Lease, now: float) -> float:
         if self._rate == 0 or self.factor == 0:
             return self._rate
         projection = projected_utilization(self.ctx.table, lease, now, self._cpu)

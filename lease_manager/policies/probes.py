@@ -19,12 +19,12 @@ class UsageProbe(Policy):
     kind = "probe"
     name = "usage"
 
-    def __init__(self, ctx: "RunContext") -> None:
+    def __init__(self, ctx: RunContext) -> None:
         super().__init__(ctx)
         self._total = float(ctx.site.total[0]) or 1.0
 
     @hookimpl
-    def scheduling_cycle_end(self, ctx: "RunContext", now: float) -> None:
+    def scheduling_cycle_end(self, ctx: RunContext, now: float) -> None:
         sched = ctx.scheduler
         metrics = ctx.metrics
         metrics.record("queue_length", now,

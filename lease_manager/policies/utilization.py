@@ -14,15 +14,15 @@ from typing import TYPE_CHECKING, NamedTuple
 if TYPE_CHECKING:
     from lease_manager.kernel.lease import Lease
     from lease_manager.kernel.resources import ResourceTypes
-    from lease_manager.kernel.slottable import SlotTable
+    from lease_manager.kernel.slottable import SlotTable, SlotTableView
 
 
-def cpu_index(types: "ResourceTypes") -> int:
+def cpu_index(types: ResourceTypes) -> int:
     """The index of the ``CPU`` resource type (the first type if the site has no ``CPU``)."""
     return types.names.index("CPU") if "CPU" in types.names else 0
 
 
-def lease_interval(lease: "Lease", now: float) -> tuple[float, float]:
+def lease_interval(lease: Lease, now: float) -> tuple[float, float]:
     """The interval a lease would occupy, as admission sees it: from its requested start
     (advance reservations; the earliest start of deadline leases), never before ``now``, or
     from ``now`` (best-effort and immediate leases), for its requested duration."""
@@ -45,7 +45,7 @@ class Projection(NamedTuple):
     capacity: float
 
 
-def projected_utilization(table: "SlotTable", lease: "Lease", now: float,
+def projected_utilization(table: SlotTable | SlotTableView, lease: Lease, now: float,
                           resource: int = 0) -> Projection:
     """The utilisation of resource ``resource`` over the lease's interval
     (:func:`lease_interval`) if the lease were added:

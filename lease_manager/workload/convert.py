@@ -1,8 +1,9 @@
 """Converting workloads between SWF and LWF, and merging workloads from several sources.
 
-- :func:`swf_to_lwf` applies the SWF replay rules (:func:`lease_manager.workload.swf.swf_leases`: the same
-  filters, skips and durations as a replay) and writes the leases as LWF, so that replaying
-  the LWF file gives exactly the leases replaying the SWF file gives.
+- :func:`swf_to_lwf` applies the SWF replay rules
+  (:func:`lease_manager.workload.swf.swf_leases`: the same filters, skips and durations as a
+  replay) and writes the leases as LWF, so that replaying the LWF file gives exactly the
+  leases replaying the SWF file gives.
 - :func:`lwf_to_swf` writes what SWF can express: best-effort leases of one VM size. Advance
   reservations, immediate and deadline leases, and leases with VMs of several sizes are skipped
   and counted (or, with ``strict=True``, stop the conversion naming the lease's line).
@@ -17,16 +18,16 @@ import heapq
 import itertools
 import math
 import os
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Iterable, Iterator
 
 import attrs
 import numpy as np
 
 from lease_manager.errors import TraceError
 from lease_manager.kernel.lease import Lease, LeaseType
-from lease_manager.workload.lwf import read_lwf, write_lwf
 from lease_manager.kernel.resources import NodeSet, ResourceTypes
+from lease_manager.workload.lwf import read_lwf, write_lwf
 from lease_manager.workload.swf import SWFConversion, SWFReader, TraceStats, swf_leases
 
 

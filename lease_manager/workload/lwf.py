@@ -1,8 +1,8 @@
 """Haizea's lease workload format (LWF): reading and writing XML lease workloads.
 
 An LWF file lists lease requests, each with its arrival time, and may describe the site it was
-made for (see ``lease_manager/workload/schemas/lwf.xsd`` for the format, validated on every read). Unlike
-SWF it expresses every lease type, VMs of several sizes, and free attributes:
+made for (see ``lease_manager/workload/schemas/lwf.xsd`` for the format, validated on every
+read). Unlike SWF it expresses every lease type, VMs of several sizes, and free attributes:
 
 - ``<start/>`` best-effort; ``<start><now/></start>`` immediate; ``<start><exact time=.../>``
   advance reservation (``start_request``); with ``<deadline>`` any of these is a deadline lease
@@ -38,8 +38,9 @@ import importlib.resources
 import math
 import os
 import re
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
 import attrs
 import numpy as np

@@ -12,8 +12,9 @@ import gzip
 import io
 import math
 import re
+from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Iterator, NamedTuple
+from typing import IO, NamedTuple
 
 import attrs
 import numpy as np
@@ -72,8 +73,8 @@ class SWFJob(NamedTuple):
 
 
 _INT_FIELDS = tuple(i for i, (name, _) in enumerate(FIELDS)
-                    if name in ("job", "allocated_procs", "requested_procs", "status", "user", "group",
-                                "executable", "queue", "partition", "preceding_job"))
+                    if name in ("job", "allocated_procs", "requested_procs", "status", "user",
+                                "group", "executable", "queue", "partition", "preceding_job"))
 
 
 def open_text(path: str | Path) -> IO[str]:

@@ -9,8 +9,17 @@ from pathlib import Path
 import pytest
 
 import lease_manager
-from lease_manager.config.schema import (BOOLEAN, DURATION, FLOAT, INTEGER, NAMES, STRING, Option,
-                                  Schema, load_config)
+from lease_manager.config.schema import (
+    BOOLEAN,
+    DURATION,
+    FLOAT,
+    INTEGER,
+    NAMES,
+    STRING,
+    Option,
+    Schema,
+    load_config,
+)
 from lease_manager.errors import ConfigError
 from lease_manager.plugins import Plugins
 

@@ -8,17 +8,17 @@ import gzip
 import http.client
 import json
 import stat
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from daemon_support import ThreadDaemon, lwf, lwf_request, write_config
-
 from lease_manager.daemon.api import STATES
 from lease_manager.daemon.lease_requests import FIELDS, TYPES
 from lease_manager.kernel.timeutil import format_instant
+
+from daemon_support import ThreadDaemon, lwf, lwf_request, write_config
 
 MAX_BODY = 256 * 1024
 SITE = "4 CPU:1 Memory:1024"          # four nodes; the default VM is CPU:1 Memory:512
@@ -135,7 +135,7 @@ def test_submit_advance_reservation_relative(td):
 @pytest.mark.parametrize("zone", ["Z", "+02:00", "-05:30"])
 def test_submit_advance_reservation_iso(td, zone):
     at = int(td.daemon.clock.now()) + 7200
-    utc = datetime.fromtimestamp(at, timezone.utc)
+    utc = datetime.fromtimestamp(at, UTC)
     if zone == "Z":
         text = utc.strftime("%Y-%m-%dT%H:%M:%SZ")
     else:

@@ -12,9 +12,9 @@ import time
 from datetime import datetime
 from pathlib import Path
 
-from daemon_support import ProcessDaemon, kill_leftover_processes, wait_for, write_config
 from lease_manager.errors import LeaseManagerError
 
+from daemon_support import ProcessDaemon, kill_leftover_processes, wait_for, write_config
 
 #: how late (wall seconds) a process may start or stop on a loaded 2-core machine
 TOLERANCE = 1.0
@@ -127,7 +127,7 @@ def test_sigkill_in_the_middle_of_200_leases_loses_nothing_and_runs_nothing_twic
     daemon = ProcessDaemon(config)
 
     def submit(n: int) -> None:
-        for i in range(n):
+        for _ in range(n):
             try:
                 v = daemon.client.submit({"duration": 5, "command": command,
                                           "name": f"job-{len(accepted)}"})

@@ -7,8 +7,9 @@ import time
 
 import pytest
 
-from daemon_support import ThreadDaemon, wait_for, write_config
 from lease_manager.errors import ConfigError
+
+from daemon_support import ThreadDaemon, wait_for, write_config
 from slurm_support import sh as _sh
 
 

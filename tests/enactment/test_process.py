@@ -13,13 +13,15 @@ from types import SimpleNamespace
 
 import pytest
 
-from daemon_support import wait_for
 from lease_manager.config.schema import load_config
 from lease_manager.enactment import process as process_mod
+from lease_manager.enactment import processes
 from lease_manager.enactment.base import EnactmentError, VMWork, Work
-from lease_manager.enactment.process import ProcessBackend, _proc_stat
-from lease_manager.plugins import Plugins
+from lease_manager.enactment.process import ProcessBackend, proc_stat
 from lease_manager.kernel.resources import parse_site
+from lease_manager.plugins import Plugins
+
+from daemon_support import wait_for
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc")
 
@@ -81,12 +83,12 @@ def record(backend: ProcessBackend, lease_id: int) -> dict:
 
 
 def gone(pid: int) -> bool:
-    stat = _proc_stat(pid)
+    stat = proc_stat(pid)
     return stat is None or stat[0] == "Z"
 
 
 def group_gone(pgid: int) -> bool:
-    return not process_mod._group_members(pgid)
+    return not processes.group_members(pgid)
 
 
 COUNTER = 'i=0; while :; do i=$((i+1)); echo $i >> count; sleep 0.05; done'
@@ -126,7 +128,7 @@ def test_start_env_status_stop(tmp_path, backends):
     b.stop(7)
     assert b.status(7).state == "absent"
     for pid in pids:
-        wait_for(lambda: group_gone(pid), 3, f"process group {pid} to end")
+        wait_for(lambda pid=pid: group_gone(pid), 3, f"process group {pid} to end")
     b.stop(7)           # idempotent
     b.stop(99)
     assert b.status(7).state == "absent"
@@ -189,8 +191,8 @@ def check_suspend_resume(b: ProcessBackend, tmp_path: Path, lease_id: int) -> No
     if vm["cgroups"].get("freezer"):
         assert process_mod.is_frozen(vm["cgroups"]) is True
     else:
-        wait_for(lambda: process_mod._group_stopped(vm["pid"], vm["pgid"]), 2, "SIGSTOP")
-        assert _proc_stat(vm["pid"])[0] == "T"
+        wait_for(lambda: processes.group_stopped(vm["pid"], vm["pgid"]), 2, "SIGSTOP")
+        assert proc_stat(vm["pid"])[0] == "T"
     time.sleep(0.1)          # let a write in flight land
     before = size(count)
     time.sleep(0.3)
@@ -280,7 +282,7 @@ def test_restart_finds_work(tmp_path, backends):
     third.stop(11)
     assert second.status(11).state == "absent"
     for pid in pids:
-        wait_for(lambda: group_gone(pid), 3, f"process group {pid} to end")
+        wait_for(lambda pid=pid: group_gone(pid), 3, f"process group {pid} to end")
     third.stop(11)
 
 
@@ -319,7 +321,7 @@ def test_unfinished_stop_is_finished_by_a_new_backend(tmp_path, backends):
 def test_no_cgroups_degrades_with_one_warning(tmp_path, caplog, backends):
     fake = tmp_path / "fake-cgroup"        # nothing mounted there
     fake.mkdir()
-    process_mod._warned.clear()
+    processes._warned.clear()
     with caplog.at_level(logging.WARNING, "lease_manager.enactment.process"):
         b = make_backend(tmp_path, cgroup_root=fake)
         backends.append(b)
@@ -352,7 +354,7 @@ def test_v2_detection_on_a_fake_root(tmp_path, caplog):
     (fake / "cgroup.controllers").write_text("memory io\n")
     (fake / "lease_manager" / "cgroup.procs").write_text("")
     (fake / "lease_manager" / "cgroup.freeze").write_text("0\n")
-    process_mod._warned.clear()
+    processes._warned.clear()
     with caplog.at_level(logging.WARNING, "lease_manager.enactment.process"):
         groups = process_mod.Cgroups("auto", fake)
     assert (groups.version, groups.freezer, groups.cpu) == ("v2", True, False)

@@ -12,13 +12,15 @@ from pathlib import Path
 
 import pytest
 
-from daemon_support import wait_for as poll
-from slurm_support import sh as _sh
 from lease_manager.config.schema import load_config
 from lease_manager.enactment.base import EnactmentError, VMWork, Work
 from lease_manager.enactment.slurm import SlurmBackend
-from lease_manager.plugins import Plugins
 from lease_manager.kernel.resources import parse_site
+from lease_manager.plugins import Plugins
+
+from daemon_support import wait_for as poll
+from slurm_support import sh as _sh
+
 
 def make_backend(tmp_path: Path, node: str | None, cpus: int, **slurm: str) -> SlurmBackend:
     options = {"nodes": node or "", **slurm}

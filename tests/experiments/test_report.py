@@ -14,13 +14,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from test_sweep import make_sweep, read_csv
 
 from lease_manager import cli
 from lease_manager.errors import LeaseManagerError
 from lease_manager.experiments.report import default_metrics, report_command
 from lease_manager.experiments.results import collect
 from lease_manager.experiments.sweep import load_sweep, run_sweep
-from test_sweep import make_sweep, read_csv
 
 mpl = pytest.importorskip("matplotlib")
 from matplotlib.collections import PatchCollection  # noqa: E402

@@ -19,12 +19,13 @@ from pathlib import Path
 
 import pytest
 
-from support import TRACES
 from lease_manager import cli
 from lease_manager.errors import ConfigError, LeaseManagerError
-from lease_manager.plugins import Plugins
 from lease_manager.experiments.results import TIMING_COLUMNS
 from lease_manager.experiments.sweep import load_sweep, parse_seeds, run_status, run_sweep
+from lease_manager.plugins import Plugins
+
+from support import TRACES
 
 ROOT = Path(__file__).resolve().parents[2]
 TRACE = TRACES / "sdsc-blue-600requests.swf"

@@ -11,6 +11,7 @@ from lease_manager import cli
 from lease_manager.errors import ConfigError
 from lease_manager.experiments.sweep_file import load_sweep, only_profiles
 from lease_manager.plugins import Plugins
+
 from support import ROOT, TRACES
 
 TRACE = TRACES / "sdsc-blue-600requests.swf"

@@ -5,13 +5,13 @@ from __future__ import annotations
 import threading
 import time
 
-from support import HOUR, MIN, be
-from lease_manager.kernel.clock import RealClock, SimulatedClock
 from lease_manager.config.schema import load_config
+from lease_manager.kernel.clock import RealClock, SimulatedClock
 from lease_manager.kernel.lease import LeaseState
 from lease_manager.plugins import Plugins
 from lease_manager.run import Run
-from support import five_leases
+
+from support import HOUR, MIN, be, five_leases
 
 
 def _run(leases, clock, **kw) -> Run:

@@ -5,10 +5,11 @@ from __future__ import annotations
 import pytest
 
 import lease_manager
-from support import HOUR, MIN, be, simulate
 from lease_manager import QueuePolicy
 from lease_manager.kernel.lease import LeaseState
 from lease_manager.plugins import Plugins
+
+from support import HOUR, MIN, be, simulate
 
 
 class HoldEverything(QueuePolicy):

@@ -6,8 +6,14 @@ import numpy as np
 import pytest
 
 from lease_manager.errors import IllegalTransition
-from lease_manager.kernel.lease import (TERMINAL_STATES, TRANSITIONS, Lease, LeaseState, LeaseType,
-                                 VMRequest)
+from lease_manager.kernel.lease import (
+    TERMINAL_STATES,
+    TRANSITIONS,
+    Lease,
+    LeaseState,
+    LeaseType,
+    VMRequest,
+)
 
 S = LeaseState
 

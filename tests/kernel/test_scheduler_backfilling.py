@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from support import HOUR, MIN, be, five_leases, simulate, times
 from lease_manager.kernel.lease import LeaseState
+
+from support import HOUR, MIN, be, five_leases, simulate, times
 
 
 def test_off_head_of_line_blocks():

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import pytest
 
-from support import HOUR, MIN, simulate
 from lease_manager.kernel.lease import Lease, LeaseState, LeaseType, VMRequest
+
+from support import HOUR, MIN, simulate
 
 NODE = [100, 1024]
 SITE = "4 CPU:100 Memory:1024"
@@ -120,7 +121,8 @@ def test_global_exclusion_serialises_suspensions_across_nodes():
         b, a = be(1, 2, HOUR, 0), ar(2, 4, 30 * MIN, 10 * MIN, 1)
         run([b, a], f"scheduling.suspendresume-exclusion={exclusion}")
         assert segments(b)[:2] == [("vm", 0, 1800 - suspend), ("suspend", 1800 - suspend, 1800)]
-        assert b.end == 40 * MIN + suspend + (HOUR - (1800 - suspend)) == {32: 4264, 64: 4328}[suspend]
+        assert b.end == 40 * MIN + suspend + (HOUR - (1800 - suspend)) == \
+            {32: 4264, 64: 4328}[suspend]
 
 
 def test_serial_only_suspends_one_vm_leases_and_cancels_the_others():

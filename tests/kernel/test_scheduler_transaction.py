@@ -20,6 +20,7 @@ from lease_manager.kernel.resources import parse_site
 from lease_manager.kernel.scheduler import PlanChange
 from lease_manager.kernel.slottable import Reservation, ReservationKind, SlotTable
 from lease_manager.plugins import Plugins
+
 from support import HOUR, MIN, be, simulate
 
 FULL = [2.0, 1024.0]

@@ -870,10 +870,10 @@ def cross_check(seed: int, steps: int, unlimited: bool) -> None:
             assert got == model.earliest(len(own.vm_nodes), v, duration, after, without=own)
             assert got is not None and got <= own.start
             # may_fit_before is necessary: False means nothing earlier than own.start fits
-            for after in {lo, after, own.start - 1}:
-                if not t.may_fit_before(demand, duration, after, own.start):
+            for start_after in {lo, after, own.start - 1}:
+                if not t.may_fit_before(demand, duration, start_after, own.start):
                     stats["cannot_move"] += 1
-                    assert model.earliest(len(own.vm_nodes), v, duration, after,
+                    assert model.earliest(len(own.vm_nodes), v, duration, start_after,
                                           not_after=own.start - 0.5, without=own) is None
     assert stats["added"] > steps // 5 and stats["refused"] > 0 and stats["advanced"] > 10
     assert 0 < stats["fits"] < stats["queries"]

@@ -15,15 +15,16 @@ import math
 import numpy as np
 import pytest
 
-from support import HOUR, be, simulate
 from lease_manager.config.schema import load_config
 from lease_manager.errors import ConfigError
 from lease_manager.kernel.lease import Lease, LeaseState, LeaseType, VMRequest
+from lease_manager.kernel.slottable import Reservation
 from lease_manager.plugins import BUILTIN_PLUGINS, Plugins
 from lease_manager.policies import admission, pricing
 from lease_manager.policies.utilization import lease_interval, projected_utilization
 from lease_manager.run import Run
-from lease_manager.kernel.slottable import Reservation
+
+from support import HOUR, be, simulate
 
 SITE = "4 CPU:100 Memory:1024"
 

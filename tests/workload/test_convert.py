@@ -8,13 +8,14 @@ import math
 import numpy as np
 import pytest
 
-from support import ROOT, TRACES
-from lease_manager.workload.convert import lwf_to_swf, merge_workloads, swf_to_lwf
 from lease_manager.errors import TraceError
 from lease_manager.kernel.lease import Lease, LeaseType, VMRequest
-from lease_manager.workload.lwf import read_lwf, write_lwf
 from lease_manager.kernel.resources import ResourceTypes
+from lease_manager.workload.convert import lwf_to_swf, merge_workloads, swf_to_lwf
+from lease_manager.workload.lwf import read_lwf, write_lwf
 from lease_manager.workload.swf import SWFConversion, SWFReader, TraceStats, swf_leases
+
+from support import ROOT, TRACES
 
 EXAMPLE = ROOT / "tests" / "lwf" / "example.lwf"
 TYPES = ResourceTypes(("CPU", "Memory"))
@@ -173,6 +174,7 @@ def test_convert_command_round_trip_replays_the_same(tmp_path):
     import csv
     import subprocess
     import sys
+
     from support import ROOT
     swf = ROOT / "traces" / "sdsc-blue-600requests.swf"
     ini = ROOT / "etc" / "sample.ini"

@@ -9,12 +9,20 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from support import ROOT
 from lease_manager.errors import TraceError
 from lease_manager.kernel.lease import Lease, LeaseType, VMRequest
-from lease_manager.workload.lwf import (format_site, format_time, is_lwf, lwf_schema, read_lwf,
-                               schema_path, write_lwf)
 from lease_manager.kernel.resources import NodeSet, ResourceTypes, parse_site
+from lease_manager.workload.lwf import (
+    format_site,
+    format_time,
+    is_lwf,
+    lwf_schema,
+    read_lwf,
+    schema_path,
+    write_lwf,
+)
+
+from support import ROOT
 
 EXAMPLE = ROOT / "tests" / "lwf" / "example.lwf"
 TYPES = ResourceTypes(("CPU", "Memory"))
@@ -420,8 +428,8 @@ def test_max_price_travels_as_an_extra_attribute(tmp_path):
     """LWF has no element for a user's maximum price: the <extra> attribute max-price sets
     lease.max_price, is written back, and a bad value names its line."""
     from lease_manager.kernel.lease import Lease, LeaseType, VMRequest
-    from lease_manager.workload.lwf import read_lwf, write_lwf
     from lease_manager.kernel.resources import ResourceTypes
+    from lease_manager.workload.lwf import read_lwf, write_lwf
     types = ResourceTypes(("CPU", "Memory"))
     lease = Lease(1, LeaseType.BEST_EFFORT, 0, VMRequest.uniform(1, [100, 1024]), 600, 600,
                   source_id="7", max_price=12.5, extra={"stress-on": "CPU"})

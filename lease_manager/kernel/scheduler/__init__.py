@@ -1,8 +1,7 @@
 """The lease scheduler: admission, the wait queue, backfilling, preemption and every plan
 (see :mod:`lease_manager.kernel.scheduler.core`)."""
 
-from lease_manager.kernel.scheduler.core import (Enactment, LeaseScheduler,
-                                                 max_future_reservations)
+from lease_manager.kernel.scheduler.core import Enactment, LeaseScheduler, max_future_reservations
 from lease_manager.kernel.scheduler.suspension import SuspendResume
 from lease_manager.kernel.scheduler.transaction import PlanChange
 

@@ -33,22 +33,36 @@ after early ends), ``lifecycle`` (segment and work events, cancellation, failure
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from lease_manager.kernel.events import Timeline
 from lease_manager.kernel.lease import Lease, LeaseState, LeaseType
 from lease_manager.kernel.mapper import place_on
-from lease_manager.kernel.scheduler import (lifecycle, planning, preemption, queue, reevaluation,
-                                            reservations, restore, suspension)
+from lease_manager.kernel.scheduler import (
+    lifecycle,
+    planning,
+    preemption,
+    queue,
+    reevaluation,
+    reservations,
+    restore,
+    suspension,
+)
 from lease_manager.kernel.scheduler.suspension import SuspendResume
 from lease_manager.kernel.slottable import Reservation
 
 if TYPE_CHECKING:
     from lease_manager.kernel.slottable import SlotTable
-    from lease_manager.policies import (AdmissionPolicy, HostSelectionPolicy, PreemptionPolicy,
-                                        PricingPolicy, QueuePolicy)
+    from lease_manager.policies import (
+        AdmissionPolicy,
+        HostSelectionPolicy,
+        PreemptionPolicy,
+        PricingPolicy,
+        QueuePolicy,
+    )
 
 S = LeaseState
 FUTURE_RESERVATIONS = {"off": 0, "aggressive": 1, "conservative": math.inf}
@@ -86,15 +100,15 @@ class LeaseScheduler:
     :class:`Enactment`) and ``emit`` (the run's hook relay).
     """
 
-    def __init__(self, table: "SlotTable", timeline: Timeline, *,
-                 admission: "AdmissionPolicy", pricing: "PricingPolicy", queue: "QueuePolicy",
-                 host_selection: "HostSelectionPolicy",
-                 preemption: "PreemptionPolicy | None" = None,
+    def __init__(self, table: SlotTable, timeline: Timeline, *,
+                 admission: AdmissionPolicy, pricing: PricingPolicy, queue: QueuePolicy,
+                 host_selection: HostSelectionPolicy,
+                 preemption: PreemptionPolicy | None = None,
                  backfilling: str = "aggressive", backfilling_reservations: int = 1,
                  suspension: str = "all", suspend_resume: SuspendResume | None = None,
                  shutdown: float = 0.0, migration_bandwidth: float | None = None,
                  threshold_factor: float = 1.0,
-                 enactment: "Enactment | None" = None,
+                 enactment: Enactment | None = None,
                  emit: Callable[..., None] | None = None) -> None:
         self.table = table
         #: what policies are shown of the table (its queries)

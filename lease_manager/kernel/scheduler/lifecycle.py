@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 S = LeaseState
 
 
-def segment_started(self: "LeaseScheduler", res: Reservation, now: float) -> None:
+def segment_started(self: LeaseScheduler, res: Reservation, now: float) -> None:
     """A planned segment begins (stale events, of plans that changed, are ignored)."""
     lease = res.lease
     if lease is None or res.start != now or not lease.holds(res):
@@ -49,7 +49,7 @@ def segment_started(self: "LeaseScheduler", res: Reservation, now: float) -> Non
         self._begin_suspension(lease, now)
 
 
-def segment_ended(self: "LeaseScheduler", res: Reservation, now: float) -> None:
+def segment_ended(self: LeaseScheduler, res: Reservation, now: float) -> None:
     """A planned segment ends: a suspension completes and the lease goes back to the queue."""
     lease = res.lease
     if lease is None or not lease.holds(res):
@@ -67,7 +67,7 @@ def segment_ended(self: "LeaseScheduler", res: Reservation, now: float) -> None:
     self._requeue(lease)
 
 
-def work_finished(self: "LeaseScheduler", res: Reservation, now: float) -> None:
+def work_finished(self: LeaseScheduler, res: Reservation, now: float) -> None:
     """The lease's work finished at ``now`` (END event of its running reservation)."""
     lease = res.lease
     if (lease is None or lease.state is not S.ACTIVE or not lease.reservations
@@ -85,7 +85,7 @@ def work_finished(self: "LeaseScheduler", res: Reservation, now: float) -> None:
     self._finish(lease, S.DONE, now)
 
 
-def _finish(self: "LeaseScheduler", lease: Lease, state: LeaseState, now: float) -> None:
+def _finish(self: LeaseScheduler, lease: Lease, state: LeaseState, now: float) -> None:
     lease.end = now
     self._ars.discard(lease.id)
     self.running.pop(lease.id, None)
@@ -97,13 +97,13 @@ def _finish(self: "LeaseScheduler", lease: Lease, state: LeaseState, now: float)
     self._emit("lease_ended", lease=lease, now=now)
 
 
-def cancel(self: "LeaseScheduler", lease: Lease, now: float, reason: str = "cancelled") -> None:
+def cancel(self: LeaseScheduler, lease: Lease, now: float, reason: str = "cancelled") -> None:
     """Cancel ``lease`` in whatever state it is: its reservations from ``now`` on are
     given back and the schedule is re-evaluated."""
     self._end_early(lease, now, reason, S.CANCELLED)
 
 
-def fail(self: "LeaseScheduler", lease: Lease, now: float, reason: str) -> None:
+def fail(self: LeaseScheduler, lease: Lease, now: float, reason: str) -> None:
     """``lease`` failed at ``now`` (its work vanished, exited with an error, or could not
     be started or restored): like a cancellation, but it ends FAILED. A lease that is new
     or held has nothing that could fail; it is cancelled with ``reason``."""
@@ -111,7 +111,8 @@ def fail(self: "LeaseScheduler", lease: Lease, now: float, reason: str) -> None:
     self._end_early(lease, now, reason, final)
 
 
-def _end_early(self: "LeaseScheduler", lease: Lease, now: float, reason: str, final: LeaseState) -> None:
+def _end_early(self: LeaseScheduler, lease: Lease, now: float, reason: str,
+               final: LeaseState) -> None:
     state = lease.state
     if state.terminal:
         return

@@ -18,7 +18,8 @@ if TYPE_CHECKING:
 S = LeaseState
 
 
-def _place_at(self: "LeaseScheduler", lease: Lease, start: float, duration: float) -> Reservation | None:
+def _place_at(self: LeaseScheduler, lease: Lease, start: float,
+              duration: float) -> Reservation | None:
     """Ask host selection for an order and the mapper for a placement at ``start``."""
     end = start + duration
     order = self.host_selection.order_hosts(lease, start, end, self.table_view)
@@ -26,8 +27,8 @@ def _place_at(self: "LeaseScheduler", lease: Lease, start: float, duration: floa
     return None if placement is None else placement.reservation(lease, start, end)
 
 
-def _find_slot(self: "LeaseScheduler", lease: Lease, duration: float, after: float, not_after: float | None,
-               before: float = math.inf) -> Reservation | None:
+def _find_slot(self: LeaseScheduler, lease: Lease, duration: float, after: float,
+               not_after: float | None, before: float = math.inf) -> Reservation | None:
     """A reservation at the earliest start in ``[after, not_after]`` (and before
     ``before``) where the mapper places ``lease``."""
     for start in self.table.iter_fit_starts(lease.vms, duration, after,
@@ -40,30 +41,39 @@ def _find_slot(self: "LeaseScheduler", lease: Lease, duration: float, after: flo
     return None
 
 
-def _commit(self: "LeaseScheduler", lease: Lease, plan: list[Reservation], now: float) -> None:
+def _commit(self: LeaseScheduler, lease: Lease, plan: list[Reservation], now: float) -> None:
     """Put a new ``plan`` for ``lease`` in the slot table and adopt it."""
     if lease.state is S.NEW:
         self._move(lease, S.SCHEDULED, now)
     for res in plan:
         self.table.add(res)
-    self._adopt(lease, plan, now)
+    last = plan[-1]
+    # a plan cut short of the lease's work ends in a suspension (planned from the start)
+    suspends = last.kind == K.SUSPEND or (last.kind == K.VM and
+                                          last.end - last.start < lease.remaining_requested)
+    self._adopt(lease, plan, now, suspends=suspends)
 
 
-def _adopt(self: "LeaseScheduler", lease: Lease, plan: list[Reservation], now: float) -> None:
+def _adopt(self: LeaseScheduler, lease: Lease, plan: list[Reservation], now: float, *,
+           suspends: bool = False, start_now: bool = True) -> None:
     """Make ``plan`` (already in the slot table) ``lease``'s plan: announce it, put its
-    starts (and a planned suspension's end) on the timeline, and start what starts now.
-    Every re-planning path ends here once its :class:`PlanChange` succeeded."""
+    starts on the timeline (and, if it ``suspends``, its last segment's end), and start what
+    starts now (with ``start_now``; otherwise a START event at ``now`` does, at the next
+    step). Every re-planning path ends here once its :class:`PlanChange` succeeded.
+
+    A move keeps the shape of the plan it replaces, so only a new plan (:func:`_commit`)
+    decides whether it ends in a suspension: re-deciding from moved floating point
+    interval lengths could see a suspension that was never planned.
+    """
     lease.reservations = plan
     if lease.promised_start is None:
         lease.promised_start = plan[0].start
     self._emit("lease_scheduled", lease=lease, now=now)
     self.future[lease.id] = lease
     for res in plan:
-        if res.start > now:
+        if res.start > now or (not start_now and res is plan[0]):
             self.timeline.push(res.start, EventKind.START, res)
-    last = plan[-1]
-    if last.kind == K.SUSPEND or (last.kind == K.VM and
-                                  last.end - last.start < lease.remaining_requested):
-        self.timeline.push(last.end, EventKind.SEGMENT_END, last)   # a planned suspension
-    if plan[0].start <= now:
+    if suspends:
+        self.timeline.push(plan[-1].end, EventKind.SEGMENT_END, plan[-1])
+    if start_now and plan[0].start <= now:
         self.segment_started(plan[0], now)

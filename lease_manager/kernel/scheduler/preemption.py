@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 S = LeaseState
 
 
-def _victims(self: "LeaseScheduler", lease: Lease, start: float, duration: float,
+def _victims(self: LeaseScheduler, lease: Lease, start: float, duration: float,
              now: float) -> list[Lease] | None:
     """The leases to preempt so that ``lease`` fits at ``start`` (most preemptable first,
     one more at a time, as Haizea's mapper does), or None if no set of them suffices."""
@@ -44,7 +44,7 @@ def _victims(self: "LeaseScheduler", lease: Lease, start: float, duration: float
     return None
 
 
-def _preempt(self: "LeaseScheduler", lease: Lease, by_start: float, now: float) -> None:
+def _preempt(self: LeaseScheduler, lease: Lease, by_start: float, now: float) -> None:
     """Make ``lease`` give up its resources from ``by_start`` on."""
     lease.preemptions += 1
     self._ars.discard(lease.id)   # a third-party policy may preempt an AR

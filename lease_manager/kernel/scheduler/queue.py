@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_right
-from typing import TYPE_CHECKING, Iterable
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from lease_manager.kernel.lease import Lease, LeaseState, LeaseType
 from lease_manager.kernel.slottable import Reservation
@@ -20,7 +21,7 @@ if TYPE_CHECKING:
 S = LeaseState
 
 
-def cycle(self: "LeaseScheduler", now: float) -> None:
+def cycle(self: LeaseScheduler, now: float) -> None:
     """One scheduling cycle at ``now`` (after the instant's ends, starts and arrivals)."""
     self._emit("scheduling_cycle_start", now=now)
     if self.held:
@@ -33,26 +34,26 @@ def cycle(self: "LeaseScheduler", now: float) -> None:
     self._emit("scheduling_cycle_end", now=now)
 
 
-def release_all_held(self: "LeaseScheduler", now: float) -> int:
+def release_all_held(self: LeaseScheduler, now: float) -> int:
     """Queue every held lease (the core's guarantee that no held lease is left behind)."""
     count = len(self.held)
     self._release(list(self.held.values()), now)
     return count
 
 
-def _release(self: "LeaseScheduler", leases: Iterable[Lease], now: float) -> None:
+def _release(self: LeaseScheduler, leases: Iterable[Lease], now: float) -> None:
     for lease in list(leases):
         if self.held.pop(lease.id, None) is None:
             raise RuntimeError(f"queue policy released lease {lease.id}, which is not held")
         self._enqueue(lease, now)
 
 
-def _enqueue(self: "LeaseScheduler", lease: Lease, now: float) -> None:
+def _enqueue(self: LeaseScheduler, lease: Lease, now: float) -> None:
     self._move(lease, S.QUEUED, now)
     self._requeue(lease)
 
 
-def _requeue(self: "LeaseScheduler", lease: Lease) -> None:
+def _requeue(self: LeaseScheduler, lease: Lease) -> None:
     """Put a QUEUED lease in the queue, where the queue policy orders it."""
     key = self.queue_policy.sort_key(lease)
     at = bisect_right(self._queue_keys, key)
@@ -61,16 +62,16 @@ def _requeue(self: "LeaseScheduler", lease: Lease) -> None:
     lease.promised_start = None
 
 
-def _drop_future(self: "LeaseScheduler", lease: Lease) -> None:
+def _drop_future(self: LeaseScheduler, lease: Lease) -> None:
     self.future.pop(lease.id, None)
     self._backfill_reserved.discard(lease.id)
 
 
-def _may_reserve(self: "LeaseScheduler") -> bool:
+def _may_reserve(self: LeaseScheduler) -> bool:
     return len(self._backfill_reserved) < self.max_future
 
 
-def _process_queue(self: "LeaseScheduler", now: float) -> None:
+def _process_queue(self: LeaseScheduler, now: float) -> None:
     """Schedule queued leases in order: while another future reservation is allowed, each
     lease in turn starts now or reserves; after that only leases that start now."""
     queue = self.queue
@@ -93,7 +94,7 @@ def _process_queue(self: "LeaseScheduler", now: float) -> None:
         self._queue_keys = [k for j, k in enumerate(keys) if j not in done]
 
 
-def _backfill_now(self: "LeaseScheduler", first: int, now: float) -> list[int]:
+def _backfill_now(self: LeaseScheduler, first: int, now: float) -> list[int]:
     """Start what can start now among ``queue[first:]``, in queue order.
 
     While the table does not change, a lease of one VM shape cannot start now if it needs
@@ -139,7 +140,7 @@ def _backfill_now(self: "LeaseScheduler", first: int, now: float) -> list[int]:
     return started
 
 
-def _schedule(self: "LeaseScheduler", lease: Lease, now: float, allow_future: bool) -> bool:
+def _schedule(self: LeaseScheduler, lease: Lease, now: float, allow_future: bool) -> bool:
     """Plan a queued lease: now, or (if allowed) at the earliest time it fits."""
     if lease.image_nodes:
         plan = self._resumption_plan(lease, now, allow_future)
@@ -168,7 +169,7 @@ def _schedule(self: "LeaseScheduler", lease: Lease, now: float, allow_future: bo
     return True
 
 
-def _run_until_a_reservation(self: "LeaseScheduler", lease: Lease, now: float,
+def _run_until_a_reservation(self: LeaseScheduler, lease: Lease, now: float,
                              length: float) -> list[Reservation] | None:
     """Use the slot in front of an advance reservation: run now and suspend so that the
     suspension ends when the reservation starts (Haizea's scheduling with suspension).

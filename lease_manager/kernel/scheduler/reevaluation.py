@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 S = LeaseState
 
 
-def _reevaluate_future(self: "LeaseScheduler", now: float) -> None:
+def _reevaluate_future(self: LeaseScheduler, now: float) -> None:
     """Move future reservations earlier where a premature end left room (never later).
 
     Best-effort and deadline leases are taken in scheduling order; a lease that moves can
@@ -34,7 +34,7 @@ def _reevaluate_future(self: "LeaseScheduler", now: float) -> None:
         first_pass = False
 
 
-def _move_earlier(self: "LeaseScheduler", lease: Lease, now: float) -> bool:
+def _move_earlier(self: LeaseScheduler, lease: Lease, now: float) -> bool:
     if lease.image_nodes and lease.state is S.SCHEDULED:
         return self._move_resumption_earlier(lease, now)
     if lease.type not in (LeaseType.BEST_EFFORT, LeaseType.DEADLINE) or len(
@@ -61,7 +61,7 @@ def _move_earlier(self: "LeaseScheduler", lease: Lease, now: float) -> bool:
     return True
 
 
-def _move_resumption_earlier(self: "LeaseScheduler", lease: Lease, now: float) -> bool:
+def _move_resumption_earlier(self: LeaseScheduler, lease: Lease, now: float) -> bool:
     """Plan a pending resumption again; its old plan stays free meanwhile, so the new one
     can only be earlier (or the same, and then the old one is kept)."""
     old = lease.reservations

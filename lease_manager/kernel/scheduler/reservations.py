@@ -4,7 +4,8 @@ that ends by the deadline, moving other deadline leases within their slack if ne
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from lease_manager.kernel.lease import Lease, LeaseType
 from lease_manager.kernel.scheduler.transaction import PlanChange
@@ -14,7 +15,7 @@ if TYPE_CHECKING:
     from lease_manager.kernel.scheduler.core import LeaseScheduler
 
 
-def _schedule_immediate(self: "LeaseScheduler", lease: Lease, now: float) -> None:
+def _schedule_immediate(self: LeaseScheduler, lease: Lease, now: float) -> None:
     duration = self.length(lease)
     res = None
     if self.table.fits_at(lease.vms, duration, now):
@@ -25,7 +26,7 @@ def _schedule_immediate(self: "LeaseScheduler", lease: Lease, now: float) -> Non
     self._commit(lease, [res], now)
 
 
-def _schedule_deadline(self: "LeaseScheduler", lease: Lease, now: float) -> None:
+def _schedule_deadline(self: LeaseScheduler, lease: Lease, now: float) -> None:
     duration = self.length(lease)
     earliest = max(now, lease.start_request if lease.start_request is not None else now)
     deadline = lease.deadline
@@ -44,7 +45,7 @@ def _schedule_deadline(self: "LeaseScheduler", lease: Lease, now: float) -> None
     self._commit(lease, [res], now)
 
 
-def _schedule_ar(self: "LeaseScheduler", lease: Lease, now: float) -> None:
+def _schedule_ar(self: LeaseScheduler, lease: Lease, now: float) -> None:
     start, duration = lease.start_request, lease.requested_duration
     if start is None or start < now:
         self.reject(lease, now, f"its start time {start} has already passed")
@@ -75,8 +76,8 @@ def _schedule_ar(self: "LeaseScheduler", lease: Lease, now: float) -> None:
     self._ars.add(lease.id)
 
 
-def _make_room(self: "LeaseScheduler", lease: Lease, slot: Callable[[], Reservation | None], start: float,
-               end: float, now: float) -> Reservation | None:
+def _make_room(self: LeaseScheduler, lease: Lease, slot: Callable[[], Reservation | None],
+               start: float, end: float, now: float) -> Reservation | None:
     """Find ``lease`` a slot (``slot()``) after moving planned deadline leases that overlap
     ``[start, end)`` and have slack elsewhere in their windows; never past a deadline. If
     any of them cannot be placed again, nothing changes and None is returned."""
@@ -106,6 +107,6 @@ def _make_room(self: "LeaseScheduler", lease: Lease, slot: Callable[[], Reservat
     if res is None or len(placed) < len(movable):
         change.rollback()
         return None
-    for o, new in placed:
-        self._adopt(o, [new], now)
+    for o, new in placed:   # (their STARTs are events, even at ``now``, as always)
+        self._adopt(o, [new], now, start_now=False)
     return res

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 S = LeaseState
 
 
-def restore_running(self: "LeaseScheduler", lease: Lease, vm_nodes: tuple[int, ...],
+def restore_running(self: LeaseScheduler, lease: Lease, vm_nodes: tuple[int, ...],
                     now: float) -> Reservation:
     """Take back a NEW lease object found running after a restart: its VMs hold
     ``vm_nodes`` from ``now`` for the rest of its work (an advance reservation: to the end
@@ -41,7 +41,7 @@ def restore_running(self: "LeaseScheduler", lease: Lease, vm_nodes: tuple[int, .
     return res
 
 
-def restore_planned(self: "LeaseScheduler", lease: Lease, now: float) -> None:
+def restore_planned(self: LeaseScheduler, lease: Lease, now: float) -> None:
     """Plan a NEW lease object that had been accepted before a restart, without admission
     or pricing: an advance reservation keeps what is left of its interval, an immediate
     or deadline lease is planned again (it fails, with the reason, if it cannot be), a
@@ -60,7 +60,7 @@ def restore_planned(self: "LeaseScheduler", lease: Lease, now: float) -> None:
         self._restoring = False
 
 
-def restore_queued(self: "LeaseScheduler", lease: Lease, image_nodes: tuple[int, ...] = ()) -> None:
+def restore_queued(self: LeaseScheduler, lease: Lease, image_nodes: tuple[int, ...] = ()) -> None:
     """Queue a NEW lease object that was queued (or held) before a restart; with
     ``image_nodes``, it is a suspended lease whose memory images are on those nodes."""
     if image_nodes:

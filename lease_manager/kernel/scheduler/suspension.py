@@ -53,13 +53,13 @@ class SuspendResume:
         return self._time(res, self.resume_rate)
 
 
-def _can_suspend(self: "LeaseScheduler", lease: Lease) -> bool:
+def _can_suspend(self: LeaseScheduler, lease: Lease) -> bool:
     if self.suspension == "none":
         return False
     return self.suspension == "all" or lease.vms.count == 1
 
 
-def _begin_suspension(self: "LeaseScheduler", lease: Lease, now: float) -> None:
+def _begin_suspension(self: LeaseScheduler, lease: Lease, now: float) -> None:
     lease.work_done += now - lease.reservations[0].start
     lease.suspensions += 1
     if lease.suspended_at is None:
@@ -68,7 +68,7 @@ def _begin_suspension(self: "LeaseScheduler", lease: Lease, now: float) -> None:
     self._enactment.suspend(lease, now)
 
 
-def _resumption_plan(self: "LeaseScheduler", lease: Lease, now: float,
+def _resumption_plan(self: LeaseScheduler, lease: Lease, now: float,
                      allow_future: bool) -> list[Reservation] | None:
     """Resume a suspended lease on the nodes holding its memory images, then run the rest
     of its work there (``[resume][vm]``); with migration, elsewhere after moving the images
@@ -103,7 +103,7 @@ def _resumption_plan(self: "LeaseScheduler", lease: Lease, now: float,
     return plan
 
 
-def _migrated(self: "LeaseScheduler", lease: Lease, image: Reservation, rest: float, now: float,
+def _migrated(self: LeaseScheduler, lease: Lease, image: Reservation, rest: float, now: float,
               before: float | None) -> tuple | None:
     """The earliest placement anywhere (before ``before``) after moving the memory images
     of the VMs that change node: ``(start, nodes, amounts, vm_nodes, vm_shape, transfer)``."""

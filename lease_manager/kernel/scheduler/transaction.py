@@ -25,26 +25,26 @@ class PlanChange:
 
     __slots__ = ("table", "_added", "_removed", "_truncated")
 
-    def __init__(self, table: "SlotTable") -> None:
+    def __init__(self, table: SlotTable) -> None:
         self.table = table
         self._added: dict[int, Reservation] = {}
         self._removed: dict[int, Reservation] = {}
         #: reservations truncated here: their ends before, and whether the table dropped them
         self._truncated: dict[int, tuple[Reservation, float, bool]] = {}
 
-    def add(self, res: "Reservation") -> None:
+    def add(self, res: Reservation) -> None:
         """Put ``res`` in the table."""
         self.table.add(res)
         if self._removed.pop(res.id, None) is None:
             self._added[res.id] = res
 
-    def remove(self, res: "Reservation") -> None:
+    def remove(self, res: Reservation) -> None:
         """Take ``res`` off the table."""
         self.table.remove(res)
         if self._added.pop(res.id, None) is None:
             self._removed[res.id] = res
 
-    def truncate(self, res: "Reservation", end: float) -> None:
+    def truncate(self, res: Reservation, end: float) -> None:
         """End ``res`` at ``end`` instead (earlier than it ends now)."""
         if end >= res.end:
             return
@@ -75,7 +75,7 @@ class PlanChange:
         self._removed.clear()
         self._truncated.clear()
 
-    def __enter__(self) -> "PlanChange":
+    def __enter__(self) -> PlanChange:
         return self
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,

@@ -17,8 +17,7 @@ __version__ = "0.1.0"
 
 from lease_manager import NAMES, STRING, Option, hookimpl
 
-from .monitoring import (JobRecord, Monitor, MonitoredJobs, MonitoringData,
-                         ScheduledMonitoringData)
+from .monitoring import JobRecord, Monitor, MonitoredJobs, MonitoringData, ScheduledMonitoringData
 from .policy import AutonomicQueue
 
 __all__ = ["__version__", "AutonomicQueue", "Monitor", "MonitoringData",

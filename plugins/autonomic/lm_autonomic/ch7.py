@@ -25,8 +25,9 @@ import math
 import re
 import sys
 import time
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 from lease_manager import LeaseManagerError, bin_means, etc_file, read_series, run_sweep_file
 

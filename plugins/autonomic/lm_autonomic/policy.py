@@ -39,7 +39,8 @@ leases held, ``held_leases_force_released``) is noticed too (``autonomic_release
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -55,7 +56,7 @@ SERIES_HELD = "autonomic_prepending"
 SERIES_FULL = "autonomic_full_hosts"
 
 
-def site_totals(ctx: "RunContext") -> np.ndarray:
+def site_totals(ctx: RunContext) -> np.ndarray:
     """Total[r] for every resource of the contention model (inf if the site lacks it)."""
     names = list(ctx.site.types.names)
     total = np.asarray(ctx.site.total, dtype=float)
@@ -69,7 +70,7 @@ class AutonomicQueue(QueuePolicy):
 
     name = "autonomic"
 
-    def __init__(self, ctx: "RunContext") -> None:
+    def __init__(self, ctx: RunContext) -> None:
         super().__init__(ctx)
         cfg = ctx.config
         self.exclude_arrival = cfg.get("autonomic", "inequality-7-2") == "exclude-arrival"
@@ -88,7 +89,7 @@ class AutonomicQueue(QueuePolicy):
         self._full_count = -1
 
     # ------------------------------------------------------------------ requirements
-    def requirements(self, lease: "Lease") -> tuple[np.ndarray, np.ndarray]:
+    def requirements(self, lease: Lease) -> tuple[np.ndarray, np.ndarray]:
         """``(JobResReqs, stress mask)`` of a lease, over all its VMs."""
         prof = self.contributions.profile(lease)
         req = np.zeros(len(RESOURCES))
@@ -101,7 +102,7 @@ class AutonomicQueue(QueuePolicy):
                 req[k] = float(total[t])
         return req, prof.mask > 0
 
-    def shares(self, lease: "Lease") -> dict[int, np.ndarray]:
+    def shares(self, lease: Lease) -> dict[int, np.ndarray]:
         """Host -> the part of the lease's requirements that host satisfies (its VMs there)."""
         prof = self.contributions.profile(lease)
         out: dict[int, np.ndarray] = {}
@@ -117,7 +118,7 @@ class AutonomicQueue(QueuePolicy):
         return out
 
     # --------------------------------------------------------- 7.3.1 queue mechanism
-    def hold(self, lease: "Lease", now: float) -> bool:
+    def hold(self, lease: Lease, now: float) -> bool:
         req, mask = self.requirements(lease)                            # step 1
         rec = self.monitor.arrive(lease.id, req, mask, now)             # steps 2-3
         mon = self.monitor
@@ -133,11 +134,11 @@ class AutonomicQueue(QueuePolicy):
         return False
 
     # ------------------------------------------------------- 7.3.2 start of the cycle
-    def release(self, held: Sequence["Lease"], now: float) -> Iterable["Lease"]:
+    def release(self, held: Sequence[Lease], now: float) -> Iterable[Lease]:
         self._reconcile(now)
         mon = self.monitor
         order = sorted(held, key=lambda l: (l.submit, l.id))
-        out: list["Lease"] = []
+        out: list[Lease] = []
         sched = self.ctx.scheduler
         if (order and not (sched.n_waiting or sched.n_planned or sched.n_running)
                 and not mon.inequality_7_3(self.prepending[order[0].id])):
@@ -160,7 +161,7 @@ class AutonomicQueue(QueuePolicy):
                     out.append(lease)
         return out
 
-    def _to_pending(self, lease: "Lease", now: float, why: str) -> None:
+    def _to_pending(self, lease: Lease, now: float, why: str) -> None:
         rec = self.prepending.pop(lease.id)
         self.held_times.append(now - rec.since)
         self.released[why] += 1
@@ -179,12 +180,12 @@ class AutonomicQueue(QueuePolicy):
             self.monitor.set_pending(rec, now)
 
     @hookimpl
-    def scheduling_cycle_start(self, ctx: "RunContext", now: float) -> None:
+    def scheduling_cycle_start(self, ctx: RunContext, now: float) -> None:
         self._reconcile(now)
 
     # --------------------------------------------------------- 7.3.2 end of the cycle
     @hookimpl
-    def scheduling_cycle_end(self, ctx: "RunContext", now: float) -> None:
+    def scheduling_cycle_end(self, ctx: RunContext, now: float) -> None:
         if self.full_index:
             free = ctx.table.free_at(now)[:, self.full_index]
             full = (free <= EPS).any(axis=1)
@@ -200,7 +201,7 @@ class AutonomicQueue(QueuePolicy):
             ctx.metrics.record(SERIES_FULL, now, n_full)
 
     # ---------------------------------------------------------- 7.3.3 job scheduling
-    def _record(self, lease: "Lease", now: float) -> JobRecord:
+    def _record(self, lease: Lease, now: float) -> JobRecord:
         rec = self.monitor.monitored_jobs.get(lease.id)
         if rec is None:   # a lease that did not pass through hold (AR, immediate, deadline)
             req, mask = self.requirements(lease)
@@ -211,16 +212,16 @@ class AutonomicQueue(QueuePolicy):
         return rec
 
     @hookimpl
-    def lease_scheduled(self, ctx: "RunContext", lease: "Lease", now: float) -> None:
+    def lease_scheduled(self, ctx: RunContext, lease: Lease, now: float) -> None:
         rec = self._record(lease, now)
         self.monitor.map(rec, self.shares(lease))
 
     @hookimpl
-    def lease_started(self, ctx: "RunContext", lease: "Lease", now: float) -> None:
+    def lease_started(self, ctx: RunContext, lease: Lease, now: float) -> None:
         self.monitor.started(self._record(lease, now))
 
     @hookimpl
-    def lease_preempted(self, ctx: "RunContext", lease: "Lease", now: float) -> None:
+    def lease_preempted(self, ctx: RunContext, lease: Lease, now: float) -> None:
         rec = self.monitor.monitored_jobs.get(lease.id)
         if rec is not None:
             self.monitor.stopped(rec)
@@ -228,7 +229,7 @@ class AutonomicQueue(QueuePolicy):
 
     # -------------------------------------------------------------- 7.3.4 job ends
     @hookimpl
-    def lease_ended(self, ctx: "RunContext", lease: "Lease", now: float) -> None:
+    def lease_ended(self, ctx: RunContext, lease: Lease, now: float) -> None:
         rec = self.monitor.monitored_jobs.get(lease.id)
         if rec is None:
             return
@@ -238,7 +239,7 @@ class AutonomicQueue(QueuePolicy):
 
     # --------------------------------------------------------------------- summary
     @hookimpl
-    def collect_summary(self, ctx: "RunContext") -> dict[str, Any]:
+    def collect_summary(self, ctx: RunContext) -> dict[str, Any]:
         times = np.asarray(self.held_times, dtype=float)
         return {
             "autonomic_pending_by_7_1": self.decided["7.1"],

@@ -3,8 +3,8 @@ clashes with the core's or the consolidation plugin's test helpers)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 import lease_manager
 import lm_autonomic

@@ -6,6 +6,7 @@ import math
 
 from lease_manager.config.schema import load_config
 from lm_autonomic import ch7
+
 from lma_helpers import ETC, plugins
 
 

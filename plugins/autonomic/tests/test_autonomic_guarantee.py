@@ -3,13 +3,14 @@ wait counts, and a real trace runs with the invariants checked, AUTO and non-AUT
 
 from __future__ import annotations
 
-import lease_manager
 import pytest
 
+import lease_manager
 from lease_manager.config.schema import load_config
 from lease_manager.kernel.lease import LeaseState
 from lease_manager.run import Run
 from lm_autonomic import AutonomicQueue
+
 from lma_helpers import TRACE, Snapshots, lease, make_run, plugins
 
 VM3 = (1.0, 1024.0, 0.0)

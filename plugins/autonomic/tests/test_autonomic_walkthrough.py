@@ -12,6 +12,7 @@ import pytest
 
 from lease_manager.kernel.lease import LeaseState
 from lm_autonomic.monitoring import Monitor
+
 from lma_helpers import Snapshots, lease, make_run
 
 SITE = "2 CPU:4 Memory:4096"

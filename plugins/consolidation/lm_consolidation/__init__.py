@@ -19,9 +19,9 @@ from __future__ import annotations
 __version__ = "0.1.0"
 
 from lease_manager import STRING, Option, OptionType, hookimpl
+from lease_manager.characteristics import RESOURCES, parse_stress_on
 
 from .annotator import ThesisWorkload
-from lease_manager.characteristics import RESOURCES, parse_stress_on
 from .contention import ResourceContentionProbe, resource_contention_at
 from .host_selection import EAConsolidation, EATimeHorizon, node_scores
 

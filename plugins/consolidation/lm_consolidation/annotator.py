@@ -38,9 +38,13 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from lease_manager import Annotator
-
-from lease_manager.characteristics import (HPC_CLASS, REQ_PREFIX, STRESS_ON, explicit_requirements,
-                              parse_stress_on)
+from lease_manager.characteristics import (
+    HPC_CLASS,
+    REQ_PREFIX,
+    STRESS_ON,
+    explicit_requirements,
+    parse_stress_on,
+)
 
 if TYPE_CHECKING:
     from lease_manager import Lease, RunContext
@@ -111,14 +115,14 @@ class ThesisWorkload(Annotator):
 
     name = "thesis-workload"
 
-    def __init__(self, ctx: "RunContext") -> None:
+    def __init__(self, ctx: RunContext) -> None:
         super().__init__(ctx)
         cfg = ctx.config
         self._ranges = [cfg.get("consolidation", opt)
                         for opt in ("io-range", "net-in-range", "net-out-range")]
         self._rng = ctx.rng(STREAM)
 
-    def annotate(self, lease: "Lease") -> None:
+    def annotate(self, lease: Lease) -> None:
         u = self._rng.random(DRAWS_PER_LEASE)
         extra = lease.extra
         where = f"lease {lease.id} ({lease.origin or 'no origin'})"

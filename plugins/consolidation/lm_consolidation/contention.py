@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from lease_manager import Policy, hookimpl
-
 from lease_manager.characteristics import RESOURCES, Contributions
 
 if TYPE_CHECKING:
@@ -30,7 +29,7 @@ def contention_matrix(count: np.ndarray, total: np.ndarray) -> np.ndarray:
     return np.where(count > 1, total, 0.0)
 
 
-def node_state_at(table: "SlotTable", t: float,
+def node_state_at(table: SlotTable, t: float,
                   contributions: Contributions) -> tuple[np.ndarray, np.ndarray]:
     """``(count, total)`` (nodes x resources) over the reservations on every node at ``t``,
     read from the slot table (future reservations included): the straightforward evaluation,
@@ -50,7 +49,7 @@ def node_state_at(table: "SlotTable", t: float,
     return count, total
 
 
-def resource_contention_at(table: "SlotTable", t: float, contributions: Contributions) -> float:
+def resource_contention_at(table: SlotTable, t: float, contributions: Contributions) -> float:
     """RC(t) of equation 5.1, from the slot table."""
     return float(contention_matrix(*node_state_at(table, t, contributions)).sum())
 
@@ -69,7 +68,7 @@ class ResourceContentionProbe(Policy):
     kind = "probe"
     name = "resource-contention"
 
-    def __init__(self, ctx: "RunContext") -> None:
+    def __init__(self, ctx: RunContext) -> None:
         super().__init__(ctx)
         n_nodes = ctx.site.count
         self.contributions = Contributions.for_run(ctx)
@@ -93,13 +92,13 @@ class ResourceContentionProbe(Policy):
         self.max = 0.0
 
     # ------------------------------------------------------------- running leases per node
-    def _running_reservation(self, lease: "Lease", now: float):
+    def _running_reservation(self, lease: Lease, now: float):
         for res in lease.reservations:
             if res.kind == "vm" and res.start <= now < res.end:
                 return res
         return None
 
-    def _add(self, lease: "Lease", now: float) -> None:
+    def _add(self, lease: Lease, now: float) -> None:
         self._remove(lease.id)
         res = self._running_reservation(lease, now)
         if res is None:
@@ -139,11 +138,11 @@ class ResourceContentionProbe(Policy):
                 self._remove(lease_id)
 
     @hookimpl
-    def lease_started(self, ctx: "RunContext", lease: "Lease", now: float) -> None:
+    def lease_started(self, ctx: RunContext, lease: Lease, now: float) -> None:
         self._add(lease, now)
 
     @hookimpl
-    def lease_preempted(self, ctx: "RunContext", lease: "Lease", now: float) -> None:
+    def lease_preempted(self, ctx: RunContext, lease: Lease, now: float) -> None:
         """A preempted running lease runs on until its VM reservation's (new) end: it is
         cancelled now, or suspended later."""
         hit = self._held.get(lease.id)
@@ -154,13 +153,13 @@ class ResourceContentionProbe(Policy):
                 heapq.heappush(self._ends, (hit[0].end, lease.id))
 
     @hookimpl
-    def lease_ended(self, ctx: "RunContext", lease: "Lease", now: float) -> None:
+    def lease_ended(self, ctx: RunContext, lease: Lease, now: float) -> None:
         self._remove(lease.id)
         self.contributions.forget(lease)
 
     # ------------------------------------------------------------------------- recording
     @hookimpl
-    def scheduling_cycle_end(self, ctx: "RunContext", now: float) -> None:
+    def scheduling_cycle_end(self, ctx: RunContext, now: float) -> None:
         previous, previous_by_resource = self.rc, self._by_resource
         self._drop_ended(now)
         if self._dirty:
@@ -184,7 +183,7 @@ class ResourceContentionProbe(Policy):
         ctx.metrics.record(SERIES, now, self.rc)
 
     @hookimpl
-    def collect_summary(self, ctx: "RunContext") -> dict[str, Any]:
+    def collect_summary(self, ctx: RunContext) -> dict[str, Any]:
         span = (self._last - self._first) if self._last is not None else 0.0
         return {
             "resource_contention_integral": self.integral,

@@ -3,16 +3,16 @@ never clashes with the core tests' ``conftest``)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Iterable, Sequence
 
 import numpy as np
 
 import lm_consolidation
 from lease_manager import Lease, LeaseType, Reservation, Run, SlotTable, VMRequest
 from lease_manager.config.schema import load_config
-from lease_manager.plugins import Plugins
 from lease_manager.kernel.resources import parse_site
+from lease_manager.plugins import Plugins
 
 ROOT = Path(__file__).resolve().parents[3]
 ETC = ROOT / "etc"

@@ -9,9 +9,10 @@ import pytest
 
 import lease_manager
 from lease_manager import LeaseType
-from lmc_helpers import lease, make_run, trace_run
 from lease_manager.characteristics import Contributions
 from lm_consolidation.contention import resource_contention_at
+
+from lmc_helpers import lease, make_run, trace_run
 
 
 def test_probe_series_integral_and_summary(tmp_path):

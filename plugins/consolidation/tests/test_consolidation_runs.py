@@ -11,8 +11,9 @@ import pytest
 
 from lease_manager import bin_means
 from lease_manager.config.schema import load_config
-from lmc_helpers import ETC, TRACE, plugins, trace_run
 from lm_consolidation import ch6
+
+from lmc_helpers import ETC, TRACE, plugins, trace_run
 
 
 @pytest.mark.parametrize("policy", ["ea-consolidation", "ea-time-horizon"])

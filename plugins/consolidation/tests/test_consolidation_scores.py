@@ -35,10 +35,11 @@ import math
 import numpy as np
 import pytest
 
-from lmc_helpers import lease, make_run, reserve, table
 from lease_manager.characteristics import Contributions, parse_stress_on
 from lm_consolidation.contention import node_state_at, resource_contention_at
 from lm_consolidation.host_selection import EAConsolidation, EATimeHorizon, node_scores
+
+from lmc_helpers import lease, make_run, reserve, table
 
 
 @pytest.fixture

@@ -6,8 +6,9 @@ import collections
 
 import pytest
 
-from lmc_helpers import lease, make_run
 from lm_consolidation.annotator import CLASSES, TABLE_7_1, ThesisWorkload
+
+from lmc_helpers import lease, make_run
 
 N = 30_000
 

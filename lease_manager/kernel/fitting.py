@@ -1,0 +1,264 @@
+"""The slot table's fit queries: where and when VMs fit (bound as :class:`SlotTable` methods).
+
+"Does it fit" questions are answered first from the per-shape totals the table keeps (how many
+VMs of a shape each row could host on the whole site), and only windows that pass are checked
+node by node.
+"""
+
+from __future__ import annotations
+
+import math
+from bisect import bisect_left
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from lease_manager.kernel.reservation import Reservation
+
+if TYPE_CHECKING:
+    from lease_manager.kernel.lease import VMRequest
+    from lease_manager.kernel.slottable import SlotTable, _Shape
+
+#: Tolerance for floating point capacities (fractions of a CPU, watts).
+EPS = 1e-9
+#: How many VM shapes keep incrementally maintained totals.
+MAX_SHAPES = 8
+
+
+def _window_fits(self: SlotTable, shape: _Shape, ks: int, ke: int) -> np.ndarray:
+    """Per-node VM counts of ``shape`` in rows ``ks:ke`` (cached while the table is unchanged:
+    a queue of leases of one shape shares one computation per scheduling decision)."""
+    key = shape.vector.tobytes()
+    hit = self._window_cache.get(key)
+    if hit is not None and hit[0] == self._version and hit[1] <= ks and hit[2] >= ke:
+        return hit[3][ks - hit[1]:ke - hit[1]]
+    if hit is not None and hit[0] == self._version:   # same table, more rows: take them all
+        lo, hi = min(ks, hit[1]), len(self._t)
+    else:
+        lo, hi = ks, ke
+    fits = shape.fits(self._free[self._slots(lo, hi)])
+    if len(self._window_cache) > MAX_SHAPES:
+        self._window_cache.clear()
+    self._window_cache[key] = (self._version, lo, hi, fits)
+    return fits[ks - lo:ke - lo]
+
+
+def vm_fits(self: SlotTable, vector: np.ndarray, start: float, end: float) -> np.ndarray:
+    """How many VMs of shape ``vector`` each node can host all through ``[start, end)``."""
+    self._check_known(start)
+    if not end > start:
+        end = start + EPS
+    ks, ke = self._span(start, end)
+    return self._window_fits(self._shape(vector), ks, ke).min(axis=0)
+
+
+def iter_fit_starts(self: SlotTable, demand: VMRequest, duration: float, after: float, *,
+                    not_after: float | None = None,
+                    site_demand: np.ndarray | None = None,
+                    own: Reservation | None = None,
+                    released: Sequence[Reservation] = ()) -> Iterator[float]:
+    """Candidate start times ``s >= after`` (earliest first) at which ``demand`` fits.
+
+    At each candidate, every group of identical VMs fits on the nodes' free capacity all
+    through ``[s, s + duration)`` and the site-wide resources cover ``site_demand``. For a
+    lease of identical VMs the test is exact (the mapper will succeed); with several groups
+    it is necessary but not sufficient, and the caller tries the mapper at each candidate.
+    Candidates are ``after`` and the later breakpoints where some capacity may grow.
+    ``own`` (the lease's current reservation) and ``released`` (reservations that would be
+    given up, e.g. by preempted leases) count as free from ``after`` on.
+    """
+    if not_after is not None and not_after < after:
+        return
+    times = self._t
+    n = len(times)
+    k0 = self._row(after)
+    infinite = math.isinf(duration)
+    if not_after is None or infinite:
+        k_end = n
+    else:   # rows beyond the last window are never looked at
+        k_end = bisect_left(times, not_after + duration, k0 + 1)
+    k_rows = k_end - k0
+    slots = self._slots(k0, k_end)
+    groups = [(self._shape(v), c) for c, v in zip(demand.counts, demand.vectors)]
+    # reservations counted as free: (reservation, first row, end row) relative to k0
+    freed = []
+    for res in ([own] if own is not None else []) + list(released):
+        if res.id in self._reservations and res.end > after:
+            lo, hi = self._span(max(res.start, after), res.end)
+            lo, hi = max(lo, k0) - k0, min(hi, k_end) - k0
+            if hi > lo:
+                freed.append((res, lo, hi))
+    blocked = None
+    for shape, count in groups:
+        totals = self._row_totals(shape)[k0:k_end]
+        if freed:
+            totals = totals.copy()
+            key = shape.vector.tobytes()
+            for res, lo, hi in freed:
+                if res.vm_shape == key and not released:
+                    totals[lo:hi] += len(res.vm_nodes)
+                else:   # several freed reservations may share nodes: recount those rows
+                    totals[lo:hi] = self._freed_totals(shape, slots, freed, lo, hi)
+        b = totals < count
+        blocked = b if blocked is None else blocked | b
+    assert blocked is not None   # a demand has at least one VM shape
+    use_site = site_demand is not None and len(self.site_resources) > 0
+    if use_site:
+        assert site_demand is not None
+        site = self._site[slots]
+        for res, lo, hi in freed:
+            if res.site_amount is not None:
+                site[lo:hi] += res.site_amount
+        blocked |= (site < site_demand - EPS).any(axis=1)
+    # prev_blocked[i]: the last blocked row at or before row i (-1: none)
+    prev_blocked = np.maximum.accumulate(
+        np.where(blocked, np.arange(k_rows), -1)).tolist()
+    single = len(groups) == 1
+    per_row: list[np.ndarray] = []   # per group: VMs per node and row, rows k0:k_end
+
+    def window_fits(i: int, j: int) -> bool:
+        if prev_blocked[j - 1] >= i:
+            return False
+        if j - i == 1 and single:
+            return True   # one row: the totals test is already exact
+        if not per_row:
+            per_row.extend(self._freed_window_fits(shape, k0, k_end, slots, freed,
+                                                   bool(released))
+                           for shape, _ in groups)
+        return all(np.add.reduce(np.minimum.reduce(fits[i:j])) >= count
+                   for fits, (_, count) in zip(per_row, groups))
+
+    j = k_rows if infinite else bisect_left(times, after + duration, k0 + 1, k_end) - k0
+    if window_fits(0, j):
+        yield after
+    if not_after is not None and not_after <= after:
+        return
+    last = times[k_end - 1] if not_after is None else min(not_after, times[k_end - 1])
+    for s in self._grow_times.irange(after, last, inclusive=(False, True)):
+        i = bisect_left(times, s, k0) - k0
+        if blocked[i]:
+            continue
+        j = k_rows if infinite else bisect_left(times, s + duration, k0 + i + 1, k_end) - k0
+        if window_fits(i, j):
+            yield s
+
+
+def fits_at(self: SlotTable, demand: VMRequest, duration: float, t: float) -> bool:
+    """Does ``demand`` fit all through ``[t, t + duration)``? (Exact for identical VMs;
+    necessary only for several groups, like :meth:`iter_fit_starts`.)
+
+    Answered in O(1) from the totals when the site is too full at ``t``, and otherwise from
+    per-shape cumulative minima shared by every question about the same instant.
+    """
+    k0 = self._row(t)
+    slot = self._slot[k0]
+    times = self._t
+    j = len(times) if math.isinf(duration) else bisect_left(times, t + duration, k0 + 1)
+    for count, vector in zip(demand.counts, demand.vectors):
+        shape = self._shape(vector)
+        if shape.totals[slot] < count:
+            return False
+        key = (vector.tobytes(), k0)
+        hit = self._cum_cache.get(key)
+        if hit is None or hit[0] != self._version:
+            fits = self._window_fits(shape, k0, len(times))
+            cum = np.minimum.accumulate(fits, axis=0).sum(axis=1).tolist()
+            if len(self._cum_cache) > MAX_SHAPES:
+                self._cum_cache.clear()
+            self._cum_cache[key] = hit = (self._version, cum)
+        if hit[1][j - k0 - 1] < count:
+            return False
+    return True
+
+
+def _freed_window_fits(self: SlotTable, shape: _Shape, k0: int, k_end: int, slots: np.ndarray,
+                       freed: list, released: bool) -> np.ndarray:
+    """Per-node VM counts of ``shape`` in rows ``k0:k_end`` (``slots``) with the ``freed``
+    reservations (rows relative to ``k0``) given back."""
+    if not freed:
+        return self._window_fits(shape, k0, k_end)
+    key = shape.vector.tobytes()
+    if not released and all(res.vm_shape == key for res, _, _ in freed):
+        # c more VMs of a shape on a node free up exactly c places for it there (as in the
+        # totals); this reuses the per-node counts shared by every lease of the shape
+        fits = self._window_fits(shape, k0, k_end).copy()
+        for res, lo, hi in freed:
+            fits[lo:hi] += np.bincount(res.vm_nodes, minlength=fits.shape[1])
+        return fits
+    free = self._free[slots]
+    for res, lo, hi in freed:
+        free[lo:hi, res.nodes] += res.amounts
+    return shape.fits(free)
+
+
+def _freed_totals(self: SlotTable, shape: _Shape, slots: np.ndarray, freed: list, lo: int,
+                  hi: int) -> np.ndarray:
+    """Totals of rows ``lo:hi`` (of ``slots``) with the ``freed`` reservations given back."""
+    free = self._free[slots[lo:hi]]
+    for res, a, b in freed:
+        a, b = max(a, lo), min(b, hi)
+        if b > a:
+            free[a - lo:b - lo, res.nodes] += res.amounts
+    return shape.fits(free).sum(axis=1)
+
+
+def earliest_fit_on(self: SlotTable, nodes: np.ndarray, amounts: np.ndarray, duration: float,
+                    after: float, not_after: float | None = None) -> float | None:
+    """The earliest start ``s >= after`` (and ``<= not_after``) at which ``amounts[i]`` is
+    free on ``nodes[i]`` for every ``i`` all through ``[s, s + duration)`` (a resumption on
+    the nodes holding a lease's memory images, for instance)."""
+    if not_after is not None and not_after < after:
+        return None
+    candidates = [after]
+    hi = self._t[-1] if not_after is None else not_after
+    candidates += list(self._grow_times.irange(after, hi, inclusive=(False, True)))
+    for s in candidates:
+        if (self.min_free(s, s + duration)[nodes] - amounts >= -EPS).all():
+            return s
+    return None
+
+
+def may_fit_before(self: SlotTable, demand: VMRequest, duration: float, after: float,
+                   before: float) -> bool:
+    """Could ``demand``, now reserved from ``before`` on, start in ``[after, before)`` if
+    that reservation were given up?
+
+    A cheap necessary test (the rows' totals only): a window starting before ``before`` ends
+    inside the lease's own reservation, where giving it up makes room for it again, so only
+    the rows in ``[after, before)`` can stop it. False means it certainly cannot move.
+    """
+    times = self._t
+    k0 = self._row(after)
+    kb = bisect_left(times, before, k0 + 1)
+    if kb <= k0:
+        return False
+    blocked = None
+    for count, vector in zip(demand.counts, demand.vectors):
+        b = self._row_totals(self._shape(vector))[k0:kb] < count
+        blocked = b if blocked is None else blocked | b
+    assert blocked is not None   # a demand has at least one VM shape
+    if not blocked[-1]:   # the last run of unblocked rows reaches ``before``
+        return True
+    # A window can only start at ``after`` or right after a blocked row (starting later in
+    # a run of unblocked rows is never better); it must end before the next blocked row.
+    # The rows where blocking changes, from row 0 on, alternately start and stop the runs
+    # of unblocked rows (the last row is blocked, so every run has a stop).
+    bounds = (np.nonzero(blocked[1:] != blocked[:-1])[0] + 1).tolist()
+    if not blocked[0]:
+        bounds.insert(0, 0)
+    for start_row, stop in zip(bounds[::2], bounds[1::2]):
+        s = after if start_row == 0 else times[k0 + start_row]
+        if s + duration <= times[k0 + stop]:
+            return True
+    return False
+
+
+def earliest_fit(self: SlotTable, demand: VMRequest, duration: float, after: float, *,
+                 not_after: float | None = None, site_demand: np.ndarray | None = None,
+                 own: Reservation | None = None,
+                 released: Sequence[Reservation] = ()) -> float | None:
+    """The first candidate of :meth:`iter_fit_starts`, or ``None`` if there is none."""
+    return next(self.iter_fit_starts(demand, duration, after, not_after=not_after,
+                                     site_demand=site_demand, own=own,
+                                     released=released), None)

@@ -1,0 +1,66 @@
+"""Reservations: resources held on some nodes over an interval, for one of a few purposes."""
+
+from __future__ import annotations
+
+import enum
+import itertools
+from typing import TYPE_CHECKING
+
+import attrs
+import numpy as np
+
+if TYPE_CHECKING:
+    from lease_manager.kernel.lease import Lease
+
+_ids = itertools.count(1)
+
+
+class ReservationKind(enum.StrEnum):
+    """What a reservation holds resources for. Values are the strings written to outputs, and
+    compare equal to them (``res.kind == "vm"``)."""
+
+    VM = "vm"                #: the lease's VMs run
+    SUSPEND = "suspend"      #: the VMs' memory is written out
+    RESUME = "resume"        #: the VMs' memory is read back
+    MIGRATE = "migrate"      #: memory images move to other nodes before a resumption
+    IMAGE = "image"          #: memory images of a suspended lease (a record, not in the table)
+
+
+@attrs.define(eq=False, repr=False, slots=True)
+class Reservation:
+    """Resources held on some nodes over ``[start, end)``.
+
+    ``nodes`` are distinct node indices and ``amounts[i]`` is what the reservation holds on
+    ``nodes[i]`` (all of a lease's VMs on that node together). ``site_amount`` is what it draws
+    from the site-wide resources, if the site has any. ``kind`` tells what the resources are held
+    for (:class:`ReservationKind`).
+    """
+
+    lease: Lease | None
+    start: float
+    end: float
+    nodes: np.ndarray
+    amounts: np.ndarray
+    site_amount: np.ndarray | None = None
+    kind: ReservationKind = ReservationKind.VM
+    #: which node each of the lease's VMs is on, when the reservation holds VMs
+    vm_nodes: tuple[int, ...] = ()
+    #: ``vector.tobytes()`` when every VM of the reservation has that one shape
+    vm_shape: bytes | None = None
+    id: int = attrs.field(factory=lambda: next(_ids))
+
+    def amount_on(self, node: int) -> np.ndarray:
+        """What the reservation holds on ``node`` (zeros if it is not there)."""
+        hit = np.flatnonzero(self.nodes == node)
+        if hit.size == 0:
+            return np.zeros(self.amounts.shape[1])
+        return self.amounts[hit[0]]
+
+    @property
+    def duration(self) -> float:
+        return self.end - self.start
+
+    def __repr__(self) -> str:
+        lease = getattr(self.lease, "id", None)
+        return (f"<Reservation {self.id} {self.kind} lease={lease} [{self.start}, {self.end}) "
+                f"nodes={self.nodes.tolist()}>")
