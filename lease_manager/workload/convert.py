@@ -27,7 +27,8 @@ import numpy as np
 from lease_manager.errors import TraceError
 from lease_manager.kernel.lease import Lease, LeaseType
 from lease_manager.kernel.resources import NodeSet, ResourceTypes
-from lease_manager.workload.lwf import read_lwf, write_lwf
+from lease_manager.workload.lwf import read_lwf
+from lease_manager.workload.lwf_writer import write_lwf
 from lease_manager.workload.swf import SWFConversion, SWFReader, TraceStats, swf_leases
 
 

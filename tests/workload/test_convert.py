@@ -12,7 +12,8 @@ from lease_manager.errors import TraceError
 from lease_manager.kernel.lease import Lease, LeaseType, VMRequest
 from lease_manager.kernel.resources import ResourceTypes
 from lease_manager.workload.convert import lwf_to_swf, merge_workloads, swf_to_lwf
-from lease_manager.workload.lwf import read_lwf, write_lwf
+from lease_manager.workload.lwf import read_lwf
+from lease_manager.workload.lwf_writer import write_lwf
 from lease_manager.workload.swf import SWFConversion, SWFReader, TraceStats, swf_leases
 
 from support import ROOT, TRACES

@@ -12,15 +12,8 @@ import pytest
 from lease_manager.errors import TraceError
 from lease_manager.kernel.lease import Lease, LeaseType, VMRequest
 from lease_manager.kernel.resources import NodeSet, ResourceTypes, parse_site
-from lease_manager.workload.lwf import (
-    format_site,
-    format_time,
-    is_lwf,
-    lwf_schema,
-    read_lwf,
-    schema_path,
-    write_lwf,
-)
+from lease_manager.workload.lwf import is_lwf, lwf_schema, read_lwf, schema_path
+from lease_manager.workload.lwf_writer import format_site, format_time, write_lwf
 
 from support import ROOT
 
@@ -429,7 +422,8 @@ def test_max_price_travels_as_an_extra_attribute(tmp_path):
     lease.max_price, is written back, and a bad value names its line."""
     from lease_manager.kernel.lease import Lease, LeaseType, VMRequest
     from lease_manager.kernel.resources import ResourceTypes
-    from lease_manager.workload.lwf import read_lwf, write_lwf
+    from lease_manager.workload.lwf import read_lwf
+    from lease_manager.workload.lwf_writer import write_lwf
     types = ResourceTypes(("CPU", "Memory"))
     lease = Lease(1, LeaseType.BEST_EFFORT, 0, VMRequest.uniform(1, [100, 1024]), 600, 600,
                   source_id="7", max_price=12.5, extra={"stress-on": "CPU"})
