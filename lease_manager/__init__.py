@@ -17,7 +17,6 @@ Everything else may move between releases.
 
 __version__ = "0.1.0"
 
-from lease_manager import characteristics  # noqa: E402
 from lease_manager.config.schema import (  # noqa: E402
     AMOUNTS,
     BOOLEAN,
@@ -68,7 +67,8 @@ __all__ = [
 ]
 
 #: exported names whose modules load only when first used (start-up stays light)
-_LAZY = {"run_sweep_file": "lease_manager.experiments.sweep",
+_LAZY = {"characteristics": "lease_manager",
+         "run_sweep_file": "lease_manager.experiments.sweep",
          "FinishedRun": "lease_manager.experiments.sweep",
          "etc_file": "lease_manager.experiments.sweep"}
 
@@ -77,5 +77,7 @@ def __getattr__(name: str) -> object:
     if name in _LAZY:
         import importlib
 
+        if name == "characteristics":   # a module of this package
+            return importlib.import_module("lease_manager.characteristics")
         return getattr(importlib.import_module(_LAZY[name]), name)
     raise AttributeError(f"module 'lease_manager' has no attribute {name!r}")

@@ -30,6 +30,10 @@ class SchedulerView:
     def __init__(self, scheduler: LeaseScheduler | None = None) -> None:
         self._s: Any = scheduler   # bound once the run has built its scheduler
 
+    def bind(self, scheduler: LeaseScheduler) -> None:
+        """Show ``scheduler`` (the run builds its scheduler after its policies' context)."""
+        self._s = scheduler
+
     def waiting(self) -> Iterator[Lease]:
         """Queued leases, in queue order."""
         return iter(self._s.queue)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import difflib
 import importlib
+import weakref
 from collections.abc import Iterable
 from importlib import metadata
 from typing import Any
@@ -50,21 +51,32 @@ RUN_PLUGINS = {
 
 
 class PluginManager(pluggy.PluginManager):
-    """pluggy's manager, counting registrations so that callers may cache who implements what
-    (:class:`~lease_manager.run.HookRelay`)."""
+    """pluggy's manager, clearing the caches of who implements what
+    (:class:`~lease_manager.run.HookRelay`) whenever a plugin is registered or unregistered."""
 
     def __init__(self, project_name: str) -> None:
         super().__init__(project_name)
-        #: changes whenever a plugin is registered or unregistered
-        self.generation = 0
+        self._caches: weakref.WeakSet[Any] = weakref.WeakSet()
+
+    def add_cache(self, cache: Any) -> None:
+        """Call ``cache.clear()`` whenever the registered plugins change."""
+        self._caches.add(cache)
+
+    def _changed(self) -> None:
+        for cache in list(self._caches):
+            cache.clear()
 
     def register(self, plugin: Any, name: str | None = None) -> str | None:
-        self.generation += 1
-        return super().register(plugin, name)
+        try:
+            return super().register(plugin, name)
+        finally:
+            self._changed()
 
     def unregister(self, plugin: Any = None, name: str | None = None) -> Any:
-        self.generation += 1
-        return super().unregister(plugin, name)
+        try:
+            return super().unregister(plugin, name)
+        finally:
+            self._changed()
 
 
 @attrs.frozen

@@ -70,6 +70,26 @@ class Run:
                               lambda: self.clock.now(),
                               lambda time, fn: self.engine.call_at(time, fn))
 
+        self._build_policies(config)
+        self._hooks = HookRelay(self.plugins, self.ctx)
+        self.enactment = (enactment(self) if enactment is not None
+                          else ReplayEnactment(self.timeline))
+        self.scheduler = self._build_scheduler(config)
+        self.ctx.scheduler.bind(self.scheduler)
+        if clock is None:
+            if config.get("simulation", "clock") == "real":
+                clock = RealClock(speedup=config.get("simulation", "speedup"))
+            else:
+                clock = SimulatedClock()
+        self.clock = clock
+        arrivals = self._checked(leases if leases is not None else self._trace_leases())
+        self.engine = Engine(self.scheduler, self.table, self.timeline, clock, arrivals,
+                             stop_when=config.get("simulation", "stop-when"),
+                             runtime=config.get("simulation", "runtime"), serve=serve)
+        self.summary: dict[str, Any] = {}
+
+    def _build_policies(self, config: Config) -> None:
+        """The run's policies, probes and annotators, and the core's observers, registered."""
         self.policies: dict[str, Any] = {}
         for kind, option in (("admission", "policy-admission"), ("pricing", "policy-pricing"),
                              ("queue", "policy-queue"),
@@ -90,16 +110,16 @@ class Run:
         self.accounting = Accounting(self.nodes.types.names)
         self._register(self.accounting, ACCOUNTING_PLUGIN)
 
-        self._hooks = HookRelay(self.plugins, self.ctx)
-        self.enactment = (enactment(self) if enactment is not None
-                          else ReplayEnactment(self.timeline))
+
+    def _build_scheduler(self, config: Config) -> LeaseScheduler:
+        """The scheduler, with the run's policies, enactment and hook relay."""
         names = self.nodes.types.names
         suspend_resume = SuspendResume(
             names.index("Memory") if "Memory" in names else None,
             config.get("scheduling", "suspend-rate"), config.get("scheduling", "resume-rate"),
             config.get("scheduling", "suspendresume-exclusion"),
             config.get("scheduling", "enactment-overhead"))
-        self.scheduler = LeaseScheduler(
+        return LeaseScheduler(
             self.table, self.timeline,
             admission=self.policies["admission"], pricing=self.policies["pricing"],
             queue=self.policies["queue"], host_selection=self.policies["host-selection"],
@@ -112,18 +132,6 @@ class Run:
             migration_bandwidth=(config.get("scheduling", "migration-bandwidth")
                                  if config.get("scheduling", "migration") == "yes" else None),
             enactment=self.enactment, emit=self._hooks)
-        self.ctx.scheduler._s = self.scheduler
-        if clock is None:
-            if config.get("simulation", "clock") == "real":
-                clock = RealClock(speedup=config.get("simulation", "speedup"))
-            else:
-                clock = SimulatedClock()
-        self.clock = clock
-        arrivals = self._checked(leases if leases is not None else self._trace_leases())
-        self.engine = Engine(self.scheduler, self.table, self.timeline, clock, arrivals,
-                             stop_when=config.get("simulation", "stop-when"),
-                             runtime=config.get("simulation", "runtime"), serve=serve)
-        self.summary: dict[str, Any] = {}
 
     def _instantiate(self, kind: str, name: str) -> Any:
         policy = self.plugins.policy(kind, name)(self.ctx)
@@ -290,27 +298,44 @@ def swf_conversion(cfg: Config, nodes: NodeSet) -> SWFConversion:
 
 
 class HookRelay:
-    """Calls a hook with ``ctx=`` filled in, on every implementation registered at the time
-    of the call. Which hooks have implementations is cached until a plugin is registered or
-    unregistered, so a hook nobody implements costs a dictionary lookup."""
+    """Calls an event hook with ``ctx=`` filled in, on every implementation registered at the
+    time of the call, in pluggy's order; results are ignored.
+
+    The replay calls hooks hundreds of times per lease, so who implements what is cached until
+    a plugin is registered or unregistered: a hook nobody implements costs a dictionary lookup,
+    and plain implementations are called directly with the arguments they declare (as pluggy
+    would call them). A hook with a wrapper implementation goes through pluggy itself.
+    """
 
     def __init__(self, plugins: Plugins, ctx: RunContext) -> None:
         self._pm = plugins.pm
         self._ctx = ctx
-        self._callers: dict[str, Any] = {}
-        self._generation = -1
+        self._targets: dict[str, list[tuple[Callable[..., Any], tuple[str, ...] | None]]] = {}
+        self._pm.add_cache(self)
+
+    def clear(self) -> None:
+        """Forget who implements what (the plugin manager calls this when plugins change)."""
+        self._targets.clear()
+
+    def _resolve(self, name: str) -> list[tuple[Callable[..., Any], tuple[str, ...] | None]]:
+        caller = getattr(self._pm.hook, name)
+        impls = caller.get_hookimpls()
+        if any(impl.hookwrapper or impl.wrapper for impl in impls):
+            return [(caller, None)]
+        return [(impl.function, impl.argnames) for impl in reversed(impls)]
 
     def __call__(self, name: str, **kwargs: Any) -> None:
-        if self._generation != self._pm.generation:
-            self._generation = self._pm.generation
-            self._callers.clear()
-        try:
-            caller = self._callers[name]
-        except KeyError:
-            caller = getattr(self._pm.hook, name)
-            caller = self._callers[name] = caller if caller.get_hookimpls() else None
-        if caller is not None:
-            caller(ctx=self._ctx, **kwargs)
+        targets = self._targets.get(name)
+        if targets is None:
+            targets = self._targets[name] = self._resolve(name)
+        if targets:
+            kwargs["ctx"] = self._ctx
+            get = kwargs.__getitem__
+            for function, argnames in targets:
+                if argnames is None:   # through pluggy (a wrapper is involved)
+                    function(**kwargs)
+                else:
+                    function(*map(get, argnames))
 
 
 def load_run(path: str | Path | None, overrides: Iterable[str] = (), *,

@@ -173,7 +173,7 @@ class Lease:
     def holds(self, res: Reservation) -> bool:
         """Whether ``res`` is part of the lease's current plan: the test that tells a live
         timeline event from a stale one (of a plan that has since changed)."""
-        return any(r is res for r in self.reservations)
+        return res in self.reservations   # reservations compare by identity
 
     def transition(self, new: LeaseState) -> None:
         """Move to ``new``; raise :class:`IllegalTransition` if the state machine forbids it."""
