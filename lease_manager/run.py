@@ -329,13 +329,16 @@ class HookRelay:
         if targets is None:
             targets = self._targets[name] = self._resolve(name)
         if targets:
-            kwargs["ctx"] = self._ctx
-            get = kwargs.__getitem__
+            ctx = self._ctx
+            every = len(kwargs) + 1
             for function, argnames in targets:
-                if argnames is None:   # through pluggy (a wrapper is involved)
-                    function(**kwargs)
+                # through pluggy (a wrapper is involved), or an implementation that takes every
+                # argument (pluggy checked its names when it was registered)
+                if argnames is None or len(argnames) == every:
+                    function(ctx=ctx, **kwargs)
                 else:
-                    function(*map(get, argnames))
+                    given = dict(kwargs, ctx=ctx)
+                    function(*[given[arg] for arg in argnames])
 
 
 def load_run(path: str | Path | None, overrides: Iterable[str] = (), *,

@@ -277,6 +277,8 @@ def read_ini(path: Path, what: str) -> tuple[configparser.ConfigParser,
     return parser, _locate(text)
 
 
+# Longer than ~50 lines on purpose: reads the file, then the overrides, then converts and
+# completes: one pass a reader follows top to bottom.
 def load_config(path: str | Path | None, schema: Schema,
                 overrides: Iterable[str] = ()) -> Config:
     """Read, validate and complete a configuration file; apply ``section.option=value``

@@ -258,6 +258,8 @@ class Handler(BaseHTTPRequestHandler):
     def _names(self) -> tuple[str, ...]:
         return self.daemon.driver.names
 
+    # Longer than ~50 lines on purpose: one request's path from body to answer (JSON, list or LWF),
+    # each step a few lines.
     def _submit(self) -> tuple[int, Any]:
         d = self.daemon
         data = self._body()

@@ -318,6 +318,8 @@ class SlurmBackend(EnactmentBackend):
         return self.job_dir / f"{self._name(lease_id)}.{job_id}.exit"
 
     # ------------------------------------------------------------------------ protocol
+    # Longer than ~50 lines on purpose: the Slurm reservation is built, compared with the booked
+    # one and created or moved in one place, so its states stay readable.
     def prepare(self, work: Work) -> None:
         name = self._name(work.lease_id)
         nodes, cores, _ = self._layout(work)

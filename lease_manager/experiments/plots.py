@@ -226,6 +226,8 @@ def _save(fig: Figure, path: Path) -> Path:
     return path
 
 
+# Longer than ~50 lines on purpose: a list of the figures of a report, in the order they are
+# written.
 def make_plots(results: Results, directory: Path, *, gantt_run: str | None = None,
                gantt_leases: int | None = 200, gantt_hours: float | None = None,
                seed: int | None = None) -> tuple[list[Path], list[str]]:

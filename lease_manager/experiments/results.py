@@ -75,6 +75,8 @@ def _run_order(directory: Path) -> tuple[list[str], dict[str, list]]:
     return list(plan.get("runs", [])), plan
 
 
+# Longer than ~50 lines on purpose: one loop over run folders; each branch is a folder state (done,
+# unreadable, failed, pending).
 def collect(directory: str | Path) -> Results:
     """Every run folder under ``directory`` (done or failed), in the sweep's order."""
     directory = Path(directory)

@@ -268,6 +268,8 @@ def write_plan(sweep: Sweep, out: Path) -> None:
     _write_atomic(out / "sweep.json", json.dumps(plan, indent=2) + "\n")
 
 
+# Longer than ~50 lines on purpose: set-up, dispatch and the interrupt/cleanup path belong together
+# (try/finally).
 def run_sweep(sweep: Sweep, out: str | Path, *, executor: str = "local", jobs: int = 1,
               progress: bool = False, echo: Callable[[str], None] | None = None) -> Outcome:
     """Run every unfinished run of ``sweep`` under ``out``; collect the result table.

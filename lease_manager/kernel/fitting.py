@@ -53,6 +53,8 @@ def vm_fits(self: SlotTable, vector: np.ndarray, start: float, end: float) -> np
     return self._window_fits(self._shape(vector), ks, ke).min(axis=0)
 
 
+# Longer than ~50 lines on purpose: the hottest query of the replay: its closures share precomputed
+# rows, and splitting it costs calls per candidate start.
 def iter_fit_starts(self: SlotTable, demand: VMRequest, duration: float, after: float, *,
                     not_after: float | None = None,
                     site_demand: np.ndarray | None = None,

@@ -108,6 +108,8 @@ def _num(x: float) -> str:
     return str(int(x)) if x.is_integer() else np.format_float_positional(x, trim="-")
 
 
+# Longer than ~50 lines on purpose: one pass over the leases, writing each SWF line beside the
+# reason a lease is skipped.
 def lwf_to_swf(lwf_path: str | Path, swf_path: str | Path, types: ResourceTypes | None = None,
                procs_per_vm: int = 1, *, strict: bool = False,
                vm_vector: np.ndarray | None = None) -> ConversionStats:

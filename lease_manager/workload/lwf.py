@@ -305,6 +305,8 @@ class _LeaseReader:
         array.flags.writeable = False
         return VMRequest(tuple(counts), array)
 
+    # Longer than ~50 lines on purpose: one LWF element read in document order (nodes, start,
+    # duration, software, extras), each part a few lines.
     def lease(self, request: etree._Element) -> Lease:
         arrival = self.time(request, "arrival")
         if arrival < self.last_arrival:

@@ -128,6 +128,8 @@ def _request_element(lease: Lease, types: ResourceTypes) -> etree._Element:
     return request
 
 
+# Longer than ~50 lines on purpose: a streaming writer: the nesting of the XML contexts is the
+# structure of the code.
 def write_lwf(path: str | Path, leases: Iterable[Lease], *, types: ResourceTypes | None = None,
               site: NodeSet | None = None, name: str | None = None,
               description: str | None = None,

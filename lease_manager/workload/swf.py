@@ -220,6 +220,8 @@ class TraceStats:
                 "bad_lines": self.bad_lines}
 
 
+# Longer than ~50 lines on purpose: one generator applying the replay rules and filters in the
+# order the README states them.
 def swf_leases(reader: SWFReader, conv: SWFConversion, stats: TraceStats | None = None,
                *, first_id: int = 1) -> Iterator[Lease]:
     """Turn the reader's jobs into best-effort leases, in submit order.
