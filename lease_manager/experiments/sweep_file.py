@@ -50,7 +50,7 @@ from typing import Any
 import attrs
 
 from lease_manager.config.schema import _suggest, load_config, read_ini
-from lease_manager.errors import ConfigError
+from lease_manager.errors import ConfigError, LeaseManagerError
 
 SWEEP_SECTION = "sweep"
 SWEEP_OPTIONS = ("base", "traces", "tracedir", "seeds", "axes", "profiles")
@@ -95,9 +95,17 @@ class RunSpec:
         return " ".join(shlex.quote(a) for a in args)
 
     def task(self, out: str | Path) -> dict[str, Any]:
-        """The worker's argument (see :func:`execute_run`)."""
-        return {"run_id": self.run_id, "dir": str(Path(out).resolve() / self.run_id),
-                "base": self.base, "overrides": list(self.overrides), "meta": self.meta()}
+        """The worker's argument (see :func:`execute_run`). Its folder is always a folder
+        three levels inside ``out`` (the worker clears it first)."""
+        root = Path(out).resolve()
+        parts = self.run_id.split("/")
+        run_dir = (root / self.run_id).resolve()
+        if (len(parts) != 3 or any(p in ("", ".", "..") for p in parts)
+                or run_dir.parent.parent.parent != root):
+            raise LeaseManagerError(f"run id {self.run_id!r} does not name a folder inside "
+                                    f"{root}")
+        return {"run_id": self.run_id, "dir": str(run_dir), "base": self.base,
+                "overrides": list(self.overrides), "meta": self.meta()}
 
 
 @attrs.frozen
@@ -211,6 +219,11 @@ class _Reader:
                 raise self.err(f"trace file not found: {full}", SWEEP_SECTION, "traces",
                                field="[sweep] traces")
             name = trace_name(written)
+            if not _NAME.fullmatch(name):   # it names a folder: '..' would climb out of OUT
+                raise self.err(f"trace {written!r}: its name {name!r} cannot name a run folder "
+                               "(letters, digits, '_', '.', '+' or '-', starting with a "
+                               "letter or digit); rename the file", SWEEP_SECTION, "traces",
+                               field="[sweep] traces")
             if name in resolved:
                 raise self.err(f"two traces are named {name!r} ({resolved[name]} and {full}); "
                                "run folders are named after the trace file", SWEEP_SECTION,

@@ -126,3 +126,28 @@ def test_the_thesis_sweep_files_cross_into_the_thesis_configurations(name, profi
         raise
     assert len(sweep.profiles) == profiles and example in sweep.profiles
     assert len(path.read_text().splitlines()) < 70   # a screenful
+
+
+def test_a_trace_whose_name_climbs_out_of_the_output_folder_is_refused(tmp_path):
+    """``...swf`` reduces to ``..``: its runs would have made (and cleared) ``PROFILE/..``, the
+    sweep's own profile folder. It is refused, naming the line; nothing is written."""
+    trace = tmp_path / "...swf"
+    trace.write_bytes(TRACE.read_bytes())
+    path = write(tmp_path, f"[sweep]\ntraces = {trace}\n[a:scheduling]\nbackfilling = off\n")
+    with pytest.raises(ConfigError) as err:
+        load_sweep(path, Plugins(entry_points=False))
+    assert err.value.line == 2 and "its name '..' cannot name a run folder" in str(err.value)
+
+
+def test_a_run_folder_always_stays_inside_the_output_folder(tmp_path):
+    """Defence in depth: a run id that would leave ``--out`` never becomes a task."""
+    import attrs
+
+    from lease_manager.errors import LeaseManagerError
+
+    sweep = load_sweep(write(tmp_path, CROSSED), Plugins(entry_points=False))
+    spec = sweep.runs[0]
+    assert spec.task(tmp_path / "out")["dir"] == str((tmp_path / "out" / spec.run_id).resolve())
+    for bad in ("off-small/../seed-1", "../x/seed-1", "a/b", "a/b/c/d", "a//seed-1"):
+        with pytest.raises(LeaseManagerError, match="does not name a folder inside"):
+            attrs.evolve(spec, run_id=bad).task(tmp_path / "out")
