@@ -150,6 +150,16 @@ def node_names(ctx: RunContext, configured: tuple[str, ...] = ()) -> tuple[str, 
     return tuple(f"node-{i + 1}" for i in range(count))
 
 
+#: what a lease's command keeps of the daemon's environment: where programs are, the user's
+#: account and the locale; nothing else (the daemon's token, above all, stays with the daemon)
+KEPT_ENV = ("PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "LC_ALL", "TZ")
+
+
+def clean_env(environ: Mapping[str, str]) -> dict[str, str]:
+    """The part of ``environ`` a lease's command may see (:data:`KEPT_ENV`)."""
+    return {name: environ[name] for name in KEPT_ENV if name in environ}
+
+
 def work_env(work: Work, vm: VMWork) -> dict[str, str]:
     """The environment variables a VM's command gets (besides ``work.env``)."""
     return {**work.env, "LM_LEASE_ID": str(work.lease_id), "LM_VM_INDEX": str(vm.index),

@@ -44,6 +44,7 @@ from lease_manager.enactment.base import (
     EnactmentError,
     Work,
     WorkStatus,
+    clean_env,
     work_env,
 )
 from lease_manager.enactment.cgroups import (
@@ -277,7 +278,7 @@ class ProcessBackend(EnactmentBackend):
         exit_file = Path(entry["exit_file"])
         vm_dir = exit_file.parent
         procs_files = [str(Path(folder) / "cgroup.procs") for folder in set(groups.values())]
-        env = {**os.environ, **work_env(work, vm)}
+        env = {**clean_env(os.environ), **work_env(work, vm)}
         try:
             with open(vm_dir / "out.log", "ab") as out, open(vm_dir / "err.log", "ab") as err:
                 child = subprocess.Popen(

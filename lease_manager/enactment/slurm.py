@@ -96,6 +96,7 @@ from lease_manager.enactment.base import (
     EnactmentError,
     Work,
     WorkStatus,
+    clean_env,
     node_names,
     work_env,
 )
@@ -204,6 +205,9 @@ class SlurmBackend(EnactmentBackend):
         env = dict(os.environ)
         if args[0] == "scontrol":     # scontrol reads and prints times in its local zone
             env["TZ"] = "UTC"
+        elif args[0] == "sbatch":     # a job gets sbatch's environment: not the daemon's
+            env = {**clean_env(os.environ),
+                   **{k: v for k, v in os.environ.items() if k.startswith(("SLURM_", "MUNGE"))}}
         shown = " ".join(shlex.quote(a) for a in args)
         try:
             proc = subprocess.run(argv, input=stdin, capture_output=True, text=True, env=env,

@@ -134,6 +134,22 @@ def test_start_env_status_stop(tmp_path, backends):
     assert b.status(7).state == "absent"
 
 
+def test_commands_get_a_clean_environment(tmp_path, backends, monkeypatch):
+    """A lease's command sees PATH, its lease variables and its own ``work.env``, never the
+    daemon's token nor anything else of the daemon's environment."""
+    monkeypatch.setenv("LEASE_MANAGER_TOKEN", "secret-token")
+    monkeypatch.setenv("SOME_DAEMON_SETTING", "x")
+    b = make_backend(tmp_path, "process.cgroups=none")
+    backends.append(b)
+    out = tmp_path / "env.txt"
+    b.start(work(8, f"env > {out}.$LM_VM_INDEX", vms=1))
+    wait_for(lambda: b.status(8).state == "exited", what="the command to end")
+    seen = dict(line.split("=", 1) for line in (tmp_path / "env.txt.0").read_text().splitlines()
+                if "=" in line)
+    assert "LEASE_MANAGER_TOKEN" not in seen and "SOME_DAEMON_SETTING" not in seen
+    assert seen["LM_LEASE_ID"] == "8" and seen["PATH"] == os.environ["PATH"]
+
+
 def test_output_logs_and_empty_command(tmp_path, backends):
     b = make_backend(tmp_path, "process.cgroups=none")
     backends.append(b)

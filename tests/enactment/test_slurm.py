@@ -192,6 +192,19 @@ def test_exit_code_survives_slurm_forgetting_the_job(backend, lease_ids, tmp_pat
     assert backend.status(lease).state == "absent"
 
 
+def test_jobs_do_not_get_the_daemons_environment(backend, lease_ids, tmp_path, monkeypatch):
+    """sbatch passes its environment to the job: the daemon's token must not be in it."""
+    monkeypatch.setenv("LEASE_MANAGER_TOKEN", "secret-token")
+    lease = lease_ids[4]
+    now = time.time()
+    out = tmp_path / "env.txt"
+    backend.start(Work(lease, f"env > {out}", vms(1), start=now, end=now + 60))
+    wait_for(lambda: backend.status(lease).state == "exited", 20, "the work to exit")
+    text = out.read_text()
+    assert "LEASE_MANAGER_TOKEN" not in text and f"LM_LEASE_ID={lease}" in text
+    backend.stop(lease)
+
+
 def test_empty_command_holds_until_the_end(backend, lease_ids):
     lease = lease_ids[3]
     now = time.time()
