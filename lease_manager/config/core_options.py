@@ -19,6 +19,8 @@ from lease_manager.config.schema import (
     Option,
 )
 
+#: the fastest a real clock may run (schedule seconds per wall second)
+MAX_SPEEDUP = 1e6
 BACKFILLING = ("off", "aggressive", "conservative", "intermediate")
 STOP_WHEN = ("all-leases-done", "besteffort-done", "time")
 
@@ -39,8 +41,9 @@ def core_options(policy_names: Mapping[str, tuple[str, ...]]) -> list[Option]:
         Option("simulation", "clock", STRING, "simulated", choices=("simulated", "real"), doc="""
             `simulated` jumps from one event to the next (trace replay, as fast as possible);
             `real` follows the wall clock (see `speedup`)."""),
-        Option("simulation", "speedup", FLOAT, 1.0, minimum=1e-9, doc="""
-            With the real clock, how many seconds of schedule pass per wall-clock second."""),
+        Option("simulation", "speedup", FLOAT, 1.0, minimum=1e-9, maximum=MAX_SPEEDUP, doc="""
+            With the real clock, how many seconds of schedule pass per wall-clock second
+            (at most a million: a day of schedule in about 0.09 s)."""),
         Option("simulation", "seed", INTEGER, 0, minimum=0, doc="""
             Seed of the run's random numbers: policies and annotators draw from independent
             streams derived from it, so the same seed gives the same results."""),

@@ -118,6 +118,8 @@ class Option:
     choices: tuple[str, ...] | None = None
     #: inclusive lower bound for numbers
     minimum: float | None = None
+    #: inclusive upper bound for numbers
+    maximum: float | None = None
 
     @property
     def required(self) -> bool:
@@ -130,6 +132,8 @@ class Option:
             raise ValueError(f"{text.strip()!r} is not one of {', '.join(self.choices)}{hint}")
         if self.minimum is not None and value < self.minimum:
             raise ValueError(f"{text.strip()!r} is below the minimum {self.minimum:g}")
+        if self.maximum is not None and value > self.maximum:
+            raise ValueError(f"{text.strip()!r} is above the maximum {self.maximum:g}")
         return value
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import secrets
 import signal
@@ -15,6 +16,7 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
+from lease_manager.config.core_options import MAX_SPEEDUP
 from lease_manager.config.schema import Config, load_config
 from lease_manager.context import RunContext
 from lease_manager.daemon.driver import EnactmentDriver
@@ -30,6 +32,8 @@ from lease_manager.run import Run, vm_vector
 
 log = logging.getLogger("lease_manager.daemon")
 S = LeaseState
+#: the last instant a clock may show: 9999-12-31T23:59:59Z (dates beyond do not print)
+LAST_INSTANT = 253402300799.0
 RUNNING_STATES = ("active", "suspending", "resuming", "migrating")
 
 
@@ -143,14 +147,35 @@ class Daemon:
         restart it carries on from where the last run's clock would be now."""
         speedup = self.config.get("simulation", "speedup")
         wall = time.time()
-        anchor = self.store.meta("clock")
-        start = wall
-        if anchor is not None:
-            a = json.loads(anchor)
-            start = a["clock"] + (wall - a["wall"]) * a["speedup"]
+        start = self._clock_from_anchor(self.store.meta("clock"), wall)
         self.store.set_meta("clock", json.dumps({"clock": start, "wall": wall,
                                                  "speedup": speedup}))
         return RealClock(start=start, speedup=speedup)
+
+    def _clock_from_anchor(self, anchor: str | None, wall: float) -> float:
+        """Where the last run's clock would be now, from its stored anchor; the wall time if
+        there is none, or if the anchor is not valid (then with a warning: the state folder
+        stays usable whatever an earlier run stored)."""
+        if anchor is None:
+            return wall
+        try:
+            a = json.loads(anchor)
+            clock, then, speedup = (float(a["clock"]), float(a["wall"]), float(a["speedup"]))
+            start = clock + (wall - then) * speedup
+        except (ValueError, TypeError, KeyError, OverflowError) as exc:
+            why = f"unreadable ({type(exc).__name__})"
+        else:
+            if not all(map(math.isfinite, (clock, then, speedup, start))):
+                why = "not finite"
+            elif not 0 < speedup <= MAX_SPEEDUP:
+                why = f"speed-up {speedup:g} out of range"
+            elif not 0 <= start <= LAST_INSTANT:
+                why = "a time outside years 1970-9999"
+            else:
+                return start
+        log.warning("%s: the stored clock anchor is %s; the clock starts from the wall time",
+                    self.store.path, why)
+        return wall
 
     # ---------------------------------------------------------------------- engine side
     def call(self, fn: Callable[[float], Callable[[], Any]], timeout: float = 60.0) -> Any:

@@ -170,3 +170,41 @@ def test_a_planned_lease_that_loses_its_plan_releases_its_booking(tmp_path):
         assert c.lease(two["id"])["preemptions"] == 1
         log = d.daemon.backend.log
         assert log.index(("stop", two["id"])) < log.index(("prepare", ar["id"]))
+
+
+def test_an_unbounded_speedup_is_refused():
+    """``--speedup inf`` (or 1e308) once made the state folder unusable; it is refused."""
+    from lease_manager.config.schema import load_config
+    from lease_manager.errors import ConfigError
+    from lease_manager.plugins import Plugins
+
+    schema = Plugins(entry_points=False).schema
+    for value in ("inf", "1e308", "1e12"):
+        with pytest.raises(ConfigError, match="above the maximum 1e"):
+            load_config(None, schema, [f"simulation.speedup={value}"])
+
+
+@pytest.mark.parametrize("anchor", [
+    '{"clock": Infinity, "wall": 1.0, "speedup": 1.0}',
+    '{"clock": 1e300, "wall": 1.0, "speedup": 1.0}',
+    '{"clock": 0.0, "wall": 0.0, "speedup": 1e308}',
+    'not json',
+    '{"clock": "x"}',
+])
+def test_a_bad_stored_clock_anchor_does_not_lock_the_state_folder(tmp_path, anchor, caplog):
+    """Whatever an earlier run stored, the daemon starts, says so, and its clock reads the
+    wall time."""
+    import time
+
+    from lease_manager.daemon.store import Store
+
+    config = write_config(tmp_path)
+    with ThreadDaemon(config):
+        pass
+    store = Store(tmp_path / "state" / "leases.db")
+    store.set_meta("clock", anchor)
+    store.close()
+    with ThreadDaemon(config) as d:
+        assert abs(d.daemon.run.clock.now() - time.time()) < 60
+        assert d.client.call("GET", "/v1/health")["status"] == "ok"
+    assert "the stored clock anchor is" in caplog.text
