@@ -37,6 +37,7 @@ import gzip
 import importlib.resources
 import math
 import re
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -87,11 +88,11 @@ def is_lwf(path: str | Path) -> bool:
     character, after decompressing a ``.gz`` file, is ``<``."""
     try:
         with open(path, "rb") as fh:
-            head = fh.read(2)
-            fh.seek(0)
-            raw = gzip.GzipFile(fileobj=fh) if head == b"\x1f\x8b" else fh
-            start = raw.read(512)
-    except (OSError, EOFError):
+            data = fh.read(4096)
+        # the start of a .gz, decompressed as far as it goes (a truncated file too)
+        start = (zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(data, 512)
+                 if data[:2] == b"\x1f\x8b" else data[:512])
+    except (OSError, zlib.error):
         return False
     return start.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"<")
 

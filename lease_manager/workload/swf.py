@@ -12,6 +12,7 @@ import gzip
 import io
 import math
 import re
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, NamedTuple
@@ -130,8 +131,18 @@ class SWFReader:
 
     def jobs(self) -> Iterator[SWFJob]:
         raw = getattr(self._fh, "buffer", None)
+        number = 0
         with self._fh:
-            for number, text in enumerate(self._fh, 1):
+            lines = enumerate(self._fh, 1)
+            while True:
+                try:
+                    number, text = next(lines)
+                except StopIteration:
+                    break
+                except (EOFError, OSError, zlib.error) as exc:   # a truncated or damaged .gz
+                    raise TraceError(f"cannot read on after line {number}: the compressed "
+                                     f"file is truncated or damaged ({exc})", file=self.path,
+                                     line=number + 1) from None
                 if number % 4096 == 0 and raw is not None:
                     self.position = _raw_position(raw)
                 stripped = text.strip()

@@ -437,3 +437,15 @@ def test_max_price_travels_as_an_extra_attribute(tmp_path):
     line = next(i for i, l in enumerate(text.splitlines(), 1) if "max-price" in l)
     with pytest.raises(TraceError, match=rf"priced.lwf:{line}: .*max-price.*not a price"):
         read_lwf(path, types)
+
+
+def test_a_truncated_gz_lwf_is_recognised_and_refused_in_one_line(tmp_path):
+    """A cut ``.lwf.gz`` is still recognised as LWF (not read as SWF) and refused, naming it."""
+    import gzip
+
+    path = tmp_path / "cut.lwf.gz"
+    path.write_bytes(gzip.compress(EXAMPLE.read_bytes())[:200])
+    assert is_lwf(path)
+    with pytest.raises(TraceError, match="cannot decompress") as err:
+        read_lwf(path, TYPES)
+    assert err.value.file == str(path)

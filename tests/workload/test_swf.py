@@ -254,3 +254,16 @@ def test_infinite_window_by_default():
     conv = SWFConversion(vm_vector=VM)
     assert conv.window_start == 0 and math.isinf(conv.window_length)
     assert conv.max_jobs == 0 and conv.queues == () and conv.paradigm == "hpc"
+
+
+def test_a_truncated_gz_trace_is_one_error_naming_the_file_and_line(tmp_path):
+    """A ``.swf.gz`` cut short raised EOFError from deep in gzip; it is a TraceError naming the
+    first line that could not be read."""
+    from support import TRACES
+
+    data = gzip.compress((TRACES / "sdsc-blue-600requests.swf").read_bytes())
+    path = tmp_path / "cut.swf.gz"
+    path.write_bytes(data[:3000])
+    with pytest.raises(TraceError, match="the compressed file is truncated or damaged") as err:
+        list(SWFReader(path).jobs())
+    assert err.value.file == str(path) and err.value.line is not None and err.value.line > 1
