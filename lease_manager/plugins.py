@@ -32,6 +32,7 @@ BUILTIN_PLUGINS = (
     "lease_manager.policies.preemption",
     "lease_manager.policies.admission",
     "lease_manager.policies.pricing",
+    "lease_manager.policies.node_power",
     "lease_manager.enactment.simulated",
     "lease_manager.enactment.process",
     "lease_manager.enactment.slurm",
@@ -40,12 +41,15 @@ ENTRY_POINT_GROUP = "lease_manager"
 ACCOUNTING_PLUGIN = "lease_manager.accounting"
 INVARIANTS_PLUGIN = "lease_manager.invariants"
 DAEMON_PLUGIN = "lease_manager.daemon"
+ENERGY_PLUGIN = "lease_manager.energy"
 #: built-in plugins that are objects of one run (registered while it runs, under these names):
 #: name -> (module:class, when)
 RUN_PLUGINS = {
     ACCOUNTING_PLUGIN: ("lease_manager.observers.accounting:Accounting", "every run"),
     INVARIANTS_PLUGIN: ("lease_manager.observers.invariants:InvariantChecker",
                         "runs with [accounting] check-invariants"),
+    ENERGY_PLUGIN: ("lease_manager.energy.energy_accounting:EnergyAccounting",
+                    "runs with a [power] model"),
     DAEMON_PLUGIN: ("lease_manager.daemon.service:DaemonObserver", "the daemon"),
 }
 

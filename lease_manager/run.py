@@ -19,6 +19,9 @@ import numpy as np
 
 from lease_manager.config.schema import Config, load_config
 from lease_manager.context import RunContext
+from lease_manager.energy.energy_accounting import EnergyAccounting
+from lease_manager.energy.node_states import NodePowerStates
+from lease_manager.energy.power_model import PowerModel, power_model_from_config
 from lease_manager.errors import LeaseManagerError, TraceError
 from lease_manager.kernel.clock import RealClock, SimulatedClock
 from lease_manager.kernel.engine import Engine, ReplayEnactment
@@ -29,7 +32,7 @@ from lease_manager.kernel.slottable import SlotTable
 from lease_manager.observers.accounting import Accounting, write_summary
 from lease_manager.observers.invariants import InvariantChecker
 from lease_manager.observers.metrics import Metrics
-from lease_manager.plugins import ACCOUNTING_PLUGIN, INVARIANTS_PLUGIN, Plugins
+from lease_manager.plugins import ACCOUNTING_PLUGIN, ENERGY_PLUGIN, INVARIANTS_PLUGIN, Plugins
 from lease_manager.workload.convert import merge_workloads
 from lease_manager.workload.lwf import is_lwf, read_lwf
 from lease_manager.workload.swf import SWFConversion, SWFReader, TraceStats, swf_leases
@@ -41,6 +44,9 @@ if TYPE_CHECKING:
 
 class Run:
     """One replay (or real-time run) of a workload under one configuration."""
+
+    #: the energy accounting (None without a ``[power]`` model)
+    energy: EnergyAccounting | None
 
     def __init__(self, config: Config, plugins: Plugins | None = None, *,
                  leases: Iterable[Lease] | None = None,
@@ -86,7 +92,23 @@ class Run:
         self.engine = Engine(self.scheduler, self.table, self.timeline, clock, arrivals,
                              stop_when=config.get("simulation", "stop-when"),
                              runtime=config.get("simulation", "runtime"), serve=serve)
+        self.started_at = clock.now()
+        if self.power is not None:
+            self._build_energy(config, self.power)
         self.summary: dict[str, Any] = {}
+
+    def _build_energy(self, config: Config, model: PowerModel) -> None:
+        """Node power states driven by the engine's steps, and the energy accounting."""
+        self.node_states = NodePowerStates(
+            self.table, model, self.policies["node-power"], origin=self.started_at,
+            initially_off=config.get("power", "initial-state") == "off",
+            scheduler=self.scheduler)
+        self.engine.before_step.append(self.node_states.before_step)
+        self.engine.after_step.append(self.node_states.after_step)
+        self.engine.soft_wake.append(self.node_states.next_wake)
+        self.energy = energy = EnergyAccounting(model, self.node_states)
+        self._register(self.energy, ENERGY_PLUGIN)
+        self.accounting.lease_energy = energy.energy_of
 
     def _build_policies(self, config: Config) -> None:
         """The run's policies, probes and annotators, and the core's observers, registered."""
@@ -109,6 +131,12 @@ class Run:
             self._register(self.invariants, INVARIANTS_PLUGIN)
         self.accounting = Accounting(self.nodes.types.names)
         self._register(self.accounting, ACCOUNTING_PLUGIN)
+        #: the ``[power]`` model (None: no energy accounting)
+        self.power = power_model_from_config(config, self.nodes)
+        self.energy = None
+        if self.power is not None:
+            self.policies["node-power"] = self._instantiate(
+                "node-power", config.get("power", "policy-node-power"))
 
 
     def _build_scheduler(self, config: Config) -> LeaseScheduler:
@@ -233,6 +261,8 @@ class Run:
                 "steps": self.engine.steps,
             }
             if self.invariants is not None:
+                if self.energy is not None:
+                    self.invariants.violations += self.energy.violations()
                 self.invariants.verify()
             return summary
         finally:
@@ -247,8 +277,19 @@ class Run:
         """The clock has stopped: ``run_finished``, then the summary, with the plugins' fields
         from ``collect_summary``; kept as ``self.summary`` and returned."""
         self._hooks("run_finished")
-        self.accounting.finish(self.scheduler.active_leases())
+        active = self.scheduler.active_leases()
+        if self.energy is not None:
+            # the run ends when its last lease does (later steps, of plans that changed, do
+            # not count), or when it was stopped with leases unfinished
+            end = self.clock.now() if active else max(self.energy.last_event, self.started_at)
+            self.energy.until = end
+            for lease in active:
+                self.energy.add_lease(lease)
+            self.energy.close(self.started_at, end)
+        self.accounting.finish(active)
         summary = self.accounting.summary(self.nodes.total)
+        if self.energy is not None:
+            summary.update(self.energy.summary())
         summary["trace"] = self.trace_stats.as_dict()
         if self.engine.force_released:
             summary["held_leases_force_released"] = self.engine.force_released
@@ -268,6 +309,8 @@ class Run:
         self.accounting.write_leases(out / "leases.csv")
         write_summary(out / "summary.json", self.summary)
         self.metrics.write(out / "series")
+        if self.energy is not None:
+            self.energy.write(out)
         return out
 
 

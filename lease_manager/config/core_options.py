@@ -138,6 +138,50 @@ def core_options(policy_names: Mapping[str, tuple[str, ...]]) -> list[Option]:
         Option("accounting", "check-invariants", BOOLEAN, True, doc="""
             Check at the end of the run that no node was ever over-committed and that every
             lease is accounted for exactly once (a failed check is an error)."""),
+        # ------------------------------------------------------------------------- [power]
+        Option("power", "pstates", STRING, "", doc="""
+            The nodes' power model, as DVFS levels lowest first: `GHz:IDLE-WATTS:FULL-WATTS`
+            separated by spaces (one node group's levels; several groups, as in
+            `[simulation] resources`, separated by `;`). An on node draws the idle power of its
+            highest level plus, for the share of its CPU each lease holds, full minus idle power
+            at the lease's level. Empty (and no `cubic-law`): no power model, no energy
+            accounting."""),
+        Option("power", "cubic-law", STRING, "", doc="""
+            The levels from Garg et al.'s law P(f) = beta + alpha f^3 watts per CPU instead of
+            `pstates`: `BETA:ALPHA:FMIN:FMAX:LEVELS` (levels evenly spaced, GHz), per group
+            separated by `;`. See `cubic-idle`."""),
+        Option("power", "cubic-idle", STRING, "counted", choices=("counted", "not-counted"),
+               doc="""
+            With `cubic-law`: whether an idle CPU draws beta (`counted`) or nothing
+            (`not-counted`, the paper's energy counts running CPUs only)."""),
+        Option("power", "off-watts", STRING, "0", doc="""
+            Watts a node draws while off (per group separated by `;`, or one value for all)."""),
+        Option("power", "switch-on", STRING, "0:0", doc="""
+            `SECONDS:WATTS`: how long a node takes to boot and what it draws meanwhile (per
+            group separated by `;`, or one value for all)."""),
+        Option("power", "switch-off", STRING, "0:0", doc="""
+            `SECONDS:WATTS`: how long a node takes to shut down and what it draws meanwhile."""),
+        Option("power", "initial-state", STRING, "on", choices=("on", "off"), doc="""
+            Whether every node is on or off when the run starts (`off` needs a node-power
+            policy that boots nodes: every policy boots a node in time for a lease planned on
+            it)."""),
+        Option("power", "policy-node-power", STRING, "always-on",
+               choices=names("node-power"), doc=f"""
+            When nodes are switched off (installed: {', '.join(names('node-power'))}).
+            `always-on` never switches a node off; `switch-off-idle` switches a node off once
+            it has been idle `idle-timeout` seconds, unless a lease is planned on it sooner than
+            it could shut down and boot again. Whatever the policy, a node that is off is booted
+            in time for a lease planned on it, and a lease planned on an off node starts no
+            earlier than the boot allows."""),
+        Option("power", "idle-timeout", DURATION, 0, doc="""
+            Seconds a node must stay idle before `switch-off-idle` switches it off."""),
+        Option("power", "cop", FLOAT, math.inf, minimum=1e-9, doc="""
+            Cooling coefficient of performance: total power = IT power x (COP + 1) / COP
+            (`inf`: no cooling overhead)."""),
+        Option("power", "electricity-price", FLOAT, 0.0, minimum=0, maximum=1e6, doc="""
+            Price of electricity per kWh of total power (`energy_cost` in `summary.json`)."""),
+        Option("power", "carbon-rate", FLOAT, 0.0, minimum=0, maximum=1e6, doc="""
+            Carbon emitted per kWh of total power, in kg (`carbon_kg` in `summary.json`)."""),
             # ------------------------------------------------------------------------ [daemon]
         Option("daemon", "enactment", STRING, "process", choices=names("enactment"), doc=f"""
             How `lease-manager serve` carries out leases: the enactment backend

@@ -60,6 +60,13 @@ class Engine:
         self.steps = 0
         #: leases released by the core because the run would have ended with them held
         self.force_released = 0
+        #: called with ``now`` at the start of every step, before any event is handled
+        self.before_step: list[Callable[[float], None]] = []
+        #: called with ``now`` at the end of every step, after the scheduling cycle
+        self.after_step: list[Callable[[float], None]] = []
+        #: times at which something wants a step, without keeping the run alive: they count
+        #: only while some other event, arrival or request is still to come
+        self.soft_wake: list[Callable[[], float]] = []
 
     @property
     def now(self) -> float:
@@ -93,16 +100,22 @@ class Engine:
             t = timeline.next_time()
             if nxt is not None and nxt.submit < t:
                 t = nxt.submit
+            if self.soft_wake and (not math.isinf(t) or self.serve):
+                t = min(t, *(wake() for wake in self.soft_wake))
             if self.stop_when == "time" and t > self.runtime:
                 break
             if math.isinf(t) and not self._posted:
                 if sched.held:
                     self.force_released += sched.release_all_held(now)
                     sched.cycle(now)
+                    for after in self.after_step:
+                        after(now)
                     continue
                 if not self.serve:
                     break
             now = self.clock.wait_until(t)
+            for before in self.before_step:
+                before(now)
             posted = self._posted
             while posted:
                 posted.popleft()(now)
@@ -120,6 +133,8 @@ class Engine:
                     sched.submit(nxt, now)
                     nxt = next(self._arrivals, None)
             sched.cycle(now)
+            for after in self.after_step:
+                after(now)
             self.table.advance(now)
             self.steps += 1
             if progress is not None and self.steps % 512 == 0:

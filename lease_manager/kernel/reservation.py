@@ -24,6 +24,14 @@ class ReservationKind(enum.StrEnum):
     RESUME = "resume"        #: the VMs' memory is read back
     MIGRATE = "migrate"      #: memory images move to other nodes before a resumption
     IMAGE = "image"          #: memory images of a suspended lease (a record, not in the table)
+    OFF = "off"              #: the node is off (its whole capacity is held)
+    SWITCHING_ON = "switching-on"    #: the node boots
+    SWITCHING_OFF = "switching-off"  #: the node shuts down
+
+
+#: the kinds that hold a whole node for its power state, not for a lease
+POWER_KINDS = frozenset({ReservationKind.OFF, ReservationKind.SWITCHING_ON,
+                         ReservationKind.SWITCHING_OFF})
 
 
 @attrs.define(eq=False, repr=False, slots=True)

@@ -84,6 +84,9 @@ class NodeSet:
 
     types: ResourceTypes
     capacity: np.ndarray  # shape (nodes, resource types)
+    #: how many nodes each ``;``-separated group of the site's description has, in order
+    #: (empty when the site was not described in groups)
+    groups: tuple[int, ...] = ()
 
     @property
     def count(self) -> int:
@@ -106,6 +109,7 @@ def parse_site(text: str) -> NodeSet:
         raise ValueError("no nodes given (expected e.g. '144 CPU:1 Memory:1024')")
     types: ResourceTypes | None = None
     rows: list[np.ndarray] = []
+    sizes: list[int] = []
     for group in groups:
         count_text, _, amounts_text = group.partition(" ")
         try:
@@ -121,7 +125,8 @@ def parse_site(text: str) -> NodeSet:
             raise ValueError(f"{group!r}: every node group must name the same resource types "
                              f"({', '.join(types.names)})")
         rows.append(np.tile(types.vector(amounts), (count, 1)))
+        sizes.append(count)
     assert types is not None
     capacity = np.vstack(rows)
     capacity.flags.writeable = False
-    return NodeSet(types, capacity)
+    return NodeSet(types, capacity, tuple(sizes))

@@ -69,10 +69,11 @@ class SlotTable:
     Public read API (for policies and plugins): :attr:`nodes`, :attr:`capacity`,
     :attr:`site_resources`, :meth:`free_at`, :meth:`site_free_at`, :meth:`site_capacity_at`,
     :meth:`min_free`, :meth:`vm_fits`, :meth:`lease_counts_at`, :meth:`capacity_lasts_until`,
-    :meth:`reservations_at`, :meth:`reservations_between`, :meth:`change_points`,
+    :meth:`reservations_at`, :meth:`reservations_between`, :meth:`next_start_on`,
+    :meth:`change_points`,
     :meth:`earliest_fit`, :meth:`iter_fit_starts`, :meth:`may_fit_before`.
-    Changes: :meth:`add`, :meth:`remove`, :meth:`truncate`, :meth:`set_site_capacity`,
-    :meth:`advance`.
+    Changes: :meth:`add`, :meth:`remove`, :meth:`truncate`, :meth:`extend`,
+    :meth:`extend_all`, :meth:`set_site_capacity`, :meth:`advance`.
     """
 
     def __init__(self, nodes: NodeSet, *, site_resources: Mapping[str, float] | None = None,
@@ -107,6 +108,9 @@ class SlotTable:
         self._version = 0
         self._window_cache: dict[bytes, tuple[int, int, int, np.ndarray]] = {}
         self._cum_cache: dict[tuple[bytes, int], tuple[int, list[float]]] = {}
+        #: when a set: every node a reservation is added to, removed from or changed on is
+        #: put in it (whoever set it empties it)
+        self.touched: set[int] | None = None
 
     # ----------------------------------------------------------------- rows and breakpoints
     @property
@@ -164,29 +168,29 @@ class SlotTable:
         self._version += 1
         return k + 1
 
-    def _ref(self, t: float, grows: bool) -> None:
-        self._refs[t] = self._refs.get(t, 0) + 1
+    def _ref(self, t: float, grows: bool, n: int = 1) -> None:
+        self._refs[t] = self._refs.get(t, 0) + n
         if grows:
             count = self._grow_refs.get(t, 0)
             if count == 0:
                 self._grow_times.add(t)
-            self._grow_refs[t] = count + 1
+            self._grow_refs[t] = count + n
 
-    def _unref(self, t: float, grows: bool) -> None:
-        """Drop one reference to breakpoint ``t``; merge its row away when none is left."""
+    def _unref(self, t: float, grows: bool, n: int = 1) -> None:
+        """Drop ``n`` references to breakpoint ``t``; merge its row away when none is left."""
         if grows:
             count = self._grow_refs.get(t)
             if count is not None:
-                if count > 1:
-                    self._grow_refs[t] = count - 1
+                if count > n:
+                    self._grow_refs[t] = count - n
                 else:
                     del self._grow_refs[t]
                     self._grow_times.remove(t)
         count = self._refs.get(t)
         if count is None:   # a breakpoint already forgotten by advance()
             return
-        if count > 1:
-            self._refs[t] = count - 1
+        if count > n:
+            self._refs[t] = count - n
             return
         del self._refs[t]
         k = bisect_left(self._t, t)
@@ -282,6 +286,8 @@ class SlotTable:
         self._reservations[res.id] = res
         for node in res.nodes.tolist():
             self._by_node[node][res.id] = res
+        if self.touched is not None:
+            self.touched.update(res.nodes.tolist())
         if finite:
             heapq.heappush(self._ends, (res.end, res.id))
         return res
@@ -297,6 +303,8 @@ class SlotTable:
         if not math.isinf(res.end):
             self._unref(res.end, True)
         self._unref(res.start, False)
+        if self.touched is not None:
+            self.touched.update(res.nodes.tolist())
 
     def truncate(self, res: Reservation, new_end: float) -> None:
         """End ``res`` early at ``new_end`` (a premature end, a preemption, a shrink)."""
@@ -317,6 +325,70 @@ class SlotTable:
         if not math.isinf(old_end):
             self._unref(old_end, True)
         heapq.heappush(self._ends, (new_end, res.id))
+        if self.touched is not None:
+            self.touched.update(res.nodes.tolist())
+
+    def extend(self, res: Reservation, new_end: float) -> None:
+        """Make ``res`` (finite, held) last until ``new_end`` instead; raise
+        :class:`OvercommitError`, changing nothing, if the extra time is not free."""
+        if res.id not in self._reservations:
+            raise KeyError(f"{res!r} is not in the slot table")
+        old_end = res.end
+        if new_end <= old_end:
+            return
+        if math.isinf(old_end):
+            raise ValueError(f"{res!r} never ends: it cannot be extended")
+        ks = self._split(old_end)
+        finite = not math.isinf(new_end)
+        ke = self._split(new_end) if finite else len(self._t)
+        if finite:
+            self._ref(new_end, True)
+        try:
+            self._apply(res, ks, ke, -1)
+        except OvercommitError:
+            if finite:
+                self._unref(new_end, True)
+            raise
+        res.end = new_end
+        self._unref(old_end, True)
+        if finite:
+            heapq.heappush(self._ends, (new_end, res.id))
+        if self.touched is not None:
+            self.touched.update(res.nodes.tolist())
+
+    def extend_all(self, group: Sequence[Reservation], new_end: float) -> None:
+        """:meth:`extend` several reservations on distinct nodes that all end at one time,
+        at the cost of one (node power states extend many reservations at every step)."""
+        if len(group) < 2 or any(r.site_amount is not None for r in group):
+            for res in group:
+                self.extend(res, new_end)
+            return
+        old_end = group[0].end
+        if new_end <= old_end:
+            return
+        if any(r.end != old_end or r.id not in self._reservations for r in group):
+            raise ValueError("extend_all: the reservations must be held and end together")
+        nodes = np.concatenate([r.nodes for r in group])
+        if len(np.unique(nodes)) != len(nodes):
+            raise ValueError("extend_all: the reservations must be on distinct nodes")
+        if math.isinf(old_end) or math.isinf(new_end):
+            raise ValueError("extend_all: the reservations must end, before and after")
+        together = Reservation(None, old_end, new_end, nodes,
+                               np.concatenate([r.amounts for r in group]), id=0)
+        ks = self._split(old_end)
+        ke = self._split(new_end)
+        self._ref(new_end, True, len(group))
+        try:
+            self._apply(together, ks, ke, -1)
+        except OvercommitError:
+            self._unref(new_end, True, len(group))
+            raise
+        for res in group:
+            res.end = new_end
+            heapq.heappush(self._ends, (new_end, res.id))
+        self._unref(old_end, True, len(group))
+        if self.touched is not None:
+            self.touched.update(nodes.tolist())
 
     def set_site_capacity(self, name: str, steps: Sequence[tuple[float, float]]) -> None:
         """Make site-wide resource ``name`` vary: ``steps`` are ``(from_time, capacity)`` pairs.
@@ -430,6 +502,13 @@ class SlotTable:
         pool = self._reservations.values() if node is None else self._by_node[node].values()
         return sorted((r for r in pool if r.start < end and r.end > start),
                       key=lambda r: (r.start, r.id))
+
+    def next_start_on(self, node: int, after: float,
+                      skip: frozenset[ReservationKind] = frozenset()) -> float:
+        """The earliest start at or after ``after`` of a reservation on ``node`` whose kind
+        is not in ``skip`` (inf if there is none)."""
+        return min((r.start for r in self._by_node[node].values()
+                    if r.start >= after and r.kind not in skip), default=math.inf)
 
     def change_points(self, after: float, until: float = math.inf,
                       node: int | None = None) -> list[float]:

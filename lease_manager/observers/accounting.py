@@ -12,7 +12,7 @@ import collections
 import csv
 import json
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -45,8 +45,11 @@ class Accounting:
     """Observes leases and accumulates what the run's outputs report: a per-run plugin
     (``lease_manager.accounting``) whose hooks run before any other plugin's."""
 
-    def __init__(self, resource_names: Iterable[str]) -> None:
+    def __init__(self, resource_names: Iterable[str],
+                 lease_energy: Callable[[Lease], float] | None = None) -> None:
         self.resource_names = tuple(resource_names)
+        #: each lease's energy in joules (an ``energy_joules`` column), with a power model
+        self.lease_energy = lease_energy
         self._rows: list[tuple] = []
         self._seen: set[int] = set()
         self.submitted = 0
@@ -122,7 +125,8 @@ class Accounting:
         self._rows.append((lease.id, lease.source_id or "", lease.type.value, state.value,
                            lease.submit, lease.start, lease.end, lease.vms.count,
                            lease.requested_duration, lease.actual_duration, wait,
-                           lease.price, lease.reason, tuple(sorted(nodes))))
+                           lease.price, lease.reason, tuple(sorted(nodes)))
+                          + ((self.lease_energy(lease),) if self.lease_energy else ()))
 
     def finish(self, unfinished: Iterable[Lease]) -> None:
         """Account for the leases still active when the run stopped."""
@@ -172,11 +176,12 @@ class Accounting:
         lease ran on, space-separated)."""
         with path.open("w", newline="") as fh:
             out = csv.writer(fh, lineterminator="\n")
-            out.writerow(COLUMNS)
+            out.writerow(COLUMNS + (("energy_joules",) if self.lease_energy else ()))
             for row in sorted(self._rows, key=lambda r: r[0]):
                 out.writerow(row[:4] + tuple(_fmt(x) for x in row[4:7]) + (row[7],)
                              + tuple(_fmt(x) for x in row[8:12]) + (row[12],)
-                             + (" ".join(map(str, row[13])),))
+                             + (" ".join(map(str, row[13])),)
+                             + tuple(_fmt(x) for x in row[14:]))
 
     @property
     def recorded(self) -> int:

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 #: The kinds of policy the core selects by name from the ini file.
 POLICY_KINDS = ("admission", "pricing", "queue", "host-selection", "preemption", "probe",
-                "annotator", "enactment")
+                "annotator", "enactment", "node-power")
 
 
 class Policy:
@@ -115,3 +115,25 @@ class HostSelectionPolicy(Policy):
         Nodes left out are not used. Read the schedule through ``table``'s public queries.
         """
         raise NotImplementedError
+
+
+class NodePowerPolicy(Policy):
+    """When nodes are switched off (kind ``node-power``, with a ``[power]`` model).
+
+    The core boots a node that is off in time for any lease planned on it, whatever the
+    policy; the policy only picks idle nodes to switch off. The core then switches off only
+    those with no lease planned on them before they could shut down and boot again.
+    """
+
+    kind = "node-power"
+    #: False for a policy that never switches a node off (the core then skips idle tracking)
+    switches_off = True
+
+    def switch_off(self, idle: np.ndarray, idle_since: np.ndarray, now: float) -> Iterable[int]:
+        """Of the ``idle`` nodes (on, holding nothing; idle since ``idle_since``), those to
+        switch off now."""
+        return ()
+
+    def next_check(self, idle_since: float) -> float | None:
+        """When to look again at a node idle since ``idle_since`` (None: no need to)."""
+        return None

@@ -184,6 +184,51 @@ def test_truncate():
         t.truncate(b, 4)
 
 
+def test_extend():
+    """A is extended from [0,10) to [0,12): it now overlaps C on n0 (half + full > 2 CPUs:
+    refused, nothing changes); B from [5,20) to [5,25) on n1, which is free."""
+    t, a, b, c = three_reservations()
+    with pytest.raises(OvercommitError):
+        t.extend(a, 12)
+    t.check()
+    assert a.end == 10
+    t.extend(b, 25)
+    t.check()
+    assert b.end == 25
+    np.testing.assert_array_equal(t.free_at(24.9), [[0, 0], [0, 0], FULL])
+    np.testing.assert_array_equal(t.free_at(25), [[0, 0], FULL, FULL])
+    assert list(t.change_points(0)) == [5, 10, 25, 30]     # 20 is gone
+    t.extend(b, 22)              # an earlier end is not an extension: nothing changes
+    assert b.end == 25
+    t.advance(26)
+    assert b not in t.reservations_between(0, INF)
+
+
+def test_extend_all_is_one_extension_per_reservation():
+    """Off reservations on n1 and n2, both [0, 10), extended together to 15; then n0's and
+    n1's (ending at 10 and 15) cannot go together."""
+    t = table()
+    x = t.add(res(0, 10, [1], [FULL]))
+    y = t.add(res(0, 10, [2], [FULL]))
+    one = table()
+    one.add(res(0, 15, [1], [FULL]))
+    one.add(res(0, 15, [2], [FULL]))
+    t.extend_all([x, y], 15)
+    t.check()
+    assert (x.end, y.end) == (15, 15)
+    for got, want in zip(snapshot(t, [0, 10, 14.9, 15]), snapshot(one, [0, 10, 14.9, 15])):
+        np.testing.assert_array_equal(got, want)
+    assert list(t.change_points(0)) == [15]
+    z = t.add(res(0, 10, [0], [FULL]))
+    with pytest.raises(ValueError, match="end together"):
+        t.extend_all([z, x], 20)
+    t.add(res(15, 16, [2], [HALF]))
+    with pytest.raises(OvercommitError):
+        t.extend_all([x, y], 20)
+    t.check()
+    assert (x.end, y.end) == (15, 15)
+
+
 def test_truncate_unlimited_reservation():
     t = table()
     u = t.add(res(5, INF, [2], [HALF]))

@@ -145,6 +145,11 @@ class LeaseScheduler:
         self.running: dict[int, Lease] = {}
         #: ids of the advance reservations holding a plan (queued leases may run in front)
         self._ars: set[int] = set()
+        #: nodes that are off and could be booted, with the earliest time a lease could
+        #: start on each (kept by the node power states; empty without them)
+        self.bootable: dict[int, float] = {}
+        #: the latest of those times
+        self.boot_until = -math.inf
         self._reevaluate = False
         self._site_max: dict[Any, int] = {}
         self._restoring = False
@@ -256,6 +261,7 @@ class LeaseScheduler:
     _backfill_now = queue._backfill_now
     _schedule = queue._schedule
     _run_until_a_reservation = queue._run_until_a_reservation
+    _start_when_booted = queue._start_when_booted
 
     # leases with a slot of their own (reservations.py)
     _schedule_immediate = reservations._schedule_immediate

@@ -107,8 +107,8 @@ def _backfill_now(self: LeaseScheduler, first: int, now: float) -> list[int]:
 
     def room_for(lease: Lease) -> float:
         key = lease.vms.shape_key
-        if key is None or lease.image_nodes:
-            return math.inf
+        if key is None or lease.image_nodes or self.bootable:
+            return math.inf   # (nodes that are off could host it once booted)
         r = room.get(key)
         if r is None:
             r = room[key] = table.room_at(lease.vms.vectors[0], now)
@@ -142,6 +142,7 @@ def _backfill_now(self: LeaseScheduler, first: int, now: float) -> list[int]:
 
 def _schedule(self: LeaseScheduler, lease: Lease, now: float, allow_future: bool) -> bool:
     """Plan a queued lease: now, or (if allowed) at the earliest time it fits."""
+    booted = False
     if lease.image_nodes:
         plan = self._resumption_plan(lease, now, allow_future)
     else:
@@ -152,6 +153,9 @@ def _schedule(self: LeaseScheduler, lease: Lease, now: float, allow_future: bool
             res = self._place_at(lease, now, duration)
         if res is None:
             plan = self._run_until_a_reservation(lease, now, duration)
+        if plan is None and res is None and self.bootable:
+            res = self._start_when_booted(lease, duration, now)
+            booted = res is not None
         if plan is None and res is None and allow_future:
             res = self._find_slot(lease, duration, now, None)
         if plan is None:
@@ -159,7 +163,7 @@ def _schedule(self: LeaseScheduler, lease: Lease, now: float, allow_future: bool
     if plan is None:
         return False
     self._move(lease, S.SCHEDULED, now)
-    if plan[0].start > now:
+    if plan[0].start > now and not booted:
         self._backfill_reserved.add(lease.id)
     self._commit(lease, plan, now)
     if plan[-1].end - plan[0].start < self.length(lease) and not lease.image_nodes:
@@ -167,6 +171,16 @@ def _schedule(self: LeaseScheduler, lease: Lease, now: float, allow_future: bool
         lease.preemptions += 1
         self._emit("lease_preempted", lease=lease, now=now)
     return True
+
+
+def _start_when_booted(self: LeaseScheduler, lease: Lease, duration: float,
+                       now: float) -> Reservation | None:
+    """A slot that starts as soon as some nodes that are off could be booted (it counts as
+    starting now, not as a future reservation: the lease waits only for the boot)."""
+    res = self._find_slot(lease, duration, now, self.boot_until)
+    if res is None or not any(n in self.bootable for n in res.nodes.tolist()):
+        return None
+    return res
 
 
 def _run_until_a_reservation(self: LeaseScheduler, lease: Lease, now: float,

@@ -1,0 +1,235 @@
+"""Energy accounting: power over time as the sum of explicit intervals, and its integral.
+
+Every node contributes its state's power over each of its state intervals (off, switching
+on, switching off; on: the idle power of its highest level), and every lease contributes
+``share x (full[level] - idle)`` on each node over each of its reservations (see
+:mod:`lease_manager.energy.power_model`). The site's power is the sum of those steps; the
+energy is its integral from the start of the run to its end. A per-run plugin
+(``lease_manager.energy``) keeps the leases' intervals as they end.
+
+Outputs: ``series/power.csv`` (one row per change; each value holds until the next row; the
+last row marks the end of the run), ``node_states.csv``, the summary's energy fields and each
+lease's ``energy_joules``.
+"""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import attrs
+import numpy as np
+
+from lease_manager.hookspecs import hookimpl
+from lease_manager.kernel.reservation import ReservationKind
+
+if TYPE_CHECKING:
+    from lease_manager.context import RunContext
+    from lease_manager.energy.node_states import NodePowerStates
+    from lease_manager.energy.power_model import PowerModel
+    from lease_manager.kernel.lease import Lease
+
+JOULES_PER_KWH = 3.6e6
+#: relative tolerance of the check that the power series integrates to the energy
+ENERGY_TOLERANCE = 1e-9
+
+
+@attrs.define
+class PowerProfile:
+    """The site's IT power as steps: ``watts[k]`` holds over ``[times[k], times[k+1])``; the
+    last time is the end of the run."""
+
+    times: np.ndarray
+    watts: np.ndarray
+
+    @property
+    def energy(self) -> float:
+        return float(np.dot(self.watts[:-1], np.diff(self.times))) if len(self.times) else 0.0
+
+
+class EnergyAccounting:
+    """Power and energy of one site (a per-run plugin, ``lease_manager.energy``)."""
+
+    def __init__(self, model: PowerModel, states: NodePowerStates, site: str = "site") -> None:
+        self.model = model
+        self.states = states
+        self.site = site
+        self._cpus = states.table.capacity[:, model.cpu]
+        self._nodes: list[np.ndarray] = []
+        self._starts: list[np.ndarray] = []
+        self._ends: list[np.ndarray] = []
+        self._deltas: list[np.ndarray] = []
+        #: leases are clipped to this time when accounted (the end of the run, once known)
+        self.until = float("inf")
+        #: the last time a lease arrived or ended
+        self.last_event = -float("inf")
+        self.window = (0.0, 0.0)
+        self.profile = PowerProfile(np.zeros(0), np.zeros(0))
+        self._state_rows: list[tuple[int, str, float, float]] = []
+        self._direct = 0.0
+
+    # ------------------------------------------------------------------------- leases
+    def _pieces(self, lease: Lease) -> list[tuple[np.ndarray, float, float, np.ndarray,
+                                                  np.ndarray]]:
+        """Per reservation: nodes, start, end (clipped to :attr:`until`), CPU shares, full
+        watts of the lease's level on those nodes."""
+        model = self.model
+        cpu = model.cpu
+        level = model.top_level
+        out = []
+        for res in (*lease.allocations, *lease.reservations):
+            if res.kind is ReservationKind.IMAGE:
+                continue
+            end = min(res.end, self.until)
+            if end <= res.start:
+                continue
+            nodes = res.nodes
+            share = res.amounts[:, cpu] / self._cpus[nodes]
+            out.append((nodes, res.start, end, share, model.full[nodes, level]))
+        return out
+
+    def energy_of(self, lease: Lease) -> float:
+        """The energy of the cores ``lease`` held, at its level, while it held them (J)."""
+        return float(sum(float(np.dot(share, full)) * (end - start)
+                         for _, start, end, share, full in self._pieces(lease)))
+
+    def add_lease(self, lease: Lease) -> None:
+        """Count ``lease``'s reservations in the site's power."""
+        idle = self.model.idle
+        for nodes, start, end, share, full in self._pieces(lease):
+            k = len(nodes)
+            self._nodes.append(nodes)
+            self._starts.append(np.full(k, start))
+            self._ends.append(np.full(k, end))
+            self._deltas.append(share * (full - idle[nodes]))
+
+    @hookimpl(tryfirst=True)
+    def lease_submitted(self, ctx: RunContext, lease: Lease, now: float) -> None:
+        self.last_event = max(self.last_event, now)
+
+    @hookimpl(tryfirst=True)
+    def lease_ended(self, ctx: RunContext, lease: Lease, now: float) -> None:
+        self.last_event = max(self.last_event, now)
+        self.add_lease(lease)
+
+    # ---------------------------------------------------------------------- the profile
+    def close(self, start: float, end: float) -> None:
+        """The run went from ``start`` to ``end``: build the power profile."""
+        self.window = (start, end)
+        model = self.model
+        rows = list(self.states.intervals(start, end))
+        self._state_rows = rows
+        watts_of = {
+            "on": model.idle, ReservationKind.OFF.value: model.off_watts,
+            ReservationKind.SWITCHING_ON.value: model.on_watts,
+            ReservationKind.SWITCHING_OFF.value: model.off_switch_watts}
+        s_start = np.array([r[2] for r in rows], dtype=float)
+        s_end = np.array([r[3] for r in rows], dtype=float)
+        s_watts = np.array([watts_of[r[1]][r[0]] for r in rows], dtype=float)
+        l_start = np.concatenate(self._starts) if self._starts else np.zeros(0)
+        l_end = np.concatenate(self._ends) if self._ends else np.zeros(0)
+        l_watts = np.concatenate(self._deltas) if self._deltas else np.zeros(0)
+        l_start, l_end = np.clip(l_start, start, end), np.clip(l_end, start, end)
+        starts = np.concatenate([s_start, l_start])
+        ends = np.concatenate([s_end, l_end])
+        watts = np.concatenate([s_watts, l_watts])
+        #: the energy summed interval by interval (checked against the profile's integral)
+        self._direct = float(np.dot(watts, ends - starts))
+        times = np.concatenate([starts, ends])
+        deltas = np.concatenate([watts, -watts])
+        inside = times < end
+        times, deltas = times[inside], deltas[inside]
+        order = np.argsort(times, kind="stable")
+        times, level = times[order], np.cumsum(deltas[order])
+        last = np.flatnonzero(np.append(times[1:] != times[:-1], True))
+        times, level = times[last], level[last]
+        if len(times) == 0 or times[0] > start:
+            times, level = np.concatenate([[start], times]), np.concatenate([[0.0], level])
+        final = level[-1] if len(level) else 0.0
+        self.profile = PowerProfile(np.append(times, end), np.append(level, final))
+
+    # ------------------------------------------------------------------------ results
+    def summary(self) -> dict[str, Any]:
+        model = self.model
+        it = self.profile.energy
+        total = it * model.cooling_factor
+        kwh = total / JOULES_PER_KWH
+        return {
+            "energy_it_joules": it,
+            "energy_joules": total,
+            "energy_cost": kwh * model.price_per_kwh,
+            "carbon_kg": kwh * model.carbon_per_kwh,
+            "green_used_joules": 0.0,
+            "brown_joules": total,
+            "node_switch_ons": sum(1 for r in self._state_rows
+                                   if r[1] == ReservationKind.SWITCHING_ON.value),
+            "energy_window": list(self.window),
+        }
+
+    def write(self, out: Path) -> None:
+        """``series/power.csv`` and ``node_states.csv`` under ``out``."""
+        series = out / "series"
+        series.mkdir(parents=True, exist_ok=True)
+        factor = self.model.cooling_factor
+        with (series / "power.csv").open("w", newline="") as fh:
+            w = csv.writer(fh, lineterminator="\n")
+            w.writerow(("time", "site", "it_watts", "total_watts", "green_watts", "cap_watts"))
+            for t, p in zip(self.profile.times.tolist(), self.profile.watts.tolist()):
+                w.writerow((_num(t), self.site, repr(p), repr(p * factor), "0", ""))
+        with (out / "node_states.csv").open("w", newline="") as fh:
+            w = csv.writer(fh, lineterminator="\n")
+            w.writerow(("site", "node", "state", "start", "end"))
+            for node, state, a, b in self._state_rows:
+                w.writerow((self.site, node, state, _num(a), _num(b)))
+
+    # --------------------------------------------------------------------- invariants
+    def violations(self) -> list[str]:
+        """What breaks the energy invariants: node states that do not tile the run, leases
+        on nodes that are not on, a power profile that does not integrate to the energy."""
+        out: list[str] = []
+        start, end = self.window
+        last: dict[int, float] = {}
+        for node, state, a, b in self._state_rows:
+            if a != last.get(node, start):
+                out.append(f"node {node}: its {state} interval starts at {a:g}, not where "
+                           f"the previous one ended ({last.get(node, start):g})")
+            last[node] = b
+        for node, b in last.items():
+            if b != end:
+                out.append(f"node {node}: its states end at {b:g}, not at the run's end {end:g}")
+        out += self._leases_on_nodes_not_on()
+        direct, integral = self._direct, self.profile.energy
+        if abs(direct - integral) > ENERGY_TOLERANCE * max(abs(direct), 1.0):
+            out.append(f"the power profile integrates to {integral!r} J, the intervals sum to "
+                       f"{direct!r} J")
+        if (self.profile.watts < -1e-6).any():
+            out.append("the site's power goes below zero")
+        return out
+
+    def _leases_on_nodes_not_on(self) -> list[str]:
+        down = [(n, a, b) for n, s, a, b in self._state_rows if s != "on"]
+        if not down or not self._nodes:
+            return []
+        d_node = np.array([r[0] for r in down])
+        d_start = np.array([r[1] for r in down])
+        d_end = np.array([r[2] for r in down])
+        l_node = np.concatenate(self._nodes)
+        l_start = np.concatenate(self._starts)
+        l_end = np.concatenate(self._ends)
+        keep = l_end > l_start
+        l_node, l_start, l_end = l_node[keep], l_start[keep], l_end[keep]
+        n_d, n_l = len(d_node), len(l_node)
+        node = np.concatenate([d_node, d_node, l_node, l_node])
+        time = np.concatenate([d_start, d_end, l_start, l_end])
+        is_start = np.concatenate([np.ones(n_d), np.zeros(n_d), np.ones(n_l), np.zeros(n_l)])
+        down_step = np.concatenate([np.ones(n_d), -np.ones(n_d), np.zeros(2 * n_l)])
+        lease_step = np.concatenate([np.zeros(2 * n_d), np.ones(n_l), -np.ones(n_l)])
+        order = np.lexsort((is_start, time, node))     # per node, by time, ends first
+        both = (np.cumsum(down_step[order]) > 0) & (np.cumsum(lease_step[order]) > 0)
+        return [f"a lease holds node {int(node[order][i])} at {time[order][i]:g} while the "
+                f"node is not on" for i in np.flatnonzero(both)[:5].tolist()]
+
+
+def _num(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else repr(float(x))

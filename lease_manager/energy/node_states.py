@@ -1,0 +1,229 @@
+"""Node power states as slot-table reservations: off, switching on, switching off.
+
+A node is **on** whenever no power-state reservation holds it. A power-state reservation
+holds the node's whole capacity, so no lease can be planned on a node while it is off or
+switching. How the states are kept in the table:
+
+- Switched off at ``t``: *switching off* ``[t, t + Toff)``, then *off*.
+- An off node is held *off* until ``max(off start, now) + Ton``, extended at every step
+  (:meth:`NodePowerStates.before_step`): the earliest-fit search plans a lease on an off node
+  no earlier than a boot started now would allow, and prefers nodes that are on when they are
+  free as early. A lease that waits only for such a boot counts as starting now, not as a
+  future reservation (the scheduler's ``bootable`` nodes).
+- Once a lease is planned on an off node at ``s`` (:meth:`NodePowerStates.after_step`, in the
+  same step), the node is *switching on* over ``[s - Ton, s)``; before that it stays off
+  (the table holds it only as far as the rolling ``now + Ton``, so a shorter lease may still
+  be planned on it in between, which moves the boot earlier). If the plan goes away or moves
+  before the boot starts, the boot is cancelled or moved with it.
+- After each step the node-power policy may switch off idle nodes; the core does so only
+  when no lease is planned on the node before ``now + Toff + Ton``.
+
+The nodes' state intervals are kept (:meth:`NodePowerStates.intervals`) for the energy
+accounting and ``node_states.csv``. Batsim differs: there a scheduler asks for each switch
+explicitly; here a node is booted for whatever plan needs it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from lease_manager.kernel.reservation import POWER_KINDS, Reservation, ReservationKind
+
+if TYPE_CHECKING:
+    from lease_manager.energy.power_model import PowerModel
+    from lease_manager.kernel.scheduler import LeaseScheduler
+    from lease_manager.kernel.slottable import SlotTable
+    from lease_manager.policies import NodePowerPolicy
+
+K = ReservationKind
+
+
+class NodePowerStates:
+    """Keeps every node's power state in the slot table, driven by the engine's steps."""
+
+    def __init__(self, table: SlotTable, model: PowerModel, policy: NodePowerPolicy, *,
+                 origin: float, initially_off: bool,
+                 scheduler: LeaseScheduler | None = None) -> None:
+        self.table = table
+        #: told which nodes are off and could be booted (``bootable``, ``boot_until``)
+        self.scheduler = scheduler
+        #: nodes that are off with no boot planned, and the earliest start on each
+        self.bootable: dict[int, float] = scheduler.bootable if scheduler is not None else {}
+        self.model = model
+        self.policy = policy
+        n = table.capacity.shape[0]
+        #: every power-state reservation each node has had (start and end as they turned out)
+        self._records: list[list[Reservation]] = [[] for _ in range(n)]
+        #: the OFF reservation of each node that is off (or will be), by node
+        self._off: dict[int, Reservation] = {}
+        #: the planned or running boot of each node whose boot is pinned, by node
+        self._boot: dict[int, Reservation] = {}
+        #: nodes on and holding nothing, and since when (nan: not idle)
+        self.idle_since = np.full(n, math.nan)
+        self._on = np.ones(n, dtype=bool)
+        self._checks: set[float] = set()
+        self._touched: set[int] = set()
+        table.touched = self._touched
+        if initially_off:
+            for node in range(n):
+                self._go_off(node, origin, origin, switching=False)
+
+    # ------------------------------------------------------------------------ the steps
+    def before_step(self, now: float) -> None:
+        """Keep every off node held until a boot started now could end (or its planned boot
+        starts, if that is sooner)."""
+        on_seconds = self.model.on_seconds
+        together: dict[tuple[float, float], list[Reservation]] = {}
+        for node, off in self._off.items():
+            boot = self._boot.get(node)
+            until = max(off.start, now) + on_seconds[node]
+            if boot is not None:
+                until = min(until, boot.start)
+            if off.end > off.start and until > off.end:   # the usual case: one extension
+                together.setdefault((off.end, until), []).append(off)
+            else:
+                self._hold_until(off, until)
+        for (_, until), group in together.items():
+            self.table.extend_all(group, until)
+        for node, off in self._off.items():
+            boot = self._boot.get(node)
+            if boot is None or boot.start > now:
+                self.bootable[node] = off.end
+        self._publish()
+        self._touched.clear()
+
+    def _publish(self) -> None:
+        if self.scheduler is not None:
+            self.scheduler.boot_until = max(self.bootable.values(), default=-math.inf)
+
+    def after_step(self, now: float) -> None:
+        """Plan, move or cancel boots for the plans made in this step; finish boots that are
+        over; let the policy switch idle nodes off."""
+        if self._off:
+            # only nodes whose reservations changed in this step can have a new plan
+            touched = self._touched
+            for node in [n for n in self._off if n in touched or n in self._boot]:
+                self._follow_plan(node, now)
+        if self.policy.switches_off:
+            self._switch_off_idle(now)
+        self._publish()
+
+    def next_wake(self) -> float:
+        """The next time the policy wants to look at idle nodes (inf: none); the engine steps
+        then only while something else is still to come."""
+        return min(self._checks, default=math.inf)
+
+    # ---------------------------------------------------------------------- mechanisms
+    def _go_off(self, node: int, t: float, now: float, *, switching: bool = True) -> None:
+        """Switch ``node`` off from ``t`` (shutting down first unless ``switching`` is False)."""
+        full = self.table.capacity[node][None, :]
+        nodes = np.array([node])
+        start = t
+        if switching and self.model.off_seconds[node] > 0:
+            down = Reservation(None, t, t + self.model.off_seconds[node], nodes, full,
+                               kind=K.SWITCHING_OFF)
+            self.table.add(down)
+            self._records[node].append(down)
+            start = down.end
+        off = Reservation(None, start, max(start, now) + self.model.on_seconds[node], nodes,
+                          full, kind=K.OFF)
+        self.table.add(off)
+        self._records[node].append(off)
+        self._off[node] = off
+        self._on[node] = False
+        self.idle_since[node] = math.nan
+        self._follow_plan(node, now)
+
+    def _follow_plan(self, node: int, now: float) -> None:
+        """Boot ``node`` in time for the first lease planned on it (moving or cancelling a
+        boot planned for a plan that changed); mark it on once its boot is over."""
+        off = self._off[node]
+        boot = self._boot.get(node)
+        if boot is not None and boot.start <= now:     # booting, or booted
+            if boot.end <= now:
+                del self._off[node], self._boot[node]
+                self._on[node] = True
+            self.bootable.pop(node, None)
+            return
+        first = self.table.next_start_on(node, off.start, POWER_KINDS)
+        if boot is not None:
+            if first == boot.end:
+                return
+            self.table.remove(boot)            # the plan it was for moved or went away
+            self._records[node].remove(boot)
+            del self._boot[node]
+        boot_start = first - self.model.on_seconds[node]
+        self._hold_until(off, min(max(off.start, now) + self.model.on_seconds[node],
+                                  boot_start))
+        if not math.isinf(first):
+            boot = Reservation(None, boot_start, first, off.nodes, off.amounts,
+                               kind=K.SWITCHING_ON)
+            self.table.add(boot)
+            self._boot[node] = boot
+            self._records[node].append(boot)
+        self.bootable[node] = off.end
+
+    def _hold_until(self, off: Reservation, until: float) -> None:
+        """Make ``off`` hold its node until ``until`` (nothing at all if that is not after its
+        start: it is then out of the table, with ``end == start``)."""
+        if off.end <= off.start:                 # out of the table
+            if until > off.start:
+                off.end = until
+                self.table.add(off)
+        elif until > off.end:
+            self.table.extend(off, until)
+        elif until < off.end:
+            if until > off.start:
+                self.table.truncate(off, until)
+            else:
+                self.table.remove(off)
+                off.end = off.start
+
+    def _switch_off_idle(self, now: float) -> None:
+        busy = self.table.lease_counts_at(now) > 0
+        since = self.idle_since
+        since[busy | ~self._on] = math.nan
+        fresh = ~busy & self._on & np.isnan(since)
+        if fresh.any():
+            since[fresh] = now
+            check = self.policy.next_check(now)
+            if check is not None and check > now:
+                self._checks.add(check)
+        self._checks = {t for t in self._checks if t > now}
+        idle = np.flatnonzero(~np.isnan(since))
+        if idle.size == 0:
+            return
+        model = self.model
+        for node in self.policy.switch_off(idle, since[idle], now):
+            node = int(node)
+            if np.isnan(since[node]):
+                raise ValueError(f"the node-power policy switched off node {node}, which is "
+                                 f"not idle")
+            back = now + model.off_seconds[node] + model.on_seconds[node]
+            if self.table.next_start_on(node, now) < back:
+                continue   # a lease is planned on it sooner than it could come back
+            self._go_off(node, now, now)
+
+    # ------------------------------------------------------------------------- results
+    def intervals(self, start: float, end: float) -> Iterator[tuple[int, str, float, float]]:
+        """Every node's state intervals ``(node, state, from, to)`` tiling ``[start, end]``,
+        in node and time order (``on`` wherever no power state holds the node)."""
+        for node, records in enumerate(self._records):
+            t = start
+            for res in sorted(records, key=lambda r: r.start):
+                a, b = max(res.start, start), min(res.end, end)
+                if b <= a:
+                    continue
+                if a > t:
+                    yield node, "on", t, a
+                yield node, res.kind.value, a, b
+                t = b
+            if end > t:
+                yield node, "on", t, end
+
+    def is_on(self, node: int) -> bool:
+        return bool(self._on[node])

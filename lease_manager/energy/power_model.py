@@ -1,0 +1,215 @@
+"""The power model of a site's nodes (``[power]``), per node group.
+
+A node that is **on** draws, for each of its cores, the idle power of its highest level when
+the core is free and the full power of the level a lease runs at when a lease holds it::
+
+    P_on = idle_top + sum over leases of share x (full[level] - idle_top)
+
+where ``share`` is the part of the node's CPU the lease holds. With one level this is Batsim's
+linear model (idle + (full - idle) x load). With several, each core has its own level, as in
+Garg et al.'s per-CPU law; Batsim instead gives the whole host one p-state. A lease's own
+energy is that of the cores it holds: ``share x full[level]`` over its reservations.
+
+A node that is **off** draws ``off-watts``; **switching on** and **switching off** last the
+given seconds and draw the given watts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+import attrs
+import numpy as np
+
+if TYPE_CHECKING:
+    from lease_manager.config.schema import Config
+    from lease_manager.kernel.resources import NodeSet
+
+#: the largest power a node (or a level) may be declared to draw, in watts
+MAX_WATTS = 1e9
+#: the longest a node may take to switch on or off, in seconds
+MAX_SWITCH_SECONDS = 1e6
+
+
+@attrs.frozen
+class PState:
+    """One DVFS level: its frequency (GHz) and the node's idle and full power there (W)."""
+
+    ghz: float
+    idle: float
+    full: float
+
+
+@attrs.frozen
+class GroupPower:
+    """The power model of one node group."""
+
+    pstates: tuple[PState, ...]
+    off_watts: float = 0.0
+    on_seconds: float = 0.0
+    on_watts: float = 0.0
+    off_seconds: float = 0.0
+    off_switch_watts: float = 0.0
+
+
+class PowerModel:
+    """The site's power model, as per-node arrays (index: node)."""
+
+    def __init__(self, groups: Sequence[GroupPower], sizes: Sequence[int], cpu: int,
+                 *, cop: float = float("inf"), price_per_kwh: float = 0.0,
+                 carbon_per_kwh: float = 0.0) -> None:
+        self.groups = tuple(groups)
+        #: which group every node belongs to
+        self.group_of = np.repeat(np.arange(len(sizes)), sizes)
+        g = self.group_of
+        #: index of the CPU resource type
+        self.cpu = cpu
+        self.levels = max(len(gp.pstates) for gp in self.groups)
+        # per node and level (a group with fewer levels repeats its highest)
+        full = np.array([[gp.pstates[min(k, len(gp.pstates) - 1)].full
+                          for k in range(self.levels)] for gp in self.groups])
+        ghz = np.array([[gp.pstates[min(k, len(gp.pstates) - 1)].ghz
+                         for k in range(self.levels)] for gp in self.groups])
+        self.full = full[g]
+        self.ghz = ghz[g]
+        self.idle = np.array([gp.pstates[-1].idle for gp in self.groups])[g]
+        self.off_watts = np.array([gp.off_watts for gp in self.groups])[g]
+        self.on_seconds = np.array([gp.on_seconds for gp in self.groups])[g]
+        self.on_watts = np.array([gp.on_watts for gp in self.groups])[g]
+        self.off_seconds = np.array([gp.off_seconds for gp in self.groups])[g]
+        self.off_switch_watts = np.array([gp.off_switch_watts for gp in self.groups])[g]
+        #: cooling coefficient of performance (total = IT x (COP + 1) / COP)
+        self.cop = cop
+        self.price_per_kwh = price_per_kwh
+        self.carbon_per_kwh = carbon_per_kwh
+
+    @property
+    def top_level(self) -> int:
+        return self.levels - 1
+
+    @property
+    def cooling_factor(self) -> float:
+        """Total power over IT power."""
+        return 1.0 if np.isinf(self.cop) else (self.cop + 1.0) / self.cop
+
+
+# ------------------------------------------------------------------------------- parsing
+def _number(text: str, what: str, low: float, high: float) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValueError(f"{what} {text!r} is not a number") from None
+    if not (low <= value <= high):
+        raise ValueError(f"{what} {text!r} must lie in [{low:g}, {high:g}]")
+    return value
+
+
+def parse_pstates(text: str) -> tuple[PState, ...]:
+    """``"1.2:95:150 2.4:100:220"``: GHz:idle-W:full-W per level, lowest first."""
+    levels = []
+    for token in text.split():
+        parts = token.split(":")
+        if len(parts) != 3:
+            raise ValueError(f"{token!r} is not GHz:IDLE-WATTS:FULL-WATTS")
+        ghz = _number(parts[0], "frequency", 1e-6, 1e4)
+        idle = _number(parts[1], "idle watts", 0, MAX_WATTS)
+        full = _number(parts[2], "full watts", 0, MAX_WATTS)
+        if full < idle:
+            raise ValueError(f"{token!r}: full power is below idle power")
+        levels.append(PState(ghz, idle, full))
+    if not levels:
+        raise ValueError("no levels given (expected e.g. '2.4:100:220')")
+    if any(b.ghz <= a.ghz for a, b in zip(levels, levels[1:])):
+        raise ValueError("levels must be given lowest frequency first, without repeats")
+    return tuple(levels)
+
+
+def cubic_pstates(text: str, cpus: float, idle_counted: bool) -> tuple[PState, ...]:
+    """Levels from Garg et al.'s law ``P(f) = beta + alpha f^3`` per CPU:
+    ``"BETA:ALPHA:FMIN:FMAX:LEVELS"`` (levels evenly spaced from FMIN to FMAX).
+
+    A node of ``cpus`` CPUs draws ``cpus x P(f)`` when all are busy at ``f``; idle CPUs draw
+    ``beta`` if idle power is counted, nothing if not (the paper counts only running CPUs).
+    """
+    parts = text.split(":")
+    if len(parts) != 5:
+        raise ValueError(f"{text!r} is not BETA:ALPHA:FMIN:FMAX:LEVELS")
+    beta = _number(parts[0], "beta", 0, MAX_WATTS)
+    alpha = _number(parts[1], "alpha", 0, MAX_WATTS)
+    fmin = _number(parts[2], "fmin", 1e-6, 1e4)
+    fmax = _number(parts[3], "fmax", fmin, 1e4)
+    count = _number(parts[4], "levels", 1, 100)
+    if not count.is_integer():
+        raise ValueError(f"levels {parts[4]!r} is not a whole number")
+    n = int(count)
+    if n > 1 and fmax <= fmin:
+        raise ValueError("fmax must be above fmin when there are several levels")
+    freqs = [fmax] if n == 1 else [fmin + k * (fmax - fmin) / (n - 1) for k in range(n)]
+    idle = cpus * beta if idle_counted else 0.0
+    return tuple(PState(f, idle, cpus * (beta + alpha * f ** 3)) for f in freqs)
+
+
+def _switch(text: str) -> tuple[float, float]:
+    seconds, sep, watts = text.partition(":")
+    if not sep:
+        raise ValueError(f"{text!r} is not SECONDS:WATTS")
+    return (_number(seconds, "seconds", 0, MAX_SWITCH_SECONDS),
+            _number(watts, "watts", 0, MAX_WATTS))
+
+
+def _per_group(text: str, groups: int, parse: Callable[[str], object]) -> list:
+    """One value per node group: ``;``-separated, or one value for every group."""
+    parts = [p.strip() for p in text.split(";")]
+    if len(parts) == 1:
+        parts = parts * groups
+    if len(parts) != groups:
+        raise ValueError(f"{len(parts)} values for {groups} node groups (give one, or one per "
+                         f"group separated by ';')")
+    return [parse(p) for p in parts]
+
+
+def power_model_from_config(config: Config, nodes: NodeSet) -> PowerModel | None:
+    """The ``[power]`` section's model for ``nodes``, or None when no power model is given."""
+    pstates_text = config.get("power", "pstates")
+    cubic_text = config.get("power", "cubic-law")
+    if not pstates_text and not cubic_text:
+        return None
+    if pstates_text and cubic_text:
+        raise config.error("power", "cubic-law", "give either pstates or cubic-law, not both")
+    if "CPU" not in nodes.types.names:
+        raise config.error("power", "pstates" if pstates_text else "cubic-law",
+                           "a power model needs the site to have a CPU resource")
+    cpu = nodes.types.index("CPU")
+    sizes = nodes.groups or (nodes.count,)
+    first = np.cumsum((0,) + tuple(sizes))[:-1]
+    cpus = [float(nodes.capacity[i, cpu]) for i in first]
+
+    def field(option: str, parse: Callable[[str], object]) -> list:
+        try:
+            return _per_group(config.get("power", option), len(sizes), parse)
+        except ValueError as exc:
+            raise config.error("power", option, str(exc)) from None
+
+    if pstates_text:
+        pstates = field("pstates", parse_pstates)
+    else:
+        counted = config.get("power", "cubic-idle") == "counted"
+        texts = field("cubic-law", str)
+        try:
+            pstates = [cubic_pstates(t, c, counted) for t, c in zip(texts, cpus)]
+        except ValueError as exc:
+            raise config.error("power", "cubic-law", str(exc)) from None
+    off = field("off-watts", lambda t: _number(t, "watts", 0, MAX_WATTS))
+    on = field("switch-on", _switch)
+    down = field("switch-off", _switch)
+    groups = [GroupPower(p, o, s_on[0], s_on[1], s_off[0], s_off[1])
+              for p, o, s_on, s_off in zip(pstates, off, on, down)]
+    if (config.get("power", "policy-node-power") != "always-on"
+            or config.get("power", "initial-state") == "off"):
+        if any(g.on_seconds <= 0 for g in groups):
+            raise config.error("power", "switch-on", "nodes that are switched off need a "
+                               "switch-on time above 0 seconds")
+    return PowerModel(groups, sizes, cpu, cop=config.get("power", "cop"),
+                      price_per_kwh=config.get("power", "electricity-price"),
+                      carbon_per_kwh=config.get("power", "carbon-rate"))
