@@ -17,6 +17,7 @@ import numpy as np
 
 if TYPE_CHECKING:
     from lease_manager.config.schema import Config
+    from lease_manager.energy.power_model import PowerModel
     from lease_manager.kernel.lease import Lease
     from lease_manager.kernel.resources import NodeSet
     from lease_manager.kernel.scheduler import LeaseScheduler
@@ -89,6 +90,9 @@ class RunContext:
         self._now = clock_now
         self._call_at = call_at
         self._rngs: dict[str, np.random.Generator] = {}
+        #: the site's power model (``[power]``; None without one): levels ``ghz``, ``full``
+        #: and ``idle`` watts per node, ``top_level``, switching times and watts
+        self.power: PowerModel | None = None
 
     @property
     def now(self) -> float:

@@ -21,6 +21,7 @@ from lease_manager.config.schema import Config, load_config
 from lease_manager.context import RunContext
 from lease_manager.energy.energy_accounting import EnergyAccounting
 from lease_manager.energy.node_states import NodePowerStates
+from lease_manager.energy.operating_points import OperatingPoints
 from lease_manager.energy.power_model import PowerModel, power_model_from_config
 from lease_manager.errors import LeaseManagerError, TraceError
 from lease_manager.kernel.clock import RealClock, SimulatedClock
@@ -108,7 +109,10 @@ class Run:
         self.engine.soft_wake.append(self.node_states.next_wake)
         self.energy = energy = EnergyAccounting(model, self.node_states)
         self._register(self.energy, ENERGY_PLUGIN)
-        self.accounting.lease_energy = energy.energy_of
+        self.accounting.extra_columns = energy.LEASE_COLUMNS
+        self.accounting.extra_values = energy.lease_values
+        self.scheduler.operating_point = OperatingPoints(
+            model, self.policies["operating-point"], config.get("power", "gamma"))
 
     def _build_policies(self, config: Config) -> None:
         """The run's policies, probes and annotators, and the core's observers, registered."""
@@ -134,9 +138,11 @@ class Run:
         #: the ``[power]`` model (None: no energy accounting)
         self.power = power_model_from_config(config, self.nodes)
         self.energy = None
+        self.ctx.power = self.power
         if self.power is not None:
-            self.policies["node-power"] = self._instantiate(
-                "node-power", config.get("power", "policy-node-power"))
+            for kind in ("node-power", "operating-point"):
+                self.policies[kind] = self._instantiate(kind,
+                                                        config.get("power", f"policy-{kind}"))
 
 
     def _build_scheduler(self, config: Config) -> LeaseScheduler:

@@ -173,6 +173,15 @@ def core_options(policy_names: Mapping[str, tuple[str, ...]]) -> list[Option]:
             it could shut down and boot again. Whatever the policy, a node that is off is booted
             in time for a lease planned on it, and a lease planned on an off node starts no
             earlier than the boot allows."""),
+        Option("power", "policy-operating-point", STRING, "highest",
+               choices=names("operating-point"), doc=f"""
+            The DVFS level each lease runs at, chosen when it arrives (installed:
+            {', '.join(names('operating-point'))}). A lease at frequency f reserves and runs
+            T(f) = T(fmax) x (gamma x (fmax/f - 1) + 1)."""),
+        Option("power", "gamma", FLOAT, 1.0, minimum=0, maximum=1, doc="""
+            The share of a lease's run time that scales with the CPU frequency (Garg et al.'s
+            gamma), unless the lease has its own `gamma` attribute (an LWF `<extra>` or an
+            annotation)."""),
         Option("power", "idle-timeout", DURATION, 0, doc="""
             Seconds a node must stay idle before `switch-off-idle` switches it off."""),
         Option("power", "cop", FLOAT, math.inf, minimum=1e-9, doc="""

@@ -76,7 +76,7 @@ class EnergyAccounting:
         watts of the lease's level on those nodes."""
         model = self.model
         cpu = model.cpu
-        level = model.top_level
+        level = model.top_level if lease.level is None else lease.level
         out = []
         for res in (*lease.allocations, *lease.reservations):
             if res.kind is ReservationKind.IMAGE:
@@ -93,6 +93,16 @@ class EnergyAccounting:
         """The energy of the cores ``lease`` held, at its level, while it held them (J)."""
         return float(sum(float(np.dot(share, full)) * (end - start)
                          for _, start, end, share, full in self._pieces(lease)))
+
+    #: the columns :meth:`lease_values` adds to ``leases.csv``
+    LEASE_COLUMNS = ("level", "ghz", "stretched_requested", "energy_joules")
+
+    def lease_values(self, lease: Lease) -> tuple[float | None, ...]:
+        """The lease's DVFS level, its frequency (on its first node group), its request
+        stretched to that level, and its energy."""
+        level = self.model.top_level if lease.level is None else lease.level
+        return (level, float(self.model.ghz[0, level]),
+                lease.requested_duration * lease.stretch, self.energy_of(lease))
 
     def add_lease(self, lease: Lease) -> None:
         """Count ``lease``'s reservations in the site's power."""

@@ -152,8 +152,15 @@ class Lease:
     reservations: list[Reservation] = attrs.field(factory=list)
     #: every reservation the lease actually used, as it ended (for accounting and invariants)
     allocations: list[Reservation] = attrs.field(factory=list)
-    #: seconds of work done so far (a suspended lease resumes with the rest)
+    #: seconds of work done so far, at the highest DVFS level (a suspended lease resumes with
+    #: the rest)
     work_done: float = 0.0
+    #: the DVFS level the lease runs at (index into the power model's levels, lowest first;
+    #: None: the highest), chosen by the operating-point policy
+    level: int | None = None
+    #: seconds the lease takes per second of work at the highest level (Garg et al.'s
+    #: T(f) / T(fmax) = gamma x (fmax / f - 1) + 1; 1 at the highest level)
+    stretch: float = 1.0
     #: the node of each VM while the lease is suspended (where its memory images are)
     image_nodes: tuple[int, ...] = ()
     preemptions: int = 0

@@ -45,11 +45,12 @@ class Accounting:
     """Observes leases and accumulates what the run's outputs report: a per-run plugin
     (``lease_manager.accounting``) whose hooks run before any other plugin's."""
 
-    def __init__(self, resource_names: Iterable[str],
-                 lease_energy: Callable[[Lease], float] | None = None) -> None:
+    def __init__(self, resource_names: Iterable[str]) -> None:
         self.resource_names = tuple(resource_names)
-        #: each lease's energy in joules (an ``energy_joules`` column), with a power model
-        self.lease_energy = lease_energy
+        #: more ``leases.csv`` columns, and a function giving a lease's values for them (the
+        #: energy accounting's, with a power model)
+        self.extra_columns: tuple[str, ...] = ()
+        self.extra_values: Callable[[Lease], tuple[float | None, ...]] | None = None
         self._rows: list[tuple] = []
         self._seen: set[int] = set()
         self.submitted = 0
@@ -126,7 +127,7 @@ class Accounting:
                            lease.submit, lease.start, lease.end, lease.vms.count,
                            lease.requested_duration, lease.actual_duration, wait,
                            lease.price, lease.reason, tuple(sorted(nodes)))
-                          + ((self.lease_energy(lease),) if self.lease_energy else ()))
+                          + (self.extra_values(lease) if self.extra_values else ()))
 
     def finish(self, unfinished: Iterable[Lease]) -> None:
         """Account for the leases still active when the run stopped."""
@@ -176,7 +177,7 @@ class Accounting:
         lease ran on, space-separated)."""
         with path.open("w", newline="") as fh:
             out = csv.writer(fh, lineterminator="\n")
-            out.writerow(COLUMNS + (("energy_joules",) if self.lease_energy else ()))
+            out.writerow(COLUMNS + self.extra_columns)
             for row in sorted(self._rows, key=lambda r: r[0]):
                 out.writerow(row[:4] + tuple(_fmt(x) for x in row[4:7]) + (row[7],)
                              + tuple(_fmt(x) for x in row[8:12]) + (row[12],)

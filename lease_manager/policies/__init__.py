@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 #: The kinds of policy the core selects by name from the ini file.
 POLICY_KINDS = ("admission", "pricing", "queue", "host-selection", "preemption", "probe",
-                "annotator", "enactment", "node-power")
+                "annotator", "enactment", "node-power", "operating-point")
 
 
 class Policy:
@@ -137,3 +137,15 @@ class NodePowerPolicy(Policy):
     def next_check(self, idle_since: float) -> float | None:
         """When to look again at a node idle since ``idle_since`` (None: no need to)."""
         return None
+
+
+class OperatingPointPolicy(Policy):
+    """Chooses the DVFS level a lease runs at, when it arrives and before any reservation is
+    made (kind ``operating-point``, with a ``[power]`` model). The core stretches the lease's
+    reservations and run time by Garg et al.'s T(f) = T(fmax) x (gamma x (fmax/f - 1) + 1)."""
+
+    kind = "operating-point"
+
+    def level(self, lease: Lease, now: float) -> int:
+        """The level's index, 0 being the lowest frequency (``self.ctx.power`` has them)."""
+        raise NotImplementedError

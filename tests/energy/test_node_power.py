@@ -176,8 +176,8 @@ def test_outputs(tmp_path):
     assert (tmp_path / "node_states.csv").read_text().splitlines() == [
         "site,node,state,start,end", "site,0,switching-on,0,20", "site,0,on,20,30"]
     leases = (tmp_path / "leases.csv").read_text().splitlines()
-    assert leases[0].endswith(",nodes,energy_joules")
-    assert leases[1].endswith(",0,2000")
+    assert leases[0].endswith(",nodes,level,ghz,stretched_requested,energy_joules")
+    assert leases[1].endswith(",0,0,1,10,2000")
 
 
 @pytest.mark.parametrize(("option", "value", "message"), [
@@ -216,3 +216,56 @@ def test_cubic_law_levels():
     assert {p.idle for p in levels} == {130}
     assert {p.idle for p in cubic_pstates("65:7.5:0.675:1.8:5", 2, False)} == {0}
     assert math.isclose(levels[0].full, 2 * (65 + 7.5 * 0.675 ** 3))
+
+
+@pytest.mark.parametrize(("gamma", "length"), [(1, 200), (0.5, 150)])
+def test_a_lease_at_a_lower_frequency_is_stretched(gamma, length):
+    """Levels 1 GHz (80 W idle, 120 W full) and 2 GHz (100 W idle, 200 W full); policy
+    ``lowest``. Lease 1: 1 VM on a one-core node, 100 s of work at 2 GHz, at 0.
+
+    T(1 GHz) = 100 x (gamma x (2/1 - 1) + 1): 200 s with gamma 1, 150 s with gamma 0.5.
+    n0  [1 at 1 GHz: 0-T]
+    power: the busy core at 1 GHz draws its full power, 120 W (an idle core would draw the
+    highest level's idle power, 100 W): energy 120 x T = 24,000 J or 18,000 J, against
+    200 W x 100 s = 20,000 J at 2 GHz.
+    """
+    lease = be(1, 1, 100, 0)
+    run = simulate([lease], "power.pstates=1.0:80:120 2.0:100:200",
+                   "power.policy-operating-point=lowest", f"power.gamma={gamma}",
+                   resources="1 CPU:1 Memory:1024")
+    assert (lease.start, lease.end, lease.level) == (0, length, 0)
+    assert run.summary["energy_it_joules"] == 120 * length
+    assert run.energy.lease_values(lease) == (0, 1.0, length, 120 * length)
+
+
+def test_a_lease_gives_its_own_gamma():
+    """As above with gamma 1 in the configuration, but the lease says gamma 0: its run time
+    does not depend on the frequency (100 s at 1 GHz). A gamma outside [0, 1] is refused."""
+    lease, bad = be(1, 1, 100, 0), be(2, 1, 100, 0)
+    lease.extra["gamma"] = "0"
+    bad.extra["gamma"] = "2"
+    simulate([lease, bad], "power.pstates=1.0:80:120 2.0:100:200",
+             "power.policy-operating-point=lowest", resources="1 CPU:1 Memory:1024")
+    assert (lease.start, lease.end) == (0, 100)
+    assert bad.reason == "bad operating point: gamma '2' is not in [0, 1]"
+
+
+def test_a_stretched_lease_suspended_and_resumed_keeps_its_work():
+    """Lowest level, gamma 1 (T doubles). One node of CPU 100 / Memory 1024, suspend and resume
+    at 1024 MB/s (1 s each). Lease 1: best-effort, 100 s of work (200 s at 1 GHz), at 0;
+    lease 2: an advance reservation of the node for [50, 60), asked for at 10.
+
+    n0  [1: 0-49][susp 49-50][2: 50-60][resume 60-61][1: 61-212]
+    Lease 1 did 49 s at half speed = 24.5 s of work before suspending; the remaining 75.5 s
+    take 151 s at 1 GHz.
+    """
+    node = [100, 1024]
+    one = Lease(1, LeaseType.BEST_EFFORT, 0, VMRequest.uniform(1, node), 100, 100)
+    two = Lease(2, LeaseType.ADVANCE_RESERVATION, 10, VMRequest.uniform(1, node), 10, 10,
+                start_request=50)
+    simulate([one, two], "power.pstates=1.0:80:120 2.0:100:200",
+             "power.policy-operating-point=lowest", "scheduling.suspend-rate=1024",
+             "scheduling.resume-rate=1024", resources="1 CPU:100 Memory:1024")
+    assert [(r.kind, r.start, r.end) for r in one.allocations] == [
+        ("vm", 0, 49), ("suspend", 49, 50), ("resume", 60, 61), ("vm", 61, 212)]
+    assert one.work_done == 100

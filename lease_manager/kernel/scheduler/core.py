@@ -150,6 +150,8 @@ class LeaseScheduler:
         self.bootable: dict[int, float] = {}
         #: the latest of those times
         self.boot_until = -math.inf
+        #: sets a lease's DVFS level and stretch when it arrives (with a power model)
+        self.operating_point: Callable[[Lease, float], str] | None = None
         self._reevaluate = False
         self._site_max: dict[Any, int] = {}
         self._restoring = False
@@ -173,6 +175,11 @@ class LeaseScheduler:
         if reason:
             self.reject(lease, now, reason)
             return
+        if self.operating_point is not None:
+            reason = self.operating_point(lease, now)
+            if reason:
+                self.reject(lease, now, reason)
+                return
         lease.price = self.pricing.price(lease, now)
         if lease.max_price is not None and lease.price > lease.max_price:
             self.reject(lease, now, f"rejected by the user: price {lease.price:g} is above "
@@ -234,15 +241,16 @@ class LeaseScheduler:
         self._emit("lease_state_changed", lease=lease, old=old, now=now)
 
     def length(self, lease: Lease) -> float:
-        """How long a reservation for the rest of ``lease`` lasts (its remaining work plus the
-        shutdown; an advance reservation's interval is what it asked for)."""
+        """How long a reservation for the rest of ``lease`` lasts (its remaining work, stretched
+        by its DVFS level, plus the shutdown; an advance reservation's interval is what it asked
+        for)."""
         if lease.type is LeaseType.ADVANCE_RESERVATION:
             return lease.requested_duration
-        return lease.remaining_requested + self.shutdown
+        return lease.remaining_requested * lease.stretch + self.shutdown
 
     def work_end(self, lease: Lease, start: float) -> float:
         """When the lease, running from ``start``, really ends (work, then shutdown)."""
-        work = lease.remaining_actual
+        work = lease.remaining_actual * lease.stretch
         if lease.type is LeaseType.ADVANCE_RESERVATION:
             work = min(work, lease.requested_duration - self.shutdown)
         return start + work + self.shutdown

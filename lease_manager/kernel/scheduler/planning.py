@@ -50,7 +50,8 @@ def _commit(self: LeaseScheduler, lease: Lease, plan: list[Reservation], now: fl
     last = plan[-1]
     # a plan cut short of the lease's work ends in a suspension (planned from the start)
     suspends = last.kind == K.SUSPEND or (last.kind == K.VM and
-                                          last.end - last.start < lease.remaining_requested)
+                                          last.end - last.start
+                                          < lease.remaining_requested * lease.stretch)
     self._adopt(lease, plan, now, suspends=suspends)
 
 

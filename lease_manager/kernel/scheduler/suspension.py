@@ -60,7 +60,7 @@ def _can_suspend(self: LeaseScheduler, lease: Lease) -> bool:
 
 
 def _begin_suspension(self: LeaseScheduler, lease: Lease, now: float) -> None:
-    lease.work_done += now - lease.reservations[0].start
+    lease.work_done += (now - lease.reservations[0].start) / lease.stretch
     lease.suspensions += 1
     if lease.suspended_at is None:
         lease.suspended_at = now
