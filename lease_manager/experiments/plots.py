@@ -6,7 +6,13 @@
   (the ``usage`` probe's ``series/utilization.csv`` and ``series/queue_length.csv``);
 - ``waits-TRACE.png``: the distribution of lease waits per profile (all seeds pooled);
 - ``series-NAME-TRACE-seed-N.png``: every other time series a run recorded (a plugin's
-  resource contention, power...), one line per profile.
+  resource contention...), one line per profile;
+- with a ``[power]`` model: ``power-TRACE-seed-N.png``, the site's total power over time, one
+  line per profile, with the green production and the power cap when there are any
+  (``series/power.csv``), and ``node-states-RUN.png``, a timeline of every node's power state
+  in the Gantt chart's run (``node_states.csv``).
+
+:func:`make_run_plots` draws one run's figures (``report RUN-DIR --plots``).
 
 Every drawing function returns its :class:`matplotlib.figure.Figure` (no pyplot, no global
 state) so callers and tests can inspect the axes.
@@ -32,6 +38,10 @@ if TYPE_CHECKING:
 
 HOUR = 3600.0
 USAGE_SERIES = ("utilization", "queue_length")
+#: series files with columns of their own, drawn by their own figures
+OWN_SERIES = ("power",)
+STATE_COLOURS = {"on": "#4c9f38", "off": "#b0b0b0", "switching-on": "#f2a900",
+                 "switching-off": "#d9534f"}
 INSTALL_HINT = "pip install 'lease-manager[plots]'"
 
 
@@ -219,6 +229,81 @@ def series(name: str, runs: Mapping[str, Path], *, title: str = "") -> Figure:
     return fig
 
 
+def read_power(run_dir: Path) -> dict[str, np.ndarray] | None:
+    """A run's ``series/power.csv`` as arrays (``cap_watts`` nan where there is no cap), or
+    None when it has none."""
+    path = Path(run_dir) / "series" / "power.csv"
+    if not path.is_file():
+        return None
+    with path.open(newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    columns = ("time", "it_watts", "total_watts", "green_watts", "cap_watts")
+    return {c: np.array([float(r[c]) if r[c] else math.nan for r in rows]) for c in columns}
+
+
+def power(runs: Mapping[str, Path], *, title: str = "") -> Figure | None:
+    """The site's total power (kW) over time, one line per profile, with the green production
+    and the power cap of the first run that has them; None when no run has a power model."""
+    profiles = {p: data for p, d in runs.items() if (data := read_power(d)) is not None}
+    if not profiles:
+        return None
+    fig = _figure(12, 5)
+    ax = fig.add_subplot()
+    for profile, data in profiles.items():
+        ax.plot(data["time"] / HOUR, data["total_watts"] / 1000, drawstyle="steps-post",
+                linewidth=0.9, label=f"{profile}: total power")
+    first = next(iter(profiles.values()))
+    if (first["green_watts"] > 0).any():
+        ax.plot(first["time"] / HOUR, first["green_watts"] / 1000, drawstyle="steps-post",
+                color="green", linewidth=0.9, label="green production")
+    if not np.isnan(first["cap_watts"]).all():
+        ax.plot(first["time"] / HOUR, first["cap_watts"] / 1000, drawstyle="steps-post",
+                color="black", linestyle="--", linewidth=0.9, label="power cap")
+    ax.set_xlabel("time (hours)")
+    ax.set_ylabel("power (kW)")
+    ax.set_ylim(bottom=0)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, loc="best")
+    ax.set_title(title or "site power")
+    return fig
+
+
+def node_states(run_dir: Path, *, max_hours: float | None = None,
+                title: str = "") -> Figure | None:
+    """Every node's power state over time (``node_states.csv``), or None without one."""
+    path = Path(run_dir) / "node_states.csv"
+    if not path.is_file():
+        return None
+    with path.open(newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    nodes = max((int(r["node"]) for r in rows), default=0) + 1
+    fig = _figure(12, min(2 + nodes * 0.08, 12))
+    ax = fig.add_subplot()
+    by_state: dict[str, list[tuple[float, float, int]]] = {}
+    for r in rows:
+        start, end = float(r["start"]) / HOUR, float(r["end"]) / HOUR
+        if max_hours is not None and start >= max_hours:
+            continue
+        by_state.setdefault(r["state"], []).append((start, end - start, int(r["node"])))
+    for state, bars in sorted(by_state.items()):
+        colour = STATE_COLOURS.get(state, "#5b8bd0")
+        for node in sorted({b[2] for b in bars}):
+            ax.broken_barh([(s, w) for s, w, n in bars if n == node], (node - 0.4, 0.8),
+                           facecolors=colour, linewidth=0)
+        ax.plot([], [], color=colour, linewidth=6, label=state)
+    ax.set_xlabel("time (hours)")
+    ax.set_ylabel("node")
+    ax.set_ylim(-0.5, nodes - 0.5)
+    from matplotlib.ticker import MaxNLocator
+
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    if max_hours is not None:
+        ax.set_xlim(right=max_hours)
+    ax.legend(fontsize=8, loc="upper right", ncols=4)
+    ax.set_title(title or "node power states")
+    return fig
+
+
 # -------------------------------------------------------------------------------- a sweep
 def _save(fig: Figure, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -249,6 +334,10 @@ def make_plots(results: Results, directory: Path, *, gantt_run: str | None = Non
     fig = gantt(directory / gantt_id, max_leases=gantt_leases, max_hours=gantt_hours,
                 title=f"{gantt_id}")
     written.append(_save(fig, plots / f"gantt-{_slug(gantt_id)}.png"))
+    states_fig = node_states(directory / gantt_id, max_hours=gantt_hours,
+                             title=f"node power states: {gantt_id}")
+    if states_fig is not None:
+        written.append(_save(states_fig, plots / f"node-states-{_slug(gantt_id)}.png"))
 
     seeds = sorted({r["seed"] for r in done})
     if seed is not None and seed not in seeds:
@@ -279,8 +368,12 @@ def make_plots(results: Results, directory: Path, *, gantt_run: str | None = Non
                     title=f"wait-time distribution: {trace} (all seeds)")
         written.append(_save(fig, plots / f"waits-{_slug(trace)}.png"))
 
+        power_fig = power(runs, title=f"site power: {label}")
+        if power_fig is not None:
+            written.append(_save(power_fig,
+                                 plots / f"power-{_slug(trace)}-seed-{trace_seed}.png"))
         names = sorted({p.stem for d in runs.values() for p in (d / "series").glob("*.csv")}
-                       - set(USAGE_SERIES))
+                       - set(USAGE_SERIES) - set(OWN_SERIES))
         for name in names:
             fig = series(name, runs, title=f"{name}: {label}")
             written.append(_save(fig, plots / f"series-{_slug(name)}-{_slug(trace)}"
@@ -289,3 +382,31 @@ def make_plots(results: Results, directory: Path, *, gantt_run: str | None = Non
         notes.append("no utilisation or queue-length series: add '[accounting] probes = usage' "
                      "to the sweep to plot them")
     return written, notes
+
+
+def make_run_plots(run_dir: Path, *, gantt_leases: int | None = 200,
+                   gantt_hours: float | None = None) -> list[Path]:
+    """Draw one run's figures into ``run_dir/plots``: its Gantt chart, its recorded series,
+    and with a power model its power and node states."""
+    run_dir = Path(run_dir)
+    plots = run_dir / "plots"
+    name = run_dir.resolve().name
+    written = [_save(gantt(run_dir, max_leases=gantt_leases, max_hours=gantt_hours,
+                           title=name), plots / "gantt.png")]
+    runs = {name: run_dir}
+    usage_fig = usage(runs, title=f"utilisation and queue length: {name}")
+    if usage_fig is not None:
+        written.append(_save(usage_fig, plots / "usage.png"))
+    power_fig = power(runs, title=f"site power: {name}")
+    if power_fig is not None:
+        written.append(_save(power_fig, plots / "power.png"))
+    states_fig = node_states(run_dir, max_hours=gantt_hours,
+                             title=f"node power states: {name}")
+    if states_fig is not None:
+        written.append(_save(states_fig, plots / "node-states.png"))
+    names = sorted({p.stem for p in (run_dir / "series").glob("*.csv")}
+                   - set(USAGE_SERIES) - set(OWN_SERIES))
+    for series_name in names:
+        written.append(_save(series(series_name, runs, title=f"{series_name}: {name}"),
+                             plots / f"series-{_slug(series_name)}.png"))
+    return written

@@ -11,6 +11,7 @@ same numbers go to ``DIR/comparison.csv``; ``--plots`` draws the figures of
 from __future__ import annotations
 
 import csv
+import json
 import math
 import shutil
 import statistics
@@ -186,6 +187,10 @@ def report_command(directory: str, *, plots: bool = False, metrics: Iterable[str
         from lease_manager.experiments.plots import require_matplotlib
 
         require_matplotlib()
+    if (path / "summary.json").is_file() and (path / "leases.csv").is_file() \
+            and not (path / "run.json").is_file():
+        return _report_one_run(path, plots=plots, gantt_leases=gantt_leases,
+                               gantt_hours=gantt_hours)
     results = write_results(path)
     if not results.rows:
         raise LeaseManagerError(f"{directory}: no finished or failed runs found (a run folder "
@@ -214,4 +219,21 @@ def report_command(directory: str, *, plots: bool = False, metrics: Iterable[str
         print(f"plots: {len(pngs)} PNG files in {path / 'plots'}/")
     print("written: " + ", ".join(p.name for p in written[:3])
           + (f" and {len(written) - 3} plots" if len(written) > 3 else ""))
+    return 0
+
+
+def _report_one_run(path: Path, *, plots: bool, gantt_leases: int | None,
+                    gantt_hours: float | None) -> int:
+    """``report`` on one ``simulate`` output folder: its summary, and with ``plots`` its
+    figures in ``path/plots``."""
+    summary = json.loads((path / "summary.json").read_text())
+    print(f"one run in {path}/:")
+    for key, value in summary.items():
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            print(f"  {key:<28} {fmt(float(value))}")
+    if plots:
+        from lease_manager.experiments.plots import make_run_plots
+
+        pngs = make_run_plots(path, gantt_leases=gantt_leases, gantt_hours=gantt_hours)
+        print(f"plots: {len(pngs)} PNG files in {path / 'plots'}/")
     return 0
