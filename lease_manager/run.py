@@ -103,7 +103,7 @@ class Run:
         self.node_states = NodePowerStates(
             self.table, model, self.policies["node-power"], origin=self.started_at,
             initially_off=config.get("power", "initial-state") == "off",
-            scheduler=self.scheduler)
+            scheduler=self.scheduler, enactment=self.enactment, call_at=self.engine.call_at)
         self.engine.before_step.append(self.node_states.before_step)
         self.engine.after_step.append(self.node_states.after_step)
         self.engine.soft_wake.append(self.node_states.next_wake)

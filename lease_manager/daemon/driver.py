@@ -96,6 +96,20 @@ class EnactmentDriver(Enactment):
             log.warning("lease %s: releasing its booking failed: %s", lease.id, exc)
             self.note(lease.id, f"releasing its booking failed: {exc}")
 
+    power_calls = True
+
+    def power_off(self, node: int, now: float) -> None:
+        try:
+            self.backend.power_off(self.names[node])
+        except EnactmentError as exc:
+            log.warning("switching node %s off failed: %s", self.names[node], exc)
+
+    def power_on(self, node: int, now: float) -> None:
+        try:
+            self.backend.power_on(self.names[node])
+        except EnactmentError as exc:
+            log.warning("switching node %s on failed: %s", self.names[node], exc)
+
     def prepare(self, lease: Lease, now: float) -> None:
         """A plan that starts in the future was made or changed (the ``lease_scheduled``
         hook): let a backend that books ahead know."""

@@ -12,6 +12,7 @@ Times are seconds since the Unix epoch, UTC, on the daemon's clock.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
@@ -22,6 +23,8 @@ from lease_manager.errors import LeaseManagerError
 
 if TYPE_CHECKING:
     from lease_manager.context import RunContext
+
+log = logging.getLogger("lease_manager.daemon")
 
 
 class EnactmentError(LeaseManagerError):
@@ -119,6 +122,18 @@ class EnactmentBackend:
         reservations). Idempotent: stopping an absent lease does nothing. Also called when a
         lease that never started gives up its plan, to release what :meth:`prepare` booked."""
         raise NotImplementedError
+
+    def power_off(self, node_name: str) -> None:
+        """Switch node ``node_name`` off (with a ``[power]`` model whose node-power policy
+        switches nodes off). The default only logs it."""
+        log.info("node %s: switched off (the %s backend cannot switch nodes off)", node_name,
+                 self.name)
+
+    def power_on(self, node_name: str) -> None:
+        """Switch node ``node_name`` on: a lease is planned on it once its boot time is
+        over. The default only logs it."""
+        log.info("node %s: switched on (the %s backend cannot switch nodes on)", node_name,
+                 self.name)
 
     def refresh(self) -> None:
         """Called before each round of :meth:`status` calls of the reconciliation loop (a

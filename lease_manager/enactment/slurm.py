@@ -44,6 +44,9 @@ Mapping
   cores: the backend says it cannot suspend (``can_suspend = False``) and the daemon asks for
   ``[scheduling] suspension = none``, under which a preempted lease is stopped and requeued.
 - **Stop**: ``scancel`` the job and ``scontrol delete ReservationName=``; absent ones are fine.
+- **Node power** (with a ``[power]`` model that switches nodes off): ``scontrol update
+  NodeName= State=POWER_DOWN`` and ``State=POWER_UP``, Slurm's power saving, which runs the
+  cluster's ``SuspendProgram`` and ``ResumeProgram`` (Slurm refuses without them).
 - **Status** from ``squeue --json`` (22.05's ``squeue --json`` works with Debian's
   packages; it ignores ``--name``, so the jobs are filtered here) and
   ``scontrol -o show reservation`` (22.05 has no ``scontrol --json``):
@@ -461,6 +464,16 @@ class SlurmBackend(EnactmentBackend):
         lines += ['echo $code > "$exit_file.tmp" && mv "$exit_file.tmp" "$exit_file"',
                   "exit $code", ""]
         return "\n".join(lines)
+
+    def power_off(self, node_name: str) -> None:
+        """Slurm's power saving: the node is powered down through the cluster's
+        ``SuspendProgram`` (Slurm refuses when power saving is not configured)."""
+        self._cmd(["scontrol", "update", f"NodeName={node_name}", "State=POWER_DOWN"])
+
+    def power_on(self, node_name: str) -> None:
+        """Slurm's power saving: the node is resumed through the cluster's
+        ``ResumeProgram``."""
+        self._cmd(["scontrol", "update", f"NodeName={node_name}", "State=POWER_UP"])
 
     def suspend(self, lease_id: int) -> None:
         self._cmd(["scontrol", "suspend", str(self._job_id(lease_id))])

@@ -25,8 +25,9 @@ explicitly; here a node is booted for whatever plan needs it.
 
 from __future__ import annotations
 
+import functools
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -35,7 +36,7 @@ from lease_manager.kernel.reservation import POWER_KINDS, Reservation, Reservati
 
 if TYPE_CHECKING:
     from lease_manager.energy.power_model import PowerModel
-    from lease_manager.kernel.scheduler import LeaseScheduler
+    from lease_manager.kernel.scheduler import Enactment, LeaseScheduler
     from lease_manager.kernel.slottable import SlotTable
     from lease_manager.policies import NodePowerPolicy
 
@@ -47,8 +48,15 @@ class NodePowerStates:
 
     def __init__(self, table: SlotTable, model: PowerModel, policy: NodePowerPolicy, *,
                  origin: float, initially_off: bool,
-                 scheduler: LeaseScheduler | None = None) -> None:
+                 scheduler: LeaseScheduler | None = None,
+                 enactment: Enactment | None = None,
+                 call_at: Callable[[float, Callable[[float], None]], None] | None = None
+                 ) -> None:
         self.table = table
+        #: told when a node starts shutting down or booting (real time), with ``call_at`` to
+        #: be woken when a planned boot starts
+        self._enactment = enactment if enactment is not None and enactment.power_calls else None
+        self._call_at = call_at
         #: told which nodes are off and could be booted (``bootable``, ``boot_until``)
         self.scheduler = scheduler
         #: nodes that are off with no boot planned, and the earliest start on each
@@ -136,6 +144,8 @@ class NodePowerStates:
         self._off[node] = off
         self._on[node] = False
         self.idle_since[node] = math.nan
+        if switching and self._enactment is not None:
+            self._enactment.power_off(node, t)
         self._follow_plan(node, now)
 
     def _follow_plan(self, node: int, now: float) -> None:
@@ -165,7 +175,15 @@ class NodePowerStates:
             self.table.add(boot)
             self._boot[node] = boot
             self._records[node].append(boot)
+            if self._enactment is not None and self._call_at is not None:
+                self._call_at(boot.start, functools.partial(self._boot_starts, node, boot))
         self.bootable[node] = off.end
+
+    def _boot_starts(self, node: int, boot: Reservation, now: float) -> None:
+        """A planned boot's start: switch the node on, unless the boot was moved or cancelled
+        since it was planned."""
+        if self._boot.get(node) is boot and self._enactment is not None:
+            self._enactment.power_on(node, now)
 
     def _hold_until(self, off: Reservation, until: float) -> None:
         """Make ``off`` hold its node until ``until`` (nothing at all if that is not after its

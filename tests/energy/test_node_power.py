@@ -269,3 +269,35 @@ def test_a_stretched_lease_suspended_and_resumed_keeps_its_work():
     assert [(r.kind, r.start, r.end) for r in one.allocations] == [
         ("vm", 0, 49), ("suspend", 49, 50), ("resume", 60, 61), ("vm", 61, 212)]
     assert one.work_done == 100
+
+
+def test_a_backend_is_told_when_nodes_switch_off_and_on():
+    """The scenario of ``test_nodes_switched_off_when_idle_and_booted_for_a_later_lease``
+    with an enactment that asks for power calls (as the daemon's does): node 1 is switched
+    off at 10, node 0 at 40, both on at 100 (their boots start then). A replay's enactment
+    asks for none, so its steps are those of a run without power calls."""
+    from lease_manager.config.schema import load_config
+    from lease_manager.kernel.engine import ReplayEnactment
+    from lease_manager.plugins import Plugins
+    from lease_manager.run import Run
+
+    calls = []
+
+    class Recorder(ReplayEnactment):
+        power_calls = True
+
+        def power_off(self, node, now):
+            calls.append(("off", node, now))
+
+        def power_on(self, node, now):
+            calls.append(("on", node, now))
+
+    plugins = Plugins(entry_points=False)
+    config = load_config(None, plugins.schema, [
+        "simulation.resources=2 CPU:1 Memory:1024", *POWER, *SWITCH_OFF,
+        "power.idle-timeout=10"])
+    run = Run(config, plugins, leases=[be(1, 1, 30, 0), be(2, 2, 10, 100)],
+              enactment=lambda r: Recorder(r.timeline))
+    run.run()
+    assert calls[:2] == [("off", 1, 10), ("off", 0, 40)]
+    assert sorted(calls[2:]) == [("on", 0, 100), ("on", 1, 100)]

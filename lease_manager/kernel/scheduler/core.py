@@ -91,6 +91,15 @@ class Enactment:
     def stop(self, lease: Lease, now: float) -> None:
         """``lease``'s work ends at ``now`` (any state it has is discarded)."""
 
+    #: whether :meth:`power_off` and :meth:`power_on` should be called (a replay needs none)
+    power_calls = False
+
+    def power_off(self, node: int, now: float) -> None:
+        """Node ``node`` starts shutting down at ``now`` (with a ``[power]`` model)."""
+
+    def power_on(self, node: int, now: float) -> None:
+        """Node ``node`` starts booting at ``now``, in time for a lease planned on it."""
+
 
 class LeaseScheduler:
     """Decides, for one site, when and where every lease runs.
