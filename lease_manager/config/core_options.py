@@ -13,6 +13,7 @@ from lease_manager.config.schema import (
     INTEGER,
     INTEGERS,
     NAMES,
+    NUMBER_OR_FILE,
     PATH,
     SITE,
     STRING,
@@ -187,10 +188,17 @@ def core_options(policy_names: Mapping[str, tuple[str, ...]]) -> list[Option]:
         Option("power", "cop", FLOAT, math.inf, minimum=1e-9, doc="""
             Cooling coefficient of performance: total power = IT power x (COP + 1) / COP
             (`inf`: no cooling overhead)."""),
-        Option("power", "electricity-price", FLOAT, 0.0, minimum=0, maximum=1e6, doc="""
-            Price of electricity per kWh of total power (`energy_cost` in `summary.json`)."""),
-        Option("power", "carbon-rate", FLOAT, 0.0, minimum=0, maximum=1e6, doc="""
-            Carbon emitted per kWh of total power, in kg (`carbon_kg` in `summary.json`)."""),
+        Option("power", "electricity-price", NUMBER_OR_FILE, 0.0, doc="""
+            Price per kWh of the energy drawn from the grid (`energy_cost` in `summary.json`):
+            a number, or a CSV file of `time,price` rows (each price holds until the next row;
+            the first also before it)."""),
+        Option("power", "carbon-rate", NUMBER_OR_FILE, 0.0, doc="""
+            Carbon emitted per kWh drawn from the grid, in kg (`carbon_kg`): a number, or a
+            CSV file of `time,rate` rows."""),
+        Option("power", "green-production", PATH, "", doc="""
+            The site's green (solar, wind) production: a CSV file of `time,watts` rows. Green
+            power is used first; only the rest is drawn from the grid, priced and counted as
+            carbon (`green_used_joules`, `brown_joules`)."""),
             # ------------------------------------------------------------------------ [daemon]
         Option("daemon", "enactment", STRING, "process", choices=names("enactment"), doc=f"""
             How `lease-manager serve` carries out leases: the enactment backend

@@ -99,6 +99,24 @@ DURATION = OptionType("duration (seconds, HH:MM:SS or D:HH:MM:SS)", parse_durati
                       format_duration)
 PATH = OptionType("path (relative to the configuration file)", lambda s: s.strip(),
                   relative_to_config=True)
+
+
+def _parse_number_or_file(text: str) -> float | str:
+    text = text.strip()
+    try:
+        value = float(text)
+    except ValueError:
+        if not text:
+            raise ValueError("expected a number or a file name") from None
+        return text   # a file, resolved relative to the configuration file
+    if not math.isfinite(value) or not 0 <= value <= 1e6:
+        raise ValueError(f"{text!r} is not in [0, 1e6]")
+    return value
+
+
+NUMBER_OR_FILE = OptionType("number in [0, 1e6], or a CSV file of time,value rows (relative "
+                            "to the configuration file)", _parse_number_or_file,
+                            relative_to_config=True)
 NAMES = OptionType("list of names", _parse_list, lambda v: ", ".join(v))
 INTEGERS = OptionType("list of integers", _parse_int_list, lambda v: ", ".join(map(str, v)))
 SITE = OptionType("nodes (e.g. '144 CPU:8 Memory:16384'; groups separated by ';')", _parse_site)
@@ -328,7 +346,7 @@ def load_config(path: str | Path | None, schema: Schema,
             value = opt.convert(text)
         except ValueError as exc:
             raise ConfigError(str(exc), field=f"[{section}] {name}", **loc) from None
-        if opt.type.relative_to_config and value:
+        if opt.type.relative_to_config and isinstance(value, str) and value:
             value = str((base / value) if source != "--set" else (Path.cwd() / value))
         values[(section, name)] = value
         sources[(section, name)] = source

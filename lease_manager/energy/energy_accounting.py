@@ -47,6 +47,10 @@ class PowerProfile:
     def energy(self) -> float:
         return float(np.dot(self.watts[:-1], np.diff(self.times))) if len(self.times) else 0.0
 
+    def at(self, t: np.ndarray) -> np.ndarray:
+        """The power at each of ``t`` (inside the run)."""
+        return self.watts[np.maximum(np.searchsorted(self.times, t, side="right") - 1, 0)]
+
 
 class EnergyAccounting:
     """Power and energy of one site (a per-run plugin, ``lease_manager.energy``)."""
@@ -68,6 +72,8 @@ class EnergyAccounting:
         self.profile = PowerProfile(np.zeros(0), np.zeros(0))
         self._state_rows: list[tuple[int, str, float, float]] = []
         self._direct = 0.0
+        self._rows_t = self._rows_it = self._rows_green = np.zeros(0)
+        self.green_used = self.brown = self.cost = self.carbon = 0.0
 
     # ------------------------------------------------------------------------- leases
     def _pieces(self, lease: Lease) -> list[tuple[np.ndarray, float, float, np.ndarray,
@@ -158,20 +164,45 @@ class EnergyAccounting:
             times, level = np.concatenate([[start], times]), np.concatenate([[0.0], level])
         final = level[-1] if len(level) else 0.0
         self.profile = PowerProfile(np.append(times, end), np.append(level, final))
+        self._tabulate(start, end)
+
+    def _tabulate(self, start: float, end: float) -> None:
+        """The rows of ``power.csv`` (a row wherever the IT power or the green production
+        changes) and the energy's split into green and grid, its cost and carbon (integrated
+        over every change of power, green production, price and carbon rate)."""
+        model, profile = self.model, self.profile
+        green = model.green
+        times = profile.times[:-1]
+        if green is not None:
+            times = np.union1d(times, green.breakpoints(start, end))
+        self._rows_t = np.append(times, end)
+        it = profile.at(self._rows_t)
+        self._rows_it = it
+        self._rows_green = (green.at(self._rows_t) if green is not None
+                            else np.zeros(len(self._rows_t)))
+        fine = np.union1d(times, np.concatenate([model.price.breakpoints(start, end),
+                                                 model.carbon.breakpoints(start, end)]))
+        dt = np.diff(np.append(fine, end))
+        total = profile.at(fine) * model.cooling_factor
+        from_green = (np.minimum(total, green.at(fine)) if green is not None
+                      else np.zeros(len(fine)))
+        grid = total - from_green
+        self.green_used = float(np.dot(from_green, dt))
+        self.brown = float(np.dot(grid, dt))
+        self.cost = float(np.dot(grid * model.price.at(fine), dt)) / JOULES_PER_KWH
+        self.carbon = float(np.dot(grid * model.carbon.at(fine), dt)) / JOULES_PER_KWH
 
     # ------------------------------------------------------------------------ results
     def summary(self) -> dict[str, Any]:
         model = self.model
         it = self.profile.energy
-        total = it * model.cooling_factor
-        kwh = total / JOULES_PER_KWH
         return {
             "energy_it_joules": it,
-            "energy_joules": total,
-            "energy_cost": kwh * model.price_per_kwh,
-            "carbon_kg": kwh * model.carbon_per_kwh,
-            "green_used_joules": 0.0,
-            "brown_joules": total,
+            "energy_joules": it * model.cooling_factor,
+            "energy_cost": self.cost,
+            "carbon_kg": self.carbon,
+            "green_used_joules": self.green_used,
+            "brown_joules": self.brown,
             "node_switch_ons": sum(1 for r in self._state_rows
                                    if r[1] == ReservationKind.SWITCHING_ON.value),
             "energy_window": list(self.window),
@@ -185,8 +216,9 @@ class EnergyAccounting:
         with (series / "power.csv").open("w", newline="") as fh:
             w = csv.writer(fh, lineterminator="\n")
             w.writerow(("time", "site", "it_watts", "total_watts", "green_watts", "cap_watts"))
-            for t, p in zip(self.profile.times.tolist(), self.profile.watts.tolist()):
-                w.writerow((_num(t), self.site, repr(p), repr(p * factor), "0", ""))
+            for t, p, g in zip(self._rows_t.tolist(), self._rows_it.tolist(),
+                               self._rows_green.tolist()):
+                w.writerow((_num(t), self.site, repr(p), repr(p * factor), _num(g), ""))
         with (out / "node_states.csv").open("w", newline="") as fh:
             w = csv.writer(fh, lineterminator="\n")
             w.writerow(("site", "node", "state", "start", "end"))

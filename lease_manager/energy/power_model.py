@@ -17,10 +17,13 @@ given seconds and draw the given watts.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import attrs
 import numpy as np
+
+from lease_manager.energy.series import StepSeries, read_step_series
 
 if TYPE_CHECKING:
     from lease_manager.config.schema import Config
@@ -57,8 +60,8 @@ class PowerModel:
     """The site's power model, as per-node arrays (index: node)."""
 
     def __init__(self, groups: Sequence[GroupPower], sizes: Sequence[int], cpu: int,
-                 *, cop: float = float("inf"), price_per_kwh: float = 0.0,
-                 carbon_per_kwh: float = 0.0) -> None:
+                 *, cop: float = float("inf"), price: StepSeries | None = None,
+                 carbon: StepSeries | None = None, green: StepSeries | None = None) -> None:
         self.groups = tuple(groups)
         #: which group every node belongs to
         self.group_of = np.repeat(np.arange(len(sizes)), sizes)
@@ -81,8 +84,11 @@ class PowerModel:
         self.off_switch_watts = np.array([gp.off_switch_watts for gp in self.groups])[g]
         #: cooling coefficient of performance (total = IT x (COP + 1) / COP)
         self.cop = cop
-        self.price_per_kwh = price_per_kwh
-        self.carbon_per_kwh = carbon_per_kwh
+        #: price per kWh drawn from the grid, and kg of carbon per kWh drawn, over time
+        self.price = price or StepSeries.constant(0.0)
+        self.carbon = carbon or StepSeries.constant(0.0)
+        #: the site's green production (W) over time, if it has any
+        self.green = green
 
     @property
     def top_level(self) -> int:
@@ -210,6 +216,19 @@ def power_model_from_config(config: Config, nodes: NodeSet) -> PowerModel | None
         if any(g.on_seconds <= 0 for g in groups):
             raise config.error("power", "switch-on", "nodes that are switched off need a "
                                "switch-on time above 0 seconds")
+    def series(option: str, what: str) -> StepSeries:
+        value = config.get("power", option)
+        if not isinstance(value, str):
+            return StepSeries.constant(value)
+        if not Path(value).is_file():
+            raise config.error("power", option, f"file not found: {value}")
+        return read_step_series(value, what, maximum=1e6)
+
+    green_path = config.get("power", "green-production")
+    if green_path and not Path(green_path).is_file():
+        raise config.error("power", "green-production", f"file not found: {green_path}")
     return PowerModel(groups, sizes, cpu, cop=config.get("power", "cop"),
-                      price_per_kwh=config.get("power", "electricity-price"),
-                      carbon_per_kwh=config.get("power", "carbon-rate"))
+                      price=series("electricity-price", "price"),
+                      carbon=series("carbon-rate", "rate"),
+                      green=read_step_series(green_path, "watts", maximum=MAX_WATTS * 1e3)
+                      if green_path else None)

@@ -301,3 +301,56 @@ def test_a_backend_is_told_when_nodes_switch_off_and_on():
     run.run()
     assert calls[:2] == [("off", 1, 10), ("off", 0, 40)]
     assert sorted(calls[2:]) == [("on", 0, 100), ("on", 1, 100)]
+
+
+def test_green_production_is_used_first_and_the_grid_pays_and_emits(tmp_path):
+    """One node, lease 1: 1 VM, 100 s at 0: IT power 200 W over [0, 100).
+    Green production 50 W from 0, 300 W from 40, 0 from 80; electricity $0.1/kWh from 0 and
+    $0.2/kWh from 50; 0.5 kg/kWh.
+
+    time     0-40   40-50  50-80  80-100
+    power    200    200    200    200
+    green    50     300    300    0
+    grid     150    0      0      200      -> grid 6,000 + 4,000 J, green 2,000 + 8,000 J
+    price    0.1    0.1    0.2    0.2      -> cost (150 x 40 x 0.1 + 200 x 20 x 0.2) / 3.6e6
+    """
+    green = tmp_path / "green.csv"
+    green.write_text("time,watts\n0,50\n40,300\n80,0\n")
+    price = tmp_path / "price.csv"
+    price.write_text("time,price\n0,0.1\n50,0.2\n")
+    run = simulate([be(1, 1, 100, 0)], *POWER, f"power.green-production={green}",
+                   f"power.electricity-price={price}", "power.carbon-rate=0.5",
+                   resources="1 CPU:1 Memory:1024")
+    s = run.summary
+    assert s["energy_joules"] == 20000
+    assert s["green_used_joules"] == 10000 and s["brown_joules"] == 10000
+    assert s["energy_cost"] == pytest.approx((150 * 40 * 0.1 + 200 * 20 * 0.2) / 3.6e6)
+    assert s["carbon_kg"] == pytest.approx(10000 * 0.5 / 3.6e6)
+    run.write(tmp_path / "out")
+    assert (tmp_path / "out" / "series" / "power.csv").read_text().splitlines()[1:] == [
+        "0,site,200.0,200.0,50,", "40,site,200.0,200.0,300,", "80,site,200.0,200.0,0,",
+        "100,site,200.0,200.0,0,"]
+
+
+@pytest.mark.parametrize(("content", "message"), [
+    ("time,watts\n0,50\n0,60\n", "green.csv:3: time: 0 is not after the previous row's time 0"),
+    ("time,watts\n0,-5\n", "green.csv:2: watts: -5 is not in [0, 1e+12]"),
+    ("time,watts\n0,nan\n", "green.csv:2: watts: nan is not in [0, 1e+12]"),
+    ("time,watts\n0,50,1\n", "green.csv:2: expected 2 fields (time,watts), found 3"),
+    ("time,watts\n", "green.csv: no rows"),
+])
+def test_bad_series_files_are_one_line_errors(tmp_path, content, message):
+    from lease_manager.errors import InputError
+    green = tmp_path / "green.csv"
+    green.write_text(content)
+    with pytest.raises(InputError) as err:
+        simulate([be(1, 1, 10, 0)], *POWER, f"power.green-production={green}",
+                 resources="1 CPU:1 Memory:1024")
+    assert message in str(err.value) and "\n" not in str(err.value)
+
+
+def test_a_missing_series_file_names_the_option(tmp_path):
+    from lease_manager.errors import ConfigError
+    with pytest.raises(ConfigError, match=r"\[power\] electricity-price: file not found"):
+        simulate([be(1, 1, 10, 0)], *POWER, f"power.electricity-price={tmp_path / 'no.csv'}",
+                 resources="1 CPU:1 Memory:1024")

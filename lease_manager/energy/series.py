@@ -1,0 +1,93 @@
+"""Step time series read from CSV files: green production, electricity prices, carbon rates.
+
+A file has a header line and then ``time,value`` rows, times in seconds on the run's clock,
+strictly increasing. Each value holds from its time until the next row's; the first value also
+holds before the first row, and the last one for ever.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from pathlib import Path
+
+import attrs
+import numpy as np
+
+from lease_manager.errors import InputError
+
+#: the largest value a series may hold (watts, $/kWh or kg/kWh)
+MAX_VALUE = 1e12
+#: the latest time a series may name, in seconds (about 31,700 years)
+MAX_TIME = 1e12
+
+
+@attrs.frozen(eq=False)
+class StepSeries:
+    """Values over time, each holding until the next time."""
+
+    times: np.ndarray
+    values: np.ndarray
+
+    @classmethod
+    def constant(cls, value: float) -> StepSeries:
+        return cls(np.array([0.0]), np.array([float(value)]))
+
+    def at(self, t: np.ndarray | float) -> np.ndarray:
+        """The value at each of ``t``."""
+        i = np.searchsorted(self.times, t, side="right") - 1
+        return self.values[np.maximum(i, 0)]
+
+    def breakpoints(self, start: float, end: float) -> np.ndarray:
+        """The times in ``(start, end)`` at which the value changes."""
+        return self.times[(self.times > start) & (self.times < end)]
+
+    @property
+    def is_constant(self) -> bool:
+        return len(self.values) == 1 or bool((self.values == self.values[0]).all())
+
+
+def read_step_series(path: str | Path, what: str, *, maximum: float = MAX_VALUE
+                     ) -> StepSeries:
+    """Read a ``time,value`` CSV file; raise :class:`InputError` naming the file, line and
+    field of the first bad value (``what`` names the value: 'watts', 'price'...)."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise InputError(f"cannot read the {what} series: {exc.strerror or exc}",
+                         file=str(path)) from None
+    times: list[float] = []
+    values: list[float] = []
+    rows = csv.reader(text.splitlines())
+    header = next(rows, None)
+    if header is None:
+        raise InputError(f"empty file: expected a header and time,{what} rows", file=str(path))
+    for number, row in enumerate(rows, start=2):
+        if not row or all(not cell.strip() for cell in row):
+            continue
+        if len(row) != 2:
+            raise InputError(f"expected 2 fields (time,{what}), found {len(row)}",
+                             file=str(path), line=number)
+        t = _number(row[0], path, number, "time", 0.0, MAX_TIME)
+        v = _number(row[1], path, number, what, 0.0, maximum)
+        if times and t <= times[-1]:
+            raise InputError(f"{row[0].strip()} is not after the previous row's time "
+                             f"{times[-1]:g}", file=str(path), line=number, field="time")
+        times.append(t)
+        values.append(v)
+    if not times:
+        raise InputError(f"no rows: expected time,{what} rows after the header", file=str(path))
+    return StepSeries(np.array(times), np.array(values))
+
+
+def _number(text: str, path: Path, line: int, field: str, low: float, high: float) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise InputError(f"{text.strip()!r} is not a number", file=str(path), line=line,
+                         field=field) from None
+    if not math.isfinite(value) or not (low <= value <= high):
+        raise InputError(f"{text.strip()} is not in [{low:g}, {high:g}]", file=str(path),
+                         line=line, field=field)
+    return value
