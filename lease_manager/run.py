@@ -30,6 +30,14 @@ from lease_manager.kernel.events import Timeline
 from lease_manager.kernel.resources import NodeSet, parse_amounts, parse_site
 from lease_manager.kernel.scheduler import LeaseScheduler, SuspendResume
 from lease_manager.kernel.slottable import SlotTable
+from lease_manager.multisite import (
+    Site,
+    SiteSchedulers,
+    SitesEnergy,
+    SitesInvariants,
+    SiteTables,
+    check_sites,
+)
 from lease_manager.observers.accounting import Accounting, write_summary
 from lease_manager.observers.invariants import InvariantChecker
 from lease_manager.observers.metrics import Metrics
@@ -66,22 +74,36 @@ class Run:
     def _build(self, leases: Iterable[Lease] | None, clock: SimulatedClock | RealClock | None,
                serve: bool, enactment: Callable[[Run], Enactment] | None) -> None:
         config = self.config
-        self.nodes = parse_site(config.get("simulation", "resources"))
-        self.table = SlotTable(self.nodes)
         self.timeline = Timeline()
         self.metrics = Metrics()
         self.trace_stats = TraceStats()
         self.trace_reader: SWFReader | None = None
+        #: the sites of a run with several (``[site:NAME]``; empty: one site)
+        self.sites = [self._site(name) for name in config.sites]
+        if self.sites:
+            check_sites(self.sites)
+            self.nodes, self.table = self.sites[0].nodes, self.sites[0].table
+        else:
+            self.nodes = parse_site(config.get("simulation", "resources"))
+            self.table = SlotTable(self.nodes)
         #: what plugins see of this run
-        self.ctx = RunContext(config, self.nodes, self.table, self.metrics,
-                              lambda: self.clock.now(),
-                              lambda time, fn: self.engine.call_at(time, fn))
+        self.ctx = self._context(config, self.nodes, self.table)
 
         self._build_policies(config)
         self._hooks = HookRelay(self.plugins, self.ctx)
         self.enactment = (enactment(self) if enactment is not None
                           else ReplayEnactment(self.timeline))
-        self.scheduler = self._build_scheduler(config)
+        tables: Any = self.table
+        if self.sites:
+            for site in self.sites:
+                site.scheduler = self._build_scheduler(site.config, site.table)
+                site.ctx.scheduler.bind(site.scheduler)
+            selection = self._instantiate("site-selection",
+                                          config.get("simulation", "policy-site-selection"))
+            self.scheduler: Any = SiteSchedulers(self.sites, selection)
+            tables = SiteTables([site.table for site in self.sites])
+        else:
+            self.scheduler = self._build_scheduler(config)
         self.ctx.scheduler.bind(self.scheduler)
         if clock is None:
             if config.get("simulation", "clock") == "real":
@@ -90,13 +112,51 @@ class Run:
                 clock = SimulatedClock()
         self.clock = clock
         arrivals = self._checked(leases if leases is not None else self._trace_leases())
-        self.engine = Engine(self.scheduler, self.table, self.timeline, clock, arrivals,
+        self.engine = Engine(self.scheduler, tables, self.timeline, clock, arrivals,
                              stop_when=config.get("simulation", "stop-when"),
                              runtime=config.get("simulation", "runtime"), serve=serve)
         self.started_at = clock.now()
-        if self.power is not None:
+        if self.sites:
+            self._build_sites_energy()
+        elif self.power is not None:
             self._build_energy(config, self.power)
         self.summary: dict[str, Any] = {}
+
+    def _context(self, config: Config, nodes: NodeSet, table: SlotTable) -> RunContext:
+        return RunContext(config, nodes, table, self.metrics, lambda: self.clock.now(),
+                          lambda time, fn: self.engine.call_at(time, fn))
+
+    def _site(self, name: str) -> Site:
+        config = self.config.for_site(name)
+        nodes = parse_site(config.get("simulation", "resources"))
+        table = SlotTable(nodes)
+        return Site(name, config, nodes, table, self._context(config, nodes, table))
+
+    def _build_sites_energy(self) -> None:
+        """Each site's node power states and energy accounting (a run with several sites)."""
+        for site in self.sites:
+            model = site.ctx.power
+            if model is None:
+                continue
+            states = NodePowerStates(
+                site.table, model, site.node_power, origin=self.started_at,
+                initially_off=site.config.get("power", "initial-state") == "off",
+                scheduler=site.scheduler, enactment=self.enactment,
+                call_at=self.engine.call_at)
+            self.engine.before_step.append(states.before_step)
+            self.engine.after_step.append(states.after_step)
+            self.engine.soft_wake.append(states.next_wake)
+            site.energy = EnergyAccounting(model, states, site=site.name, only=site.name)
+            self._register(site.energy, f"{ENERGY_PLUGIN}:{site.name}")
+            site.scheduler.operating_point = OperatingPoints(
+                model, site.operating_point, site.config.get("power", "gamma"))
+        if any(site.energy is not None for site in self.sites):
+            self.energy = energy = SitesEnergy(self.sites)   # type: ignore[assignment]
+            self.accounting.extra_columns = ("site",) + energy.LEASE_COLUMNS
+            self.accounting.extra_values = lambda lease: (lease.site,) + energy.lease_values(lease)
+        else:
+            self.accounting.extra_columns = ("site",)
+            self.accounting.extra_values = lambda lease: (lease.site,)
 
     def _build_energy(self, config: Config, model: PowerModel) -> None:
         """Node power states driven by the engine's steps, and the energy accounting."""
@@ -129,32 +189,67 @@ class Run:
                            for name in config.get("tracefile", "annotators")]
         # the core's own observers: plugins whose hooks run before any other plugin's
         # (tryfirst; among those pluggy calls the last registered first: accounting first)
-        self.invariants: InvariantChecker | None = None
+        self.invariants: Any = None
         if config.get("accounting", "check-invariants"):
-            self.invariants = InvariantChecker(self.nodes.capacity)
-            self._register(self.invariants, INVARIANTS_PLUGIN)
+            if self.sites:
+                checkers = []
+                for site in self.sites:
+                    checker = site.invariants = InvariantChecker(site.nodes.capacity,
+                                                                 only=site.name)
+                    self._register(checker, f"{INVARIANTS_PLUGIN}:{site.name}")
+                    checkers.append((site.name, checker))
+                self.invariants = SitesInvariants(checkers)
+            else:
+                self.invariants = InvariantChecker(self.nodes.capacity)
+                self._register(self.invariants, INVARIANTS_PLUGIN)
         self.accounting = Accounting(self.nodes.types.names)
         self._register(self.accounting, ACCOUNTING_PLUGIN)
+        self.energy = None
+        if self.sites:
+            self._build_site_power()
+            self.power = self.sites[0].ctx.power
+            self.ctx.power = self.power
+            return
         #: the ``[power]`` model (None: no energy accounting)
         self.power = power_model_from_config(config, self.nodes)
-        self.energy = None
         self.ctx.power = self.power
         if self.power is not None:
             for kind in ("node-power", "operating-point"):
                 self.policies[kind] = self._instantiate(kind,
                                                         config.get("power", f"policy-{kind}"))
 
+    def _build_site_power(self) -> None:
+        """Each site's power model and its own node-power and operating-point policies."""
+        models = [power_model_from_config(site.config, site.nodes) for site in self.sites]
+        if any(m is None for m in models) and any(m is not None for m in models):
+            site = self.sites[[m is None for m in models].index(True)]
+            raise site.config.error("power", "pstates", f"site {site.name!r} has no power "
+                                    f"model and others have one (give every site one, or "
+                                    f"none)")
+        for site, model in zip(self.sites, models):
+            site.ctx.power = model
+            if model is None:
+                continue
+            for kind in ("node-power", "operating-point"):
+                name = site.config.get("power", f"policy-{kind}")
+                policy = self.plugins.policy(kind, name)(site.ctx)
+                self._register(policy, f"run:{kind}:{name}:{site.name}")
+                setattr(site, kind.replace("-", "_"), policy)
 
-    def _build_scheduler(self, config: Config) -> LeaseScheduler:
-        """The scheduler, with the run's policies, enactment and hook relay."""
-        names = self.nodes.types.names
+
+    def _build_scheduler(self, config: Config, table: SlotTable | None = None
+                         ) -> LeaseScheduler:
+        """The scheduler of ``table`` (the run's), with the run's policies, enactment and hook
+        relay."""
+        table = table if table is not None else self.table
+        names = table.nodes.types.names
         suspend_resume = SuspendResume(
             names.index("Memory") if "Memory" in names else None,
             config.get("scheduling", "suspend-rate"), config.get("scheduling", "resume-rate"),
             config.get("scheduling", "suspendresume-exclusion"),
             config.get("scheduling", "enactment-overhead"))
         return LeaseScheduler(
-            self.table, self.timeline,
+            table, self.timeline,
             admission=self.policies["admission"], pricing=self.policies["pricing"],
             queue=self.policies["queue"], host_selection=self.policies["host-selection"],
             preemption=self.policies["preemption"],

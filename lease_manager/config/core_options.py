@@ -45,6 +45,13 @@ def core_options(policy_names: Mapping[str, tuple[str, ...]]) -> list[Option]:
         Option("simulation", "speedup", FLOAT, 1.0, minimum=1e-9, maximum=MAX_SPEEDUP, doc="""
             With the real clock, how many seconds of schedule pass per wall-clock second
             (at most a million: a day of schedule in about 0.09 s)."""),
+        Option("simulation", "policy-site-selection", STRING, "earliest-start",
+               choices=names("site-selection"), doc=f"""
+            With several sites (`[site:NAME]` sections, each setting `resources` and any of
+            `backfilling`, `backfilling-reservations` and the `[power]` options for that site):
+            the policy that sends each arriving lease to a site (installed:
+            {', '.join(names('site-selection'))}). `earliest-start` picks the site where the
+            lease could start first."""),
         Option("simulation", "seed", INTEGER, 0, minimum=0, doc="""
             Seed of the run's random numbers: policies and annotators draw from independent
             streams derived from it, so the same seed gives the same results."""),

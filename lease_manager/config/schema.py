@@ -207,15 +207,56 @@ class Schema:
         return "\n".join(out).rstrip() + "\n"
 
 
+#: ``[site:NAME]`` sections describe the sites of a run with several: each may set these
+#: options of other sections (by option name), which then hold for that site only
+SITE_PREFIX = "site:"
+SITE_SECTIONS = ("power",)
+SITE_OPTIONS = {"resources": "simulation", "backfilling": "scheduling",
+                "backfilling-reservations": "scheduling"}
+
+
+def site_option(schema: Schema, name: str) -> Option | None:
+    """The option ``name`` stands for in a ``[site:NAME]`` section (None: not a site option)."""
+    section = SITE_OPTIONS.get(name)
+    if section is not None:
+        return schema.option(section, name)
+    for section in SITE_SECTIONS:
+        opt = schema.option(section, name)
+        if opt is not None:
+            return opt
+    return None
+
+
 class Config:
     """Validated option values, read as ``config.get("scheduling", "backfilling")``."""
 
     def __init__(self, schema: Schema, values: Mapping[tuple[str, str], Any],
-                 sources: Mapping[tuple[str, str], str], path: Path | None) -> None:
+                 sources: Mapping[tuple[str, str], str], path: Path | None,
+                 sites: Mapping[str, Mapping[str, Any]] | None = None) -> None:
         self.schema = schema
         self._values = dict(values)
         self._sources = dict(sources)
         self.path = path
+        #: the ``[site:NAME]`` sections, in order: their options by name
+        self._sites = {name: dict(options) for name, options in (sites or {}).items()}
+
+    @property
+    def sites(self) -> list[str]:
+        """The names of the run's sites (empty: one site, described by the usual sections)."""
+        return list(self._sites)
+
+    def for_site(self, name: str) -> Config:
+        """The configuration as site ``name`` sees it: its ``[site:NAME]`` options in place of
+        the sections' (the rest shared)."""
+        values = dict(self._values)
+        sources = dict(self._sources)
+        for option, value in self._sites[name].items():
+            opt = site_option(self.schema, option)
+            assert opt is not None
+            values[(opt.section, opt.name)] = value
+            sources[(opt.section, opt.name)] = self._sources.get(
+                (SITE_PREFIX + name, option), "default")
+        return Config(self.schema, values, sources, self.path)
 
     def get(self, section: str, name: str) -> Any:
         try:
@@ -306,6 +347,7 @@ def load_config(path: str | Path | None, schema: Schema,
     """Read, validate and complete a configuration file; apply ``section.option=value``
     overrides."""
     raw: dict[tuple[str, str], tuple[str, str]] = {}
+    site_sections: dict[str, int | None] = {}
     base = Path.cwd()
     cfg_path = None
     if path is not None:
@@ -314,7 +356,12 @@ def load_config(path: str | Path | None, schema: Schema,
         parser, where = read_ini(cfg_path, "configuration file")
         for section in parser.sections():
             sec_line = where.get((section, ""))
-            if section not in schema.sections:
+            if section.startswith(SITE_PREFIX):
+                if not section[len(SITE_PREFIX):].strip():
+                    raise ConfigError("a site section needs a name: [site:NAME]",
+                                      file=str(path), line=sec_line)
+                site_sections.setdefault(section, sec_line)
+            elif section not in schema.sections:
                 hint = _suggest(section, schema.sections)
                 raise ConfigError(f"unknown section [{section}]{hint}", file=str(path),
                                   line=sec_line)
@@ -326,18 +373,28 @@ def load_config(path: str | Path | None, schema: Schema,
         section, dot, name = key.strip().rpartition(".")
         if not sep or not dot or not section or not name:
             raise ConfigError(f"{item!r} is not section.option=value", file="--set")
-        if section not in schema.sections:
+        if section.startswith(SITE_PREFIX):
+            site_sections.setdefault(section, None)
+        elif section not in schema.sections:
             raise ConfigError(f"unknown section [{section}]{_suggest(section, schema.sections)}",
                               file="--set")
         raw[(section, name.strip().lower())] = (value, "--set")
 
     values: dict[tuple[str, str], Any] = {}
     sources: dict[tuple[str, str], str] = {}
+    sites: dict[str, dict[str, Any]] = {s[len(SITE_PREFIX):].strip(): {} for s in site_sections}
     for (section, name), (text, source) in raw.items():
-        opt = schema.option(section, name)
+        is_site = section.startswith(SITE_PREFIX)
+        opt = site_option(schema, name) if is_site else schema.option(section, name)
         file, _, line_text = source.rpartition(":")
         loc: dict[str, Any] = (dict(file=file, line=int(line_text)) if line_text.isdigit()
                                else dict(file=source))
+        if opt is None and is_site:
+            names = list(SITE_OPTIONS) + [o.name for s in SITE_SECTIONS
+                                          for o in schema.options_in(s)]
+            raise ConfigError(f"not an option a site may set{_suggest(name, names)} (a site "
+                              f"sets: resources, backfilling, backfilling-reservations and "
+                              f"the [power] options)", field=f"[{section}] {name}", **loc)
         if opt is None:
             names = [o.name for o in schema.options_in(section)]
             raise ConfigError(f"unknown option{_suggest(name, names)}", field=f"[{section}] {name}",
@@ -348,15 +405,29 @@ def load_config(path: str | Path | None, schema: Schema,
             raise ConfigError(str(exc), field=f"[{section}] {name}", **loc) from None
         if opt.type.relative_to_config and isinstance(value, str) and value:
             value = str((base / value) if source != "--set" else (Path.cwd() / value))
-        values[(section, name)] = value
+        if is_site:
+            sites[section[len(SITE_PREFIX):].strip()][name] = value
+        else:
+            values[(section, name)] = value
         sources[(section, name)] = source
     for opt in schema:
         option_key = (opt.section, opt.name)
         if option_key in values:
+            continue
+        first_site = next(iter(sites.values()), {})
+        if opt.required and option_key[1] in first_site and \
+                site_option(schema, option_key[1]) is opt:
+            values[option_key] = first_site[option_key[1]]   # several sites: the first one's
             continue
         if opt.required:
             raise ConfigError(f"required option is missing (add it to [{opt.section}])",
                               file=str(path) if path else "--set",
                               field=f"[{opt.section}] {opt.name}")
         values[option_key] = opt.default
-    return Config(schema, values, sources, cfg_path)
+    for site, options in sites.items():
+        if "resources" not in options:
+            raise ConfigError("every site needs its nodes (add resources = ...)",
+                              file=str(path) if path else "--set",
+                              line=site_sections.get(SITE_PREFIX + site),
+                              field=f"[{SITE_PREFIX}{site}] resources")
+    return Config(schema, values, sources, cfg_path, sites)

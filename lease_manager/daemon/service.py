@@ -26,6 +26,7 @@ from lease_manager.errors import LeaseManagerError, OvercommitError
 from lease_manager.hookspecs import hookimpl
 from lease_manager.kernel.clock import RealClock
 from lease_manager.kernel.lease import Lease, LeaseState, LeaseType
+from lease_manager.multisite import refuse_sites_in_the_daemon
 from lease_manager.observers.accounting import write_summary
 from lease_manager.plugins import DAEMON_PLUGIN, Plugins
 from lease_manager.run import Run, vm_vector
@@ -91,6 +92,7 @@ class Daemon:
         self.plugins = plugins or Plugins()
         self.plugins.pm.register(DaemonObserver(self), name=DAEMON_PLUGIN)
         self.config: Config = load_config(config_path, self.plugins.schema, overrides)
+        refuse_sites_in_the_daemon(self.config)
         cfg = self.config
         self.state_dir = Path(cfg.get("daemon", "state-dir")).resolve()
         try:

@@ -15,6 +15,7 @@ lease's ``energy_joules``.
 from __future__ import annotations
 
 import csv
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -55,10 +56,13 @@ class PowerProfile:
 class EnergyAccounting:
     """Power and energy of one site (a per-run plugin, ``lease_manager.energy``)."""
 
-    def __init__(self, model: PowerModel, states: NodePowerStates, site: str = "site") -> None:
+    def __init__(self, model: PowerModel, states: NodePowerStates, site: str = "site",
+                 *, only: str | None = None) -> None:
         self.model = model
         self.states = states
         self.site = site
+        #: count only the leases of this site (a run with several), or all
+        self.only = only
         self._cpus = states.table.capacity[:, model.cpu]
         self._nodes: list[np.ndarray] = []
         self._starts: list[np.ndarray] = []
@@ -122,12 +126,14 @@ class EnergyAccounting:
 
     @hookimpl(tryfirst=True)
     def lease_submitted(self, ctx: RunContext, lease: Lease, now: float) -> None:
-        self.last_event = max(self.last_event, now)
+        if self.only is None or lease.site == self.only:
+            self.last_event = max(self.last_event, now)
 
     @hookimpl(tryfirst=True)
     def lease_ended(self, ctx: RunContext, lease: Lease, now: float) -> None:
-        self.last_event = max(self.last_event, now)
-        self.add_lease(lease)
+        if self.only is None or lease.site == self.only:
+            self.last_event = max(self.last_event, now)
+            self.add_lease(lease)
 
     # ---------------------------------------------------------------------- the profile
     def close(self, start: float, end: float) -> None:
@@ -210,20 +216,19 @@ class EnergyAccounting:
 
     def write(self, out: Path) -> None:
         """``series/power.csv`` and ``node_states.csv`` under ``out``."""
-        series = out / "series"
-        series.mkdir(parents=True, exist_ok=True)
+        write_energy_files(out, [self])
+
+    def power_rows(self) -> Iterator[tuple[str, ...]]:
+        """The rows of ``series/power.csv``."""
         factor = self.model.cooling_factor
-        with (series / "power.csv").open("w", newline="") as fh:
-            w = csv.writer(fh, lineterminator="\n")
-            w.writerow(("time", "site", "it_watts", "total_watts", "green_watts", "cap_watts"))
-            for t, p, g in zip(self._rows_t.tolist(), self._rows_it.tolist(),
-                               self._rows_green.tolist()):
-                w.writerow((_num(t), self.site, repr(p), repr(p * factor), _num(g), ""))
-        with (out / "node_states.csv").open("w", newline="") as fh:
-            w = csv.writer(fh, lineterminator="\n")
-            w.writerow(("site", "node", "state", "start", "end"))
-            for node, state, a, b in self._state_rows:
-                w.writerow((self.site, node, state, _num(a), _num(b)))
+        for t, p, g in zip(self._rows_t.tolist(), self._rows_it.tolist(),
+                           self._rows_green.tolist()):
+            yield (_num(t), self.site, repr(p), repr(p * factor), _num(g), "")
+
+    def state_rows(self) -> Iterator[tuple[str, ...]]:
+        """The rows of ``node_states.csv``."""
+        for node, state, a, b in self._state_rows:
+            yield (self.site, str(node), state, _num(a), _num(b))
 
     # --------------------------------------------------------------------- invariants
     def violations(self) -> list[str]:
@@ -271,6 +276,22 @@ class EnergyAccounting:
         both = (np.cumsum(down_step[order]) > 0) & (np.cumsum(lease_step[order]) > 0)
         return [f"a lease holds node {int(node[order][i])} at {time[order][i]:g} while the "
                 f"node is not on" for i in np.flatnonzero(both)[:5].tolist()]
+
+
+def write_energy_files(out: Path, accountings: Sequence[EnergyAccounting]) -> None:
+    """``series/power.csv`` and ``node_states.csv`` under ``out``, site after site."""
+    series = out / "series"
+    series.mkdir(parents=True, exist_ok=True)
+    with (series / "power.csv").open("w", newline="") as fh:
+        w = csv.writer(fh, lineterminator="\n")
+        w.writerow(("time", "site", "it_watts", "total_watts", "green_watts", "cap_watts"))
+        for acc in accountings:
+            w.writerows(acc.power_rows())
+    with (out / "node_states.csv").open("w", newline="") as fh:
+        w = csv.writer(fh, lineterminator="\n")
+        w.writerow(("site", "node", "state", "start", "end"))
+        for acc in accountings:
+            w.writerows(acc.state_rows())
 
 
 def _num(x: float) -> str:

@@ -161,6 +161,8 @@ class Lease:
     #: seconds the lease takes per second of work at the highest level (Garg et al.'s
     #: T(f) / T(fmax) = gamma x (fmax / f - 1) + 1; 1 at the highest level)
     stretch: float = 1.0
+    #: the site the lease was sent to, in a run with several (None: the run has one)
+    site: str | None = None
     #: the node of each VM while the lease is suspended (where its memory images are)
     image_nodes: tuple[int, ...] = ()
     preemptions: int = 0

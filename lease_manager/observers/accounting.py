@@ -31,9 +31,11 @@ COLUMNS = ("lease_id", "source_id", "type", "state", "submit", "start", "end", "
 SLOWDOWN_BOUND = 10.0
 
 
-def _fmt(x: float | None) -> str:
+def _fmt(x: float | str | None) -> str:
     if x is None:
         return ""
+    if isinstance(x, str):
+        return x
     if math.isinf(x):
         return "inf"
     if float(x).is_integer():
@@ -50,7 +52,7 @@ class Accounting:
         #: more ``leases.csv`` columns, and a function giving a lease's values for them (the
         #: energy accounting's, with a power model)
         self.extra_columns: tuple[str, ...] = ()
-        self.extra_values: Callable[[Lease], tuple[float | None, ...]] | None = None
+        self.extra_values: Callable[[Lease], tuple[float | str | None, ...]] | None = None
         self._rows: list[tuple] = []
         self._seen: set[int] = set()
         self.submitted = 0

@@ -30,8 +30,10 @@ class InvariantChecker:
     """A per-run plugin (``lease_manager.invariants``) watching lease hooks; :meth:`verify` at
     the end of the run."""
 
-    def __init__(self, capacity: np.ndarray) -> None:
+    def __init__(self, capacity: np.ndarray, *, only: str | None = None) -> None:
         self.capacity = capacity
+        #: check only the leases of this site (a run with several), or all
+        self.only = only
         self._nodes: list[np.ndarray] = []
         self._starts: list[np.ndarray] = []
         self._ends: list[np.ndarray] = []
@@ -41,6 +43,8 @@ class InvariantChecker:
 
     @hookimpl(tryfirst=True)
     def lease_started(self, ctx: RunContext, lease: Lease, now: float) -> None:
+        if self.only is not None and lease.site != self.only:
+            return
         if lease.id in self._running:
             self.violations.append(f"lease {lease.id} started twice (at {now})")
         self._running.add(lease.id)
@@ -56,6 +60,8 @@ class InvariantChecker:
     @hookimpl(tryfirst=True)
     def lease_ended(self, ctx: RunContext, lease: Lease, now: float) -> None:
         self._running.discard(lease.id)
+        if self.only is not None and lease.site != self.only:
+            return
         for res in lease.allocations:
             k = len(res.nodes)
             self._nodes.append(res.nodes)

@@ -16,10 +16,11 @@ if TYPE_CHECKING:
     from lease_manager.context import RunContext
     from lease_manager.kernel.lease import Lease
     from lease_manager.kernel.slottable import SlotTableView
+    from lease_manager.multisite import SiteView
 
 #: The kinds of policy the core selects by name from the ini file.
 POLICY_KINDS = ("admission", "pricing", "queue", "host-selection", "preemption", "probe",
-                "annotator", "enactment", "node-power", "operating-point")
+                "annotator", "enactment", "node-power", "operating-point", "site-selection")
 
 
 class Policy:
@@ -148,4 +149,18 @@ class OperatingPointPolicy(Policy):
 
     def level(self, lease: Lease, now: float) -> int:
         """The level's index, 0 being the lowest frequency (``self.ctx.power`` has them)."""
+        raise NotImplementedError
+
+
+class SiteSelectionPolicy(Policy):
+    """Picks the site a lease goes to, when it arrives, in a run with several sites (kind
+    ``site-selection``). ``sites`` are :class:`~lease_manager.multisite.SiteView` objects: a
+    site's ``name``, ``table`` (queries only), ``power`` model (or None), ``config``, and its
+    leases waiting (``n_waiting``, queued or held) and planned (``n_planned``)."""
+
+    kind = "site-selection"
+
+    def select(self, lease: Lease, sites: Sequence[SiteView], length: float, now: float) -> int:
+        """The index in ``sites`` of the lease's site. ``length`` is how long the lease's
+        reservation would last (its stretch at its DVFS level included)."""
         raise NotImplementedError

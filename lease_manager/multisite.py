@@ -1,0 +1,263 @@
+"""Several sites in one run (``[site:NAME]`` sections).
+
+Each site has its own nodes, slot table, scheduler (with its own backfilling mode), power
+model, node power states and energy accounting; the run's policies are shared, except the
+node-power and operating-point policies, one per site, built with the site's context. A
+``site-selection`` policy sends each arriving lease to one site (``lease.site``), where it
+stays. The engine steps all sites together through :class:`SiteSchedulers` and
+:class:`SiteTables`, which look to it like one scheduler and one slot table.
+
+Plugins see the first site as ``ctx.site`` and ``ctx.table``, and every lease of every site
+through ``ctx.scheduler``. ``scheduling_cycle_start`` and ``scheduling_cycle_end`` fire once per
+site per step.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import attrs
+import numpy as np
+
+from lease_manager.errors import ConfigError
+from lease_manager.kernel.slottable import SlotTable
+
+if TYPE_CHECKING:
+    from lease_manager.config.schema import Config
+    from lease_manager.context import RunContext
+    from lease_manager.energy.energy_accounting import EnergyAccounting
+    from lease_manager.kernel.lease import Lease
+    from lease_manager.kernel.resources import NodeSet
+    from lease_manager.kernel.scheduler import LeaseScheduler
+    from lease_manager.kernel.slottable import Reservation
+    from lease_manager.observers.invariants import InvariantChecker
+    from lease_manager.policies import SiteSelectionPolicy
+
+
+@attrs.define(eq=False)
+class Site:
+    """One site of a run with several."""
+
+    name: str
+    config: Config
+    nodes: NodeSet
+    table: SlotTable
+    ctx: RunContext
+    scheduler: Any = None            # its LeaseScheduler, once built
+    energy: EnergyAccounting | None = None
+    invariants: InvariantChecker | None = None
+    node_power: Any = None           # its node-power and operating-point policies
+    operating_point: Any = None
+
+
+class SiteView:
+    """What a site-selection policy sees of one site."""
+
+    def __init__(self, site: Site) -> None:
+        self.name = site.name
+        self.config = site.config
+        self.table = site.scheduler.table_view
+        self.power = site.ctx.power
+        self._scheduler = site.scheduler
+
+    @property
+    def n_waiting(self) -> int:
+        """Leases queued or held at the site."""
+        return len(self._scheduler.queue) + len(self._scheduler.held)
+
+    @property
+    def n_planned(self) -> int:
+        """Leases with a plan at the site that has not started."""
+        return len(self._scheduler.future)
+
+
+def check_sites(sites: Sequence[Site]) -> None:
+    """Every site must have the same resource types (a lease is described once)."""
+    first = sites[0]
+    for site in sites[1:]:
+        if site.nodes.types != first.nodes.types:
+            raise site.config.error(
+                "simulation", "resources",
+                f"site {site.name!r} has resource types {', '.join(site.nodes.types.names)}; "
+                f"site {first.name!r} has {', '.join(first.nodes.types.names)} (every site "
+                f"needs the same)")
+
+
+class SiteTables:
+    """The sites' slot tables, as the engine sees them: advanced together."""
+
+    def __init__(self, tables: Sequence[SlotTable]) -> None:
+        self.tables = list(tables)
+
+    def advance(self, now: float) -> list[Reservation]:
+        return [res for table in self.tables for res in table.advance(now)]
+
+    def check(self) -> None:
+        for table in self.tables:
+            table.check()
+
+
+class SiteSchedulers:
+    """The sites' schedulers, as the engine and plugins see them: one scheduler whose leases
+    are those of every site, each arrival sent to the site the policy picks."""
+
+    def __init__(self, sites: Sequence[Site], policy: SiteSelectionPolicy) -> None:
+        self.sites = list(sites)
+        self.policy = policy
+        self._by_name = {site.name: site.scheduler for site in self.sites}
+        self._views = [SiteView(site) for site in self.sites]
+
+    def scheduler_of(self, lease: Lease) -> LeaseScheduler:
+        return self._by_name[lease.site or ""]
+
+    # ------------------------------------------------------------------ the engine's calls
+    def submit(self, lease: Lease, now: float) -> None:
+        sites = self._views
+        length = self.sites[0].scheduler.length(lease)
+        i = self.policy.select(lease, sites, length, now)
+        if not (isinstance(i, (int, np.integer)) and 0 <= i < len(sites)):
+            raise ValueError(f"site-selection policy {self.policy.name!r} chose {i!r} for lease "
+                             f"{lease.id}; the sites are 0 to {len(sites) - 1}")
+        lease.site = self.sites[int(i)].name
+        self.sites[int(i)].scheduler.submit(lease, now)
+
+    def cycle(self, now: float) -> None:
+        for site in self.sites:
+            site.scheduler.cycle(now)
+
+    def work_finished(self, res: Reservation, now: float) -> None:
+        if res.lease is not None:
+            self.scheduler_of(res.lease).work_finished(res, now)
+
+    def segment_started(self, res: Reservation, now: float) -> None:
+        if res.lease is not None:
+            self.scheduler_of(res.lease).segment_started(res, now)
+
+    def segment_ended(self, res: Reservation, now: float) -> None:
+        if res.lease is not None:
+            self.scheduler_of(res.lease).segment_ended(res, now)
+
+    def release_all_held(self, now: float) -> int:
+        return sum(site.scheduler.release_all_held(now) for site in self.sites)
+
+    def active_leases(self) -> list[Lease]:
+        return [lease for site in self.sites for lease in site.scheduler.active_leases()]
+
+    # ------------------------------------------------------- every site's leases together
+    @property
+    def queue(self) -> list[Lease]:
+        return [lease for site in self.sites for lease in site.scheduler.queue]
+
+    @property
+    def held(self) -> dict[int, Lease]:
+        return {i: lease for site in self.sites for i, lease in site.scheduler.held.items()}
+
+    @property
+    def future(self) -> dict[int, Lease]:
+        return {i: lease for site in self.sites for i, lease in site.scheduler.future.items()}
+
+    @property
+    def running(self) -> dict[int, Lease]:
+        return {i: lease for site in self.sites for i, lease in site.scheduler.running.items()}
+
+
+class SitesEnergy:
+    """The sites' energy accounting as one: totals and a ``sites`` breakdown in the summary,
+    every site's rows in ``series/power.csv`` and ``node_states.csv``."""
+
+    LEASE_COLUMNS: tuple[str, ...] = ()
+
+    def __init__(self, sites: Sequence[Site]) -> None:
+        self.sites = [s for s in sites if s.energy is not None]
+        first = self.sites[0].energy
+        assert first is not None
+        self.LEASE_COLUMNS = first.LEASE_COLUMNS
+
+    def _each(self) -> Iterator[tuple[Site, EnergyAccounting]]:
+        for site in self.sites:
+            assert site.energy is not None
+            yield site, site.energy
+
+    @property
+    def last_event(self) -> float:
+        return max(energy.last_event for _, energy in self._each())
+
+    @property
+    def until(self) -> float:
+        return min(energy.until for _, energy in self._each())
+
+    @until.setter
+    def until(self, value: float) -> None:
+        for _, energy in self._each():
+            energy.until = value
+
+    def _of(self, lease: Lease) -> EnergyAccounting | None:
+        return next((e for s, e in self._each() if s.name == lease.site), None)
+
+    def add_lease(self, lease: Lease) -> None:
+        energy = self._of(lease)
+        if energy is not None:
+            energy.add_lease(lease)
+
+    def lease_values(self, lease: Lease) -> tuple[float | None, ...]:
+        energy = self._of(lease)
+        return (energy.lease_values(lease) if energy is not None
+                else (None,) * len(self.LEASE_COLUMNS))
+
+    def close(self, start: float, end: float) -> None:
+        for _, energy in self._each():
+            energy.close(start, end)
+
+    def summary(self) -> dict[str, Any]:
+        per_site = {site.name: energy.summary() for site, energy in self._each()}
+        total: dict[str, Any] = {}
+        for fields in per_site.values():
+            for key, value in fields.items():
+                if key == "energy_window":
+                    total[key] = value
+                else:
+                    total[key] = total.get(key, 0) + value
+        for fields in per_site.values():
+            fields.pop("energy_window", None)
+        total["sites"] = per_site
+        return total
+
+    def write(self, out: Path) -> None:
+        from lease_manager.energy.energy_accounting import write_energy_files
+
+        write_energy_files(out, [energy for _, energy in self._each()])
+
+    def violations(self) -> list[str]:
+        return [f"site {site.name}: {v}" for site, energy in self._each()
+                for v in energy.violations()]
+
+
+class SitesInvariants:
+    """The sites' invariant checkers as one."""
+
+    def __init__(self, checkers: Sequence[tuple[str, InvariantChecker]]) -> None:
+        self.checkers = list(checkers)
+        self.violations: list[str] = []
+
+    def verify(self) -> None:
+        from lease_manager.observers.invariants import InvariantViolation
+
+        problems = list(self.violations)
+        for name, checker in self.checkers:
+            problems += [f"site {name}: {p}"
+                         for p in itertools.chain(checker.violations,
+                                                  checker.over_commitments())]
+        if problems:
+            more = f" (and {len(problems) - 10} more)" if len(problems) > 10 else ""
+            raise InvariantViolation("; ".join(problems[:10]) + more)
+
+
+def refuse_sites_in_the_daemon(config: Config) -> None:
+    """The daemon runs one site."""
+    if config.sites:
+        raise ConfigError(f"the daemon runs one site; this configuration has "
+                          f"{len(config.sites)} ([site:NAME] sections)",
+                          file=str(config.path) if config.path else None)
