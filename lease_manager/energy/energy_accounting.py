@@ -8,8 +8,9 @@ energy is its integral from the start of the run to its end. A per-run plugin
 (``lease_manager.energy``) keeps the leases' intervals as they end.
 
 Outputs: ``series/power.csv`` (one row per change; each value holds until the next row; the
-last row marks the end of the run), ``node_states.csv``, the summary's energy fields and each
-lease's ``energy_joules``.
+last row marks the end of the run), ``node_states.csv``, ``nodes.csv`` (each node's energy,
+time in each state and boots), the summary's energy fields and each lease's
+``energy_joules``.
 """
 
 from __future__ import annotations
@@ -32,6 +33,8 @@ if TYPE_CHECKING:
     from lease_manager.kernel.lease import Lease
 
 JOULES_PER_KWH = 3.6e6
+#: the states of a node, in the order of the ``nodes.csv`` columns
+NODE_STATES = ("on", "off", "switching-on", "switching-off")
 #: relative tolerance of the check that the power series integrates to the energy
 ENERGY_TOLERANCE = 1e-9
 
@@ -78,6 +81,8 @@ class EnergyAccounting:
         self._direct = 0.0
         self._rows_t = self._rows_it = self._rows_green = np.zeros(0)
         self.green_used = self.brown = self.cost = self.carbon = 0.0
+        #: each node's IT energy over the run (J)
+        self.node_energy: np.ndarray = np.zeros(0)
 
     # ------------------------------------------------------------------------- leases
     def _pieces(self, lease: Lease) -> list[tuple[np.ndarray, float, float, np.ndarray,
@@ -158,6 +163,14 @@ class EnergyAccounting:
         watts = np.concatenate([s_watts, l_watts])
         #: the energy summed interval by interval (checked against the profile's integral)
         self._direct = float(np.dot(watts, ends - starts))
+        # per node: its states' energy plus its leases' dynamic energy
+        n = len(model.idle)
+        s_node = np.array([r[0] for r in rows], dtype=np.intp)
+        l_node = np.concatenate(self._nodes) if self._nodes else np.zeros(0, dtype=np.intp)
+        node_energy: np.ndarray = (
+            np.bincount(s_node, s_watts * (s_end - s_start), minlength=n)
+            + np.bincount(l_node, l_watts * (l_end - l_start), minlength=n))
+        self.node_energy = node_energy
         times = np.concatenate([starts, ends])
         deltas = np.concatenate([watts, -watts])
         inside = times < end
@@ -225,6 +238,19 @@ class EnergyAccounting:
                            self._rows_green.tolist()):
             yield (_num(t), self.site, repr(p), repr(p * factor), _num(g), "")
 
+    def node_rows(self) -> Iterator[tuple[str, ...]]:
+        """The rows of ``nodes.csv``: each node's IT energy, seconds in each state and boots."""
+        seconds: dict[tuple[int, str], float] = {}
+        boots = np.zeros(len(self.node_energy), dtype=int)
+        for node, state, a, b in self._state_rows:
+            seconds[node, state] = seconds.get((node, state), 0.0) + (b - a)
+            if state == ReservationKind.SWITCHING_ON.value:
+                boots[node] += 1
+        for node, joules in enumerate(self.node_energy.tolist()):
+            yield (self.site, str(node), repr(joules),
+                   *(_num(seconds.get((node, s), 0.0)) for s in NODE_STATES),
+                   str(int(boots[node])))
+
     def state_rows(self) -> Iterator[tuple[str, ...]]:
         """The rows of ``node_states.csv``."""
         for node, state, a, b in self._state_rows:
@@ -250,6 +276,9 @@ class EnergyAccounting:
         if abs(direct - integral) > ENERGY_TOLERANCE * max(abs(direct), 1.0):
             out.append(f"the power profile integrates to {integral!r} J, the intervals sum to "
                        f"{direct!r} J")
+        by_node = float(self.node_energy.sum())
+        if abs(by_node - direct) > ENERGY_TOLERANCE * max(abs(direct), 1.0):
+            out.append(f"the nodes' energies add up to {by_node!r} J, not {direct!r} J")
         if (self.profile.watts < -1e-6).any():
             out.append("the site's power goes below zero")
         return out
@@ -287,6 +316,12 @@ def write_energy_files(out: Path, accountings: Sequence[EnergyAccounting]) -> No
         w.writerow(("time", "site", "it_watts", "total_watts", "green_watts", "cap_watts"))
         for acc in accountings:
             w.writerows(acc.power_rows())
+    with (out / "nodes.csv").open("w", newline="") as fh:
+        w = csv.writer(fh, lineterminator="\n")
+        w.writerow(("site", "node", "energy_it_joules",
+                    *(f"seconds_{s.replace('-', '_')}" for s in NODE_STATES), "switch_ons"))
+        for acc in accountings:
+            w.writerows(acc.node_rows())
     with (out / "node_states.csv").open("w", newline="") as fh:
         w = csv.writer(fh, lineterminator="\n")
         w.writerow(("site", "node", "state", "start", "end"))

@@ -64,6 +64,8 @@ def test_nodes_switched_off_when_idle_and_booted_for_a_later_lease():
     assert profile(run) == [(0, 300), (10, 250), (15, 205), (30, 105), (40, 55), (45, 10),
                             (100, 300), (120, 400), (130, 400)]
     assert run.summary["energy_it_joules"] == 19200
+    # n0: 6000 + 1000 + 250 + 275 + 3000 + 2000; n1: 1000 + 250 + 425 + 3000 + 2000
+    assert run.energy.node_energy.tolist() == [12525, 6675]
     assert states(run) == [
         (0, "on", 0, 40), (0, "switching-off", 40, 45), (0, "off", 45, 100),
         (0, "switching-on", 100, 120), (0, "on", 120, 130),
@@ -175,6 +177,9 @@ def test_outputs(tmp_path):
         "0,site,150.0,150.0,0,", "20,site,200.0,200.0,0,", "30,site,200.0,200.0,0,"]
     assert (tmp_path / "node_states.csv").read_text().splitlines() == [
         "site,node,state,start,end", "site,0,switching-on,0,20", "site,0,on,20,30"]
+    assert (tmp_path / "nodes.csv").read_text().splitlines() == [
+        "site,node,energy_it_joules,seconds_on,seconds_off,seconds_switching_on,"
+        "seconds_switching_off,switch_ons", "site,0,5000.0,10,0,20,0,1"]
     leases = (tmp_path / "leases.csv").read_text().splitlines()
     assert leases[0].endswith(",nodes,level,ghz,stretched_requested,energy_joules")
     assert leases[1].endswith(",0,0,1,10,2000")
