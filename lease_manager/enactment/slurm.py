@@ -319,7 +319,9 @@ class SlurmBackend(EnactmentBackend):
         target = int(end) - 1
         if int(job.get("end_time") or 0) != target and target > time.time():
             self._cmd(["scontrol", "update", f"JobId={job['job_id']}",
-                       f"EndTime={_fmt_time(target)}"], ok=("already completing",))
+                       f"EndTime={_fmt_time(target)}"],
+                      # the work may end between squeue's answer and this update
+                      ok=("already completing", "already finished"))
 
     def _exit_file(self, lease_id: int, job_id: int) -> Path:
         return self.job_dir / f"{self._name(lease_id)}.{job_id}.exit"
