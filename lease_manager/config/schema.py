@@ -21,6 +21,7 @@ import attrs
 from lease_manager.errors import ConfigError
 from lease_manager.kernel.resources import parse_amounts, parse_site
 from lease_manager.kernel.timeutil import format_duration, parse_duration
+from lease_manager.numbers import is_plain, parse_float, parse_int
 
 
 class _Required:
@@ -51,20 +52,14 @@ def _parse_bool(text: str) -> bool:
 
 
 def _parse_int(text: str) -> int:
-    try:
-        return int(text.strip())
-    except ValueError:
-        raise ValueError(f"{text!r} is not an integer") from None
+    return parse_int(text)
 
 
 def _parse_float(text: str) -> float:
-    try:
-        value = float(text.strip())
-    except ValueError:
-        raise ValueError(f"{text!r} is not a number") from None
-    if math.isnan(value):
-        raise ValueError(f"{text!r} is not a number")
-    return value
+    """A number; ``inf`` is allowed (options bound it where it makes no sense)."""
+    if text.strip().lower() in ("inf", "infinity"):
+        return math.inf
+    return parse_float(text)
 
 
 def _parse_list(text: str) -> tuple[str, ...]:
@@ -75,7 +70,7 @@ def _parse_int_list(text: str) -> tuple[int, ...]:
     out = []
     for part in _parse_list(text):
         try:
-            out.append(int(part))
+            out.append(parse_int(part))
         except ValueError:
             raise ValueError(f"{part!r} in {text!r} is not an integer") from None
     return tuple(out)
@@ -104,11 +99,13 @@ PATH = OptionType("path (relative to the configuration file)", lambda s: s.strip
 def _parse_number_or_file(text: str) -> float | str:
     text = text.strip()
     try:
-        value = float(text)
+        value = float(text) if is_plain(text) else math.nan
     except ValueError:
         if not text:
             raise ValueError("expected a number or a file name") from None
         return text   # a file, resolved relative to the configuration file
+    if math.isnan(value):
+        return text   # not a number (or not in ASCII): a file name
     if not math.isfinite(value) or not 0 <= value <= 1e6:
         raise ValueError(f"{text!r} is not in [0, 1e6]")
     return value

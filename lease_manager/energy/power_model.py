@@ -24,6 +24,7 @@ import attrs
 import numpy as np
 
 from lease_manager.energy.series import StepSeries, read_step_series
+from lease_manager.numbers import parse_float
 
 if TYPE_CHECKING:
     from lease_manager.config.schema import Config
@@ -103,7 +104,7 @@ class PowerModel:
 # ------------------------------------------------------------------------------- parsing
 def _number(text: str, what: str, low: float, high: float) -> float:
     try:
-        value = float(text)
+        value = parse_float(text)
     except ValueError:
         raise ValueError(f"{what} {text!r} is not a number") from None
     if not (low <= value <= high):

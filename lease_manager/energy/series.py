@@ -15,6 +15,7 @@ import attrs
 import numpy as np
 
 from lease_manager.errors import InputError
+from lease_manager.numbers import parse_float
 
 #: the largest value a series may hold (watts, $/kWh or kg/kWh)
 MAX_VALUE = 1e12
@@ -83,10 +84,9 @@ def read_step_series(path: str | Path, what: str, *, maximum: float = MAX_VALUE
 
 def _number(text: str, path: Path, line: int, field: str, low: float, high: float) -> float:
     try:
-        value = float(text)
-    except ValueError:
-        raise InputError(f"{text.strip()!r} is not a number", file=str(path), line=line,
-                         field=field) from None
+        value = parse_float(text)
+    except ValueError as exc:
+        raise InputError(str(exc), file=str(path), line=line, field=field) from None
     if not math.isfinite(value) or not (low <= value <= high):
         raise InputError(f"{text.strip()} is not in [{low:g}, {high:g}]", file=str(path),
                          line=line, field=field)

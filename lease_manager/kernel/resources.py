@@ -14,6 +14,8 @@ from collections.abc import Iterable, Mapping
 import attrs
 import numpy as np
 
+from lease_manager.numbers import parse_float, parse_int
+
 
 @attrs.frozen
 class ResourceTypes:
@@ -65,9 +67,10 @@ def parse_amounts(text: str) -> dict[str, float]:
         if not sep or not name or not value:
             raise ValueError(f"{token!r} is not TYPE:AMOUNT")
         try:
-            total = sum(float(v) for v in value.split(","))
+            total = sum(parse_float(v) for v in value.split(","))
         except ValueError:
-            raise ValueError(f"{token!r}: amount {value!r} is not a number") from None
+            raise ValueError(f"{token!r}: amount {value!r} is not a number (ASCII digits, "
+                             f"finite)") from None
         if total < 0 or not math.isfinite(total):
             raise ValueError(f"{token!r}: amount must be finite and non-negative")
         if name in amounts:
@@ -113,7 +116,7 @@ def parse_site(text: str) -> NodeSet:
     for group in groups:
         count_text, _, amounts_text = group.partition(" ")
         try:
-            count = int(count_text)
+            count = parse_int(count_text)
         except ValueError:
             raise ValueError(f"{group!r}: expected a node count first, e.g. '144 CPU:1'") from None
         if count <= 0:

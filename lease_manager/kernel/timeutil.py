@@ -5,6 +5,12 @@ from __future__ import annotations
 import math
 from datetime import UTC
 
+#: the longest finite duration or latest time offset accepted, in seconds (about 317 years)
+MAX_SECONDS = 1e10
+#: the shortest positive duration a lease may have, in seconds (shorter ones are empty in
+#: floating point next to a real clock's times)
+MIN_DURATION = 1e-3
+
 
 def parse_duration(text: str) -> float:
     """Parse ``"90"``, ``"90.5"``, ``"01:30:00"``, ``"5:02:14:30"`` (days first) or ``"unlimited"``.
@@ -16,6 +22,8 @@ def parse_duration(text: str) -> float:
         return math.inf
     if s.startswith(("-", "+")):
         raise ValueError(f"{text!r} is not a duration: it must not have a sign")
+    if not s.isascii() or "_" in s:    # float() would read '٣' and '1_000'
+        raise ValueError(f"{text!r} is not a duration (ASCII digits only)")
     parts = s.split(":")
     if len(parts) > 4 or any(p.strip() == "" for p in parts):
         raise ValueError(f"{text!r} is not a duration (seconds, HH:MM:SS or D:HH:MM:SS)")
@@ -31,6 +39,9 @@ def parse_duration(text: str) -> float:
         raise ValueError(f"{text!r} is not a duration: hours must be below 24 when days are given")
     weights = [1, 60, 3600, 86400][: len(parts)][::-1]
     total = sum(n * w for n, w in zip(numbers, weights))
+    if total > MAX_SECONDS:
+        raise ValueError(f"{text!r} is too long (at most {MAX_SECONDS:g} s, about 317 years; "
+                         f"'unlimited' for no limit)")
     return int(total) if float(total).is_integer() else total
 
 

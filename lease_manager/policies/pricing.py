@@ -19,12 +19,12 @@ price exceeds its ``max_price``.
 
 from __future__ import annotations
 
-import math
 import re
 from typing import TYPE_CHECKING
 
 from lease_manager.config.schema import FLOAT, Option, OptionType
 from lease_manager.hookspecs import hookimpl
+from lease_manager.numbers import parse_float
 from lease_manager.policies import PricingPolicy
 from lease_manager.policies.utilization import cpu_index, projected_utilization
 
@@ -35,6 +35,10 @@ if TYPE_CHECKING:
 HOUR = 3600.0
 
 
+#: the highest price of one CPU-hour (prices are finite, so revenues add up)
+MAX_RATE = 1e9
+
+
 def _parse_rates(text: str) -> tuple[float, ...]:
     parts = [p for p in re.split(r"[,\s]+", text.strip()) if p]
     if not parts:
@@ -42,11 +46,11 @@ def _parse_rates(text: str) -> tuple[float, ...]:
     rates = []
     for part in parts:
         try:
-            rate = float(part)
+            rate = parse_float(part)
         except ValueError:
-            raise ValueError(f"{part!r} in {text.strip()!r} is not a number") from None
-        if not math.isfinite(rate) or rate < 0:
-            raise ValueError(f"{part!r} in {text.strip()!r} is not a finite number >= 0")
+            raise ValueError(f"{part!r} in {text.strip()!r} is not a finite number") from None
+        if not 0 <= rate <= MAX_RATE:
+            raise ValueError(f"{part!r} in {text.strip()!r} is not in [0, {MAX_RATE:g}]")
         rates.append(rate)
     return tuple(rates)
 
@@ -149,19 +153,20 @@ class Adaptive(CPUHourPricing):
 @hookimpl
 def register_options():
     return [
-        Option("pricing", "rate", FLOAT, 1.0, minimum=0.0, doc="""
+        Option("pricing", "rate", FLOAT, 1.0, minimum=0.0, maximum=MAX_RATE, doc="""
             `constant` and `adaptive` pricing: price of one CPU-hour (see `cpu-unit`) of a
             lease's requested duration."""),
         Option("pricing", "rates", RATES, (1.0,), doc="""
             `maximum` pricing: the rate table (prices of one CPU-hour); a lease is priced at
             the highest."""),
-        Option("pricing", "cpu-unit", FLOAT, 1.0, minimum=1e-9, doc="""
+        Option("pricing", "cpu-unit", FLOAT, 1.0, minimum=1e-9, maximum=1e9, doc="""
             The `CPU` amount that counts as one CPU in prices (Haizea's sites give `CPU:100`
             per core: set 100)."""),
-        Option("pricing", "adaptive-factor", FLOAT, 1.0, minimum=0.0, doc="""
+        Option("pricing", "adaptive-factor", FLOAT, 1.0, minimum=0.0, maximum=1e6, doc="""
             `adaptive` pricing: the rate is `rate` x (1 + factor x U), U the projected CPU
             utilisation of the lease's interval (0 to 1) with the lease."""),
-        Option("pricing", "suspension-surcharge", FLOAT, 0.0, minimum=0.0, doc="""
+        Option("pricing", "suspension-surcharge", FLOAT, 0.0, minimum=0.0, maximum=MAX_RATE,
+               doc="""
             Price of one CPU-hour a lease spends suspending, suspended or resuming, added to
             its price when it ends (`constant`, `maximum` and `adaptive` pricing)."""),
     ]

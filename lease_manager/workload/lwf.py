@@ -48,7 +48,7 @@ from lxml import etree
 from lease_manager.errors import TraceError
 from lease_manager.kernel.lease import Lease, LeaseType, VMRequest
 from lease_manager.kernel.resources import NodeSet, ResourceTypes
-from lease_manager.kernel.timeutil import parse_duration
+from lease_manager.kernel.timeutil import MIN_DURATION, parse_duration
 
 #: keys of ``lease.extra`` that LWF elements and attributes (not ``<attr>``) set
 RESERVED_EXTRA = ("preemptible", "disk-image", "disk-image-size")
@@ -159,6 +159,7 @@ _TIME_HELP = "HH:MM:SS[.ss], DD:HH:MM:SS[.ss] or seconds"
 _DURATION_HELP = "HH:MM:SS[.ss], DD:HH:MM:SS[.ss], seconds or 'unlimited'"
 _ATOMIC_HELP = {
     "xs:positiveInteger": "an integer above 0",
+    "count": "an integer above 0",
     "xs:nonNegativeInteger": "an integer >= 0",
     "amount": "a number >= 0",
     "xs:decimal": "a number",
@@ -189,6 +190,10 @@ def _explain_schema_error(message: str) -> tuple[str, str]:
     if (p := re.match(r"\[facet 'minInclusive'\] The value '(.*)' is less than the minimum "
                       r"value allowed \('(.*)'\)", text, re.S)):
         return field, f"{p.group(1)!r} is below the minimum {p.group(2)}"
+    if (p := re.match(r"\[facet 'maxInclusive'\] The value '(.*)' is greater than the "
+                      r"maximum value allowed \('(.*)'\)", text, re.S)):
+        unit = " nodes or VMs" if attribute == "numnodes" else ""
+        return field, f"{p.group(1)!r} is above the maximum {p.group(2)}{unit}"
     if (p := re.match(r"'(.*)' is not a valid value of the (?:local )?atomic type '(.*)'",
                       text, re.S)):
         return field, f"{p.group(1)!r} is not {_ATOMIC_HELP.get(p.group(2), p.group(2))}"
@@ -221,13 +226,22 @@ def _site(elem: etree._Element, file: str) -> NodeSet:
         raise TraceError("no resource types given", file=file, line=names_elem.sourceline,
                          field="<resource-types names>")
     rows = []
+    total = 0
     for node_set in elem.iterfind("nodes/node-set"):
         count = _count(node_set, file)
+        total += count
+        if total > MAX_SITE_NODES:   # before anything that size is allocated
+            raise TraceError(f"the site has more than {MAX_SITE_NODES:,} nodes", file=file,
+                             line=node_set.sourceline, field="<node-set numnodes>")
         vector = _amounts(node_set, types, file, what="site")
         rows.append(np.tile(vector, (count, 1)))
     capacity = np.vstack(rows)
     capacity.flags.writeable = False
     return NodeSet(types, capacity)
+
+
+#: the most nodes an LWF ``<site>`` may describe (the schema bounds each node set too)
+MAX_SITE_NODES = 1_000_000
 
 
 def _count(node_set: etree._Element, file: str) -> int:
@@ -287,8 +301,9 @@ class _LeaseReader:
             raise self.error(elem, field, str(exc)) from None
         if math.isinf(value) and not unlimited:
             raise self.error(elem, field, "must be a finite time")
-        if positive and value <= 0:
-            raise self.error(elem, field, f"{elem.get(attr)!r}: must be above 0")
+        if positive and value < MIN_DURATION:
+            raise self.error(elem, field, f"{elem.get(attr)!r}: must be at least "
+                                          f"{MIN_DURATION:g} s (the shortest lease)")
         return value
 
     def vms(self, nodes: etree._Element) -> VMRequest:

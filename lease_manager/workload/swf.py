@@ -73,6 +73,12 @@ class SWFJob(NamedTuple):
     line: int
 
 
+#: the largest magnitude a field may have (seconds: about 317 years)
+MAX_FIELD = 1e10
+#: the shortest requested time lease_manager plans, in seconds (smaller positive values are
+#: refused: a reservation that short is empty in floating point)
+MIN_REQUESTED = 1e-3
+_REQUESTED_TIME = 8
 _INT_FIELDS = tuple(i for i, (name, _) in enumerate(FIELDS)
                     if name in ("job", "allocated_procs", "requested_procs", "status", "user",
                                 "group", "executable", "queue", "partition", "preceding_job"))
@@ -163,12 +169,16 @@ class SWFReader:
         if len(parts) != 18:
             self._bad(number, f"expected 18 fields, found {len(parts)}")
             return None
-        try:
-            v = list(map(float, parts))
-        except ValueError:
-            v = None
-        if v is None or not all(map(math.isfinite, v)) or not all(
-                v[i].is_integer() for i in _INT_FIELDS):
+        v = None
+        if text.isascii() and "_" not in text:   # float() also reads '٣' and '1_000'
+            try:
+                v = list(map(float, parts))
+            except ValueError:
+                pass
+        requested = v[_REQUESTED_TIME] if v is not None else 0.0
+        if (v is None or not all(abs(x) <= MAX_FIELD for x in v)
+                or not all(v[i].is_integer() for i in _INT_FIELDS)
+                or 0 < requested < MIN_REQUESTED):
             self._explain(parts, number)
             return None
         return SWFJob(int(v[0]), v[1], v[2], v[3], int(v[4]), v[5], v[6], int(v[7]), v[8],
@@ -180,12 +190,23 @@ class SWFReader:
         for i, part in enumerate(parts):
             field = f"field {i + 1} ({FIELDS[i][1]})"
             try:
+                if not part.isascii() or "_" in part:
+                    raise ValueError(part)
                 value = float(part)
             except ValueError:
-                self._bad(number, f"{part!r} is not a number", field)
+                self._bad(number, f"{part!r} is not a number (ASCII digits, '.', 'e' and a "
+                                  f"sign only)", field)
                 return None
             if not math.isfinite(value):
                 self._bad(number, f"{part!r} is not a finite number", field)
+                return None
+            if abs(value) > MAX_FIELD:
+                self._bad(number, f"{part} is out of range (at most {MAX_FIELD:g} in size)",
+                          field)
+                return None
+            if i == _REQUESTED_TIME and 0 < value < MIN_REQUESTED:
+                self._bad(number, f"{part} s is below {MIN_REQUESTED:g} s, the shortest "
+                                  f"duration lease_manager plans", field)
                 return None
             if i in _INT_FIELDS and not value.is_integer():
                 self._bad(number, f"{part!r} is not an integer", field)

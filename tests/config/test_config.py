@@ -292,6 +292,16 @@ def test_set_can_supply_a_required_option(schema):
     ("scheduling.backfilling", "--set: 'scheduling.backfilling' is not section.option=value"),
     (".backfilling=off", "--set: '.backfilling=off' is not section.option=value"),
     ("scheduling.=off", "--set: 'scheduling.=off' is not section.option=value"),
+    # Unicode digits and underscores: Python reads them as numbers, we do not
+    ("simulation.seed=1_000", "--set: [simulation] seed: '1_000' is not an integer (ASCII"),
+    ("simulation.seed=\u0663", "--set: [simulation] seed: '\u0663' is not an integer (ASCII"),
+    ("scheduling.suspend-rate=3\u0662", "--set: [scheduling] suspend-rate: '3\u0662' is not a "
+                                       "number (ASCII"),
+    ("simulation.resources=\u0661\u0664 CPU:1", "--set: [simulation] resources: "),
+    ("tracefile.vm-resources=CPU:1_0", "--set: [tracefile] vm-resources: 'CPU:1_0': amount"),
+    ("scheduling.suspend-rate=nan", "--set: [scheduling] suspend-rate: 'nan' is not a finite"),
+    # a price that is not finite made every lease's price inf and the revenue 0
+    ("pricing.rate=inf", "--set: [pricing] rate: 'inf' is above the maximum 1e+09"),
 ])
 def test_set_is_validated(tmp_path, schema, override, message):
     path = write_ini(tmp_path, SITE)

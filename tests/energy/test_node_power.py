@@ -189,7 +189,8 @@ def test_outputs(tmp_path):
     ("pstates", "2.4:100", "is not GHz:IDLE-WATTS:FULL-WATTS"),
     ("pstates", "2.4:300:200", "full power is below idle power"),
     ("pstates", "2.4:100:200 1.2:90:150", "lowest frequency first"),
-    ("pstates", "2.4:100:inf", "must lie in"),
+    ("pstates", "2.4:100:inf", "full watts 'inf' is not a number"),
+    ("pstates", "2.4:100:3000000000", "must lie in"),
     ("off-watts", "1; 2; 3", "3 values for 1 node groups"),
     ("switch-on", "10", "is not SECONDS:WATTS"),
     ("cubic-law", "65:7.5:0.675:1.8", "is not BETA:ALPHA:FMIN:FMAX:LEVELS"),
@@ -340,7 +341,8 @@ def test_green_production_is_used_first_and_the_grid_pays_and_emits(tmp_path):
 @pytest.mark.parametrize(("content", "message"), [
     ("time,watts\n0,50\n0,60\n", "green.csv:3: time: 0 is not after the previous row's time 0"),
     ("time,watts\n0,-5\n", "green.csv:2: watts: -5 is not in [0, 1e+12]"),
-    ("time,watts\n0,nan\n", "green.csv:2: watts: nan is not in [0, 1e+12]"),
+    ("time,watts\n0,nan\n", "green.csv:2: watts: 'nan' is not a finite number"),
+    ("time,watts\n0,\u0665\n", "green.csv:2: watts: '\u0665' is not a number (ASCII digits"),
     ("time,watts\n0,50,1\n", "green.csv:2: expected 2 fields (time,watts), found 3"),
     ("time,watts\n", "green.csv: no rows"),
 ])

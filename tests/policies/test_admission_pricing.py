@@ -203,8 +203,10 @@ def test_price_in_a_simulation_and_max_price():
 
 
 def test_rates_option_is_validated():
-    for bad, message in (("", "at least one rate"), ("1, x", "'x' in '1, x' is not a number"),
-                         ("1, -2", "not a finite number >= 0")):
+    for bad, message in (("", "at least one rate"),
+                         ("1, x", "'x' in '1, x' is not a finite number"),
+                         ("1, -2", r"not in \[0, 1e\+09\]"), ("inf", "is not a finite number"),
+                         ("1_0", "is not a finite number")):
         with pytest.raises(ConfigError, match=message):
             make_run(f"pricing.rates={bad}")
 

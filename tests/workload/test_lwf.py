@@ -223,8 +223,14 @@ def test_other_root_element(tmp_path):
 @pytest.mark.parametrize("value, message", [
     ("abc", "'abc' is not a duration"),
     ("00:75:00", "minutes and seconds must be below 60"),
-    ("0", "must be above 0"),
-    ("00:00:00.00", "must be above 0"),
+    ("0", "must be at least 0.001 s"),
+    ("00:00:00.00", "must be at least 0.001 s"),
+    # too short to plan (a lease of 1e-9 s used to end with length 0)
+    ("0.000000001", "must be at least 0.001 s"),
+    # too long (99999999999999999999 s raised a TypeError in host selection)
+    ("99999999999999999999", "is too long (at most 1e+10 s"),
+    # Unicode digits are not digits here (the schema's pattern said \d)
+    ("\u0661\u0660", "is not a duration"),
 ])
 def test_bad_duration(tmp_path, value, message):
     text = doc(request(duration=value))
@@ -449,3 +455,31 @@ def test_a_truncated_gz_lwf_is_recognised_and_refused_in_one_line(tmp_path):
     with pytest.raises(TraceError, match="cannot decompress") as err:
         read_lwf(path, TYPES)
     assert err.value.file == str(path)
+
+
+@pytest.mark.parametrize("numnodes", ["1000001", "2147483648", "30000000"])
+def test_node_counts_are_bounded_before_anything_is_allocated(tmp_path, numnodes):
+    """A lease's or a site's node set of more than a million nodes is refused by the schema
+    (30,000,000 in a <site> took a daemon from 59 MB to 995 MB; 2^31 raised numpy's
+    _ArrayMemoryError)."""
+    text = doc(request(nodes=f'<node-set numnodes="{numnodes}"><res type="CPU" amount="1"/>'
+                             f'</node-set>'))
+    err = error(write(tmp_path, text))
+    assert err.field == "<node-set numnodes>"
+    assert f"'{numnodes}' is above the maximum 1000000" in str(err)
+    site = doc(request()).replace('numnodes="4"', f'numnodes="{numnodes}"', 1)   # the <site>
+    err = error(write(tmp_path, site, "site.lwf"))
+    assert (err.line, err.field) == (line_of(site, f'numnodes="{numnodes}"'),
+                                     "<node-set numnodes>")
+    assert "is above the maximum 1000000" in str(err)
+
+
+def test_a_site_of_more_than_a_million_nodes_in_several_sets_is_refused(tmp_path):
+    sets = "".join('<node-set numnodes="600000"><res type="CPU" amount="1"/>'
+                   '<res type="Memory" amount="1"/></node-set>' for _ in range(2))
+    text = doc(request())
+    start = text.index("<site>")
+    end = text.index("</site>")
+    site = ('<site><resource-types names="CPU Memory"/><nodes>' + sets + '</nodes>')
+    err = error(write(tmp_path, text[:start] + site + text[end:]))
+    assert "the site has more than 1,000,000 nodes" in str(err)

@@ -117,6 +117,18 @@ def test_missing_file(tmp_path):
      ["field 5 (allocated processors)", "not an integer"]),
     ("1 0 0 10 8 -1 -1 -1 nan -1 1 7 -1 -1 1 -1 -1 -1", ["field 9 (requested time)"]),
     ("1 0 0 10 8 -1 -1 -1 -1 -1 1 7 -1 -1 q1 -1 -1 -1", ["field 15 (queue number)"]),
+    # Unicode digits and underscores are not numbers here, though Python's float reads them
+    ("1 \u0663 0 10 8 -1 -1 -1 -1 -1 1 7 -1 -1 1 -1 -1 -1", ["field 2 (submit time)",
+                                                           "ASCII digits"]),
+    ("1 0 0 1_000 8 -1 -1 -1 -1 -1 1 7 -1 -1 1 -1 -1 -1", ["field 4 (run time)",
+                                                         "'1_000' is not a number"]),
+    # out of range (a submit time of 1e16 s raised a traceback in the slot table)
+    ("1 1e16 0 10 8 -1 -1 -1 -1 -1 1 7 -1 -1 1 -1 -1 -1", ["field 2 (submit time)",
+                                                         "out of range"]),
+    # a requested time too short to plan (1e-320 raised a traceback, 1e-9 gave an empty lease)
+    ("1 0 0 10 8 -1 -1 -1 1e-320 -1 1 7 -1 -1 1 -1 -1 -1", ["field 9 (requested time)",
+                                                          "below 0.001 s"]),
+    ("1 0 0 10 8 -1 -1 -1 1e-9 -1 1 7 -1 -1 1 -1 -1 -1", ["field 9 (requested time)"]),
 ])
 def test_malformed_line_names_file_line_and_field(tmp_path, bad, fragments):
     path = write(tmp_path, job(1, 0, 10), bad, header="; MaxNodes: 4\n")
