@@ -144,6 +144,11 @@ def _parse(file: str, raw: bytes | None = None) -> etree._Element:
         message = re.sub(r",? line \d+, column \d+$", "", message)
         raise TraceError(f"malformed XML: {message}", file=file, line=exc.lineno or None,
                          field="XML") from None
+    # entities are not expanded (no XXE, no billion laughs); a reference left in the tree
+    # would make the schema validator fail with "Internal error"
+    for entity in root.iter(etree.Entity):
+        raise TraceError(f"entity references ({entity.text}) are not allowed in LWF",
+                         file=file, line=entity.sourceline or None, field="XML")
     schema = lwf_schema()
     if not schema.validate(root.getroottree()):
         errors = list(schema.error_log)

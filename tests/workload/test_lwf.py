@@ -483,3 +483,15 @@ def test_a_site_of_more_than_a_million_nodes_in_several_sets_is_refused(tmp_path
     site = ('<site><resource-types names="CPU Memory"/><nodes>' + sets + '</nodes>')
     err = error(write(tmp_path, text[:start] + site + text[end:]))
     assert "the site has more than 1,000,000 nodes" in str(err)
+
+
+def test_an_entity_reference_in_element_text_is_one_error(tmp_path):
+    """A declared entity used in element text stayed in the tree (entities are not expanded)
+    and the schema validator failed with 'Internal error' (HTTP 500 through the API)."""
+    text = doc(request()).replace("<software><none/>", "<software><none/>&e;")
+    assert "&e;" in text
+    text = text.replace("<lease-workload", '<!DOCTYPE lease-workload [<!ENTITY e "x">]>\n'
+                                           "<lease-workload", 1)
+    err = error(write(tmp_path, text))
+    assert err.field == "XML" and "entity references (&e;) are not allowed" in str(err)
+    assert err.line == line_of(text, "&e;")
