@@ -12,6 +12,8 @@ class InputError(LeaseManagerError):
 
     def __init__(self, message: str, *, file: str | None = None, line: int | None = None,
                  field: str | None = None) -> None:
+        # one line, whatever the message quotes (an XML parser's excerpt of the document...)
+        message = " ".join(message.split()) if "\n" in message or "\r" in message else message
         self.file = file
         self.line = line
         self.field = field

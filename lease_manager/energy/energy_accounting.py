@@ -175,6 +175,10 @@ class EnergyAccounting:
         deltas = np.concatenate([watts, -watts])
         inside = times < end
         times, deltas = times[inside], deltas[inside]
+        if len(times) == 0:    # a run of no length: no power to speak of
+            self.profile = PowerProfile(np.array([start, end]), np.zeros(2))
+            self._tabulate(start, end)
+            return
         order = np.argsort(times, kind="stable")
         times, level = times[order], np.cumsum(deltas[order])
         last = np.flatnonzero(np.append(times[1:] != times[:-1], True))

@@ -100,6 +100,10 @@ class NodeSet:
         return self.capacity.sum(axis=0)
 
 
+#: the most nodes a site may have
+MAX_NODES = 1_000_000
+
+
 def parse_site(text: str) -> NodeSet:
     """Parse Haizea's ``resources`` option: ``"144 CPU:8 Memory:16384"``.
 
@@ -121,6 +125,8 @@ def parse_site(text: str) -> NodeSet:
             raise ValueError(f"{group!r}: expected a node count first, e.g. '144 CPU:1'") from None
         if count <= 0:
             raise ValueError(f"{group!r}: the node count must be positive")
+        if sum(sizes) + count > MAX_NODES:     # before anything that size is allocated
+            raise ValueError(f"{group!r}: a site has at most {MAX_NODES:,} nodes")
         amounts = parse_amounts(amounts_text)
         if types is None:
             types = ResourceTypes(tuple(amounts))

@@ -79,6 +79,10 @@ MAX_FIELD = 1e10
 #: refused: a reservation that short is empty in floating point)
 MIN_REQUESTED = 1e-3
 _REQUESTED_TIME = 8
+#: the most processors a job may have or ask for (the largest machines have about ten million
+#: cores); a job's VM count follows from it
+MAX_PROCS = 10_000_000
+_PROCS = (4, 7)
 _INT_FIELDS = tuple(i for i, (name, _) in enumerate(FIELDS)
                     if name in ("job", "allocated_procs", "requested_procs", "status", "user",
                                 "group", "executable", "queue", "partition", "preceding_job"))
@@ -178,7 +182,7 @@ class SWFReader:
         requested = v[_REQUESTED_TIME] if v is not None else 0.0
         if (v is None or not all(abs(x) <= MAX_FIELD for x in v)
                 or not all(v[i].is_integer() for i in _INT_FIELDS)
-                or 0 < requested < MIN_REQUESTED):
+                or 0 < requested < MIN_REQUESTED or max(v[4], v[7]) > MAX_PROCS):
             self._explain(parts, number)
             return None
         return SWFJob(int(v[0]), v[1], v[2], v[3], int(v[4]), v[5], v[6], int(v[7]), v[8],
@@ -203,6 +207,10 @@ class SWFReader:
             if abs(value) > MAX_FIELD:
                 self._bad(number, f"{part} is out of range (at most {MAX_FIELD:g} in size)",
                           field)
+                return None
+            if i in _PROCS and value > MAX_PROCS:
+                self._bad(number, f"{part} is out of range (at most {MAX_PROCS:,} "
+                                  f"processors)", field)
                 return None
             if i == _REQUESTED_TIME and 0 < value < MIN_REQUESTED:
                 self._bad(number, f"{part} s is below {MIN_REQUESTED:g} s, the shortest "

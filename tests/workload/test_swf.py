@@ -129,6 +129,9 @@ def test_missing_file(tmp_path):
     ("1 0 0 10 8 -1 -1 -1 1e-320 -1 1 7 -1 -1 1 -1 -1 -1", ["field 9 (requested time)",
                                                           "below 0.001 s"]),
     ("1 0 0 10 8 -1 -1 -1 1e-9 -1 1 7 -1 -1 1 -1 -1 -1", ["field 9 (requested time)"]),
+    # a lease of 2^31 VMs (found by tests/test_fuzz_inputs.py)
+    ("1 0 0 10 8 -1 -1 2147483648 -1 -1 1 7 -1 -1 1 -1 -1 -1",
+     ["field 8 (requested processors)", "at most 10,000,000 processors"]),
 ])
 def test_malformed_line_names_file_line_and_field(tmp_path, bad, fragments):
     path = write(tmp_path, job(1, 0, 10), bad, header="; MaxNodes: 4\n")
