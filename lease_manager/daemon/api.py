@@ -7,6 +7,7 @@ daemon; the engine thread does all the scheduling, API threads only wait for its
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import json
 import logging
@@ -27,6 +28,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("lease_manager.daemon.api")
 API = "/v1"
+#: a client's key for a submission: the same key again gets the first answer, not new leases
+IDEMPOTENCY_HEADER = "Idempotency-Key"
 STATES = tuple(s.value for s in LeaseState)
 
 
@@ -106,6 +109,7 @@ class Handler(BaseHTTPRequestHandler):
 
     def _handle(self, method: str) -> None:
         self._body_read = False
+        self._reply_headers: dict[str, str] | None = None
         try:
             url = urlsplit(self.path)
             if len(self.path) > 2048:
@@ -113,7 +117,7 @@ class Handler(BaseHTTPRequestHandler):
             if url.path != f"{API}/health":
                 self._authorise()
             status, body = self._route(method, url.path, parse_qs(url.query))
-            self._send(status, body)
+            self._send(status, body, self._reply_headers)
         except HTTPError as exc:
             body = {"error": exc.message}
             if exc.field:
@@ -260,10 +264,37 @@ class Handler(BaseHTTPRequestHandler):
 
     # Longer than ~50 lines on purpose: one request's path from body to answer (JSON, list or LWF),
     # each step a few lines.
+    def _idempotency_key(self) -> str | None:
+        key = self.headers.get(IDEMPOTENCY_HEADER)
+        if key is None:
+            return None
+        if not (1 <= len(key) <= 200 and key.isascii() and key.isprintable()):
+            raise HTTPError(400, f"{IDEMPOTENCY_HEADER}: give 1 to 200 printable ASCII "
+                                 f"characters", field=IDEMPOTENCY_HEADER)
+        return key
+
+    def _replay(self, key: str, body_hash: str, known: tuple[str, list[int], bool]
+                ) -> tuple[int, Any]:
+        """The answer to a request whose idempotency key was seen: the leases it created."""
+        first_hash, ids, single = known
+        if first_hash != body_hash:
+            raise HTTPError(422, f"{IDEMPOTENCY_HEADER} {key!r} was used for another request",
+                            field=IDEMPOTENCY_HEADER)
+        store = self.daemon.store
+        views = [lease_view(store.lease(i), self._names()) for i in ids]
+        self._reply_headers = {"Idempotent-Replayed": "true"}
+        return 201, views[0] if single else views
+
     def _submit(self) -> tuple[int, Any]:
         d = self.daemon
         data = self._body()
         kind = self.headers.get("Content-Type", "application/json").split(";")[0].strip()
+        key = self._idempotency_key()
+        body_hash = hashlib.sha256(kind.encode() + b"\0" + data).hexdigest()
+        if key is not None:
+            known = d.store.recall_key(key, d.store.reader())
+            if known is not None:
+                return self._replay(key, body_hash, known)
         now = d.clock.now()
         if kind in ("application/xml", "text/xml"):
             if data[:2] == b"\x1f\x8b":
@@ -307,10 +338,19 @@ class Handler(BaseHTTPRequestHandler):
                                  f"application/xml)")
 
         def submit(now: float) -> Any:
+            if key is not None:    # the engine thread serialises requests with one key
+                known = d.store.recall_key(key)
+                if known is not None:
+                    return lambda: known
+                first = d.store.next_id()
+                d.store.remember_key(key, body_hash, list(range(first, first + len(requests))),
+                                     single, now)
             ids = [d.submit(request, now).id for request in requests]
             return lambda: [lease_view(d.store.lease(i), self._names()) for i in ids]
 
         views = d.call(submit)
+        if isinstance(views, tuple):   # another request with this key got there first
+            return self._replay(key or "", body_hash, views)
         return 201, views[0] if single else views
 
     def _list(self, query: dict[str, list[str]]) -> list[dict[str, Any]]:

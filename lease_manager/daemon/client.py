@@ -13,14 +13,23 @@ import argparse
 import http.client
 import json
 import os
+import time
 import urllib.error
 import urllib.request
+import uuid
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 from lease_manager.errors import LeaseManagerError
 from lease_manager.kernel.timeutil import format_duration
+
+#: how many times ``request`` tries a submission the daemon did not answer (same key each time)
+SUBMIT_ATTEMPTS = 3
+
+
+class DaemonUnavailable(LeaseManagerError):
+    """The daemon did not answer, or answered 503 or 504: the request may be tried again."""
 
 
 class Client:
@@ -39,12 +48,15 @@ class Client:
         self.timeout = timeout
 
     def call(self, method: str, path: str, body: Any = None, *,
-             content_type: str = "application/json") -> Any:
+             content_type: str = "application/json",
+             headers: dict[str, str] | None = None) -> Any:
         data = None
         if body is not None:
             data = body if isinstance(body, bytes) else json.dumps(body).encode()
         req = urllib.request.Request(f"{self.url}{path}", data=data, method=method)
         req.add_header("Authorization", f"Bearer {self.token}")
+        for name, value in (headers or {}).items():
+            req.add_header(name, value)
         if data is not None:
             req.add_header("Content-Type", content_type)
         try:
@@ -60,19 +72,23 @@ class Client:
                 message = json.loads(exc.read())["error"]
             except (ValueError, KeyError, TypeError, OSError, http.client.HTTPException):
                 message = exc.reason
-            raise LeaseManagerError(f"the daemon refused: {message} (HTTP {exc.code})") from None
+            error = DaemonUnavailable if exc.code in (503, 504) else LeaseManagerError
+            raise error(f"the daemon refused: {message} (HTTP {exc.code})") from None
         except urllib.error.URLError as exc:
-            raise LeaseManagerError(f"cannot reach the daemon at {self.url}: "
+            raise DaemonUnavailable(f"cannot reach the daemon at {self.url}: "
                                     f"{exc.reason}") from None
         except (TimeoutError, ConnectionError, http.client.HTTPException) as exc:
-            raise LeaseManagerError(f"the daemon at {self.url} did not answer: "
+            raise DaemonUnavailable(f"the daemon at {self.url} did not answer: "
                                     f"{exc or type(exc).__name__}") from None
 
-    def submit(self, request: dict) -> dict:
-        return self.call("POST", "/v1/leases", request)
+    def submit(self, request: dict, *, key: str | None = None) -> dict:
+        """Submit one request; with an idempotency ``key``, submitting it again (after a
+        timeout, say) returns the first answer instead of a second lease."""
+        return self.call("POST", "/v1/leases", request, headers=_key_header(key))
 
-    def submit_lwf(self, xml: bytes) -> list[dict]:
-        return self.call("POST", "/v1/leases", xml, content_type="application/xml")
+    def submit_lwf(self, xml: bytes, *, key: str | None = None) -> list[dict]:
+        return self.call("POST", "/v1/leases", xml, content_type="application/xml",
+                         headers=_key_header(key))
 
     def lease(self, lease_id: int) -> dict:
         return self.call("GET", f"/v1/leases/{lease_id}")
@@ -96,6 +112,25 @@ class Client:
 
     def hosts(self) -> list[dict]:
         return self.call("GET", "/v1/hosts")
+
+
+def _key_header(key: str | None) -> dict[str, str]:
+    return {} if key is None else {"Idempotency-Key": key}
+
+
+def submit_with_retries(submit: Any, attempts: int = SUBMIT_ATTEMPTS,
+                        pause: float = 1.0) -> Any:
+    """Call ``submit(key)`` with one fresh idempotency key, again while the daemon does not
+    answer (a retried submission cannot create a second lease)."""
+    key = uuid.uuid4().hex
+    for attempt in range(attempts):
+        try:
+            return submit(key)
+        except DaemonUnavailable:
+            if attempt == attempts - 1:
+                raise
+            time.sleep(pause)
+    raise AssertionError("unreachable")
 
 
 def client_from(args: argparse.Namespace) -> Client:
@@ -170,7 +205,7 @@ def request_command(args: argparse.Namespace) -> int:
             xml = Path(args.file).read_bytes()
         except OSError as exc:
             raise LeaseManagerError(f"{args.file}: {exc.strerror}") from None
-        views = client.submit_lwf(xml)
+        views = submit_with_retries(lambda key: client.submit_lwf(xml, key=key))
     else:
         if args.duration is None:
             raise LeaseManagerError("-d/--duration is required (or -f lease.xml)")
@@ -181,7 +216,7 @@ def request_command(args: argparse.Namespace) -> int:
                            ("max_price", args.max_price)):
             if value is not None:
                 body[key] = value
-        views = [client.submit(body)]
+        views = [submit_with_retries(lambda key: client.submit(body, key=key))]
     human = "\n".join(f"lease {v['id']}: {v['state']}"
                       + (f" ({v['reason']})" if v["reason"] else "")
                       + (f", starts {_short(v['plan'][0]['start'])}" if v["plan"] else "")

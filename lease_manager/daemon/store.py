@@ -52,6 +52,15 @@ CREATE TABLE IF NOT EXISTS events (
     detail TEXT NOT NULL DEFAULT ''
 );
 CREATE INDEX IF NOT EXISTS events_lease ON events (lease_id);
+-- a client's idempotency key and the leases its first request created (written before them,
+-- so a key whose leases are not all there is an interrupted request, to be done again)
+CREATE TABLE IF NOT EXISTS idempotency (
+    key TEXT PRIMARY KEY,
+    body_hash TEXT NOT NULL,
+    lease_ids TEXT NOT NULL,         -- JSON list
+    single INTEGER NOT NULL,         -- answered with one view, not a list
+    created REAL NOT NULL
+);
 """
 
 LEASE_COLUMNS = ("id", "request", "type", "state", "submit", "start", "end", "reason", "price",
@@ -113,6 +122,30 @@ class Store:
     def set_meta(self, key: str, value: str) -> None:
         with self.db:
             self.db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
+
+    # ------------------------------------------------------------------- idempotency keys
+    def remember_key(self, key: str, body_hash: str, lease_ids: list[int], single: bool,
+                     now: float) -> None:
+        """Record that ``key`` creates ``lease_ids`` (before they are inserted)."""
+        with self.db:
+            self.db.execute("INSERT OR REPLACE INTO idempotency VALUES (?, ?, ?, ?, ?)",
+                            (key, body_hash, json.dumps(lease_ids), int(single), now))
+
+    def recall_key(self, key: str, db: sqlite3.Connection | None = None
+                   ) -> tuple[str, list[int], bool] | None:
+        """``(body hash, lease ids, single)`` of a key whose request was carried out in full
+        (None if the key is unknown or its request was interrupted)."""
+        db = db or self.db
+        row = db.execute("SELECT body_hash, lease_ids, single FROM idempotency WHERE key = ?",
+                         (key,)).fetchone()
+        if row is None:
+            return None
+        ids = json.loads(row[1])
+        found = db.execute(f"SELECT COUNT(*) FROM leases WHERE id IN "
+                           f"({','.join('?' * len(ids))})", ids).fetchone()[0]
+        if found != len(ids):
+            return None
+        return row[0], ids, bool(row[2])
 
     # ---------------------------------------------------------------------------- writes
     def next_id(self) -> int:
