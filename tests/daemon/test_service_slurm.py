@@ -46,8 +46,11 @@ def test_leases_through_the_daemon_become_slurm_reservations_and_jobs(tmp_path, 
         done = wait_for(lambda: (lambda v: v if v["state"] == "done" else None)(
             c.lease(be["id"])), 60, every=0.2, what="the lease to end with its job")
         assert done["end"] is not None
-        assert _sh("scontrol", "-o", "show", "reservation",
-                   f"{prefix}{be['id']}").returncode != 0
+        # the lease is done once its work ended; its reservation goes right after (Slurm
+        # may keep it "in use" while the job completes): wait for that, do not race it
+        wait_for(lambda: _sh("scontrol", "-o", "show", "reservation",
+                             f"{prefix}{be['id']}").returncode != 0, 30, every=0.2,
+                 what="the lease's Slurm reservation to be deleted")
         assert c.cancel(ar["id"])["state"] == "cancelled"
         assert _sh("scontrol", "-o", "show", "reservation",
                    f"{prefix}{ar['id']}").returncode != 0
