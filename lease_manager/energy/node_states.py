@@ -242,6 +242,3 @@ class NodePowerStates:
                 t = b
             if end > t:
                 yield node, "on", t, end
-
-    def is_on(self, node: int) -> bool:
-        return bool(self._on[node])

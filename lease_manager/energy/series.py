@@ -43,10 +43,6 @@ class StepSeries:
         """The times in ``(start, end)`` at which the value changes."""
         return self.times[(self.times > start) & (self.times < end)]
 
-    @property
-    def is_constant(self) -> bool:
-        return len(self.values) == 1 or bool((self.values == self.values[0]).all())
-
 
 def read_step_series(path: str | Path, what: str, *, maximum: float = MAX_VALUE
                      ) -> StepSeries:
