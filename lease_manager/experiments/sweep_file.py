@@ -254,11 +254,12 @@ class _Reader:
             raise self.err(f"set by [sweep] {RESERVED[(cfg_section, name)]}, not per profile",
                            section, at, field=field)
         try:
-            opt.convert(text)
+            converted = opt.convert(text)
         except ValueError as exc:
             raise self.err(str(exc), section, at, field=field) from None
         value = text.strip()
-        if opt.type.relative_to_config and value:
+        # a path, relative to the sweep file (a number-or-file option given a number is not)
+        if opt.type.relative_to_config and isinstance(converted, str) and value:
             value = str((self.here / value).resolve())
         return f"{cfg_section}.{name}", text.strip(), value, section
 

@@ -441,3 +441,26 @@ def test_unknown_executor_scheme_is_an_error():
     assert dask_address("tcp://head:8786") == "tcp://head:8786"
     with pytest.raises(LeaseManagerError):
         dask_address("http://head")
+
+
+def test_a_number_given_to_a_number_or_file_option_is_not_made_a_path(tmp_path):
+    """`electricity-price = 0.10` in a sweep file stayed 0.10 in load_config but was resolved
+    as the file SWEEP-DIR/0.10 by the sweep (every run failed with 'file not found'); a file
+    name is still resolved against the sweep file's folder."""
+    (tmp_path / "price.csv").write_text("time,price\n0,0.2\n")
+    path = tmp_path / "s.ini"
+    path.write_text(f"""[sweep]
+profiles = a, b
+traces = {TRACE}
+[common:simulation]
+resources = 144 CPU:1 Memory:1024
+[common:power]
+pstates = 1:1:2
+[a:power]
+electricity-price = 0.10
+[b:power]
+electricity-price = price.csv
+""")
+    runs = {r.profile: r for r in load_sweep(path).runs}
+    assert "power.electricity-price=0.10" in runs["a"].overrides
+    assert f"power.electricity-price={tmp_path / 'price.csv'}" in runs["b"].overrides
