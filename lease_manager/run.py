@@ -132,24 +132,42 @@ class Run:
         table = SlotTable(nodes)
         return Site(name, config, nodes, table, self._context(config, nodes, table))
 
+    def _attach_energy(self, config: Config, table: SlotTable, model: PowerModel,
+                       scheduler: LeaseScheduler, node_power: Any, operating_point: Any,
+                       site: str | None) -> EnergyAccounting:
+        """One site's node power states (driven by the engine's steps), its operating points
+        and its energy accounting, registered as a plugin; ``site`` names it in a run with
+        several."""
+        states = NodePowerStates(
+            table, model, node_power, origin=self.started_at,
+            initially_off=config.get("power", "initial-state") == "off",
+            scheduler=scheduler, enactment=self.enactment, call_at=self.engine.call_at)
+        self.engine.before_step.append(states.before_step)
+        self.engine.after_step.append(states.after_step)
+        self.engine.soft_wake.append(states.next_wake)
+        scheduler.operating_point = OperatingPoints(model, operating_point,
+                                                    config.get("power", "gamma"))
+        energy = (EnergyAccounting(model, states) if site is None
+                  else EnergyAccounting(model, states, site=site, only=site))
+        self._register(energy, ENERGY_PLUGIN if site is None else f"{ENERGY_PLUGIN}:{site}")
+        return energy
+
+    def _build_energy(self, config: Config, model: PowerModel) -> None:
+        """The run's energy accounting (one site)."""
+        self.energy = energy = self._attach_energy(
+            config, self.table, model, self.scheduler, self.policies["node-power"],
+            self.policies["operating-point"], None)
+        self.node_states = energy.states
+        self.accounting.extra_columns = energy.LEASE_COLUMNS
+        self.accounting.extra_values = energy.lease_values
+
     def _build_sites_energy(self) -> None:
-        """Each site's node power states and energy accounting (a run with several sites)."""
+        """Each site's energy accounting (a run with several sites)."""
         for site in self.sites:
-            model = site.ctx.power
-            if model is None:
-                continue
-            states = NodePowerStates(
-                site.table, model, site.node_power, origin=self.started_at,
-                initially_off=site.config.get("power", "initial-state") == "off",
-                scheduler=site.scheduler, enactment=self.enactment,
-                call_at=self.engine.call_at)
-            self.engine.before_step.append(states.before_step)
-            self.engine.after_step.append(states.after_step)
-            self.engine.soft_wake.append(states.next_wake)
-            site.energy = EnergyAccounting(model, states, site=site.name, only=site.name)
-            self._register(site.energy, f"{ENERGY_PLUGIN}:{site.name}")
-            site.scheduler.operating_point = OperatingPoints(
-                model, site.operating_point, site.config.get("power", "gamma"))
+            if site.ctx.power is not None:
+                site.energy = self._attach_energy(site.config, site.table, site.ctx.power,
+                                                  site.scheduler, site.node_power,
+                                                  site.operating_point, site.name)
         if any(site.energy is not None for site in self.sites):
             self.energy = energy = SitesEnergy(self.sites)   # type: ignore[assignment]
             self.accounting.extra_columns = ("site",) + energy.LEASE_COLUMNS
@@ -157,22 +175,6 @@ class Run:
         else:
             self.accounting.extra_columns = ("site",)
             self.accounting.extra_values = lambda lease: (lease.site,)
-
-    def _build_energy(self, config: Config, model: PowerModel) -> None:
-        """Node power states driven by the engine's steps, and the energy accounting."""
-        self.node_states = NodePowerStates(
-            self.table, model, self.policies["node-power"], origin=self.started_at,
-            initially_off=config.get("power", "initial-state") == "off",
-            scheduler=self.scheduler, enactment=self.enactment, call_at=self.engine.call_at)
-        self.engine.before_step.append(self.node_states.before_step)
-        self.engine.after_step.append(self.node_states.after_step)
-        self.engine.soft_wake.append(self.node_states.next_wake)
-        self.energy = energy = EnergyAccounting(model, self.node_states)
-        self._register(self.energy, ENERGY_PLUGIN)
-        self.accounting.extra_columns = energy.LEASE_COLUMNS
-        self.accounting.extra_values = energy.lease_values
-        self.scheduler.operating_point = OperatingPoints(
-            model, self.policies["operating-point"], config.get("power", "gamma"))
 
     def _build_policies(self, config: Config) -> None:
         """The run's policies, probes and annotators, and the core's observers, registered."""

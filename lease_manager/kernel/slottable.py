@@ -331,61 +331,45 @@ class SlotTable:
     def extend(self, res: Reservation, new_end: float) -> None:
         """Make ``res`` (finite, held) last until ``new_end`` instead; raise
         :class:`OvercommitError`, changing nothing, if the extra time is not free."""
-        if res.id not in self._reservations:
-            raise KeyError(f"{res!r} is not in the slot table")
-        old_end = res.end
-        if new_end <= old_end:
-            return
-        if math.isinf(old_end):
-            raise ValueError(f"{res!r} never ends: it cannot be extended")
-        ks = self._split(old_end)
-        finite = not math.isinf(new_end)
-        ke = self._split(new_end) if finite else len(self._t)
-        if finite:
-            self._ref(new_end, True)
-        try:
-            self._apply(res, ks, ke, -1)
-        except OvercommitError:
-            if finite:
-                self._unref(new_end, True)
-            raise
-        res.end = new_end
-        self._unref(old_end, True)
-        if finite:
-            heapq.heappush(self._ends, (new_end, res.id))
-        if self.touched is not None:
-            self.touched.update(res.nodes.tolist())
+        self.extend_all([res], new_end)
 
     def extend_all(self, group: Sequence[Reservation], new_end: float) -> None:
-        """:meth:`extend` several reservations on distinct nodes that all end at one time,
-        at the cost of one (node power states extend many reservations at every step)."""
-        if len(group) < 2 or any(r.site_amount is not None for r in group):
-            for res in group:
-                self.extend(res, new_end)
+        """:meth:`extend` reservations on distinct nodes that all end at one time, at the cost
+        of one (node power states extend many reservations at every step)."""
+        if not group:
             return
         old_end = group[0].end
         if new_end <= old_end:
             return
-        if any(r.end != old_end or r.id not in self._reservations for r in group):
-            raise ValueError("extend_all: the reservations must be held and end together")
+        for res in group:
+            if res.id not in self._reservations:
+                raise KeyError(f"{res!r} is not in the slot table")
+            if res.end != old_end:
+                raise ValueError("extend_all: the reservations must end together")
+        if math.isinf(old_end):
+            raise ValueError(f"{group[0]!r} never ends: it cannot be extended")
         nodes = np.concatenate([r.nodes for r in group])
         if len(np.unique(nodes)) != len(nodes):
             raise ValueError("extend_all: the reservations must be on distinct nodes")
-        if math.isinf(old_end) or math.isinf(new_end):
-            raise ValueError("extend_all: the reservations must end, before and after")
-        together = Reservation(None, old_end, new_end, nodes,
-                               np.concatenate([r.amounts for r in group]), id=0)
+        site = [r.site_amount for r in group if r.site_amount is not None]
+        together = res if len(group) == 1 else Reservation(
+            None, old_end, new_end, nodes, np.concatenate([r.amounts for r in group]),
+            np.sum(site, axis=0) if site else None, id=0)
+        finite = not math.isinf(new_end)
         ks = self._split(old_end)
-        ke = self._split(new_end)
-        self._ref(new_end, True, len(group))
+        ke = self._split(new_end) if finite else len(self._t)
+        if finite:
+            self._ref(new_end, True, len(group))
         try:
             self._apply(together, ks, ke, -1)
         except OvercommitError:
-            self._unref(new_end, True, len(group))
+            if finite:
+                self._unref(new_end, True, len(group))
             raise
         for res in group:
             res.end = new_end
-            heapq.heappush(self._ends, (new_end, res.id))
+            if finite:
+                heapq.heappush(self._ends, (new_end, res.id))
         self._unref(old_end, True, len(group))
         if self.touched is not None:
             self.touched.update(nodes.tolist())
