@@ -27,6 +27,8 @@ class ReservationKind(enum.StrEnum):
     OFF = "off"              #: the node is off (its whole capacity is held)
     SWITCHING_ON = "switching-on"    #: the node boots
     SWITCHING_OFF = "switching-off"  #: the node shuts down
+    #: the site's power held for a node that is (or will be) on, under a power cap (no cores)
+    POWER_HOLD = "power-hold"
 
 
 #: the kinds that hold a whole node for its power state, not for a lease

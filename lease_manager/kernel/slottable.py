@@ -21,7 +21,8 @@ from __future__ import annotations
 import heapq
 import math
 from bisect import bisect_left, bisect_right
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Protocol
 
 import numpy as np
 from sortedcontainers import SortedList
@@ -35,6 +36,12 @@ from lease_manager.kernel.table_view import SlotTableView
 
 __all__ = ["EPS", "MAX_SHAPES", "Reservation", "ReservationKind", "SlotTable", "SlotTableView"]
 
+
+
+class NodeSink(Protocol):
+    """Where the table records the nodes it changes (a ``set`` will do)."""
+
+    def update(self, nodes: Iterable[int], /) -> None: ...
 
 
 class _Shape:
@@ -70,10 +77,11 @@ class SlotTable:
     :attr:`site_resources`, :meth:`free_at`, :meth:`site_free_at`, :meth:`site_capacity_at`,
     :meth:`min_free`, :meth:`vm_fits`, :meth:`lease_counts_at`, :meth:`capacity_lasts_until`,
     :meth:`reservations_at`, :meth:`reservations_between`, :meth:`next_start_on`,
-    :meth:`change_points`,
+    :meth:`change_points`, :meth:`site_room`,
     :meth:`earliest_fit`, :meth:`iter_fit_starts`, :meth:`may_fit_before`.
     Changes: :meth:`add`, :meth:`remove`, :meth:`truncate`, :meth:`extend`,
-    :meth:`extend_all`, :meth:`set_site_capacity`, :meth:`advance`.
+    :meth:`extend_all`, :meth:`add_site_resource`, :meth:`set_site_capacity`,
+    :meth:`advance`.
     """
 
     def __init__(self, nodes: NodeSet, *, site_resources: Mapping[str, float] | None = None,
@@ -110,7 +118,10 @@ class SlotTable:
         self._cum_cache: dict[tuple[bytes, int], tuple[int, list[float]]] = {}
         #: when a set: every node a reservation is added to, removed from or changed on is
         #: put in it (whoever set it empties it)
-        self.touched: set[int] | None = None
+        self.touched: NodeSink | None = None
+        #: when set: what a reservation added without a ``site_amount`` draws from the
+        #: site-wide resources (a power cap sets it: leases draw their dynamic power)
+        self.site_draw: Callable[[Reservation], np.ndarray | None] | None = None
 
     # ----------------------------------------------------------------- rows and breakpoints
     @property
@@ -268,6 +279,8 @@ class SlotTable:
             raise ValueError(f"empty or reversed interval [{res.start}, {res.end})")
         if res.start < self._t[0]:
             raise ValueError(f"reservation starts at {res.start}, before the horizon {self._t[0]}")
+        if res.site_amount is None and self.site_draw is not None:
+            res.site_amount = self.site_draw(res)
         finite = not math.isinf(res.end)
         ks = self._split(res.start)
         self._ref(res.start, False)
@@ -374,6 +387,21 @@ class SlotTable:
         if self.touched is not None:
             self.touched.update(nodes.tolist())
 
+    def add_site_resource(self, name: str, capacity: float) -> int:
+        """A new site-wide resource ``name`` (power, for instance) of constant ``capacity``
+        (see :meth:`set_site_capacity`); only before any reservation draws from the site.
+        Returns its index in :attr:`site_resources`."""
+        if name in self.site_resources:
+            raise ValueError(f"the site already has a resource {name!r}")
+        if any(r.site_amount is not None for r in self._reservations.values()):
+            raise ValueError("site-wide resources must be added before reservations draw any")
+        self.site_resources += (name,)
+        column = np.full((self._site.shape[0], 1), float(capacity))
+        self._site = np.concatenate([self._site, column], axis=1)
+        self._site_cap = np.concatenate([self._site_cap, column.copy()], axis=1)
+        self._version += 1
+        return len(self.site_resources) - 1
+
     def set_site_capacity(self, name: str, steps: Sequence[tuple[float, float]]) -> None:
         """Make site-wide resource ``name`` vary: ``steps`` are ``(from_time, capacity)`` pairs.
 
@@ -447,6 +475,34 @@ class SlotTable:
         """Capacity of every site-wide resource at ``t``."""
         return self._site_cap[self._slot[self._row(t)]].copy()
 
+    def site_room(self, demands: Sequence[tuple[float, float, float]], resource: int = 0
+                  ) -> float:
+        """The least that site-wide resource ``resource`` would have free if ``demands``
+        (``(start, end, amount)`` intervals; negative amounts give back) were also drawn:
+        below 0 when they do not fit. Only times at or after the horizon count."""
+        if not demands:
+            return math.inf
+        a, b, x = (np.array(column, dtype=float) for column in zip(*demands))
+        a = np.maximum(a, self._t[0])
+        keep = b > a
+        if not keep.any():
+            return math.inf
+        a, b, x = a[keep], b[keep], x[keep]
+        lo, hi = float(a.min()), float(b.max())
+        ks, ke = self._span(lo, hi)
+        starts = np.array(self._t[ks:ke])
+        free = self._site[self._slots(ks, ke), resource]
+        # the least is at a row's start or where some demand starts (the first row may
+        # start before lo: its start counts as lo)
+        times = np.concatenate([np.maximum(starts, lo), a])
+        rows = np.searchsorted(starts, times, side="right") - 1
+        edges = np.concatenate([a, b])
+        order = np.argsort(edges, kind="stable")
+        level = np.cumsum(np.concatenate([x, -x])[order])
+        at = np.searchsorted(edges[order], times, side="right") - 1
+        demand = np.where(at >= 0, level[np.maximum(at, 0)], 0.0)
+        return float((free[rows] - demand).min())
+
     def min_free(self, start: float, end: float) -> np.ndarray:
         """Free capacity of every node all through ``[start, end)``: shape (nodes, types)."""
         if not end > start:
@@ -512,6 +568,10 @@ class SlotTable:
     def view(self) -> SlotTableView:
         """The table's queries without its changes: what policies and plugins get."""
         return SlotTableView(self)
+
+    def __contains__(self, res: object) -> bool:
+        """Does the table hold reservation ``res``?"""
+        return isinstance(res, Reservation) and self._reservations.get(res.id) is res
 
     def __len__(self) -> int:
         """Number of reservations the table holds (current and future)."""

@@ -17,13 +17,13 @@ class SlotTableView:
     QUERIES = ("free_at", "site_free_at", "site_capacity_at", "min_free", "vm_fits",
                "lease_counts_at", "capacity_lasts_until", "reservations_at",
                "reservations_between", "next_start_on", "change_points", "earliest_fit",
-               "earliest_fit_on", "iter_fit_starts", "may_fit_before", "fits_at", "room_at")
+               "earliest_fit_on", "iter_fit_starts", "may_fit_before", "fits_at", "room_at",
+               "site_room")
 
     def __init__(self, table: SlotTable) -> None:
         self._table = table
         self.nodes = table.nodes
         self.capacity = table.capacity
-        self.site_resources = table.site_resources
         for name in self.QUERIES:
             setattr(self, name, getattr(table, name))
 
@@ -31,6 +31,10 @@ class SlotTableView:
     def version(self) -> int:
         """Changes whenever the table changes (a cheap test that nothing moved)."""
         return self._table.version
+
+    @property
+    def site_resources(self) -> tuple[str, ...]:
+        return self._table.site_resources
 
     @property
     def horizon(self) -> float:

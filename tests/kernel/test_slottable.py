@@ -619,6 +619,46 @@ def test_site_overcommit_raises_and_leaves_table_unchanged():
     assert [t.site_free_at(x)[0] for x in (0, 10, 20, 25, 30)] == [60, 60, 40, 100, 100]
 
 
+def test_site_room_of_demands_not_in_the_table():
+    """Power free (power_table): 60 over [0,10), 20 over [10,20), 60 over [20,30), 100 on.
+
+    demand X: 15 W over [5,25); Y: 30 W over [22,40); Z: -10 W over [12,18) (given back)
+    free-X-Y: [0,5) 60 | [5,10) 45 | [10,20) 5 | [20,22) 45 | [22,25) 15 | [25,30) 30 |
+              [30,40) 70 | 100     least: 5 (over [10,20)); with Z: 5 still ([10,12))
+    """
+    t, a, b = power_table()
+    x, y = (5.0, 25.0, 15.0), (22.0, 40.0, 30.0)
+    assert t.site_room([x, y]) == 5.0
+    assert t.site_room([x, y, (12.0, 18.0, -10.0)]) == 5.0
+    assert t.site_room([x, y, (10.0, 20.0, -10.0)]) == 15.0   # now [22,25) is the least
+    assert t.site_room([(0.0, 40.0, 25.0)]) == -5.0           # does not fit over [10,20)
+    assert t.site_room([(30.0, 31.0, 100.0)]) == 0.0
+    assert t.site_room([]) == INF and t.site_room([(3.0, 3.0, 1e9)]) == INF
+    assert len(t) == 2   # nothing was added
+
+
+def test_a_site_resource_added_later_and_drawn_by_a_callback():
+    """A table with no site-wide resource gains ``power`` (50); each reservation added
+    without a site amount draws 10 W per node from it.
+
+    time    0    10   20
+    n0      [A---------)     10 W
+    n1      [B----)          10 W      power free: 30 over [0,10), 40 over [10,20), 50 on
+    """
+    t = SlotTable(parse_site(SITE))
+    assert t.add_site_resource("power", 50.0) == 0
+    with pytest.raises(ValueError):
+        t.add_site_resource("power", 10.0)
+    t.site_draw = lambda r: np.array([10.0 * len(r.nodes)])
+    a = t.add(res(0, 20, [0], [[1, 0]]))
+    b = t.add(res(0, 10, [1], [[1, 0]]))
+    assert [t.site_free_at(x)[0] for x in (0, 10, 20)] == [30, 40, 50]
+    assert a in t and b in t and res(0, 1, [2], [[1, 0]]) not in t and "a" not in t
+    with pytest.raises(ValueError):
+        t.add_site_resource("cooling", 10.0)   # reservations already draw from the site
+    t.check()
+
+
 def test_set_site_capacity_time_varying():
     """The capacity is 100 until 50, 60 from 50 on.
 
