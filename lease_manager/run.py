@@ -22,7 +22,11 @@ from lease_manager.context import RunContext
 from lease_manager.energy.energy_accounting import EnergyAccounting
 from lease_manager.energy.node_states import NodePowerStates
 from lease_manager.energy.operating_points import OperatingPoints
-from lease_manager.energy.power_model import PowerModel, power_model_from_config
+from lease_manager.energy.power_model import (
+    PowerModel,
+    power_cap_from_config,
+    power_model_from_config,
+)
 from lease_manager.errors import LeaseManagerError, TraceError
 from lease_manager.kernel.clock import RealClock, SimulatedClock
 from lease_manager.kernel.engine import Engine, ReplayEnactment
@@ -138,13 +142,19 @@ class Run:
         """One site's node power states (driven by the engine's steps), its operating points
         and its energy accounting, registered as a plugin; ``site`` names it in a run with
         several."""
-        states = NodePowerStates(
-            table, model, node_power, origin=self.started_at,
-            initially_off=config.get("power", "initial-state") == "off",
-            scheduler=scheduler, enactment=self.enactment, call_at=self.engine.call_at)
+        try:
+            states = NodePowerStates(
+                table, model, node_power, origin=self.started_at,
+                initially_off=config.get("power", "initial-state") == "off",
+                scheduler=scheduler, enactment=self.enactment, call_at=self.engine.call_at,
+                cap=power_cap_from_config(config, model))
+        except ValueError as exc:
+            raise config.error("power", "power-cap", str(exc)) from None
         self.engine.before_step.append(states.before_step)
         self.engine.after_step.append(states.after_step)
         self.engine.soft_wake.append(states.next_wake)
+        if states.cap is not None:
+            self.engine.wake_while_queued = True
         scheduler.operating_point = OperatingPoints(model, operating_point,
                                                     config.get("power", "gamma"))
         energy = (EnergyAccounting(model, states) if site is None

@@ -15,6 +15,7 @@ from lease_manager.config.schema import (
     NAMES,
     NUMBER_OR_FILE,
     PATH,
+    POWER_CAP,
     SITE,
     STRING,
     Option,
@@ -206,6 +207,12 @@ def core_options(policy_names: Mapping[str, tuple[str, ...]]) -> list[Option]:
             The site's green (solar, wind) production: a CSV file of `time,watts` rows. Green
             power is used first; only the rest is drawn from the grid, priced and counted as
             carbon (`green_used_joules`, `brown_joules`)."""),
+        Option("power", "power-cap", POWER_CAP, "none", doc="""
+            The power envelope: no plan may make the site's IT power (the static power of the
+            nodes that are on or switching plus the running leases' dynamic power) exceed it at
+            any instant. `none`, a number of watts, `green` (the `green-production` series), or
+            a CSV file of `time,watts` rows. Leases wait (or are rejected, if they cannot wait)
+            until the envelope has room; nodes stay off unless it has room for them."""),
             # ------------------------------------------------------------------------ [daemon]
         Option("daemon", "enactment", STRING, "process", choices=names("enactment"), doc=f"""
             How `lease-manager serve` carries out leases: the enactment backend

@@ -40,6 +40,13 @@ class OptionType:
     parse: Callable[[str], Any]
     format: Callable[[Any], str] = str
     relative_to_config: bool = False
+    #: words that are values of their own, never file names (with ``relative_to_config``)
+    keywords: tuple[str, ...] = ()
+
+    def is_path(self, value: Any) -> bool:
+        """Is ``value`` (parsed) a file name to resolve relative to the configuration?"""
+        return (self.relative_to_config and isinstance(value, str) and bool(value)
+                and value not in self.keywords)
 
 
 def _parse_bool(text: str) -> bool:
@@ -114,6 +121,31 @@ def _parse_number_or_file(text: str) -> float | str:
 NUMBER_OR_FILE = OptionType("number in [0, 1e6], or a CSV file of time,value rows (relative "
                             "to the configuration file)", _parse_number_or_file,
                             relative_to_config=True)
+
+
+def _parse_power_cap(text: str) -> float | str:
+    word = text.strip()
+    if word.lower() in ("none", "green"):
+        return word.lower()
+    try:
+        value = parse_float(word) if is_plain(word) else math.nan
+    except ValueError:
+        value = math.nan
+    if math.isnan(value):
+        if not word:
+            raise ValueError("expected none, green, a number of watts or a file name")
+        return word   # a file, resolved relative to the configuration file
+    if not math.isfinite(value) or not 0 <= value <= 1e12:
+        raise ValueError(f"{word!r} is not in [0, 1e12] watts")
+    return value
+
+
+#: ``none``, ``green`` (the green production), watts, or a CSV file of ``time,watts`` rows
+POWER_CAP = OptionType("none, green, watts in [0, 1e12], or a CSV file of time,watts rows "
+                       "(relative to the configuration file)", _parse_power_cap,
+                       relative_to_config=True, keywords=("none", "green"))
+
+
 NAMES = OptionType("list of names", _parse_list, lambda v: ", ".join(v))
 INTEGERS = OptionType("list of integers", _parse_int_list, lambda v: ", ".join(map(str, v)))
 SITE = OptionType("nodes (e.g. '144 CPU:8 Memory:16384'; groups separated by ';')", _parse_site)
@@ -400,7 +432,7 @@ def load_config(path: str | Path | None, schema: Schema,
             value = opt.convert(text)
         except ValueError as exc:
             raise ConfigError(str(exc), field=f"[{section}] {name}", **loc) from None
-        if opt.type.relative_to_config and isinstance(value, str) and value:
+        if opt.type.is_path(value):
             value = str((base / value) if source != "--set" else (Path.cwd() / value))
         if is_site:
             sites[section[len(SITE_PREFIX):].strip()][name] = value

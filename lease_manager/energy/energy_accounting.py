@@ -4,7 +4,8 @@ Every node contributes its state's power over each of its state intervals (off, 
 on, switching off; on: the idle power of its highest level), and every lease contributes
 ``share x (full[level] - idle)`` on each node over each of its reservations (see
 :mod:`lease_manager.energy.power_model`). The site's power is the sum of those steps; the
-energy is its integral from the start of the run to its end. A per-run plugin
+energy is its integral from the start of the run to its end. With a power cap, its value at each
+row is in ``cap_watts``, and a row above it is an invariant violation. A per-run plugin
 (``lease_manager.energy``) keeps the leases' intervals as they end.
 
 Outputs: ``series/power.csv`` (one row per change; each value holds until the next row; the
@@ -37,6 +38,8 @@ JOULES_PER_KWH = 3.6e6
 NODE_STATES = ("on", "off", "switching-on", "switching-off")
 #: relative tolerance of the check that the power series integrates to the energy
 ENERGY_TOLERANCE = 1e-9
+#: relative tolerance of the check that the power never exceeds the cap
+CAP_TOLERANCE = 1e-9
 
 
 @attrs.define
@@ -79,7 +82,7 @@ class EnergyAccounting:
         self.profile = PowerProfile(np.zeros(0), np.zeros(0))
         self._state_rows: list[tuple[int, str, float, float]] = []
         self._direct = 0.0
-        self._rows_t = self._rows_it = self._rows_green = np.zeros(0)
+        self._rows_t = self._rows_it = self._rows_green = self._rows_cap = np.zeros(0)
         self.green_used = self.brown = self.cost = self.carbon = 0.0
         #: each node's IT energy over the run (J)
         self.node_energy: np.ndarray = np.zeros(0)
@@ -195,12 +198,17 @@ class EnergyAccounting:
         over every change of power, green production, price and carbon rate)."""
         model, profile = self.model, self.profile
         green = model.green
+        cap = self.states.cap
         times = profile.times[:-1]
         if green is not None:
             times = np.union1d(times, green.breakpoints(start, end))
+        if cap is not None:
+            times = np.union1d(times, cap.cap.breakpoints(start, end))
         self._rows_t = np.append(times, end)
         it = profile.at(self._rows_t)
         self._rows_it = it
+        self._rows_cap = (cap.cap_at(self._rows_t) if cap is not None
+                          else np.full(len(self._rows_t), np.nan))
         self._rows_green = (green.at(self._rows_t) if green is not None
                             else np.zeros(len(self._rows_t)))
         fine = np.union1d(times, np.concatenate([model.price.breakpoints(start, end),
@@ -238,9 +246,10 @@ class EnergyAccounting:
     def power_rows(self) -> Iterator[tuple[str, ...]]:
         """The rows of ``series/power.csv``."""
         factor = self.model.cooling_factor
-        for t, p, g in zip(self._rows_t.tolist(), self._rows_it.tolist(),
-                           self._rows_green.tolist()):
-            yield (_num(t), self.site, repr(p), repr(p * factor), _num(g), "")
+        for t, p, g, c in zip(self._rows_t.tolist(), self._rows_it.tolist(),
+                              self._rows_green.tolist(), self._rows_cap.tolist()):
+            yield (_num(t), self.site, repr(p), repr(p * factor), _num(g),
+                   "" if np.isnan(c) else _num(c))
 
     def node_rows(self) -> Iterator[tuple[str, ...]]:
         """The rows of ``nodes.csv``: each node's IT energy, seconds in each state and boots."""
@@ -285,6 +294,14 @@ class EnergyAccounting:
             out.append(f"the nodes' energies add up to {by_node!r} J, not {direct!r} J")
         if (self.profile.watts < -1e-6).any():
             out.append("the site's power goes below zero")
+        over = np.flatnonzero(self._rows_it > self._rows_cap * (1 + CAP_TOLERANCE) + 1e-6)
+        for i in over[:5].tolist():
+            out.append(f"the site draws {self._rows_it[i]:g} W at {self._rows_t[i]:g} s, above "
+                       f"its power cap of {self._rows_cap[i]:g} W")
+        cap = self.states.cap
+        if cap is not None:
+            out += [f"a plan did not get its power under the cap {why}"
+                    for why in cap.unhonoured[:5]]
         return out
 
     def _leases_on_nodes_not_on(self) -> list[str]:

@@ -32,10 +32,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from lease_manager.energy.power_cap import PowerCap
 from lease_manager.kernel.reservation import POWER_KINDS, Reservation, ReservationKind
 
 if TYPE_CHECKING:
     from lease_manager.energy.power_model import PowerModel
+    from lease_manager.energy.series import StepSeries
     from lease_manager.kernel.scheduler import Enactment, LeaseScheduler
     from lease_manager.kernel.slottable import SlotTable
     from lease_manager.policies import NodePowerPolicy
@@ -50,8 +52,8 @@ class NodePowerStates:
                  origin: float, initially_off: bool,
                  scheduler: LeaseScheduler | None = None,
                  enactment: Enactment | None = None,
-                 call_at: Callable[[float, Callable[[float], None]], None] | None = None
-                 ) -> None:
+                 call_at: Callable[[float, Callable[[float], None]], None] | None = None,
+                 cap: StepSeries | None = None) -> None:
         self.table = table
         #: told when a node starts shutting down or booting (real time), with ``call_at`` to
         #: be woken when a planned boot starts
@@ -76,14 +78,23 @@ class NodePowerStates:
         self._checks: set[float] = set()
         self._touched: set[int] = set()
         table.touched = self._touched
+        #: the time of the current step
+        self.now = origin
+        #: the power envelope, if the site has one (it watches the table's changes too)
+        self.cap = PowerCap(self, cap, origin) if cap is not None else None
         if initially_off:
             for node in range(n):
                 self._go_off(node, origin, origin, switching=False)
+        if self.cap is not None:
+            self.cap.start(origin)
+            if scheduler is not None:
+                scheduler.power = self.cap
 
     # ------------------------------------------------------------------------ the steps
     def before_step(self, now: float) -> None:
         """Keep every off node held until a boot started now could end (or its planned boot
         starts, if that is sooner)."""
+        self.now = now
         on_seconds = self.model.on_seconds
         together: dict[tuple[float, float], list[Reservation]] = {}
         for node, off in self._off.items():
@@ -118,12 +129,15 @@ class NodePowerStates:
                 self._follow_plan(node, now)
         if self.policy.switches_off:
             self._switch_off_idle(now)
+        if self.cap is not None:
+            self.cap.sync(now)
         self._publish()
 
     def next_wake(self) -> float:
         """The next time the policy wants to look at idle nodes (inf: none); the engine steps
         then only while something else is still to come."""
-        return min(self._checks, default=math.inf)
+        wake = min(self._checks, default=math.inf)
+        return wake if self.cap is None else min(wake, self.cap.next_wake(self.now))
 
     # ---------------------------------------------------------------------- mechanisms
     def _go_off(self, node: int, t: float, now: float, *, switching: bool = True) -> None:
@@ -222,9 +236,14 @@ class NodePowerStates:
                 raise ValueError(f"the node-power policy switched off node {node}, which is "
                                  f"not idle")
             back = now + model.off_seconds[node] + model.on_seconds[node]
+            if self.cap is not None:
+                back = math.inf   # under a cap a node stays on until its last planned lease
             if self.table.next_start_on(node, now) < back:
                 continue   # a lease is planned on it sooner than it could come back
-            self._go_off(node, now, now)
+            if self.cap is not None:
+                self.cap.switch_off(node, now)
+            else:
+                self._go_off(node, now, now)
 
     # ------------------------------------------------------------------------- results
     def intervals(self, start: float, end: float) -> Iterator[tuple[int, str, float, float]]:

@@ -233,3 +233,19 @@ def power_model_from_config(config: Config, nodes: NodeSet) -> PowerModel | None
                       carbon=series("carbon-rate", "rate"),
                       green=read_step_series(green_path, "watts", maximum=MAX_WATTS * 1e3)
                       if green_path else None)
+
+
+def power_cap_from_config(config: Config, model: PowerModel) -> StepSeries | None:
+    """The ``[power] power-cap`` envelope as a series of watts, or None without a cap."""
+    value = config.get("power", "power-cap")
+    if value == "none":
+        return None
+    if not isinstance(value, str):
+        return StepSeries.constant(value)
+    if value == "green":
+        if model.green is None:
+            raise config.error("power", "power-cap", "'green' needs a green-production series")
+        return model.green
+    if not Path(value).is_file():
+        raise config.error("power", "power-cap", f"file not found: {value}")
+    return read_step_series(value, "watts", maximum=MAX_WATTS * 1e3)

@@ -259,7 +259,7 @@ class _Reader:
             raise self.err(str(exc), section, at, field=field) from None
         value = text.strip()
         # a path, relative to the sweep file (a number-or-file option given a number is not)
-        if opt.type.relative_to_config and isinstance(converted, str) and value:
+        if opt.type.is_path(converted):
             value = str((self.here / value).resolve())
         return f"{cfg_section}.{name}", text.strip(), value, section
 

@@ -67,6 +67,9 @@ class Engine:
         #: times at which something wants a step, without keeping the run alive: they count
         #: only while some other event, arrival or request is still to come
         self.soft_wake: list[Callable[[], float]] = []
+        #: step at soft wakes also while leases wait in the queue with nothing else to come
+        #: (a power cap: a queued lease may fit once the cap grows)
+        self.wake_while_queued = False
 
     @property
     def now(self) -> float:
@@ -100,7 +103,8 @@ class Engine:
             t = timeline.next_time()
             if nxt is not None and nxt.submit < t:
                 t = nxt.submit
-            if self.soft_wake and (not math.isinf(t) or self.serve):
+            if self.soft_wake and (not math.isinf(t) or self.serve
+                                   or (self.wake_while_queued and sched.queue)):
                 t = min(t, *(wake() for wake in self.soft_wake))
             if self.stop_when == "time" and t > self.runtime:
                 break

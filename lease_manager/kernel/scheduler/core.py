@@ -33,8 +33,8 @@ after early ends), ``lifecycle`` (segment and work events, cancellation, failure
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -73,6 +73,27 @@ def max_future_reservations(backfilling: str, reservations: int = 1) -> float:
     if backfilling == "intermediate":
         return reservations
     return FUTURE_RESERVATIONS[backfilling]
+
+
+class PowerGate(Protocol):
+    """A site's power cap, as the scheduler sees it (:class:`~lease_manager.energy.power_cap.
+    PowerCap`)."""
+
+    def admits(self, plan: Sequence[Reservation]) -> bool:
+        """Is there power for ``plan`` and for booting and keeping on its nodes?"""
+
+    def refuses(self, lease: Lease) -> str | None:
+        """Why ``lease`` could never get the power it needs (None if it could)."""
+
+    def least_draw(self, lease: Lease) -> np.ndarray:
+        """The least ``lease``'s reservations draw from the site-wide resources."""
+
+    @property
+    def boot_seconds(self) -> float:
+        """How long the site's slowest node takes to boot."""
+
+    def sync(self, now: float) -> None:
+        """Boot the nodes of the plans just made and hold the power they will draw."""
 
 
 class Enactment:
@@ -161,6 +182,8 @@ class LeaseScheduler:
         self.boot_until = -math.inf
         #: sets a lease's DVFS level and stretch when it arrives (with a power model)
         self.operating_point: Callable[[Lease, float], str] | None = None
+        #: the site's power cap, if it has one: plans are placed only where it has room
+        self.power: PowerGate | None = None
         self._reevaluate = False
         self._site_max: dict[Any, int] = {}
         self._restoring = False
@@ -186,6 +209,11 @@ class LeaseScheduler:
             return
         if self.operating_point is not None:
             reason = self.operating_point(lease, now)
+            if reason:
+                self.reject(lease, now, reason)
+                return
+        if self.power is not None:
+            reason = self.power.refuses(lease)
             if reason:
                 self.reject(lease, now, reason)
                 return
@@ -294,6 +322,7 @@ class LeaseScheduler:
     _can_suspend = suspension._can_suspend
     _begin_suspension = suspension._begin_suspension
     _resumption_plan = suspension._resumption_plan
+    _resumption_plan_after = suspension._resumption_plan_after
     _migrated = suspension._migrated
 
     # re-evaluation after early ends (reevaluation.py)

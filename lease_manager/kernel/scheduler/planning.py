@@ -24,21 +24,45 @@ def _place_at(self: LeaseScheduler, lease: Lease, start: float,
     end = start + duration
     order = self.host_selection.order_hosts(lease, start, end, self.table_view)
     placement = place(self.table, lease.vms, start, end, order)
-    return None if placement is None else placement.reservation(lease, start, end)
+    if placement is None:
+        return None
+    res = placement.reservation(lease, start, end)
+    if self.power is not None and not self.power.admits([res]):
+        return None   # the power cap has no room for it (or for booting its nodes)
+    return res
 
 
 def _find_slot(self: LeaseScheduler, lease: Lease, duration: float, after: float,
                not_after: float | None, before: float = math.inf) -> Reservation | None:
     """A reservation at the earliest start in ``[after, not_after]`` (and before
-    ``before``) where the mapper places ``lease``."""
+    ``before``) where the mapper places ``lease``.
+
+    Under a power cap, a start the cap refuses is also tried again a boot's time later: the
+    room may be there only for a boot that starts when the power frees up."""
+    power = self.power
+    site_demand = None if power is None else power.least_draw(lease)
+    retry = math.inf   # a start the cap refused, plus a boot's time
+
+    def try_retry() -> Reservation | None:
+        if retry < before and (not_after is None or retry <= not_after):
+            return self._place_at(lease, retry, duration)   # the mapper checks the fit
+        return None
+
     for start in self.table.iter_fit_starts(lease.vms, duration, after,
-                                            not_after=not_after):
+                                            not_after=not_after, site_demand=site_demand):
+        if retry < start:
+            res = try_retry()
+            if res is not None:
+                return res
+            retry = math.inf
         if start >= before:
             return None
         res = self._place_at(lease, start, duration)
         if res is not None:
             return res
-    return None
+        if power is not None and math.isinf(retry):
+            retry = start + power.boot_seconds
+    return try_retry() if not math.isinf(retry) else None
 
 
 def _commit(self: LeaseScheduler, lease: Lease, plan: list[Reservation], now: float) -> None:
@@ -67,6 +91,8 @@ def _adopt(self: LeaseScheduler, lease: Lease, plan: list[Reservation], now: flo
     interval lengths could see a suspension that was never planned.
     """
     lease.reservations = plan
+    if self.power is not None:
+        self.power.sync(now)   # boot its nodes and hold their power before the next plan
     if lease.promised_start is None:
         lease.promised_start = plan[0].start
     self._emit("lease_scheduled", lease=lease, now=now)

@@ -72,17 +72,31 @@ def _resumption_plan(self: LeaseScheduler, lease: Lease, now: float,
                      allow_future: bool) -> list[Reservation] | None:
     """Resume a suspended lease on the nodes holding its memory images, then run the rest
     of its work there (``[resume][vm]``); with migration, elsewhere after moving the images
-    (``[migrate][resume][vm]``) if that starts earlier."""
+    (``[migrate][resume][vm]``) if that starts earlier. Under a power cap, the earliest such
+    plan the cap has room for."""
+    after = now
+    while True:
+        plan = self._resumption_plan_after(lease, now, after, allow_future)
+        if plan is None or self.power is None or self.power.admits(plan):
+            return plan
+        later = self.table.change_points(plan[0].start)
+        if not allow_future or not later:
+            return None
+        after = later[0]
+
+
+def _resumption_plan_after(self: LeaseScheduler, lease: Lease, now: float, after: float,
+                           allow_future: bool) -> list[Reservation] | None:
     image = lease.allocations[-1]
     resume = self.suspend_resume.resume_time(image)
     length = self.length(lease)
     not_after = None if allow_future else now
-    start = self.table.earliest_fit_on(image.nodes, image.amounts, resume + length, now,
+    start = self.table.earliest_fit_on(image.nodes, image.amounts, resume + length, after,
                                        not_after)
     best = None if start is None else (start, image.nodes, image.amounts, image.vm_nodes,
                                        image.vm_shape, 0.0)
     if self.migration_bandwidth is not None:
-        moved = self._migrated(lease, image, resume + length, now,
+        moved = self._migrated(lease, image, resume + length, after,
                                start if start is not None else not_after)
         if moved is not None and (best is None or moved[0] < best[0]):
             best = moved
