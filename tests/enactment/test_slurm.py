@@ -257,3 +257,35 @@ def test_errors_name_the_command_and_slurms_reason(tmp_path, slurm_node, lease_i
         backend.suspend(lease_ids[0])
     backend.stop(lease_ids[0])                             # nothing there: fine
     assert backend.status(lease_ids[0]).state == "absent"
+
+
+def node_state(node: str) -> str:
+    """The node's state as ``sinfo`` prints it: ``idle``, ``idle%`` (powering down), ``idle~``
+    (powered down), ``idle#`` (powering up)..."""
+    return _sh("sinfo", "-h", "-N", "-n", node, "-o", "%t").stdout.strip()
+
+
+def test_power_off_and_on_go_through_slurms_power_saving(backend, slurm_node, lease_ids):
+    """POWER_DOWN runs the cluster's SuspendProgram and the node is powered down (``~``);
+    POWER_UP runs its ResumeProgram, the node registers again and takes work."""
+    config = _sh("scontrol", "show", "config").stdout
+    if "SuspendProgram          = (null)" in config or "ResumeProgram           = (null)" in config:
+        pytest.skip("this Slurm has no power saving (SuspendProgram/ResumeProgram): "
+                    ".ci/slurm-setup.sh configures one")
+    node = slurm_node[0]
+    try:
+        backend.power_off(node)
+        wait_for(lambda: node_state(node).endswith("~"), 60, "the node to be powered down")
+        backend.power_on(node)
+        wait_for(lambda: node_state(node) == "idle", 60, "the node to be up again")
+    finally:   # never leave the test cluster's only node powered down
+        if node_state(node)[-1:] in ("~", "%"):
+            _sh("scontrol", "update", f"NodeName={node}", "State=POWER_UP")
+    # the node registered again (a new boot time) and runs work
+    lease = lease_ids[0]
+    now = time.time()
+    backend.start(Work(lease, "exit 4", vms(1), start=now, end=now + 60))
+    status = wait_for(lambda: (s := backend.status(lease)).state == "exited" and s, 30,
+                      "work on the node that was booted again")
+    assert status.exit_code == 4
+    backend.stop(lease)
