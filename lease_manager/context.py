@@ -35,6 +35,14 @@ class SchedulerView:
         """Show ``scheduler`` (the run builds its scheduler after its policies' context)."""
         self._s = scheduler
 
+    def what_if(self, lease: Lease, now: float, level: int | None = None
+                ) -> tuple[int | None, float, float] | None:
+        """Where ``lease`` would be planned if it arrived now, changing nothing: ``(level,
+        start, end)`` of its first reservation, at DVFS ``level`` if given, else at the
+        operating-point policy's; None if no slot ends by its deadline or it is too large
+        (see :meth:`LeaseScheduler.what_if`)."""
+        return self._s.what_if(lease, now, level)
+
     def waiting(self) -> Iterator[Lease]:
         """Queued leases, in queue order."""
         return iter(self._s.queue)

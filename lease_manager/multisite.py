@@ -15,7 +15,8 @@ site per step.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator, Sequence
+import math
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -63,6 +64,18 @@ class SiteView:
         self.power = site.ctx.power
         self._scheduler = site.scheduler
 
+    def what_if(self, lease: Lease, now: float, level: int | None = None
+                ) -> tuple[int | None, float, float] | None:
+        """Where the site would plan ``lease`` if it arrived now, changing nothing: ``(level,
+        start, end)`` of its first reservation, at DVFS ``level`` if given, else at the level
+        the site's operating-point policy picks; None if the site cannot finish it by its
+        deadline or cannot host it (:meth:`LeaseScheduler.what_if`)."""
+        return self._scheduler.what_if(lease, now, level)
+
+    def length(self, lease: Lease) -> float:
+        """How long the lease's reservation would last at its current level."""
+        return self._scheduler.length(lease)
+
     @property
     def n_waiting(self) -> int:
         """Leases queued or held at the site."""
@@ -104,25 +117,67 @@ class SiteSchedulers:
     """The sites' schedulers, as the engine and plugins see them: one scheduler whose leases
     are those of every site, each arrival sent to the site the policy picks."""
 
-    def __init__(self, sites: Sequence[Site], policy: SiteSelectionPolicy) -> None:
+    def __init__(self, sites: Sequence[Site], policy: SiteSelectionPolicy, *,
+                 cycle: float = 0.0, origin: float = 0.0,
+                 call_at: Callable[[float, Callable[[float], None]], None] | None = None
+                 ) -> None:
         self.sites = list(sites)
         self.policy = policy
         self._by_name = {site.name: site.scheduler for site in self.sites}
         self._views = [SiteView(site) for site in self.sites]
+        #: with a cycle: leases that arrived in the current one, decided at its end
+        self.cycle_length = cycle
+        self.origin = origin
+        self._call_at = call_at
+        self.pending: list[Lease] = []
 
     def scheduler_of(self, lease: Lease) -> LeaseScheduler:
         return self._by_name[lease.site or ""]
 
     # ------------------------------------------------------------------ the engine's calls
     def submit(self, lease: Lease, now: float) -> None:
+        if self.cycle_length > 0:
+            if not self.pending:
+                assert self._call_at is not None, "a site-selection cycle needs call_at"
+                k = math.floor((now - self.origin) / self.cycle_length) + 1
+                self._call_at(self.origin + k * self.cycle_length, self._decide)
+            self.pending.append(lease)
+            return
         sites = self._views
         length = self.sites[0].scheduler.length(lease)
-        i = self.policy.select(lease, sites, length, now)
-        if not (isinstance(i, (int, np.integer)) and 0 <= i < len(sites)):
-            raise ValueError(f"site-selection policy {self.policy.name!r} chose {i!r} for lease "
-                             f"{lease.id}; the sites are 0 to {len(sites) - 1}")
-        lease.site = self.sites[int(i)].name
-        self.sites[int(i)].scheduler.submit(lease, now)
+        self._send(lease, self.policy.select(lease, sites, length, now), now)
+
+    def _decide(self, now: float) -> None:
+        """A cycle's end: the policy decides the leases that arrived in it."""
+        batch, self.pending = self.pending, []
+        sent: set[int] = set()
+
+        def send(lease: Lease, choice: int | str) -> None:
+            if lease.id in sent or all(lease is not other for other in batch):
+                raise ValueError(f"site-selection policy {self.policy.name!r} sent lease "
+                                 f"{lease.id} twice, or one not in its batch")
+            sent.add(lease.id)
+            self._send(lease, choice, now)
+
+        self.policy.select_batch(batch, self._views, now, send)
+        missing = [lease.id for lease in batch if lease.id not in sent]
+        if missing:
+            raise ValueError(f"site-selection policy {self.policy.name!r} decided nothing for "
+                             f"leases {missing[:10]} of its batch")
+
+    def _send(self, lease: Lease, choice: int | str, now: float) -> None:
+        """Submit ``lease`` to site ``choice``, or reject it with ``choice`` as the reason."""
+        if isinstance(choice, str):   # no site: the first site records the rejection
+            scheduler = self.sites[0].scheduler
+            scheduler._emit("lease_submitted", lease=lease, now=now)
+            scheduler.reject(lease, now, choice)
+            return
+        sites = self.sites
+        if not (isinstance(choice, (int, np.integer)) and 0 <= choice < len(sites)):
+            raise ValueError(f"site-selection policy {self.policy.name!r} chose {choice!r} for "
+                             f"lease {lease.id}; the sites are 0 to {len(sites) - 1}")
+        lease.site = sites[int(choice)].name
+        sites[int(choice)].scheduler.submit(lease, now)
 
     def cycle(self, now: float) -> None:
         for site in self.sites:
@@ -144,7 +199,8 @@ class SiteSchedulers:
         return sum(site.scheduler.release_all_held(now) for site in self.sites)
 
     def active_leases(self) -> list[Lease]:
-        return [lease for site in self.sites for lease in site.scheduler.active_leases()]
+        return [*self.pending,
+                *(lease for site in self.sites for lease in site.scheduler.active_leases())]
 
     # ------------------------------------------------------- every site's leases together
     @property

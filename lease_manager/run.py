@@ -104,7 +104,9 @@ class Run:
                 site.ctx.scheduler.bind(site.scheduler)
             selection = self._instantiate("site-selection",
                                           config.get("simulation", "policy-site-selection"))
-            self.scheduler: Any = SiteSchedulers(self.sites, selection)
+            self.scheduler: Any = SiteSchedulers(
+                self.sites, selection, cycle=config.get("simulation", "site-selection-cycle"),
+                call_at=lambda time, fn: self.engine.call_at(time, fn))
             tables = SiteTables([site.table for site in self.sites])
         else:
             self.scheduler = self._build_scheduler(config)
@@ -120,6 +122,8 @@ class Run:
                              stop_when=config.get("simulation", "stop-when"),
                              runtime=config.get("simulation", "runtime"), serve=serve)
         self.started_at = clock.now()
+        if self.sites:
+            self.scheduler.origin = self.started_at   # site-selection cycles count from it
         if self.sites:
             self._build_sites_energy()
         elif self.power is not None:

@@ -53,6 +53,12 @@ def core_options(policy_names: Mapping[str, tuple[str, ...]]) -> list[Option]:
             the policy that sends each arriving lease to a site (installed:
             {', '.join(names('site-selection'))}). `earliest-start` picks the site where the
             lease could start first."""),
+        Option("simulation", "site-selection-cycle", DURATION, 0, minimum=0, maximum=1e9,
+               doc="""
+            With several sites: `0` sends each lease to a site as it arrives; a length
+            (Garg et al. use 50 s) gathers the leases that arrive in each cycle of that length
+            (from the start of the run) and lets the site-selection policy decide them
+            together at the cycle's end."""),
         Option("simulation", "seed", INTEGER, 0, minimum=0, doc="""
             Seed of the run's random numbers: policies and annotators draw from independent
             streams derived from it, so the same seed gives the same results."""),

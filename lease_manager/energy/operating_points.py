@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 if TYPE_CHECKING:
     from lease_manager.energy.power_model import PowerModel
     from lease_manager.kernel.lease import Lease
@@ -45,14 +47,17 @@ class OperatingPoints:
         self.gamma = gamma
 
     def __call__(self, lease: Lease, now: float) -> str:
+        return self.set_level(lease, self.policy.level(lease, now))
+
+    def set_level(self, lease: Lease, level: int) -> str:
+        """Give ``lease`` DVFS ``level`` and its stretch; why not, if its gamma is invalid."""
         gamma = lease_gamma(lease, self.gamma)
         if isinstance(gamma, str):
             return f"bad operating point: {gamma}"
-        level = self.policy.level(lease, now)
-        if not (isinstance(level, int) and 0 <= level < self.model.levels):
+        if not (isinstance(level, (int, np.integer)) and 0 <= level < self.model.levels):
             raise ValueError(f"operating-point policy {self.policy.name!r} chose level "
                              f"{level!r} for lease {lease.id}; the levels are 0 to "
                              f"{self.model.levels - 1}")
-        lease.level = level
+        lease.level = int(level)
         lease.stretch = 1.0 if level == self.model.top_level else stretch(self.model, level, gamma)
         return ""

@@ -7,7 +7,7 @@ have are those of the base classes below; subclassing them is optional.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -164,3 +164,14 @@ class SiteSelectionPolicy(Policy):
         """The index in ``sites`` of the lease's site. ``length`` is how long the lease's
         reservation would last (its stretch at its DVFS level included)."""
         raise NotImplementedError
+
+    def select_batch(self, leases: Sequence[Lease], sites: Sequence[SiteView], now: float,
+                     send: Callable[[Lease, int | str], None]) -> None:
+        """Decide the leases that arrived in one cycle (``[simulation]
+        site-selection-cycle``), in arrival order: ``send(lease, i)`` submits a lease to site
+        ``i`` at once (a deadline, immediate or advance-reservation lease's plan is then in
+        the site's table for the next what-if query; a best-effort lease is in its queue,
+        ``n_waiting``), and ``send(lease, reason)`` rejects it. Every lease must be sent
+        once. By default each lease in turn goes where :meth:`select` says."""
+        for lease in leases:
+            send(lease, self.select(lease, sites, sites[0].length(lease), now))

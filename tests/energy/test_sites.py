@@ -7,6 +7,7 @@ import pytest
 
 from lease_manager.config.schema import load_config
 from lease_manager.errors import ConfigError
+from lease_manager.kernel.lease import Lease, LeaseType, VMRequest
 from lease_manager.plugins import Plugins
 from lease_manager.run import Run
 
@@ -112,3 +113,52 @@ def test_two_sites_on_a_real_trace():
     assert sites["fr"]["energy_it_joules"] > 90 * 72 * (end - start)
     assert s["energy_joules"] == pytest.approx(sites["ny"]["energy_joules"]
                                                + sites["fr"]["energy_joules"])
+
+
+def dl(lease_id: int, vms: int, duration: float, submit: float, deadline: float) -> Lease:
+    """A deadline lease of ``vms`` one-CPU VMs."""
+    return Lease(lease_id, LeaseType.DEADLINE, submit, VMRequest.uniform(vms, [1, 0]),
+                 duration, duration, deadline=deadline)
+
+
+def test_a_site_selection_cycle_decides_the_leases_of_each_cycle_together():
+    """``site-selection-cycle = 50``: leases arriving in [0, 50) are decided at 50, those
+    arriving in [50, 100) at 100 (earliest-start, ties to the site with fewer waiting, then
+    the first).
+
+    lease 1: 100 s at 10; lease 2: 100 s at 30; lease 3: 10 s at 50 (the cycle's end: next one)
+
+    time  0    50        100       150  160
+    a          [1--------------------)[3)      1 and 2 decided at 50: 1 -> a (both free),
+    b          [2--------------------)         2 -> b (starts at 50, a only at 150)
+                                                3 decided at 100: a and b free at 150 -> a
+    """
+    leases = [be(1, 1, 100, 10), be(2, 1, 100, 30), be(3, 1, 10, 50)]
+    run = run_sites(leases, *SITE_A, *SITE_B, "simulation.site-selection-cycle=50")
+    assert [(x.site, x.start, x.end) for x in leases] == [("a", 50, 150), ("b", 50, 150),
+                                                          ("a", 150, 160)]
+    assert run.summary["leases_completed"] == 3
+
+
+def test_what_if_plans_at_a_level_and_against_the_deadline_changing_nothing():
+    """Site a: levels 1 GHz and 2 GHz (gamma 1: 1 GHz takes twice as long). Lease 1 (100 s
+    at 2 GHz) holds the node over [0, 100). Lease 2: 100 s of work, deadline 350.
+
+    at 2 GHz: [100, 200) ends by 350        at 1 GHz: [100, 300) ends by 350
+    deadline 250: at 1 GHz it would end at 300: None; at 2 GHz (100, 200)
+    """
+    plugins = Plugins(entry_points=False)
+    config = load_config(None, plugins.schema, ["simulation.resources=1 CPU:1 Memory:1024",
+                                                "power.pstates=1.0:100:150 2.0:100:200"])
+    run = Run(config, plugins, leases=[])
+    sched = run.scheduler
+    sched.submit(be(1, 1, 100, 0), 0)
+    sched.cycle(0)
+    version = run.table.version
+    late, tight = dl(2, 1, 100, 0, 350), dl(3, 1, 100, 0, 250)
+    assert sched.what_if(late, 0) == (1, 100, 200)          # the policy's level: highest
+    assert sched.what_if(late, 0, level=0) == (0, 100, 300)
+    assert sched.what_if(tight, 0, level=0) is None
+    assert sched.what_if(tight, 0, level=1) == (1, 100, 200)
+    assert sched.what_if(dl(4, 2, 100, 0, 1000), 0) is None  # larger than the site
+    assert (late.level, late.stretch) == (None, 1.0) and run.table.version == version

@@ -96,6 +96,17 @@ class PowerGate(Protocol):
         """Boot the nodes of the plans just made and hold the power they will draw."""
 
 
+class LevelSetter(Protocol):
+    """Sets a lease's DVFS level and stretch (:class:`~lease_manager.energy.operating_points.
+    OperatingPoints`)."""
+
+    def __call__(self, lease: Lease, now: float) -> str:
+        """The operating-point policy's level for ``lease`` (why not, if it cannot have one)."""
+
+    def set_level(self, lease: Lease, level: int) -> str:
+        """Give ``lease`` ``level`` (why not, if it cannot have one)."""
+
+
 class Enactment:
     """What the scheduler tells whoever carries leases out (a simulation, or a daemon's
     backend). ``start`` is called when a lease's VMs start running in reservation ``res`` (first
@@ -181,7 +192,7 @@ class LeaseScheduler:
         #: the latest of those times
         self.boot_until = -math.inf
         #: sets a lease's DVFS level and stretch when it arrives (with a power model)
-        self.operating_point: Callable[[Lease, float], str] | None = None
+        self.operating_point: LevelSetter | None = None
         #: the site's power cap, if it has one: plans are placed only where it has room
         self.power: PowerGate | None = None
         self._reevaluate = False
@@ -235,6 +246,38 @@ class LeaseScheduler:
             self._schedule_ar(lease, now)
         else:
             self._schedule_deadline(lease, now)
+
+    def what_if(self, lease: Lease, now: float, level: int | None = None
+                ) -> tuple[int | None, float, float] | None:
+        """Where ``lease`` would be planned if it arrived now, changing nothing: its DVFS
+        level and its first reservation's start and end, at ``level`` if given, else at the
+        level the site's operating-point policy picks. None if the site cannot take it: too
+        large, or no slot that ends by its deadline (an immediate lease: no slot now; an
+        advance reservation: its interval is not free). Preemption and moving other leases
+        are not tried."""
+        if self.oversize_reason(lease):
+            return None
+        saved = lease.level, lease.stretch
+        try:
+            if self.operating_point is not None:
+                reason = (self.operating_point(lease, now) if level is None
+                          else self.operating_point.set_level(lease, level))
+                if reason:
+                    return None
+            length = self.length(lease)
+            after = now if lease.start_request is None else max(now, lease.start_request)
+            not_after: float | None = None
+            if lease.type is LeaseType.IMMEDIATE or lease.type is LeaseType.ADVANCE_RESERVATION:
+                not_after = after
+            if lease.deadline is not None:
+                latest = lease.deadline - length
+                not_after = latest if not_after is None else min(not_after, latest)
+                if latest < after:
+                    return None
+            res = self._find_slot(lease, length, after, not_after)
+            return None if res is None else (lease.level, res.start, res.end)
+        finally:
+            lease.level, lease.stretch = saved
 
     def oversize_reason(self, lease: Lease) -> str:
         """Why the empty site could not host ``lease`` (empty if it could)."""
