@@ -47,10 +47,13 @@ from lease_manager.policies import (  # noqa: E402
     AdmissionPolicy,
     Annotator,
     HostSelectionPolicy,
+    NodePowerPolicy,
+    OperatingPointPolicy,
     Policy,
     PreemptionPolicy,
     PricingPolicy,
     QueuePolicy,
+    SiteSelectionPolicy,
 )
 from lease_manager.run import Run, load_run  # noqa: E402
 
@@ -59,7 +62,8 @@ __all__ = [
     "Option", "OptionType", "AMOUNTS", "BOOLEAN", "DURATION", "FLOAT", "INTEGER", "INTEGERS",
     "NAMES", "PATH", "SITE", "STRING",
     "Policy", "AdmissionPolicy", "Annotator", "HostSelectionPolicy", "PreemptionPolicy",
-    "PricingPolicy", "QueuePolicy",
+    "PricingPolicy", "QueuePolicy", "NodePowerPolicy", "OperatingPointPolicy",
+    "SiteSelectionPolicy",
     "Lease", "LeaseState", "LeaseType", "VMRequest", "Reservation", "ReservationKind",
     "SlotTable", "characteristics",
     "LeaseManagerError", "InputError", "ConfigError", "TraceError",

@@ -101,6 +101,9 @@ class RunContext:
         #: the site's power model (``[power]``; None without one): levels ``ghz``, ``full``
         #: and ``idle`` watts per node, ``top_level``, switching times and watts
         self.power: PowerModel | None = None
+        #: in a run with several sites, each site's own context by name (its configuration,
+        #: nodes, slot table, power model and leases); empty in a run with one site
+        self.sites: dict[str, RunContext] = {}
 
     @property
     def now(self) -> float:

@@ -92,6 +92,7 @@ class Run:
             self.table = SlotTable(self.nodes)
         #: what plugins see of this run
         self.ctx = self._context(config, self.nodes, self.table)
+        self.ctx.sites = {site.name: site.ctx for site in self.sites}
 
         self._build_policies(config)
         self._hooks = HookRelay(self.plugins, self.ctx)

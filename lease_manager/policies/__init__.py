@@ -160,9 +160,11 @@ class SiteSelectionPolicy(Policy):
 
     kind = "site-selection"
 
-    def select(self, lease: Lease, sites: Sequence[SiteView], length: float, now: float) -> int:
-        """The index in ``sites`` of the lease's site. ``length`` is how long the lease's
-        reservation would last (its stretch at its DVFS level included)."""
+    def select(self, lease: Lease, sites: Sequence[SiteView], length: float,
+               now: float) -> int | str:
+        """The index in ``sites`` of the lease's site, or why no site may have it (the lease
+        is rejected with that reason). ``length`` is how long the lease's reservation would
+        last (its stretch at its DVFS level included)."""
         raise NotImplementedError
 
     def select_batch(self, leases: Sequence[Lease], sites: Sequence[SiteView], now: float,

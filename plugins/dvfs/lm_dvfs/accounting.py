@@ -1,0 +1,88 @@
+"""Probe ``garg-accounting``: the paper's metrics (eqs 3-9) per site and in total.
+
+For every lease that finished, with n CPUs, e seconds of work at f_max (its work done) and
+its DVFS level on its site: energy E (with cooling), energy cost, carbon, profit from
+execution and from data transfer, and the workload executed, n x e. Summary fields (all
+``garg_`` prefixed): ``energy_joules``, ``energy_cost``, ``carbon_kg``, ``profit``,
+``profit_exec``, ``profit_data``, ``workload_cpu_hours``, ``leases``, the paper's averages per
+unit of workload ``carbon_per_cpu_hour``, ``cost_per_cpu_hour`` and
+``energy_per_cpu_hour``, and ``garg_sites`` with the same per site.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from lease_manager import LeaseState, Policy, hookimpl
+
+from .economics import Outcome, SiteEconomics
+from .meta import prices_from
+
+if TYPE_CHECKING:
+    from lease_manager import Lease, RunContext
+
+FIELDS = ("energy_joules", "energy_cost", "carbon_kg", "profit", "profit_exec", "profit_data",
+          "workload_cpu_hours", "leases")
+
+
+def _totals(outcomes: list[Outcome]) -> dict[str, float]:
+    out = {
+        "energy_joules": sum(o.energy for o in outcomes),
+        "energy_cost": sum(o.cost for o in outcomes),
+        "carbon_kg": sum(o.carbon for o in outcomes),
+        "profit": sum(o.profit for o in outcomes),
+        "profit_exec": sum(o.profit_exec for o in outcomes),
+        "profit_data": sum(o.profit_data for o in outcomes),
+        "workload_cpu_hours": sum(o.workload for o in outcomes) / 3600.0,
+        "leases": float(len(outcomes)),
+    }
+    work = out["workload_cpu_hours"]
+    for name, field in (("carbon", "carbon_kg"), ("cost", "energy_cost"),
+                        ("energy", "energy_joules")):
+        out[f"{name}_per_cpu_hour"] = out[field] / work if work > 0 else 0.0
+    return out
+
+
+class GargAccounting(Policy):
+    """Garg et al.'s energy, cost, carbon, profit and workload (see the module docstring)."""
+
+    kind = "probe"
+    name = "garg-accounting"
+
+    def __init__(self, ctx: RunContext) -> None:
+        super().__init__(ctx)
+        self.prices = prices_from(ctx.config)
+        self._economics: dict[str, SiteEconomics | None] = {}
+        self.outcomes: dict[str, list[Outcome]] = {}
+
+    def _site(self, name: str) -> SiteEconomics | None:
+        """The economics of site ``name`` ("" in a run of one site), built on first use (the
+        power models come after the policies)."""
+        if name not in self._economics:
+            site = self.ctx.sites.get(name, self.ctx)
+            model = site.power
+            self._economics[name] = None if model is None else SiteEconomics(
+                name, model, site.site.capacity[:, model.cpu], site.config.get("power", "gamma"))
+            self.outcomes[name] = []
+        return self._economics[name]
+
+    @hookimpl
+    def lease_ended(self, ctx: RunContext, lease: Lease, now: float) -> None:
+        if lease.state is not LeaseState.DONE or lease.start is None:
+            return
+        site = lease.site or ""
+        econ = self._site(site)
+        if econ is None:
+            return
+        level = econ.model.top_level if lease.level is None else lease.level
+        self.outcomes[site].append(econ.outcome(lease, level, lease.start, self.prices,
+                                                work=lease.work_done))
+
+    @hookimpl
+    def collect_summary(self, ctx: RunContext) -> dict[str, Any]:
+        every = [o for outcomes in self.outcomes.values() for o in outcomes]
+        summary: dict[str, Any] = {f"garg_{k}": v for k, v in _totals(every).items()}
+        if ctx.sites:
+            summary["garg_sites"] = {name: _totals(self.outcomes.get(name, []))
+                                     for name in ctx.sites}
+        return summary

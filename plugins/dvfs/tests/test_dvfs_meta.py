@@ -1,0 +1,102 @@
+"""Garg et al.'s meta-schedulers and accounting by hand, on two sites."""
+
+from __future__ import annotations
+
+import pytest
+
+from lmd_helpers import deadline_lease, run
+
+# two one-node sites, 100 W per running CPU at their single level, idle 0, no cooling:
+# a emits 0.5 kg/kWh at $0.05/kWh, b 0.1 kg/kWh at $0.20/kWh
+SITES = ("site:a.resources=1 CPU:1 Memory:1024", "site:a.pstates=1.0:0:100",
+         "site:a.carbon-rate=0.5", "site:a.electricity-price=0.05",
+         "site:b.resources=1 CPU:1 Memory:1024", "site:b.pstates=1.0:0:100",
+         "site:b.carbon-rate=0.1", "site:b.electricity-price=0.2",
+         "simulation.site-selection-cycle=50", "accounting.probes=garg-accounting")
+
+
+def three():
+    """Arriving at 10 (decided together at 50): L1 100 s, deadline 1000; L2 200 s, deadline
+    300; L3 50 s, deadline 1000."""
+    return [deadline_lease(1, 1, 100, 10, 1000), deadline_lease(2, 1, 200, 10, 300),
+            deadline_lease(3, 1, 50, 10, 1000)]
+
+
+def kg(watts: float, seconds: float, rate: float) -> float:
+    return watts * seconds / 3.6e6 * rate
+
+
+def test_mce_mce_commits_the_pair_of_least_carbon_first():
+    """Every lease's least-carbon site is b. Carbon at b: L3 0.000139 kg < L1 0.000278 kg <
+    L2 0.000556 kg: L3 -> b [50,100). Then L1 -> b [100,200). L2 at b would end at 400 > 300:
+    only a is feasible: L2 -> a [50,250).
+
+    time  50   100       200       250
+    a     [L2-----------------------)
+    b     [L3-)[L1--------)
+    carbon: b 100 W x 150 s x 0.1 + a 100 W x 200 s x 0.5 = 0.000417 + 0.002778 kg
+    """
+    leases = three()
+    r = run(leases, *SITES, "simulation.policy-site-selection=mce-mce")
+    assert [(x.site, x.start, x.end) for x in leases] == [("b", 100, 200), ("a", 50, 250),
+                                                          ("b", 50, 100)]
+    s = r.summary
+    assert s["garg_carbon_kg"] == pytest.approx(kg(100, 150, 0.1) + kg(100, 200, 0.5))
+    assert s["garg_sites"]["a"]["carbon_kg"] == pytest.approx(kg(100, 200, 0.5))
+    assert s["carbon_kg"] == pytest.approx(s["garg_carbon_kg"])   # the core's integral
+
+
+def test_gmce_takes_leases_in_deadline_order_to_the_cleanest_site_that_meets_them():
+    """Sites by r x P(f_max): b (10) before a (50). EDF: L2 (300) -> b [50,250); L1 -> b
+    [250,350); L3 -> b [350,400): all on b."""
+    leases = three()
+    run(leases, *SITES, "simulation.policy-site-selection=gmce")
+    assert [(x.site, x.start, x.end) for x in leases] == [("b", 250, 350), ("b", 50, 250),
+                                                          ("b", 350, 400)]
+
+
+def test_gmp_orders_sites_by_price_and_edf_est_by_start():
+    """GMP: a ($0.05) before b: L2 -> a [50,250), L1 -> a? it would end at 350 <= 1000: yes
+    [250,350); L3 -> a [350,400). EDF-EST: L2 -> a (both start at 50: the first listed), L1 ->
+    b [50,150) (starts before a's 250), L3 -> b [150,200) (b 150 < a 250)."""
+    leases = three()
+    run(leases, *SITES, "simulation.policy-site-selection=gmp")
+    assert [(x.site, x.start) for x in leases] == [("a", 250), ("a", 50), ("a", 350)]
+    leases = three()
+    run(leases, *SITES, "simulation.policy-site-selection=edf-est")
+    assert [(x.site, x.start) for x in leases] == [("b", 50), ("a", 50), ("b", 150)]
+
+
+def test_a_lease_no_site_can_finish_in_time_is_rejected():
+    """L4: 400 s, deadline 300: neither site can finish it."""
+    late = deadline_lease(4, 1, 400, 10, 300)
+    r = run([late], *SITES, "simulation.policy-site-selection=mce-mp")
+    assert late.reason == "no site can finish it by its deadline"
+    assert r.summary["leases_rejected"] == 1 and r.summary["garg_leases"] == 0
+
+
+def test_energy_cost_carbon_and_profit_of_one_lease_by_hand():
+    """Site c: COP 2 (total = 1.5 x IT), $0.10/kWh, 0.5 kg/kWh, 100 W per running CPU.
+    One lease: 4 CPUs, 1 h at f_max, 10 GB of data; p^c = $0.40 per CPU-hour; data sold at
+    $0.17/GB, costing c $0.05/GB.
+
+    E^c = 100 x 4 x 3600 = 1.44 MJ (0.4 kWh); E = 0.6 kWh = 2.16 MJ
+    cost = 0.1 x 0.6 = $0.06; carbon = 0.5 x 0.6 = 0.3 kg
+    ProfExec = 4 x 1 x 0.40 - 0.06 = $1.54; ProfData = 10 x (0.17 - 0.05) = $1.20
+    Prof = $2.74; workload 4 CPU-hours
+    """
+    one = deadline_lease(1, 4, 3600, 0, 10000, **{"data-gb": "10"})
+    r = run([one], "simulation.resources=4 CPU:1 Memory:1024", "power.pstates=1.0:0:100",
+            "power.cop=2", "power.electricity-price=0.1", "power.carbon-rate=0.5",
+            "accounting.probes=garg-accounting", "dvfs.data-price=0.17",
+            "dvfs.data-cost=0.05")
+    s = r.summary
+    assert s["garg_energy_joules"] == pytest.approx(2.16e6)
+    assert s["energy_joules"] == pytest.approx(2.16e6)
+    assert s["garg_energy_cost"] == pytest.approx(0.06)
+    assert s["garg_carbon_kg"] == pytest.approx(0.3)
+    assert s["garg_profit_exec"] == pytest.approx(1.54)
+    assert s["garg_profit_data"] == pytest.approx(1.2)
+    assert s["garg_profit"] == pytest.approx(2.74)
+    assert s["garg_workload_cpu_hours"] == pytest.approx(4)
+    assert s["garg_carbon_per_cpu_hour"] == pytest.approx(0.075)
