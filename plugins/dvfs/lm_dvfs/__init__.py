@@ -25,10 +25,11 @@ from .accounting import GargAccounting
 from .economics import Outcome, Prices, SiteEconomics, f_opt
 from .meta import GMCE, GMP, EdfEst, MceMce, MceMp, MpMce, MpMp
 from .operating_point import OurDVS, PrevDVS, WithoutDVS
+from .workload import GargWorkload
 
 __all__ = ["__version__", "GargAccounting", "Outcome", "Prices", "SiteEconomics", "f_opt",
            "GMCE", "GMP", "EdfEst", "MceMce", "MceMp", "MpMce", "MpMp", "OurDVS", "PrevDVS",
-           "WithoutDVS", "SITE_PRICES"]
+           "WithoutDVS", "GargWorkload", "SITE_PRICES", "MEAN_VARIANCE"]
 
 MAX_PRICE = 1e6
 
@@ -59,10 +60,29 @@ SITE_PRICES = OptionType("prices per site (e.g. 'new-york:0.05 texas:0.1', or '0
                          _parse_site_prices, lambda v: " ".join(f"{n}:{p:g}" for n, p in v))
 
 
+def _parse_mean_variance(text: str) -> tuple[float, float]:
+    parts = text.replace(",", " ").split()
+    if len(parts) != 2:
+        raise ValueError(f"{text.strip()!r} is not two numbers 'MEAN VARIANCE'")
+    try:
+        mean, variance = float(parts[0]), float(parts[1])
+    except ValueError:
+        raise ValueError(f"{text.strip()!r} is not two numbers 'MEAN VARIANCE'") from None
+    if not (math.isfinite(mean) and math.isfinite(variance) and 1 <= mean <= 1e6
+            and 0 <= variance <= 1e6):
+        raise ValueError(f"{text.strip()!r}: need 1 <= MEAN <= 1e6 and 0 <= VARIANCE <= 1e6")
+    return mean, variance
+
+
+#: an option type: a Normal distribution's "MEAN VARIANCE"
+MEAN_VARIANCE = OptionType("mean and variance (two numbers: MEAN VARIANCE)",
+                           _parse_mean_variance, lambda v: f"{v[0]:g} {v[1]:g}")
+
+
 @hookimpl
 def register_policies():
     return [OurDVS, PrevDVS, WithoutDVS, GMCE, GMP, MceMce, MpMp, MceMp, MpMce, EdfEst,
-            GargAccounting]
+            GargAccounting, GargWorkload]
 
 
 @hookimpl
@@ -75,6 +95,22 @@ def register_options():
         Option("dvfs", "data-price", FLOAT, 0.0, minimum=0, maximum=MAX_PRICE, doc="""
             p^DTU: what users pay per GB of a lease's data (its `data-gb` attribute) sent to
             a site (Garg et al.'s section 6.2 uses $0.17)."""),
+        Option("dvfs", "arrival-rate", FLOAT, 1.0, minimum=1e-6, maximum=1e9, doc="""
+            Annotator `garg-workload`: trace submit times are divided by this factor (Garg et
+            al.: 10, 100 (their medium rate), 1000, 10000)."""),
+        Option("dvfs", "urgent-share", FLOAT, 0.4, minimum=0, maximum=1, doc="""
+            Annotator `garg-workload`: the probability that a lease is of high urgency (Garg
+            et al. sweep 0 to 1; 0.4 in their other experiments)."""),
+        Option("dvfs", "high-urgency", MEAN_VARIANCE, (4.0, 2.0), doc="""
+            Annotator `garg-workload`: the Normal distribution of a high-urgency lease's
+            deadline over its run time (Irwin et al., as Garg et al. use it: mean 4,
+            variance 2), cut at 1."""),
+        Option("dvfs", "low-urgency", MEAN_VARIANCE, (12.0, 2.0), doc="""
+            Annotator `garg-workload`: the same for low urgency (mean 12; the paper gives no
+            variance: 2, as for high urgency)."""),
+        Option("dvfs", "data-tb", FLOAT, 0.0, minimum=0, maximum=1e6, doc="""
+            Annotator `garg-workload`: each lease's data to transfer is drawn uniformly in
+            [0, data-tb] TB (Garg et al.'s section 6.2: 10); 0: no data."""),
         Option("dvfs", "data-cost", SITE_PRICES, (), doc="""
             p^DT: what a GB of data transfer costs the provider at each site, as
             `SITE:PRICE` pairs, and `PRICE` alone for every site not named (default 0)."""),

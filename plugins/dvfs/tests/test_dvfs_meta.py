@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from lmd_helpers import deadline_lease, run
+from lmd_helpers import deadline_lease, make_run, run
 
 # two one-node sites, 100 W per running CPU at their single level, idle 0, no cooling:
 # a emits 0.5 kg/kWh at $0.05/kWh, b 0.1 kg/kWh at $0.20/kWh
@@ -100,3 +100,31 @@ def test_energy_cost_carbon_and_profit_of_one_lease_by_hand():
     assert s["garg_profit"] == pytest.approx(2.74)
     assert s["garg_workload_cpu_hours"] == pytest.approx(4)
     assert s["garg_carbon_per_cpu_hour"] == pytest.approx(0.075)
+
+
+def test_the_workload_annotator_draws_deadlines_from_the_seed():
+    """Arrival rate 10: submits 0, 1000, 2000 become 0, 100, 200. Every lease gets a deadline
+    submit + ratio x run time with ratio >= 1 (high urgency: mean 4; low: 12; variance 0 here,
+    so the ratio is the mean), its requested time its run time, and an urgency class."""
+    from lease_manager import Lease, LeaseType, VMRequest
+
+    leases = [Lease(i, LeaseType.BEST_EFFORT, 1000.0 * i, VMRequest.uniform(1, [1, 0]), 500.0,
+                    100.0) for i in range(3)]
+    r = make_run(leases, "simulation.resources=4 CPU:1 Memory:1024",
+                 "tracefile.annotators=garg-workload", "dvfs.arrival-rate=10",
+                 "dvfs.urgent-share=0.5", "dvfs.high-urgency=4 0", "dvfs.low-urgency=12 0")
+    for lease in leases:
+        r.annotators[0].annotate(lease)
+    assert [x.submit for x in leases] == [0, 100, 200]
+    assert all(x.type is LeaseType.DEADLINE and x.requested_duration == 100 for x in leases)
+    ratios = {"high": 4, "low": 12}
+    assert [x.deadline for x in leases] == [x.submit + 100 * ratios[x.extra["urgency"]]
+                                            for x in leases]
+    again = [Lease(i, LeaseType.BEST_EFFORT, 1000.0 * i, VMRequest.uniform(1, [1, 0]), 500.0,
+                   100.0) for i in range(3)]
+    r2 = make_run(again, "simulation.resources=4 CPU:1 Memory:1024",
+                  "tracefile.annotators=garg-workload", "dvfs.urgent-share=0.5")
+    for lease in again:
+        r2.annotators[0].annotate(lease)
+    assert [x.extra["urgency"] for x in again] == [x.extra["urgency"] for x in leases]
+    assert all(x.deadline >= x.submit + 100 for x in again)
