@@ -405,7 +405,10 @@ class Run:
                 self.energy.add_lease(lease)
             self.energy.close(self.started_at, end)
         self.accounting.finish(active)
-        summary = self.accounting.summary(self.nodes.total)
+        # every site's nodes count in the utilisation
+        capacity = (np.sum([site.nodes.total for site in self.sites], axis=0) if self.sites
+                    else self.nodes.total)
+        summary = self.accounting.summary(capacity)
         if self.energy is not None:
             summary.update(self.energy.summary())
         summary["trace"] = self.trace_stats.as_dict()

@@ -162,3 +162,10 @@ def test_what_if_plans_at_a_level_and_against_the_deadline_changing_nothing():
     assert sched.what_if(tight, 0, level=1) == (1, 100, 200)
     assert sched.what_if(dl(4, 2, 100, 0, 1000), 0) is None  # larger than the site
     assert (late.level, late.stretch) == (None, 1.0) and run.table.version == version
+
+
+def test_utilization_counts_every_sites_nodes():
+    """Two one-node sites; one lease of 100 s on each: both nodes busy all through the
+    makespan of 100 s: utilisation 1 (the first site's capacity alone would give 2)."""
+    run = run_sites([be(1, 1, 100, 0), be(2, 1, 100, 0)], *SITE_A, *SITE_B)
+    assert run.summary["makespan"] == 100 and run.summary["utilization"] == 1.0
