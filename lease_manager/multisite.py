@@ -72,6 +72,12 @@ class SiteView:
         deadline or cannot host it (:meth:`LeaseScheduler.what_if`)."""
         return self._scheduler.what_if(lease, now, level)
 
+    @property
+    def capped(self) -> bool:
+        """Does the site have a power cap (its answers then depend on more than the lease's
+        own window)?"""
+        return self._scheduler.power is not None
+
     def length(self, lease: Lease) -> float:
         """How long the lease's reservation would last at its current level."""
         return self._scheduler.length(lease)

@@ -44,6 +44,27 @@ class NodeSink(Protocol):
     def update(self, nodes: Iterable[int], /) -> None: ...
 
 
+class ChangeWatch:
+    """What changed in a slot table since :meth:`reset` (from :meth:`SlotTable.watch`): the
+    span of times its changes cover, and whether any of them gave capacity back."""
+
+    def __init__(self) -> None:
+        self.lo, self.hi, self.freed = math.inf, -math.inf, False
+
+    def reset(self) -> None:
+        self.lo, self.hi, self.freed = math.inf, -math.inf, False
+
+    def record(self, lo: float, hi: float, freed: bool) -> None:
+        self.lo, self.hi = min(self.lo, lo), max(self.hi, hi)
+        self.freed = self.freed or freed
+
+    def untouched(self, start: float, end: float) -> bool:
+        """Is every answer about ``[start, end)`` still true? Yes if nothing changed, or if
+        the changes only took capacity, none of it during ``[start, end)``: what fitted
+        there still fits, and what did not fit anywhere still does not."""
+        return self.lo > self.hi or (not self.freed and (self.hi <= start or self.lo >= end))
+
+
 class _Shape:
     """A VM shape the table keeps totals for: ``totals[slot]`` = VMs the site hosts there."""
 
@@ -122,6 +143,7 @@ class SlotTable:
         #: when set: what a reservation added without a ``site_amount`` draws from the
         #: site-wide resources (a power cap sets it: leases draw their dynamic power)
         self.site_draw: Callable[[Reservation], np.ndarray | None] | None = None
+        self._watches: list[ChangeWatch] = []
 
     # ----------------------------------------------------------------- rows and breakpoints
     @property
@@ -272,6 +294,21 @@ class SlotTable:
             else:
                 shape.totals[slots] += (shape.fits(after) - shape.fits(before)).sum(axis=1)
         self._version += 1
+        if self._watches:
+            hi = self._t[ke] if ke < len(self._t) else math.inf
+            for watch in self._watches:
+                watch.record(self._t[ks], hi, sign > 0)
+
+    def watch(self) -> ChangeWatch:
+        """A :class:`ChangeWatch` that records every later change of the table (a policy
+        keeps one and resets it; it lives as long as the table)."""
+        watch = ChangeWatch()
+        self._watches.append(watch)
+        return watch
+
+    def _all_changed(self) -> None:
+        for watch in self._watches:
+            watch.record(-math.inf, math.inf, True)
 
     def add(self, res: Reservation) -> Reservation:
         """Hold ``res``'s resources; raise :class:`OvercommitError` if they are not free."""
@@ -400,6 +437,7 @@ class SlotTable:
         self._site = np.concatenate([self._site, column], axis=1)
         self._site_cap = np.concatenate([self._site_cap, column.copy()], axis=1)
         self._version += 1
+        self._all_changed()
         return len(self.site_resources) - 1
 
     def set_site_capacity(self, name: str, steps: Sequence[tuple[float, float]]) -> None:
@@ -437,6 +475,7 @@ class SlotTable:
             self._site[slots, i] = value - used
             self._site_cap[slots, i] = value
             self._version += 1
+        self._all_changed()
 
     def advance(self, now: float) -> list[Reservation]:
         """Forget what lies before ``now``; return the reservations that ended by then."""

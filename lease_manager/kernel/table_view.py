@@ -18,7 +18,7 @@ class SlotTableView:
                "lease_counts_at", "capacity_lasts_until", "reservations_at",
                "reservations_between", "next_start_on", "change_points", "earliest_fit",
                "earliest_fit_on", "iter_fit_starts", "may_fit_before", "fits_at", "room_at",
-               "site_room")
+               "site_room", "watch")
 
     def __init__(self, table: SlotTable) -> None:
         self._table = table

@@ -108,6 +108,9 @@ class HostSelectionPolicy(Policy):
     """Orders the physical hosts the mapper visits (kind ``host-selection``)."""
 
     kind = "host-selection"
+    #: True for a policy whose order always holds every node: the core may then answer
+    #: "where would this lease fit" from the slot table alone, without ordering hosts
+    orders_every_node = False
 
     def order_hosts(self, lease: Lease, start: float, end: float,
                     table: SlotTableView) -> Sequence[int] | np.ndarray:

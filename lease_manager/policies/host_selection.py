@@ -18,6 +18,7 @@ class NoPolicy(HostSelectionPolicy):
     """Visit hosts in node order."""
 
     name = "no-policy"
+    orders_every_node = True
 
     def order_hosts(self, lease: Lease, start: float, end: float,
                     table: SlotTableView) -> np.ndarray:
@@ -33,6 +34,7 @@ class GreedyPolicy(HostSelectionPolicy):
     """
 
     name = "greedy"
+    orders_every_node = True
     HORIZON = 4
 
     def order_hosts(self, lease: Lease, start: float, end: float,

@@ -659,6 +659,24 @@ def test_a_site_resource_added_later_and_drawn_by_a_callback():
     t.check()
 
 
+def test_a_change_watch_sees_the_span_of_changes_and_whether_they_freed_capacity():
+    """A watch reset, then A = n0 over [10, 20) added: changes span [10, 20), nothing freed.
+    Answers about [20, 30) or [0, 10) still hold, about [15, 25) not. Removing A frees."""
+    t = SlotTable(parse_site(SITE))
+    watch = t.watch()
+    assert watch.untouched(0, 100)                         # nothing changed yet
+    a = t.add(res(10, 20, [0], [[1, 0]]))
+    assert (watch.lo, watch.hi, watch.freed) == (10, 20, False)
+    assert watch.untouched(20, 30) and watch.untouched(0, 10)
+    assert not watch.untouched(15, 25)
+    watch.reset()
+    t.remove(a)
+    assert watch.freed and not watch.untouched(100, 200)
+    watch.reset()
+    t.add_site_resource("power", 10)                        # may change anything
+    assert watch.freed and not watch.untouched(0, 1)
+
+
 def test_set_site_capacity_time_varying():
     """The capacity is 100 until 50, 60 from 50 on.
 

@@ -195,6 +195,7 @@ class LeaseScheduler:
         self.operating_point: LevelSetter | None = None
         #: the site's power cap, if it has one: plans are placed only where it has room
         self.power: PowerGate | None = None
+        self._what_if_memo: tuple[tuple, tuple[int | None, float, float] | None] | None = None
         self._reevaluate = False
         self._site_max: dict[Any, int] = {}
         self._restoring = False
@@ -266,6 +267,10 @@ class LeaseScheduler:
                     return None
             length = self.length(lease)
             after = now if lease.start_request is None else max(now, lease.start_request)
+            key = (lease.id, lease.type, lease.level, length, after, lease.deadline,
+                   self.table.version)
+            if self._what_if_memo is not None and self._what_if_memo[0] == key:
+                return self._what_if_memo[1]   # asked again at once (an operating point's try)
             not_after: float | None = None
             if lease.type is LeaseType.IMMEDIATE or lease.type is LeaseType.ADVANCE_RESERVATION:
                 not_after = after
@@ -274,8 +279,17 @@ class LeaseScheduler:
                 not_after = latest if not_after is None else min(not_after, latest)
                 if latest < after:
                     return None
-            res = self._find_slot(lease, length, after, not_after)
-            return None if res is None else (lease.level, res.start, res.end)
+            answer: tuple[int | None, float, float] | None
+            if (self.power is None and len(lease.vms.counts) == 1
+                    and getattr(self.host_selection, "orders_every_node", False)):
+                # identical VMs on any nodes: the table's fit is exact, no mapper needed
+                start = self.table.earliest_fit(lease.vms, length, after, not_after=not_after)
+                answer = None if start is None else (lease.level, start, start + length)
+            else:
+                res = self._find_slot(lease, length, after, not_after)
+                answer = None if res is None else (lease.level, res.start, res.end)
+            self._what_if_memo = (key, answer)
+            return answer
         finally:
             lease.level, lease.stretch = saved
 

@@ -29,6 +29,7 @@ from .economics import Outcome, Prices, SiteEconomics
 
 if TYPE_CHECKING:
     from lease_manager import Lease
+    from lease_manager.kernel.slottable import ChangeWatch
     from lease_manager.multisite import SiteView
 
 NO_SITE = "no site can finish it by its deadline"
@@ -164,6 +165,10 @@ class _MinMin(_MetaScheduler):
     first: Callable[[Candidate], float] = staticmethod(_carbon)
     second: Callable[[Candidate], float] = staticmethod(_carbon)
 
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        self._watches: dict[str, ChangeWatch] = {}
+
     def select_batch(self, leases: Sequence[Lease], sites: Sequence[SiteView], now: float,
                      send: Callable[[Lease, int | str], None]) -> None:
         unmapped = sorted(leases, key=edf_key)
@@ -184,10 +189,34 @@ class _MinMin(_MetaScheduler):
             order = {lease.id: k for k, lease in enumerate(unmapped)}
             lease, chosen = min(best, key=lambda pair: (self.second(pair[1]),
                                                         order[pair[0].id]))
+            site = sites[chosen.site]
+            watch = self._watch(site)
+            watch.reset()
             send(lease, chosen.site)
             unmapped = [other for other, _ in best if other is not lease]
             for other in unmapped:
-                known[other.id][chosen.site] = self.candidate(other, sites, chosen.site, now)
+                old = known[other.id][chosen.site]
+                if not self._still(old, other, site, watch):
+                    known[other.id][chosen.site] = self.candidate(other, sites, chosen.site,
+                                                                  now)
+
+    def _watch(self, site: SiteView) -> ChangeWatch:
+        watch = self._watches.get(site.name)
+        if watch is None:
+            watch = self._watches[site.name] = site.table.watch()
+        return watch
+
+    @staticmethod
+    def _still(old: Candidate | None, lease: Lease, site: SiteView, watch: ChangeWatch) -> bool:
+        """Is ``old`` still the site's what-if answer for ``lease`` after the changes
+        ``watch`` saw? When they only took capacity outside its window (an infeasible lease
+        stays infeasible). Not under a power cap, whose answers look beyond the window, nor
+        for a lease of several VM shapes, which the mapper places by trial."""
+        if site.capped or len(lease.vms.counts) != 1:
+            return False
+        if old is None:
+            return not watch.freed
+        return watch.untouched(old.start, old.end)
 
 
 class MceMce(_MinMin):
