@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from lease_manager.config.schema import (
     AMOUNTS,
     BOOLEAN,
+    COP,
     DURATION,
     FLOAT,
     INTEGER,
@@ -53,6 +54,12 @@ def core_options(policy_names: Mapping[str, tuple[str, ...]]) -> list[Option]:
             the policy that sends each arriving lease to a site (installed:
             {', '.join(names('site-selection'))}). `earliest-start` picks the site where the
             lease could start first."""),
+        Option("simulation", "sites-file", PATH, "", doc="""
+            The run's sites as a CSV file instead of (or besides) `[site:NAME]` sections: a
+            header `name,OPTION,...` whose columns are options a site may set (`resources`,
+            `backfilling`, `cop`, `cubic-law`, `carbon-rate`...), then one row per site
+            (an empty cell sets nothing). A `[site:NAME]` section or `--set` of the same
+            option wins over the file."""),
         Option("simulation", "site-selection-cycle", DURATION, 0, minimum=0, maximum=1e9,
                doc="""
             With several sites: `0` sends each lease to a site as it arrives; a length
@@ -199,9 +206,10 @@ def core_options(policy_names: Mapping[str, tuple[str, ...]]) -> list[Option]:
             annotation)."""),
         Option("power", "idle-timeout", DURATION, 0, doc="""
             Seconds a node must stay idle before `switch-off-idle` switches it off."""),
-        Option("power", "cop", FLOAT, math.inf, minimum=1e-9, doc="""
+        Option("power", "cop", COP, math.inf, doc="""
             Cooling coefficient of performance: total power = IT power x (COP + 1) / COP
-            (`inf`: no cooling overhead)."""),
+            (`inf`: no cooling overhead), or `uniform:LOW:HIGH`: drawn for each site from the
+            run's seed (Garg et al. draw COPs in [0.6, 3.5])."""),
         Option("power", "electricity-price", NUMBER_OR_FILE, 0.0, doc="""
             Price per kWh of the energy drawn from the grid (`energy_cost` in `summary.json`):
             a number, or a CSV file of `time,price` rows (each price holds until the next row;

@@ -146,6 +146,28 @@ POWER_CAP = OptionType("none, green, watts in [0, 1e12], or a CSV file of time,w
                        relative_to_config=True, keywords=("none", "green"))
 
 
+def _parse_cop(text: str) -> float | tuple[str, float, float]:
+    word = text.strip()
+    if word.lower().startswith("uniform:"):
+        parts = word.split(":")
+        if len(parts) != 3:
+            raise ValueError(f"{word!r} is not uniform:LOW:HIGH")
+        low, high = parse_float(parts[1]), parse_float(parts[2])
+        if not (math.isfinite(low) and math.isfinite(high) and 1e-9 <= low <= high <= 1e6):
+            raise ValueError(f"{word!r}: need 1e-9 <= LOW <= HIGH <= 1e6")
+        return ("uniform", low, high)
+    value = parse_float(word)
+    if not (value >= 1e-9):
+        raise ValueError(f"{word!r} is below the minimum 1e-09")
+    return value
+
+
+def _format_cop(value: float | tuple[str, float, float]) -> str:
+    return f"uniform:{value[1]:g}:{value[2]:g}" if isinstance(value, tuple) else f"{value:g}"
+
+
+COP = OptionType("number above 0 (inf: no cooling), or uniform:LOW:HIGH (drawn per site from "
+                 "the run's seed)", _parse_cop, _format_cop)
 NAMES = OptionType("list of names", _parse_list, lambda v: ", ".join(v))
 INTEGERS = OptionType("list of integers", _parse_int_list, lambda v: ", ".join(map(str, v)))
 SITE = OptionType("nodes (e.g. '144 CPU:8 Memory:16384'; groups separated by ';')", _parse_site)
@@ -268,6 +290,8 @@ class Config:
         self.path = path
         #: the ``[site:NAME]`` sections, in order: their options by name
         self._sites = {name: dict(options) for name, options in (sites or {}).items()}
+        #: the site this configuration is for (:meth:`for_site`; None: the run's own)
+        self.site_name: str | None = None
 
     @property
     def sites(self) -> list[str]:
@@ -285,7 +309,9 @@ class Config:
             values[(opt.section, opt.name)] = value
             sources[(opt.section, opt.name)] = self._sources.get(
                 (SITE_PREFIX + name, option), "default")
-        return Config(self.schema, values, sources, self.path)
+        site = Config(self.schema, values, sources, self.path)
+        site.site_name = name
+        return site
 
     def get(self, section: str, name: str) -> Any:
         try:
@@ -371,6 +397,51 @@ def read_ini(path: Path, what: str) -> tuple[configparser.ConfigParser,
 
 # Longer than ~50 lines on purpose: reads the file, then the overrides, then converts and
 # completes: one pass a reader follows top to bottom.
+def read_sites_file(path: Path, schema: Schema) -> dict[tuple[str, str], tuple[str, str]]:
+    """A CSV file of sites (``[simulation] sites-file``): a header ``name,OPTION,...`` naming
+    options a ``[site:NAME]`` section may set, then one row per site. Returns the raw
+    ``(section, option) -> (text, "FILE:LINE")`` entries (empty cells set nothing)."""
+    import csv
+
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        raise ConfigError("sites file not found", file=str(path)) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read the sites file: {exc}", file=str(path)) from None
+    rows = list(csv.reader(text.splitlines()))
+    if not rows or not rows[0] or rows[0][0].strip().lower() != "name":
+        raise ConfigError("the first line must be a header starting with 'name'",
+                          file=str(path), line=1)
+    header = [h.strip().lower() for h in rows[0]]
+    for column in header[1:]:
+        if site_option(schema, column) is None:
+            raise ConfigError(f"column {column!r} is not an option a site may set",
+                              file=str(path), line=1, field=column)
+    if len(set(header)) != len(header):
+        raise ConfigError("a column is named twice", file=str(path), line=1)
+    out: dict[tuple[str, str], tuple[str, str]] = {}
+    seen: set[str] = set()
+    for line, row in enumerate(rows[1:], start=2):
+        if not any(cell.strip() for cell in row) or row[0].lstrip().startswith("#"):
+            continue
+        if len(row) != len(header):
+            raise ConfigError(f"{len(row)} fields where the header has {len(header)}",
+                              file=str(path), line=line)
+        name = row[0].strip()
+        if not name or name in seen:
+            raise ConfigError("a site needs a name of its own" if not name
+                              else f"site {name!r} is named twice",
+                              file=str(path), line=line, field="name")
+        seen.add(name)
+        for column, cell in zip(header[1:], row[1:]):
+            if cell.strip():
+                out[(SITE_PREFIX + name, column)] = (cell.strip(), f"{path}:{line}")
+    if not seen:
+        raise ConfigError("the sites file names no site", file=str(path))
+    return out
+
+
 def load_config(path: str | Path | None, schema: Schema,
                 overrides: Iterable[str] = ()) -> Config:
     """Read, validate and complete a configuration file; apply ``section.option=value``
@@ -397,17 +468,30 @@ def load_config(path: str | Path | None, schema: Schema,
             for name, value in parser.items(section):
                 line = where.get((section, name), sec_line)
                 raw[(section, name)] = (value, f"{path}:{line}")
+    override_sites: list[str] = []
     for item in overrides:
         key, sep, value = item.partition("=")
         section, dot, name = key.strip().rpartition(".")
         if not sep or not dot or not section or not name:
             raise ConfigError(f"{item!r} is not section.option=value", file="--set")
         if section.startswith(SITE_PREFIX):
-            site_sections.setdefault(section, None)
+            override_sites.append(section)
         elif section not in schema.sections:
             raise ConfigError(f"unknown section [{section}]{_suggest(section, schema.sections)}",
                               file="--set")
         raw[(section, name.strip().lower())] = (value, "--set")
+    #: where a value's relative file names are resolved from, when not from ``base``
+    bases: dict[tuple[str, str], Path] = {}
+    if ("simulation", "sites-file") in raw:
+        text, source = raw[("simulation", "sites-file")]
+        csv_path = (Path.cwd() if source == "--set" else base) / text.strip()
+        for (section, name), entry in read_sites_file(csv_path, schema).items():
+            site_sections.setdefault(section, None)
+            if (section, name) not in raw:   # the ini file and --set win over the table
+                raw[(section, name)] = entry
+                bases[(section, name)] = csv_path.resolve().parent
+    for section in override_sites:
+        site_sections.setdefault(section, None)
 
     values: dict[tuple[str, str], Any] = {}
     sources: dict[tuple[str, str], str] = {}
@@ -433,7 +517,8 @@ def load_config(path: str | Path | None, schema: Schema,
         except ValueError as exc:
             raise ConfigError(str(exc), field=f"[{section}] {name}", **loc) from None
         if opt.type.is_path(value):
-            value = str((base / value) if source != "--set" else (Path.cwd() / value))
+            origin = bases.get((section, name), base if source != "--set" else Path.cwd())
+            value = str(origin / value)
         if is_site:
             sites[section[len(SITE_PREFIX):].strip()][name] = value
         else:

@@ -16,6 +16,7 @@ given seconds and draw the given watts.
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -228,11 +229,24 @@ def power_model_from_config(config: Config, nodes: NodeSet) -> PowerModel | None
     green_path = config.get("power", "green-production")
     if green_path and not Path(green_path).is_file():
         raise config.error("power", "green-production", f"file not found: {green_path}")
-    return PowerModel(groups, sizes, cpu, cop=config.get("power", "cop"),
+    return PowerModel(groups, sizes, cpu, cop=cop_from_config(config),
                       price=series("electricity-price", "price"),
                       carbon=series("carbon-rate", "rate"),
                       green=read_step_series(green_path, "watts", maximum=MAX_WATTS * 1e3)
                       if green_path else None)
+
+
+def cop_from_config(config: Config) -> float:
+    """The site's ``[power] cop``; ``uniform:LOW:HIGH`` is drawn from the run's seed, one
+    stream per site, so a site's COP depends only on the seed and its name."""
+    cop = config.get("power", "cop")
+    if not isinstance(cop, tuple):
+        return float(cop)
+    _, low, high = cop
+    name = config.site_name or ""
+    rng = np.random.default_rng([config.get("simulation", "seed"),
+                                 zlib.crc32(f"cop:{name}".encode())])
+    return float(rng.uniform(low, high))
 
 
 def power_cap_from_config(config: Config, model: PowerModel) -> StepSeries | None:

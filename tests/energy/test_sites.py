@@ -169,3 +169,46 @@ def test_utilization_counts_every_sites_nodes():
     makespan of 100 s: utilisation 1 (the first site's capacity alone would give 2)."""
     run = run_sites([be(1, 1, 100, 0), be(2, 1, 100, 0)], *SITE_A, *SITE_B)
     assert run.summary["makespan"] == 100 and run.summary["utilization"] == 1.0
+
+
+def test_sites_from_a_csv_file_with_cops_drawn_from_the_seed(tmp_path):
+    """Two sites from a CSV file (a and b), a third from a section; a's COP is drawn in
+    [0.6, 3.5] from the seed, the same for the same seed and name; --set wins over the file;
+    relative files in the table are next to the table."""
+    (tmp_path / "sites").mkdir()
+    (tmp_path / "sites" / "price.csv").write_text("time,price\n0,0.25\n")
+    (tmp_path / "sites" / "table.csv").write_text(
+        "name,resources,pstates,cop,electricity-price\n"
+        "a,1 CPU:1 Memory:1024,1.0:100:200,uniform:0.6:3.5,price.csv\n"
+        "b,2 CPU:1 Memory:1024,1.0:50:150,2,\n")
+    ini = tmp_path / "run.ini"
+    ini.write_text("[simulation]\nsites-file = sites/table.csv\n"
+                   "[site:c]\nresources = 1 CPU:1 Memory:1024\npstates = 1.0:10:20\n")
+
+    def models(*settings):
+        plugins = Plugins(entry_points=False)
+        run = Run(load_config(ini, plugins.schema, list(settings)), plugins, leases=[])
+        return {site.name: site.ctx.power for site in run.sites}
+
+    first = models("simulation.seed=1")
+    assert list(first) == ["c", "a", "b"]
+    assert 0.6 <= first["a"].cop <= 3.5 and first["b"].cop == 2
+    assert models("simulation.seed=1")["a"].cop == first["a"].cop
+    assert models("simulation.seed=2")["a"].cop != first["a"].cop
+    assert float(first["a"].price.at(0)) == 0.25 and float(first["b"].price.at(0)) == 0
+    assert models("site:b.cop=3")["b"].cop == 3
+
+
+@pytest.mark.parametrize("table, message", [
+    ("site,resources\na,1 CPU:1\n", r"table.csv:1: the first line must be a header"),
+    ("name,resorces\na,1 CPU:1\n", r"table.csv:1: .*column 'resorces' is not an option"),
+    ("name,resources\na,1 CPU:1\na,2 CPU:1\n", r"table.csv:3: .*site 'a' is named twice"),
+    ("name,resources\na\n", r"table.csv:2: 1 fields where the header has 2"),
+    ("name,resources,cop\na,1 CPU:1 Memory:1024,uniform:3:1\n",
+     r"table.csv:2: .*\[site:a\] cop: 'uniform:3:1': need"),
+])
+def test_a_bad_sites_file_is_one_line_naming_its_line(tmp_path, table, message):
+    (tmp_path / "table.csv").write_text(table)
+    plugins = Plugins(entry_points=False)
+    with pytest.raises(ConfigError, match=message):
+        load_config(None, plugins.schema, [f"simulation.sites-file={tmp_path / 'table.csv'}"])

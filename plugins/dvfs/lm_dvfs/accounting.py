@@ -6,11 +6,12 @@ execution and from data transfer, and the workload executed, n x e. Summary fiel
 ``garg_`` prefixed): ``energy_joules``, ``energy_cost``, ``carbon_kg``, ``profit``,
 ``profit_exec``, ``profit_data``, ``workload_cpu_hours``, ``leases``, the paper's averages per
 unit of workload ``carbon_per_cpu_hour``, ``cost_per_cpu_hour`` and
-``energy_per_cpu_hour``, and ``garg_sites`` with the same per site.
+``energy_per_cpu_hour``, and ``garg_sites`` with the same per site (and its COP).
 """
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any
 
 from lease_manager import LeaseState, Policy, hookimpl
@@ -83,6 +84,12 @@ class GargAccounting(Policy):
         every = [o for outcomes in self.outcomes.values() for o in outcomes]
         summary: dict[str, Any] = {f"garg_{k}": v for k, v in _totals(every).items()}
         if ctx.sites:
-            summary["garg_sites"] = {name: _totals(self.outcomes.get(name, []))
-                                     for name in ctx.sites}
+            summary["garg_sites"] = {}
+            for name in ctx.sites:
+                fields = _totals(self.outcomes.get(name, []))
+                econ = self._site(name)
+                if econ is not None:   # as drawn, when the configuration draws it; None: inf
+                    cop = econ.model.cop
+                    fields["cop"] = None if math.isinf(cop) else cop
+                summary["garg_sites"][name] = fields
         return summary
