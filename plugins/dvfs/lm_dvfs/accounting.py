@@ -5,8 +5,11 @@ its DVFS level on its site: energy E (with cooling), energy cost, carbon, profit
 execution and from data transfer, and the workload executed, n x e. Summary fields (all
 ``garg_`` prefixed): ``energy_joules``, ``energy_cost``, ``carbon_kg``, ``profit``,
 ``profit_exec``, ``profit_data``, ``workload_cpu_hours``, ``leases``, the paper's averages per
-unit of workload ``carbon_per_cpu_hour``, ``cost_per_cpu_hour`` and
-``energy_per_cpu_hour``, and ``garg_sites`` with the same per site (and its COP).
+unit of workload ``carbon_per_cpu_hour``, ``cost_per_cpu_hour``, ``energy_per_cpu_hour`` and
+``profit_per_cpu_hour``; the bounds of section 4.3 (:mod:`.bounds`) for every lease submitted,
+``carbon_bound_per_cpu_hour`` (lower) and ``profit_bound_per_cpu_hour`` (upper), with the
+workload the carbon bound fits, ``bound_workload_cpu_hours``; and ``garg_sites`` with the
+same per site (and its COP).
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from lease_manager import LeaseState, Policy, hookimpl
 
+from .bounds import BoundSite, bound, parse_cubic_law
 from .economics import Outcome, SiteEconomics
 from .meta import prices_from
 
@@ -39,7 +43,7 @@ def _totals(outcomes: list[Outcome]) -> dict[str, float]:
     }
     work = out["workload_cpu_hours"]
     for name, field in (("carbon", "carbon_kg"), ("cost", "energy_cost"),
-                        ("energy", "energy_joules")):
+                        ("energy", "energy_joules"), ("profit", "profit")):
         out[f"{name}_per_cpu_hour"] = out[field] / work if work > 0 else 0.0
     return out
 
@@ -55,6 +59,8 @@ class GargAccounting(Policy):
         self.prices = prices_from(ctx.config)
         self._economics: dict[str, SiteEconomics | None] = {}
         self.outcomes: dict[str, list[Outcome]] = {}
+        #: every lease submitted, for the bounds
+        self.leases: list[Lease] = []
 
     def _site(self, name: str) -> SiteEconomics | None:
         """The economics of site ``name`` ("" in a run of one site), built on first use (the
@@ -66,6 +72,10 @@ class GargAccounting(Policy):
                 name, model, site.site.capacity[:, model.cpu], site.config.get("power", "gamma"))
             self.outcomes[name] = []
         return self._economics[name]
+
+    @hookimpl
+    def lease_submitted(self, ctx: RunContext, lease: Lease, now: float) -> None:
+        self.leases.append(lease)
 
     @hookimpl
     def lease_ended(self, ctx: RunContext, lease: Lease, now: float) -> None:
@@ -83,6 +93,18 @@ class GargAccounting(Policy):
     def collect_summary(self, ctx: RunContext) -> dict[str, Any]:
         every = [o for outcomes in self.outcomes.values() for o in outcomes]
         summary: dict[str, Any] = {f"garg_{k}": v for k, v in _totals(every).items()}
+        sites = []
+        for name, site in (ctx.sites or {"": ctx}).items():
+            econ = self._site(name)
+            if econ is not None:
+                sites.append(BoundSite(econ, float(site.site.total[econ.model.cpu]),
+                                       parse_cubic_law(site.config.get("power", "cubic-law"))))
+        if sites:
+            carbon = bound(self.leases, sites, self.prices, "carbon")
+            profit = bound(self.leases, sites, self.prices, "profit")
+            summary["garg_carbon_bound_per_cpu_hour"] = carbon.per_cpu_hour
+            summary["garg_profit_bound_per_cpu_hour"] = profit.per_cpu_hour
+            summary["garg_bound_workload_cpu_hours"] = carbon.workload_cpu_hours
         if ctx.sites:
             summary["garg_sites"] = {}
             for name in ctx.sites:
