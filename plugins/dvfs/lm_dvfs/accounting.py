@@ -108,7 +108,7 @@ class GargAccounting(Policy):
         if ctx.sites:
             summary["garg_sites"] = {}
             for name in ctx.sites:
-                fields = _totals(self.outcomes.get(name, []))
+                fields: dict[str, float | None] = {**_totals(self.outcomes.get(name, []))}
                 econ = self._site(name)
                 if econ is not None:   # as drawn, when the configuration draws it; None: inf
                     cop = econ.model.cop

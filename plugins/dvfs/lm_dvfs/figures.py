@@ -1,0 +1,142 @@
+"""``lm-garg-figures DIR``: Garg et al.'s figures from a sweep's runs (``etc/garg-fig*-sweep.ini``).
+
+Every finished run under DIR (``PROFILE/TRACE/seed-N`` with ``run.json`` and ``summary.json``)
+is placed by its configuration: its line is (site selection, operating point) and its point the
+share of high-urgency leases (runs at arrival rate 100) or the arrival rate (runs with 40% high
+urgency), as in the paper's figures. For each metric the tool prints the mean over seeds at
+every point, one column per line (and the section 4.3 bound, for the carbon and profit per
+CPU-hour), and with ``--plots`` draws them into ``DIR/plots/garg-METRIC-by-X.png``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import sys
+from collections import defaultdict
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from lease_manager import LeaseManagerError
+from lease_manager.config.schema import load_config
+from lease_manager.plugins import Plugins
+
+METRICS = ("garg_cost_per_cpu_hour", "garg_carbon_per_cpu_hour", "garg_workload_cpu_hours",
+           "garg_profit_per_cpu_hour", "garg_energy_per_cpu_hour")
+BOUNDS = {"garg_carbon_per_cpu_hour": "garg_carbon_bound_per_cpu_hour",
+          "garg_profit_per_cpu_hour": "garg_profit_bound_per_cpu_hour"}
+LABELS = {"garg_cost_per_cpu_hour": "energy cost ($ per CPU-hour)",
+          "garg_carbon_per_cpu_hour": "carbon (kg per CPU-hour)",
+          "garg_workload_cpu_hours": "workload executed (CPU-hours)",
+          "garg_profit_per_cpu_hour": "profit ($ per CPU-hour)",
+          "garg_energy_per_cpu_hour": "energy (J per CPU-hour)"}
+MEDIUM_RATE, DEFAULT_SHARE = 100.0, 0.4
+
+
+def read_runs(directory: Path) -> list[dict[str, Any]]:
+    """Every finished run: its line, urgency share, arrival rate, seed and summary."""
+    plugins = Plugins()
+    runs = []
+    for meta_path in sorted(directory.glob("*/*/seed-*/run.json")):
+        summary_path = meta_path.with_name("summary.json")
+        if not summary_path.is_file():
+            continue
+        meta = json.loads(meta_path.read_text())
+        config = load_config(meta["base"], plugins.schema, meta["overrides"])
+        runs.append({
+            "line": f"{config.get('simulation', 'policy-site-selection')} / "
+                    f"{config.get('power', 'policy-operating-point')}",
+            "share": float(config.get("dvfs", "urgent-share")),
+            "rate": float(config.get("dvfs", "arrival-rate")),
+            "seed": meta["seed"],
+            "summary": json.loads(summary_path.read_text()),
+        })
+    return runs
+
+
+def series(runs: Sequence[dict[str, Any]], metric: str, x: str
+           ) -> dict[str, dict[float, float]]:
+    """Mean over seeds of ``metric`` by line and point (``x``: "share" or "rate")."""
+    fixed = ("rate", MEDIUM_RATE) if x == "share" else ("share", DEFAULT_SHARE)
+    values: dict[str, dict[float, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for run in runs:
+        if not math.isclose(run[fixed[0]], fixed[1]):
+            continue
+        value = run["summary"].get(metric)
+        if isinstance(value, (int, float)) and math.isfinite(value):
+            values[run["line"]][run[x]].append(float(value))
+        bound = BOUNDS.get(metric)
+        if bound is not None and isinstance(run["summary"].get(bound), (int, float)):
+            values["bound (4.3)"][run[x]].append(float(run["summary"][bound]))
+    return {line: {p: statistics.fmean(v) for p, v in sorted(points.items())}
+            for line, points in sorted(values.items())}
+
+
+def table(data: dict[str, dict[float, float]], x: str) -> str:
+    lines = list(data)
+    points = sorted({p for line in data.values() for p in line})
+    head = ["urgent %" if x == "share" else "rate"] + lines
+    rows = [[f"{p * 100:g}" if x == "share" else f"{p:g}"]
+            + [f"{data[line][p]:.5g}" if p in data[line] else "-" for line in lines]
+            for p in points]
+    widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
+    return "\n".join("  ".join(c.rjust(w) for c, w in zip(r, widths)) for r in [head, *rows])
+
+
+def plot(data: dict[str, dict[float, float]], metric: str, x: str, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for line, points in data.items():
+        xs = [p * 100 if x == "share" else p for p in points]
+        style = "--" if line.startswith("bound") else "-o"
+        ax.plot(xs, list(points.values()), style, label=line, markersize=4)
+    if x == "rate":
+        ax.set_xscale("log")
+    ax.set_xlabel("high-urgency leases (%)" if x == "share" else "arrival-rate factor")
+    ax.set_ylabel(LABELS.get(metric, metric))
+    ax.legend(fontsize=7)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="lm-garg-figures", description=__doc__.splitlines()[0])
+    parser.add_argument("dir", help="a sweep's output directory")
+    parser.add_argument("--metric", action="append", help=f"default: {', '.join(METRICS)}")
+    parser.add_argument("--plots", action="store_true", help="draw DIR/plots/garg-*.png")
+    args = parser.parse_args(argv)
+    directory = Path(args.dir)
+    try:
+        runs = read_runs(directory)
+    except LeaseManagerError as exc:
+        print(f"lm-garg-figures: error: {exc}", file=sys.stderr)
+        return 2
+    if not runs:
+        print(f"lm-garg-figures: error: no finished runs in {directory}", file=sys.stderr)
+        return 2
+    for metric in args.metric or METRICS:
+        for x in ("share", "rate"):
+            data = series(runs, metric, x)
+            if not any(len(points) > 1 for points in data.values()):
+                continue
+            by = ("share of high urgency (rate 100)" if x == "share"
+                  else "arrival rate (40% high urgency)")
+            print(f"\n{LABELS.get(metric, metric)}, by {by}")
+            print(table(data, x))
+            if args.plots:
+                plot(data, metric, x, directory / "plots" / f"garg-{metric}-by-{x}.png")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
