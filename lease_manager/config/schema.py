@@ -103,8 +103,32 @@ PATH = OptionType("path (relative to the configuration file)", lambda s: s.strip
                   relative_to_config=True)
 
 
-def _parse_number_or_file(text: str) -> float | str:
+def parse_draw(word: str, low_bound: float, high_bound: float
+               ) -> tuple[str, float, float] | None:
+    """``uniform:LOW:HIGH`` or ``normal:MEAN:SD`` (a value drawn per site from the run's
+    seed), or None if ``word`` is neither."""
+    kind = word.split(":", 1)[0].lower()
+    if kind not in ("uniform", "normal"):
+        return None
+    parts = word.split(":")
+    if len(parts) != 3:
+        raise ValueError(f"{word!r} is not {kind}:{'LOW:HIGH' if kind == 'uniform' else 'MEAN:SD'}")
+    a, b = parse_float(parts[1]), parse_float(parts[2])
+    if kind == "uniform" and not (math.isfinite(a) and math.isfinite(b)
+                                  and low_bound <= a <= b <= high_bound):
+        raise ValueError(f"{word!r}: need {low_bound:g} <= LOW <= HIGH <= {high_bound:g}")
+    if kind == "normal" and not (math.isfinite(a) and math.isfinite(b)
+                                 and low_bound <= a <= high_bound and 0 <= b <= high_bound):
+        raise ValueError(f"{word!r}: need {low_bound:g} <= MEAN <= {high_bound:g} and "
+                         f"0 <= SD <= {high_bound:g}")
+    return (kind, a, b)
+
+
+def _parse_number_or_file(text: str) -> float | str | tuple[str, float, float]:
     text = text.strip()
+    drawn = parse_draw(text, 0.0, 1e6)
+    if drawn is not None:
+        return drawn
     try:
         value = float(text) if is_plain(text) else math.nan
     except ValueError:
@@ -118,9 +142,14 @@ def _parse_number_or_file(text: str) -> float | str:
     return value
 
 
-NUMBER_OR_FILE = OptionType("number in [0, 1e6], or a CSV file of time,value rows (relative "
-                            "to the configuration file)", _parse_number_or_file,
-                            relative_to_config=True)
+def _format_value(value: Any) -> str:
+    return f"{value[0]}:{value[1]:g}:{value[2]:g}" if isinstance(value, tuple) else str(value)
+
+
+NUMBER_OR_FILE = OptionType("number in [0, 1e6], uniform:LOW:HIGH or normal:MEAN:SD (drawn per "
+                            "site from the run's seed; a normal draw is cut at 0), or a CSV "
+                            "file of time,value rows (relative to the configuration file)",
+                            _parse_number_or_file, _format_value, relative_to_config=True)
 
 
 def _parse_power_cap(text: str) -> float | str:
@@ -148,26 +177,18 @@ POWER_CAP = OptionType("none, green, watts in [0, 1e12], or a CSV file of time,w
 
 def _parse_cop(text: str) -> float | tuple[str, float, float]:
     word = text.strip()
-    if word.lower().startswith("uniform:"):
-        parts = word.split(":")
-        if len(parts) != 3:
-            raise ValueError(f"{word!r} is not uniform:LOW:HIGH")
-        low, high = parse_float(parts[1]), parse_float(parts[2])
-        if not (math.isfinite(low) and math.isfinite(high) and 1e-9 <= low <= high <= 1e6):
-            raise ValueError(f"{word!r}: need 1e-9 <= LOW <= HIGH <= 1e6")
-        return ("uniform", low, high)
+    drawn = parse_draw(word, 1e-9, 1e6)
+    if drawn is not None:
+        return drawn
     value = parse_float(word)
     if not (value >= 1e-9):
         raise ValueError(f"{word!r} is below the minimum 1e-09")
     return value
 
 
-def _format_cop(value: float | tuple[str, float, float]) -> str:
-    return f"uniform:{value[1]:g}:{value[2]:g}" if isinstance(value, tuple) else f"{value:g}"
-
-
-COP = OptionType("number above 0 (inf: no cooling), or uniform:LOW:HIGH (drawn per site from "
-                 "the run's seed)", _parse_cop, _format_cop)
+COP = OptionType("number above 0 (inf: no cooling), or uniform:LOW:HIGH or normal:MEAN:SD "
+                 "(drawn per site from the run's seed; a normal draw is cut at 1e-9)",
+                 _parse_cop, _format_value)
 NAMES = OptionType("list of names", _parse_list, lambda v: ", ".join(v))
 INTEGERS = OptionType("list of integers", _parse_int_list, lambda v: ", ".join(map(str, v)))
 SITE = OptionType("nodes (e.g. '144 CPU:8 Memory:16384'; groups separated by ';')", _parse_site)
@@ -482,7 +503,7 @@ def load_config(path: str | Path | None, schema: Schema,
         raw[(section, name.strip().lower())] = (value, "--set")
     #: where a value's relative file names are resolved from, when not from ``base``
     bases: dict[tuple[str, str], Path] = {}
-    if ("simulation", "sites-file") in raw:
+    if raw.get(("simulation", "sites-file"), ("", ""))[0].strip():   # "": no sites file
         text, source = raw[("simulation", "sites-file")]
         csv_path = (Path.cwd() if source == "--set" else base) / text.strip()
         for (section, name), entry in read_sites_file(csv_path, schema).items():

@@ -220,6 +220,8 @@ def power_model_from_config(config: Config, nodes: NodeSet) -> PowerModel | None
                                "switch-on time above 0 seconds")
     def series(option: str, what: str) -> StepSeries:
         value = config.get("power", option)
+        if isinstance(value, tuple):
+            return StepSeries.constant(drawn(config, option, value))
         if not isinstance(value, str):
             return StepSeries.constant(value)
         if not Path(value).is_file():
@@ -236,17 +238,23 @@ def power_model_from_config(config: Config, nodes: NodeSet) -> PowerModel | None
                       if green_path else None)
 
 
-def cop_from_config(config: Config) -> float:
-    """The site's ``[power] cop``; ``uniform:LOW:HIGH`` is drawn from the run's seed, one
-    stream per site, so a site's COP depends only on the seed and its name."""
-    cop = config.get("power", "cop")
-    if not isinstance(cop, tuple):
-        return float(cop)
-    _, low, high = cop
-    name = config.site_name or ""
+def drawn(config: Config, option: str, value: tuple[str, float, float],
+          floor: float = 0.0) -> float:
+    """A ``[power]`` value given as ``uniform:LOW:HIGH`` or ``normal:MEAN:SD``, drawn from the
+    run's seed in a stream of its own per option and site: it depends only on the seed, the
+    option and the site's name (a normal draw is cut at ``floor``)."""
+    kind, a, b = value
     rng = np.random.default_rng([config.get("simulation", "seed"),
-                                 zlib.crc32(f"cop:{name}".encode())])
-    return float(rng.uniform(low, high))
+                                 zlib.crc32(f"{option}:{config.site_name or ''}".encode())])
+    if kind == "uniform":
+        return float(rng.uniform(a, b))
+    return max(floor, float(rng.normal(a, b)))
+
+
+def cop_from_config(config: Config) -> float:
+    """The site's ``[power] cop`` (drawn, if the configuration says so)."""
+    cop = config.get("power", "cop")
+    return drawn(config, "cop", cop, 1e-9) if isinstance(cop, tuple) else float(cop)
 
 
 def power_cap_from_config(config: Config, model: PowerModel) -> StepSeries | None:

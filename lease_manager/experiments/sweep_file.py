@@ -49,7 +49,7 @@ from typing import Any
 
 import attrs
 
-from lease_manager.config.schema import _suggest, load_config, read_ini
+from lease_manager.config.schema import SITE_PREFIX, _suggest, load_config, read_ini, site_option
 from lease_manager.errors import ConfigError, LeaseManagerError
 
 SWEEP_SECTION = "sweep"
@@ -246,7 +246,14 @@ class _Reader:
         """One validated ``section.option`` setting: (key, text, value, sweep file section);
         errors point at the line of option ``at`` of ``section`` (default: ``name``)."""
         at = name if at is None else at
-        opt = self.schema.option(cfg_section, name)
+        if cfg_section.startswith(SITE_PREFIX):
+            opt = site_option(self.schema, name)
+            if opt is None:
+                raise self.err("not an option a site may set (resources, backfilling, "
+                               "backfilling-reservations and the [power] options)", section,
+                               at, field=field)
+        else:
+            opt = self.schema.option(cfg_section, name)
         if opt is None:
             known = [o.name for o in self.schema.options_in(cfg_section)]
             raise self.err(f"unknown option{_suggest(name, known)}", section, at, field=field)
@@ -339,7 +346,8 @@ class _Reader:
             if not eq or not dot:
                 raise self.err(f"{line!r} is not section.option=value", section, value,
                                field=field)
-            if cfg_section not in self.schema.sections:
+            if (cfg_section not in self.schema.sections
+                    and not cfg_section.startswith(SITE_PREFIX)):   # site:NAME.option is fine
                 raise self.err(f"unknown configuration section [{cfg_section}]"
                                f"{_suggest(cfg_section, self.schema.sections)}", section,
                                value, field=field)

@@ -212,3 +212,32 @@ def test_a_bad_sites_file_is_one_line_naming_its_line(tmp_path, table, message):
     plugins = Plugins(entry_points=False)
     with pytest.raises(ConfigError, match=message):
         load_config(None, plugins.schema, [f"simulation.sites-file={tmp_path / 'table.csv'}"])
+
+
+def test_carbon_rates_and_prices_drawn_per_site_from_the_seed():
+    """normal:0.2:0.4 per site: each site's own draw (cut at 0), the same for the same seed;
+    uniform prices within their range; an empty sites-file is none."""
+    settings = [*SITE_A, *SITE_B, "site:a.carbon-rate=normal:0.2:0.4",
+                "site:b.carbon-rate=normal:0.2:0.4", "site:b.electricity-price=uniform:1:2",
+                "simulation.sites-file="]
+
+    def rates(seed):
+        plugins = Plugins(entry_points=False)
+        run = Run(load_config(None, plugins.schema, [*settings, f"simulation.seed={seed}"]),
+                  plugins, leases=[])
+        return [(float(s.ctx.power.carbon.at(0)), float(s.ctx.power.price.at(0)))
+                for s in run.sites]
+
+    one = rates(1)
+    assert one == rates(1) and one != rates(2)
+    assert one[0][0] != one[1][0] and all(r >= 0 for r, _ in one)
+    assert 1 <= one[1][1] <= 2 and one[0][1] == 0.1
+    draws = [r for seed in range(1, 40) for r, _ in rates(seed)]
+    assert min(draws) == 0 and max(draws) > 0.4   # cut at 0; spread 0.4
+
+
+def test_a_bad_draw_is_one_line():
+    plugins = Plugins(entry_points=False)
+    with pytest.raises(ConfigError, match=r"\[site:a\] carbon-rate: 'normal:0.2' is not "
+                                          r"normal:MEAN:SD"):
+        load_config(None, plugins.schema, [*SITE_A, "site:a.carbon-rate=normal:0.2"])

@@ -151,3 +151,26 @@ def test_a_run_folder_always_stays_inside_the_output_folder(tmp_path):
     for bad in ("off-small/../seed-1", "../x/seed-1", "a/b", "a/b/c/d", "a//seed-1"):
         with pytest.raises(LeaseManagerError, match="does not name a folder inside"):
             attrs.evolve(spec, run_id=bad).task(tmp_path / "out")
+
+
+def test_an_axis_value_may_set_a_sites_options(tmp_path):
+    """``site:NAME.option=value`` in an axis value sets that site's option; an option a site
+    may not set is one line naming the axis value."""
+    text = f"""[sweep]
+traces = {TRACE}
+axes = spread
+
+[common:simulation]
+resources = 4 CPU:1 Memory:1024
+
+[axis:spread]
+low = site:a.carbon-rate=normal:0.2:0.05
+    site:a.resources=4 CPU:1 Memory:1024
+high = site:a.carbon-rate=normal:0.2:0.4
+    site:a.resources=4 CPU:1 Memory:1024
+"""
+    sweep = load_sweep(write(tmp_path, text), Plugins(entry_points=False))
+    assert settings(sweep, "high")["site:a.carbon-rate"] == "normal:0.2:0.4"
+    bad = text.replace("site:a.carbon-rate=normal:0.2:0.4", "site:a.policy-queue=fcfs")
+    with pytest.raises(ConfigError, match=r"\[axis:spread\] high.*not an option a site may set"):
+        load_sweep(write(tmp_path, bad), Plugins(entry_points=False))

@@ -2,10 +2,12 @@
 
 Every finished run under DIR (``PROFILE/TRACE/seed-N`` with ``run.json`` and ``summary.json``)
 is placed by its configuration: its line is (site selection, operating point) and its point the
-share of high-urgency leases (runs at arrival rate 100) or the arrival rate (runs with 40% high
-urgency), as in the paper's figures. For each metric the tool prints the mean over seeds at
+share of high-urgency leases (runs at arrival rate 100), the arrival rate (runs with 40% high
+urgency) or, with ``--by carbon-sd``, the spread of the sites' drawn carbon rates, as in the
+paper's figures. For each metric the tool prints the mean over seeds at
 every point, one column per line (and the section 4.3 bound, for the carbon and profit per
-CPU-hour), and with ``--plots`` draws them into ``DIR/plots/garg-METRIC-by-X.png``.
+CPU-hour), and with ``--plots`` draws them into ``DIR/plots/garg-METRIC-by-X.png`` (METRIC
+without its ``garg_`` prefix).
 """
 
 from __future__ import annotations
@@ -46,11 +48,17 @@ def read_runs(directory: Path) -> list[dict[str, Any]]:
             continue
         meta = json.loads(meta_path.read_text())
         config = load_config(meta["base"], plugins.schema, meta["overrides"])
+        sd = math.nan   # the spread of the sites' carbon rates, when they are drawn
+        if config.sites:
+            rate = config.for_site(config.sites[0]).get("power", "carbon-rate")
+            if isinstance(rate, tuple) and rate[0] == "normal":
+                sd = float(rate[2])
         runs.append({
             "line": f"{config.get('simulation', 'policy-site-selection')} / "
                     f"{config.get('power', 'policy-operating-point')}",
             "share": float(config.get("dvfs", "urgent-share")),
             "rate": float(config.get("dvfs", "arrival-rate")),
+            "carbon-sd": sd,
             "seed": meta["seed"],
             "summary": json.loads(summary_path.read_text()),
         })
@@ -59,11 +67,15 @@ def read_runs(directory: Path) -> list[dict[str, Any]]:
 
 def series(runs: Sequence[dict[str, Any]], metric: str, x: str
            ) -> dict[str, dict[float, float]]:
-    """Mean over seeds of ``metric`` by line and point (``x``: "share" or "rate")."""
-    fixed = ("rate", MEDIUM_RATE) if x == "share" else ("share", DEFAULT_SHARE)
+    """Mean over seeds of ``metric`` by line and point (``x``: "share", "rate" or
+    "carbon-sd"); the other two are held at the paper's defaults (rate 100, 40% high urgency,
+    carbon rates as configured)."""
+    fixed = {"share": MEDIUM_RATE, "rate": MEDIUM_RATE, "carbon-sd": MEDIUM_RATE}
     values: dict[str, dict[float, list[float]]] = defaultdict(lambda: defaultdict(list))
     for run in runs:
-        if not math.isclose(run[fixed[0]], fixed[1]):
+        if ((x != "rate" and not math.isclose(run["rate"], fixed[x]))
+                or (x != "share" and not math.isclose(run["share"], DEFAULT_SHARE))
+                or (x == "carbon-sd") == math.isnan(run["carbon-sd"])):
             continue
         value = run["summary"].get(metric)
         if isinstance(value, (int, float)) and math.isfinite(value):
@@ -75,10 +87,18 @@ def series(runs: Sequence[dict[str, Any]], metric: str, x: str
             for line, points in sorted(values.items())}
 
 
+HEADS = {"share": "urgent %", "rate": "rate", "carbon-sd": "carbon sd"}
+TITLES = {"share": "share of high urgency (rate 100)",
+          "rate": "arrival rate (40% high urgency)",
+          "carbon-sd": "spread of the carbon rates (kg/kWh, mean 0.2)"}
+AXES = {"share": "high-urgency leases (%)", "rate": "arrival-rate factor",
+        "carbon-sd": "standard deviation of the sites' carbon rates (kg/kWh)"}
+
+
 def table(data: dict[str, dict[float, float]], x: str) -> str:
     lines = list(data)
     points = sorted({p for line in data.values() for p in line})
-    head = ["urgent %" if x == "share" else "rate"] + lines
+    head = [HEADS[x]] + lines
     rows = [[f"{p * 100:g}" if x == "share" else f"{p:g}"]
             + [f"{data[line][p]:.5g}" if p in data[line] else "-" for line in lines]
             for p in points]
@@ -99,7 +119,7 @@ def plot(data: dict[str, dict[float, float]], metric: str, x: str, path: Path) -
         ax.plot(xs, list(points.values()), style, label=line, markersize=4)
     if x == "rate":
         ax.set_xscale("log")
-    ax.set_xlabel("high-urgency leases (%)" if x == "share" else "arrival-rate factor")
+    ax.set_xlabel(AXES[x])
     ax.set_ylabel(LABELS.get(metric, metric))
     ax.legend(fontsize=7)
     ax.grid(alpha=0.3)
@@ -114,6 +134,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("dir", help="a sweep's output directory")
     parser.add_argument("--metric", action="append", help=f"default: {', '.join(METRICS)}")
     parser.add_argument("--plots", action="store_true", help="draw DIR/plots/garg-*.png")
+    parser.add_argument("--by", action="append", choices=list(HEADS),
+                        help="the x axis (default: share and rate)")
     args = parser.parse_args(argv)
     directory = Path(args.dir)
     try:
@@ -125,16 +147,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"lm-garg-figures: error: no finished runs in {directory}", file=sys.stderr)
         return 2
     for metric in args.metric or METRICS:
-        for x in ("share", "rate"):
+        for x in args.by or ("share", "rate"):
             data = series(runs, metric, x)
             if not any(len(points) > 1 for points in data.values()):
                 continue
-            by = ("share of high urgency (rate 100)" if x == "share"
-                  else "arrival rate (40% high urgency)")
-            print(f"\n{LABELS.get(metric, metric)}, by {by}")
+            print(f"\n{LABELS.get(metric, metric)}, by {TITLES[x]}")
             print(table(data, x))
             if args.plots:
-                plot(data, metric, x, directory / "plots" / f"garg-{metric}-by-{x}.png")
+                plot(data, metric, x,
+                     directory / "plots" / f"garg-{metric.removeprefix('garg_')}-by-{x}.png")
     return 0
 
 
