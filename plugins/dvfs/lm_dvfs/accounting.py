@@ -8,8 +8,9 @@ execution and from data transfer, and the workload executed, n x e. Summary fiel
 unit of workload ``carbon_per_cpu_hour``, ``cost_per_cpu_hour``, ``energy_per_cpu_hour`` and
 ``profit_per_cpu_hour``; the bounds of section 4.3 (:mod:`.bounds`) for every lease submitted,
 ``carbon_bound_per_cpu_hour`` (lower) and ``profit_bound_per_cpu_hour`` (upper), with the
-workload the carbon bound fits, ``bound_workload_cpu_hours``; and ``garg_sites`` with the
-same per site (and its COP).
+workload the carbon bound fits, ``bound_workload_cpu_hours``; ``bad_data_leases``, leases that
+ran with an invalid ``data-gb`` (counted as no data); and ``garg_sites`` with the same per site
+(and its COP).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from lease_manager import LeaseState, Policy, hookimpl
 
 from .bounds import BoundSite, bound, parse_cubic_law
-from .economics import Outcome, SiteEconomics
+from .economics import Outcome, SiteEconomics, lease_data_gb
 from .meta import prices_from
 
 if TYPE_CHECKING:
@@ -61,6 +62,8 @@ class GargAccounting(Policy):
         self.outcomes: dict[str, list[Outcome]] = {}
         #: every lease submitted, for the bounds
         self.leases: list[Lease] = []
+        #: leases that ran with an invalid ``data-gb`` attribute (counted as no data)
+        self.bad_data = 0
 
     def _site(self, name: str) -> SiteEconomics | None:
         """The economics of site ``name`` ("" in a run of one site), built on first use (the
@@ -85,6 +88,8 @@ class GargAccounting(Policy):
         econ = self._site(site)
         if econ is None:
             return
+        if isinstance(lease_data_gb(lease), str):
+            self.bad_data += 1   # ran with its data counted as 0 (no meta-scheduler refused it)
         level = econ.model.top_level if lease.level is None else lease.level
         self.outcomes[site].append(econ.outcome(lease, level, lease.start, self.prices,
                                                 work=lease.work_done))
@@ -93,6 +98,7 @@ class GargAccounting(Policy):
     def collect_summary(self, ctx: RunContext) -> dict[str, Any]:
         every = [o for outcomes in self.outcomes.values() for o in outcomes]
         summary: dict[str, Any] = {f"garg_{k}": v for k, v in _totals(every).items()}
+        summary["garg_bad_data_leases"] = self.bad_data
         sites = []
         for name, site in (ctx.sites or {"": ctx}).items():
             econ = self._site(name)

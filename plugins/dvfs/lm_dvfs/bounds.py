@@ -22,7 +22,9 @@ from typing import TYPE_CHECKING
 
 import attrs
 
-from .economics import JOULES_PER_KWH, Prices, SiteEconomics, f_opt, mean_over
+from lease_manager.energy.operating_points import lease_gamma
+
+from .economics import JOULES_PER_KWH, Prices, SiteEconomics, f_opt, lease_data_gb, mean_over
 
 if TYPE_CHECKING:
     from lease_manager import Lease
@@ -79,6 +81,9 @@ def bound(leases: Sequence[Lease], sites: Sequence[BoundSite], prices: Prices,
     work = total = 0.0
     for lease in sorted(leases, key=lambda x: (math.inf if x.deadline is None else x.deadline,
                                                 x.submit, x.id)):
+        data = lease_data_gb(lease)
+        if isinstance(data, str) or isinstance(lease_gamma(lease, 1.0), str):
+            continue   # rejected in the run too
         n = float(lease.vms.total[sites[0].econ.model.cpu])
         e = lease.run_duration
         deadline = math.inf if lease.deadline is None else lease.deadline
@@ -92,14 +97,13 @@ def bound(leases: Sequence[Lease], sites: Sequence[BoundSite], prices: Prices,
             continue   # no site meets its deadline even molded: dropped
         drains[i] = end
         econ = site.econ
-        gamma = econ.gamma if lease.extra.get("gamma") is None else float(lease.extra["gamma"])
+        gamma = float(lease_gamma(lease, econ.gamma))
         kwh = econ.model.cooling_factor * site.least_power_time(gamma) * n * e / JOULES_PER_KWH
         work += n * e
         if objective == "carbon":
             total += mean_over(econ.model.carbon, start, end) * kwh
         else:
             cost = mean_over(econ.model.price, start, end) * kwh
-            data = float(lease.extra.get("data-gb", 0.0) or 0.0)
             cost_gb = prices.data_cost.get(econ.name, prices.data_cost.get("*", 0.0))
             total += n * e / 3600.0 * prices.cpu_hour - cost + data * (prices.data - cost_gb)
     hours = work / 3600.0

@@ -32,6 +32,21 @@ JOULES_PER_KWH = 3.6e6
 DATA_ATTRIBUTE = "data-gb"
 
 
+def lease_data_gb(lease: Lease) -> float | str:
+    """The GB of data ``lease`` transfers (its ``data-gb`` attribute; 0 without one), or why
+    the attribute is invalid."""
+    text = lease.extra.get(DATA_ATTRIBUTE)
+    if text is None or text == "":
+        return 0.0
+    try:
+        value = float(text)
+    except (TypeError, ValueError):
+        return f"data-gb {text!r} is not a number"
+    if not (math.isfinite(value) and 0 <= value <= 1e12):
+        return f"data-gb {text!r} is not in [0, 1e12]"
+    return value
+
+
 def f_opt(beta: float, alpha: float, fmin: float, fmax: float) -> float:
     """The frequency of least energy per unit of work for gamma = 1 (appendix B):
     (beta / (2 alpha))^(1/3), clamped to [fmin, fmax]."""
@@ -129,8 +144,8 @@ class SiteEconomics:
         kwh = energy / JOULES_PER_KWH
         cost = mean_over(model.price, start, end) * kwh
         carbon = mean_over(model.carbon, start, end) * kwh
-        data = float(lease.extra.get(DATA_ATTRIBUTE, 0.0) or 0.0)
-        if not (math.isfinite(data) and data >= 0):
+        data = lease_data_gb(lease)
+        if isinstance(data, str):   # meta-schedulers reject such leases; a probe counts them
             data = 0.0
         cost_gb = prices.data_cost.get(self.name, prices.data_cost.get("*", 0.0))
         profit_data = data * (prices.data - cost_gb)

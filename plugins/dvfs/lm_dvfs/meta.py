@@ -25,7 +25,7 @@ import attrs
 
 from lease_manager import SiteSelectionPolicy
 
-from .economics import Outcome, Prices, SiteEconomics
+from .economics import Outcome, Prices, SiteEconomics, lease_data_gb
 
 if TYPE_CHECKING:
     from lease_manager import Lease
@@ -56,6 +56,18 @@ def prices_from(config) -> Prices:
     pairs = config.get("dvfs", "data-cost")
     return Prices(config.get("dvfs", "cpu-price"), config.get("dvfs", "data-price"),
                   dict(pairs))
+
+
+def valid(leases: Sequence[Lease], send: Callable[[Lease, int | str], None]) -> list[Lease]:
+    """The leases whose ``data-gb`` is valid; the others are rejected with the reason."""
+    out = []
+    for lease in leases:
+        data = lease_data_gb(lease)
+        if isinstance(data, str):
+            send(lease, f"bad attribute: {data}")
+        else:
+            out.append(lease)
+    return out
 
 
 class _MetaScheduler(SiteSelectionPolicy):
@@ -103,7 +115,7 @@ class _Greedy(_MetaScheduler):
     def select_batch(self, leases: Sequence[Lease], sites: Sequence[SiteView], now: float,
                      send: Callable[[Lease, int | str], None]) -> None:
         order = sorted(range(len(sites)), key=lambda i: (self._index(sites[i], now), i))
-        for lease in sorted(leases, key=edf_key):
+        for lease in sorted(valid(leases, send), key=edf_key):
             for i in order:
                 if sites[i].what_if(lease, now) is not None:
                     send(lease, i)
@@ -138,7 +150,7 @@ class EdfEst(_MetaScheduler):
 
     def select_batch(self, leases: Sequence[Lease], sites: Sequence[SiteView], now: float,
                      send: Callable[[Lease, int | str], None]) -> None:
-        for lease in sorted(leases, key=edf_key):
+        for lease in sorted(valid(leases, send), key=edf_key):
             best: tuple[float, int] | None = None
             for i, site in enumerate(sites):
                 plan = site.what_if(lease, now)
@@ -171,7 +183,7 @@ class _MinMin(_MetaScheduler):
 
     def select_batch(self, leases: Sequence[Lease], sites: Sequence[SiteView], now: float,
                      send: Callable[[Lease, int | str], None]) -> None:
-        unmapped = sorted(leases, key=edf_key)
+        unmapped = sorted(valid(leases, send), key=edf_key)
         # what-if candidates by lease id and site; only the committed site's change
         known: dict[int, list[Candidate | None]] = {
             lease.id: [self.candidate(lease, sites, i, now) for i in range(len(sites))]

@@ -161,3 +161,17 @@ def test_the_bounds_of_section_4_3_on_a_three_lease_example():
     # the same workload only.
     assert s["garg_workload_cpu_hours"] == pytest.approx(300 / 3600)
     assert s["garg_carbon_per_cpu_hour"] == pytest.approx(kg(100, 300, 0.1) / (300 / 3600))
+
+
+def test_a_bad_data_attribute_is_refused_with_the_reason():
+    """data-gb 'lots': the meta-scheduler rejects the lease, naming the attribute; without a
+    meta-scheduler the lease runs and the probe counts it (its data as none)."""
+    bad = deadline_lease(1, 1, 100, 10, 1000, **{"data-gb": "lots"})
+    good = deadline_lease(2, 1, 100, 10, 1000)
+    s = run([bad, good], *SITES, "simulation.policy-site-selection=mce-mp").summary
+    assert bad.reason == "bad attribute: data-gb 'lots' is not a number"
+    assert good.state.value == "done" and s["garg_bad_data_leases"] == 0
+    alone = deadline_lease(1, 1, 100, 0, 1000, **{"data-gb": "-3"})
+    s = run([alone], "simulation.resources=1 CPU:1 Memory:1024", "power.pstates=1.0:0:100",
+            "accounting.probes=garg-accounting").summary
+    assert s["garg_bad_data_leases"] == 1 and s["garg_profit_data"] == 0
