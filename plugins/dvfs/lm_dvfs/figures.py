@@ -46,8 +46,13 @@ def read_runs(directory: Path) -> list[dict[str, Any]]:
         summary_path = meta_path.with_name("summary.json")
         if not summary_path.is_file():
             continue
-        meta = json.loads(meta_path.read_text())
-        config = load_config(meta["base"], plugins.schema, meta["overrides"])
+        try:
+            meta = json.loads(meta_path.read_text())
+            summary = json.loads(summary_path.read_text())
+            config = load_config(meta["base"], plugins.schema, meta["overrides"])
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise LeaseManagerError(f"{meta_path.parent}: not a finished run of a sweep "
+                                    f"({type(exc).__name__}: {exc})") from None
         sd = math.nan   # the spread of the sites' carbon rates, when they are drawn
         if config.sites:
             rate = config.for_site(config.sites[0]).get("power", "carbon-rate")
@@ -59,8 +64,8 @@ def read_runs(directory: Path) -> list[dict[str, Any]]:
             "share": float(config.get("dvfs", "urgent-share")),
             "rate": float(config.get("dvfs", "arrival-rate")),
             "carbon-sd": sd,
-            "seed": meta["seed"],
-            "summary": json.loads(summary_path.read_text()),
+            "seed": meta.get("seed"),
+            "summary": summary,
         })
     return runs
 

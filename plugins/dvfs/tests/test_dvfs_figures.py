@@ -41,3 +41,12 @@ def test_means_over_seeds_by_urgency_with_the_bound(tmp_path, capsys):
 def test_no_runs_is_one_line(tmp_path, capsys):
     assert main([str(tmp_path)]) == 2
     assert capsys.readouterr().err.strip().startswith("lm-garg-figures: error: no finished")
+
+
+def test_a_broken_run_folder_is_one_line(tmp_path, capsys):
+    fake_run(tmp_path, "gmce-hu0", 1, ["dvfs.urgent-share=0"], garg_carbon_per_cpu_hour=1)
+    (tmp_path / "gmce-hu0" / "week" / "seed-1" / "summary.json").write_text("{truncated")
+    assert main([str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("lm-garg-figures: error: ") and "seed-1: not a finished run" in err
+    assert "\n" not in err
