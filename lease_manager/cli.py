@@ -12,7 +12,7 @@ from pathlib import Path
 import attrs
 
 from lease_manager import __version__
-from lease_manager.errors import LeaseManagerError
+from lease_manager.errors import LeaseManagerError, TraceError
 
 
 def _simulate(args: argparse.Namespace) -> int:
@@ -21,6 +21,7 @@ def _simulate(args: argparse.Namespace) -> int:
 
     run = load_run(args.config, args.set)
     out = Path(args.out) if args.out else default_out_dir(args.config)
+    existed = out.exists()
     try:   # before the run, not after it: a bad output folder should not cost a simulation
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -36,6 +37,12 @@ def _simulate(args: argparse.Namespace) -> int:
     finally:
         if bar:
             bar.close()
+    trace = run.config.get("tracefile", "tracefile")
+    if summary["trace"]["jobs_read"] == 0 and trace and not args.allow_empty:
+        if not existed and not any(out.iterdir()):
+            out.rmdir()
+        raise TraceError("the trace holds no jobs: nothing to replay (--allow-empty writes "
+                         "an empty run)", file=trace)
     run.write(out)
     if not args.quiet:
         _print_summary(summary, out)
@@ -115,14 +122,23 @@ def _convert(args: argparse.Namespace) -> int:
     nodes = parse_site(config.get("simulation", "resources"))
     if not Path(args.input).is_file():
         raise LeaseManagerError(f"{args.input}: file not found")
+    output = Path(args.output)
+    if not output.parent.is_dir():
+        raise LeaseManagerError(f"cannot write {output}: folder {output.parent} does not exist")
+    if output.is_dir():
+        raise LeaseManagerError(f"cannot write {output}: it is a folder")
     stats: ConversionStats | TraceStats
-    if is_lwf(args.input):
-        stats = lwf_to_swf(args.input, args.output, nodes.types,
-                           config.get("tracefile", "procs-per-vm"), strict=args.strict,
-                           vm_vector=vm_vector(config, nodes))
-    else:
-        stats = swf_to_lwf(args.input, args.output, swf_conversion(config, nodes), nodes.types,
-                           skip_bad_lines=config.get("tracefile", "skip-bad-lines"))
+    try:
+        if is_lwf(args.input):
+            stats = lwf_to_swf(args.input, args.output, nodes.types,
+                               config.get("tracefile", "procs-per-vm"), strict=args.strict,
+                               vm_vector=vm_vector(config, nodes))
+        else:
+            stats = swf_to_lwf(args.input, args.output, swf_conversion(config, nodes),
+                               nodes.types,
+                               skip_bad_lines=config.get("tracefile", "skip-bad-lines"))
+    except OSError as exc:   # a file we may not read or write, a full disk...
+        raise LeaseManagerError(f"{exc.filename or output}: {exc.strerror}") from None
     print(json.dumps(stats.as_dict(), indent=2))
     return 0
 
@@ -190,15 +206,24 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    sim = sub.add_parser("simulate", help="replay a workload trace on the simulated clock")
+    sim = sub.add_parser("simulate", help="replay a workload trace on the simulated clock",
+                         description="Replay the configuration's trace (or LWF workload) on "
+                                     "the simulated clock, print a summary and write OUT/: "
+                                     "leases.csv, summary.json, series/*.csv and, with a "
+                                     "[power] model, node_states.csv and nodes.csv.")
     sim.add_argument("config", help="configuration file (.ini)")
     sim.add_argument("--set", action="append", default=[], metavar="SECTION.OPTION=VALUE",
                      help="override a configuration option (repeatable)")
     sim.add_argument("--out", help="output directory (default: results/CONFIG-NAME)")
     sim.add_argument("-q", "--quiet", action="store_true", help="print nothing on success")
+    sim.add_argument("--allow-empty", action="store_true",
+                     help="replay a trace that holds no jobs (otherwise an error)")
     sim.set_defaults(func=_simulate)
 
-    plug = sub.add_parser("plugins", help="list installed plugins, their policies and hooks")
+    plug = sub.add_parser("plugins", help="list installed plugins, their policies and hooks",
+                          description="Print the installed plugins (built-in and from "
+                                      "packages), the policies each registers by kind, and "
+                                      "the hooks each implements. Writes no file.")
     plug.add_argument("--json", action="store_true", help="machine-readable output")
     plug.set_defaults(func=_plugins)
 
@@ -206,7 +231,7 @@ def build_parser() -> argparse.ArgumentParser:
         "convert", help="convert an SWF trace into Haizea's LWF, or LWF back into SWF",
         description="SWF -> LWF applies the replay's conversion rules ([tracefile] options); "
         "LWF -> SWF keeps the best-effort leases SWF can express and counts the others. The "
-        "direction follows INPUT's format.")
+        "direction follows INPUT's format. Writes OUTPUT.")
     conv.add_argument("input", help="an SWF trace (.swf, .swf.gz) or an LWF file")
     conv.add_argument("output", help="the file to write")
     conv.add_argument("-c", "--config", help="configuration giving [simulation] resources and "
@@ -217,7 +242,10 @@ def build_parser() -> argparse.ArgumentParser:
                       help="LWF -> SWF: stop at the first lease SWF cannot express")
     conv.set_defaults(func=_convert)
 
-    doc = sub.add_parser("config-doc", help="print the configuration reference")
+    doc = sub.add_parser("config-doc", help="print the configuration reference",
+                         description="Print every section and option the installed core and "
+                                     "plugins accept, with types, defaults and meanings, as "
+                                     "Markdown on standard output. Writes no file.")
     doc.set_defaults(func=_config_doc)
 
     swp = sub.add_parser("sweep", help="run every profile x trace x seed of a sweep file",

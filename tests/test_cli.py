@@ -361,3 +361,67 @@ def test_plugins(runs):
     for policy in ("host-selection: greedy", "host-selection: no-policy", "queue: fcfs",
                    "admission: accept-all", "pricing: free"):
         assert policy in out
+
+
+# ------------------------------------------------------------- empty traces, bad output paths
+@scenario
+def empty_trace(d):
+    (d / "empty.swf").write_text("; only a header\n")
+    return ["simulate", write_config(d, d / "empty.swf"), "--out", d / "out"]
+
+
+def test_an_empty_trace_is_an_error_naming_the_file(runs):
+    r = runs["empty_trace"]
+    msg = assert_one_error_line(r.proc)
+    assert msg == (f"lease-manager: error: {r.dir / 'empty.swf'}: the trace holds no jobs: "
+                   "nothing to replay (--allow-empty writes an empty run)")
+    assert not r.out.exists()
+
+
+@scenario
+def empty_trace_allowed(d):
+    (d / "empty.swf").write_text("")
+    return ["simulate", write_config(d, d / "empty.swf"), "--out", d / "out", "--allow-empty"]
+
+
+def test_allow_empty_writes_an_empty_run(runs):
+    r = runs["empty_trace_allowed"]
+    assert r.proc.returncode == 0, r.proc.stderr
+    assert read_summary(r.out)["leases_total"] == 0
+
+
+@scenario
+def convert_to_a_missing_folder(d):
+    return ["convert", TRACE, d / "nowhere" / "x.lwf", "-c", write_config(d)]
+
+
+def test_convert_to_a_missing_folder_is_one_line(runs):
+    r = runs["convert_to_a_missing_folder"]
+    msg = assert_one_error_line(r.proc)
+    assert msg == (f"lease-manager: error: cannot write {r.dir / 'nowhere' / 'x.lwf'}: folder "
+                   f"{r.dir / 'nowhere'} does not exist")
+
+
+@scenario
+def sweep_out_is_a_file(d):
+    (d / "notes.md").write_text("mine\n")
+    (d / "sweep.ini").write_text(f"[sweep]\ntraces = {TRACE}\n\n[common:simulation]\n"
+                                 "resources = 144 CPU:1 Memory:1024\n")
+    return ["sweep", d / "sweep.ini", "--out", d / "notes.md", "-q"]
+
+
+def test_a_sweep_into_a_file_is_one_line_and_leaves_it(runs):
+    r = runs["sweep_out_is_a_file"]
+    msg = assert_one_error_line(r.proc)
+    assert msg == (f"lease-manager: error: cannot write results to {r.dir / 'notes.md'}: it is "
+                   "a file, not a folder")
+    assert (r.dir / "notes.md").read_text() == "mine\n"
+
+
+def test_every_command_says_what_it_does_in_its_help():
+    from lease_manager.cli import build_parser
+
+    parser = build_parser()
+    commands = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction")
+    for name, sub in commands.choices.items():
+        assert sub.description and len(sub.description) > 40, name

@@ -296,7 +296,8 @@ def add_client_commands(sub: Any) -> None:
     req = sub.add_parser("request", help="ask a running daemon for a lease",
                          description="Request a lease, Haizea-style: -t now (immediate), "
                          "best_effort (queued), an ISO-8601 time or +HH:MM:SS (advance "
-                         "reservation); with --deadline, a deadline lease.")
+                         "reservation); with --deadline, a deadline lease. Prints the lease's "
+                         "id and state; writes no file.")
     common(req)
     req.add_argument("-t", "--start", default="best_effort",
                      help="now | best_effort | ISO-8601 time | +HH:MM:SS (default best_effort)")
@@ -312,25 +313,36 @@ def add_client_commands(sub: Any) -> None:
                      "offsets from now) instead of the options above")
     req.set_defaults(func=request_command)
 
-    can = sub.add_parser("cancel", help="cancel a lease")
+    can = sub.add_parser("cancel", help="cancel a lease",
+                         description="Cancel a lease of the running daemon (its VMs are "
+                                     "stopped); prints its new state. Writes no file.")
     common(can)
     can.add_argument("lease", type=int, help="lease id")
     can.set_defaults(func=cancel_command)
 
-    ls = sub.add_parser("list-leases", help="list the daemon's leases")
+    ls = sub.add_parser("list-leases", help="list the daemon's leases",
+                        description="Print the running daemon's leases, one per line (id, "
+                                    "state, times, VMs). Writes no file.")
     common(ls)
     ls.add_argument("--state", help="only these states (comma-separated)")
     ls.set_defaults(func=list_leases_command)
 
-    sh = sub.add_parser("show-lease", help="one lease, its plan and its history")
+    sh = sub.add_parser("show-lease", help="one lease, its plan and its history",
+                        description="Print one lease of the running daemon: its request, "
+                                    "plan (reservations and nodes) and history. Writes no "
+                                    "file.")
     common(sh)
     sh.add_argument("lease", type=int, help="lease id")
     sh.set_defaults(func=show_lease_command)
 
-    q = sub.add_parser("show-queue", help="the wait queue, in order")
+    q = sub.add_parser("show-queue", help="the wait queue, in order",
+                       description="Print the running daemon's wait queue, in scheduling "
+                                   "order. Writes no file.")
     common(q)
     q.set_defaults(func=show_queue_command)
 
-    h = sub.add_parser("list-hosts", help="the site's nodes and what runs on them now")
+    h = sub.add_parser("list-hosts", help="the site's nodes and what runs on them now",
+                       description="Print the running daemon's nodes: capacity, what is free "
+                                   "and the leases on each now. Writes no file.")
     common(h)
     h.set_defaults(func=list_hosts_command)

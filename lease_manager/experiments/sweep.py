@@ -261,7 +261,12 @@ def check_stale(sweep: Sweep, out: Path) -> list[str]:
 
 def write_plan(sweep: Sweep, out: Path) -> None:
     """``OUT/sweep.json``: the sweep's profiles, traces, seeds and runs, in order."""
-    out.mkdir(parents=True, exist_ok=True)
+    if out.exists() and not out.is_dir():
+        raise LeaseManagerError(f"cannot write results to {out}: it is a file, not a folder")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise LeaseManagerError(f"cannot write results to {out}: {exc.strerror}") from None
     plan = {"sweep": str(sweep.path.resolve()), "base": str(sweep.base) if sweep.base else None,
             "profiles": list(sweep.profiles), "traces": [n for n, _ in sweep.traces],
             "seeds": list(sweep.seeds), "runs": [r.run_id for r in sweep.runs]}
