@@ -16,13 +16,15 @@ from lease_manager.errors import LeaseManagerError, TraceError
 
 
 def _simulate(args: argparse.Namespace) -> int:
+    from lease_manager.experiments.run_folder import claim, describe, fresh_folder, write_run_json
     from lease_manager.observers.invariants import InvariantViolation
     from lease_manager.run import default_out_dir, load_run
 
     run = load_run(args.config, args.set)
-    out = Path(args.out) if args.out else default_out_dir(args.config)
+    out = Path(args.out) if args.out else fresh_folder(default_out_dir(args.config))
     existed = out.exists()
-    try:   # before the run, not after it: a bad output folder should not cost a simulation
+    claim(out, args.force)   # before the run: a bad output folder should not cost a simulation
+    try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise LeaseManagerError(f"cannot write results to {out}: {exc.strerror}") from None
@@ -44,6 +46,7 @@ def _simulate(args: argparse.Namespace) -> int:
         raise TraceError("the trace holds no jobs: nothing to replay (--allow-empty writes "
                          "an empty run)", file=trace)
     run.write(out)
+    write_run_json(out, describe(run.config, args.set, run.plugins, out, args.config))
     if not args.quiet:
         _print_summary(summary, out)
     return 0
@@ -209,12 +212,17 @@ def build_parser() -> argparse.ArgumentParser:
     sim = sub.add_parser("simulate", help="replay a workload trace on the simulated clock",
                          description="Replay the configuration's trace (or LWF workload) on "
                                      "the simulated clock, print a summary and write OUT/: "
-                                     "leases.csv, summary.json, series/*.csv and, with a "
-                                     "[power] model, node_states.csv and nodes.csv.")
+                                     "run.json (what produced the run), leases.csv, "
+                                     "summary.json, series/*.csv and, with a [power] model, "
+                                     "node_states.csv and nodes.csv. A folder that holds a "
+                                     "run is never overwritten without --force.")
     sim.add_argument("config", help="configuration file (.ini)")
     sim.add_argument("--set", action="append", default=[], metavar="SECTION.OPTION=VALUE",
                      help="override a configuration option (repeatable)")
-    sim.add_argument("--out", help="output directory (default: results/CONFIG-NAME)")
+    sim.add_argument("--out", help="output directory (default: results/CONFIG-NAME, or "
+                     "CONFIG-NAME-2, -3... if it holds a run)")
+    sim.add_argument("--force", action="store_true",
+                     help="replace the run --out holds (its outputs are removed first)")
     sim.add_argument("-q", "--quiet", action="store_true", help="print nothing on success")
     sim.add_argument("--allow-empty", action="store_true",
                      help="replay a trace that holds no jobs (otherwise an error)")

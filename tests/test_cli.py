@@ -9,6 +9,7 @@ starts; each test then waits for the result of its own scenario.
 from __future__ import annotations
 
 import csv
+import hashlib
 import json
 import subprocess
 import sys
@@ -109,6 +110,9 @@ class Result:
 
 
 def _run(args: list, cwd: Path) -> subprocess.CompletedProcess:
+    if args and args[0] == "__shell__":   # a scenario of several commands
+        return subprocess.run(["bash", "-c", args[1]], cwd=cwd, capture_output=True,
+                              text=True, timeout=120)
     return subprocess.run([sys.executable, "-m", "lease_manager.cli", *map(str, args)],
                           cwd=cwd, capture_output=True, text=True, timeout=120)
 
@@ -425,3 +429,49 @@ def test_every_command_says_what_it_does_in_its_help():
     commands = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction")
     for name, sub in commands.choices.items():
         assert sub.description and len(sub.description) > 40, name
+
+
+# ------------------------------------------------------------------------------ run folders
+@scenario
+def twice_without_out(d):
+    """Two runs of the same configuration without --out (the second in the module's
+    results/small-2), chained in one shell."""
+    config = write_config(d, small_trace(d))
+    cmd = f"{sys.executable} -m lease_manager.cli simulate {config} -q"
+    return ["__shell__", f"{cmd} && {cmd}"]
+
+
+@scenario
+def out_holds_a_run(d):
+    config = write_config(d, small_trace(d))
+    cmd = f"{sys.executable} -m lease_manager.cli simulate {config} -q --out {d / 'out'}"
+    return ["__shell__", f"{cmd} && mkdir -p {d / 'out' / 'series'} && "
+                         f"touch {d / 'out' / 'series' / 'stale.csv'} {d / 'out' / 'mine.txt'}"
+                         f" && {{ {cmd} 2> {d / 'refused.txt'}; echo $? > {d / 'code.txt'}; }}"
+                         f" && {cmd} --force"]
+
+
+def test_without_out_each_run_gets_a_folder_of_its_own(runs):
+    r = runs["twice_without_out"]
+    assert r.proc.returncode == 0, r.proc.stderr
+    assert read_summary(r.dir / "results" / "small")["leases_total"] == 12
+    assert read_summary(r.dir / "results" / "small-2")["leases_total"] == 12
+
+
+def test_a_run_folder_is_replaced_only_with_force(runs):
+    r = runs["out_holds_a_run"]
+    assert r.proc.returncode == 0, r.proc.stderr
+    assert (r.dir / "code.txt").read_text().strip() == "2"
+    assert (r.dir / "refused.txt").read_text() == (
+        f"lease-manager: error: {r.out} holds a run already: --force replaces it, or choose "
+        "another --out\n")
+    assert (r.out / "mine.txt").exists() and not (r.out / "series" / "stale.csv").exists()
+    meta = json.loads((r.out / "run.json").read_text())
+    assert meta["overrides"] == [] and meta["seed"] == 0
+    assert meta["effective"]["scheduling"]["backfilling"] == "aggressive"
+    assert meta["effective"]["simulation"]["resources"]
+    assert meta["trace"]["path"] == str(r.dir / "small.swf")
+    assert meta["trace"]["sha256"] == hashlib.sha256(
+        (r.dir / "small.swf").read_bytes()).hexdigest()
+    assert meta["command"].endswith(f"--out {r.out} --force")
+    assert "lease-manager (built-in)" in meta["plugins"]

@@ -62,7 +62,8 @@ def test_installed_plugin_changes_host_selection(installed_plugin, tmp_path):
     def node(*settings: str) -> str:
         out = tmp_path / "out"
         subprocess.run([sys.executable, "-m", "lease_manager.cli", "simulate", str(ini), "-q",
-                        "--out", str(out), *settings], env=_env(installed_plugin), check=True)
+                        "--force", "--out", str(out), *settings], env=_env(installed_plugin),
+                       check=True)
         with (out / "leases.csv").open() as fh:
             return next(csv.DictReader(fh))["nodes"]
 

@@ -176,6 +176,15 @@ def write_comparison(results: Results, metrics: Sequence[str], path: Path) -> No
                                   repr(stat.std), repr(stat.min), repr(stat.max)])
 
 
+def _sweep_run(path: Path) -> bool:
+    """Is ``path`` a sweep's run folder (its run.json has a run id), not a ``simulate`` one?"""
+    try:
+        meta = json.loads((path / "run.json").read_text())
+    except (OSError, ValueError):
+        return False
+    return isinstance(meta, dict) and "run_id" in meta
+
+
 def report_command(directory: str, *, plots: bool = False, metrics: Iterable[str] = (),
                    gantt: str | None = None, gantt_leases: int | None = 200,
                    gantt_hours: float | None = None, seed: int | None = None) -> int:
@@ -188,7 +197,7 @@ def report_command(directory: str, *, plots: bool = False, metrics: Iterable[str
 
         require_matplotlib()
     if (path / "summary.json").is_file() and (path / "leases.csv").is_file() \
-            and not (path / "run.json").is_file():
+            and not _sweep_run(path):
         return _report_one_run(path, plots=plots, gantt_leases=gantt_leases,
                                gantt_hours=gantt_hours)
     results = write_results(path)

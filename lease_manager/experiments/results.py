@@ -92,6 +92,8 @@ def collect(directory: str | Path) -> Results:
             meta = json.loads(meta_path.read_text())
         except (OSError, ValueError):
             continue
+        if not isinstance(meta, dict) or "run_id" not in meta:
+            continue   # not a sweep's run (a ``simulate`` folder's run.json)
         summary_path = run_dir / "summary.json"
         error_path = run_dir / "error.txt"
         if summary_path.is_file():
