@@ -20,12 +20,12 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+from simulate_cpu import simulate_cpu_seconds
 
 ROOT = Path(__file__).resolve().parent.parent
 CONFIG = ROOT / "etc" / "sample.ini"
@@ -44,12 +44,7 @@ TARGETS = {"always-on": 1.3}
 
 def replay(settings: tuple[str, ...], out: Path) -> float:
     """One replay in a fresh process; its CPU seconds."""
-    cmd = [sys.executable, "-m", "lease_manager.cli", "simulate", str(CONFIG), "--out",
-           str(out), "-q"]
-    for setting in settings:
-        cmd += ["--set", setting]
-    subprocess.run(cmd, check=True)
-    return float(json.loads((out / "summary.json").read_text())["simulation"]["cpu_seconds"])
+    return simulate_cpu_seconds(CONFIG, settings, out)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -59,8 +54,8 @@ def main(argv: list[str] | None = None) -> int:
     times: dict[str, list[float]] = {name: [] for name in VARIANTS}
     with tempfile.TemporaryDirectory() as tmp:
         for i in range(args.repeat):
-            for name, settings in VARIANTS.items():
-                times[name].append(replay(settings, Path(tmp) / f"{i}-{len(times[name])}"))
+            for k, (name, settings) in enumerate(VARIANTS.items()):   # a folder per replay
+                times[name].append(replay(settings, Path(tmp) / f"{i}-{k}"))
     ref = statistics.median(times[REFERENCE])
     print(f"30-day trace, {args.repeat} replays each, medians of CPU seconds")
     print(f"{'variant':<26} {'CPU s':>8} {'ratio':>7}  target")

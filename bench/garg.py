@@ -17,12 +17,12 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+from simulate_cpu import simulate_cpu_seconds
 
 ROOT = Path(__file__).resolve().parent.parent
 CONFIG = ROOT / "etc" / "garg.ini"
@@ -36,12 +36,7 @@ TARGET = 10.0
 
 def replay(settings: tuple[str, ...], out: Path, config: Path = CONFIG) -> float:
     """One replay in a fresh process; its CPU seconds."""
-    cmd = [sys.executable, "-m", "lease_manager.cli", "simulate", str(config), "--out",
-           str(out), "-q"]
-    for setting in settings:
-        cmd += ["--set", setting]
-    subprocess.run(cmd, check=True)
-    return float(json.loads((out / "summary.json").read_text())["simulation"]["cpu_seconds"])
+    return simulate_cpu_seconds(config, settings, out)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -53,8 +48,8 @@ def main(argv: list[str] | None = None) -> int:
     times: dict[str, list[float]] = {name: [] for name in variants}
     with tempfile.TemporaryDirectory() as tmp:
         for i in range(args.repeat):
-            for name, settings in variants.items():
-                times[name].append(replay(settings, Path(tmp) / f"{i}-{len(times[name])}"))
+            for k, (name, settings) in enumerate(variants.items()):   # a folder per replay
+                times[name].append(replay(settings, Path(tmp) / f"{i}-{k}"))
     ref = statistics.median(times["one site (reference)"])
     print(f"week of LLNL Thunder, {args.repeat} replays each, medians of CPU seconds")
     print(f"{'variant':<22} {'CPU s':>7} {'ratio':>7}  target")
