@@ -174,9 +174,7 @@ class SiteSchedulers:
     def _send(self, lease: Lease, choice: int | str, now: float) -> None:
         """Submit ``lease`` to site ``choice``, or reject it with ``choice`` as the reason."""
         if isinstance(choice, str):   # no site: the first site records the rejection
-            scheduler = self.sites[0].scheduler
-            scheduler._emit("lease_submitted", lease=lease, now=now)
-            scheduler.reject(lease, now, choice)
+            self.sites[0].scheduler.refuse(lease, now, choice)
             return
         sites = self.sites
         if not (isinstance(choice, (int, np.integer)) and 0 <= choice < len(sites)):

@@ -317,6 +317,12 @@ class LeaseScheduler:
             return "larger than the site: its VMs cannot all be placed even on empty nodes"
         return ""
 
+    def refuse(self, lease: Lease, now: float, reason: str) -> None:
+        """A lease arrives and is refused before any admission (a meta-scheduler found no
+        site for it): the hooks see it submitted, then rejected with ``reason``."""
+        self._emit("lease_submitted", lease=lease, now=now)
+        self.reject(lease, now, reason)
+
     def reject(self, lease: Lease, now: float, reason: str) -> None:
         if self._restoring:   # it was accepted before the restart: it fails, with the reason
             lease.reason = f"could not be planned again after a restart: {reason}"

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 import attrs
 
-from lease_manager.energy.operating_points import lease_gamma
+from lease_manager.energy.operating_points import lease_gamma, stretch
 
 from .economics import JOULES_PER_KWH, Prices, SiteEconomics, f_opt, lease_data_gb, mean_over
 
@@ -46,8 +46,7 @@ class BoundSite:
             f = f_opt(beta, alpha, fmin, fmax)
             return (beta + alpha * f ** 3) * (gamma * (fmax / f - 1.0) + 1.0)
         model = self.econ.model
-        ratios = (model.ghz[:, model.top_level] / model.ghz).max(axis=0)
-        return float(min(self.econ.watts_per_cpu[k] * (gamma * (ratios[k] - 1.0) + 1.0)
+        return float(min(self.econ.watts_per_cpu[k] * stretch(model, k, gamma)
                          for k in range(model.levels)))
 
 
