@@ -221,6 +221,17 @@ def test_thesis_ch7_sweeps_list_when_both_plugins_are_installed(name, runs, log,
 
 
 # -------------------------------------------------------------- run, interrupt, resume
+def default_sigint() -> None:
+    """In the child, before exec: SIGINT back to its default action.
+
+    A shell that starts a command in the background without job control (``pytest ... &`` in a
+    script, some CI runners) sets SIGINT to "ignore", the child inherits it, and Python then
+    installs no KeyboardInterrupt handler: the sweep would run to its end whatever the test
+    sends. That, not a race, is why this test failed in some runs.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.fixture(scope="module")
 def resumed(tmp_path_factory):
     """The 18-run sweep, interrupted by SIGINT after its first runs, then resumed."""
@@ -229,7 +240,8 @@ def resumed(tmp_path_factory):
     out = d / "out"
     proc = subprocess.Popen([sys.executable, "-m", "lease_manager.cli", "sweep", str(path),
                              "--out", str(out), "--jobs", "2"], cwd=ROOT,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=default_sigint)
     deadline = time.monotonic() + 60
     while len(list(out.glob("*/*/*/summary.json"))) < 3 and proc.poll() is None:
         assert time.monotonic() < deadline, "the sweep made no progress"
