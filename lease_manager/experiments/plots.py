@@ -1,12 +1,14 @@
 """Figures of a sweep's runs (matplotlib, the ``plots`` extra), written as PNG files.
 
-- ``gantt-RUN.png``: a Gantt chart of one run: time across, node index up, one bar per lease on
-  the nodes it ran on (from ``leases.csv``);
+- ``gantt-RUN.png``: a Gantt chart of one run (:mod:`lease_manager.experiments.gantt`),
+  coloured by lease type, hatched by state, with a legend;
 - ``usage-TRACE-seed-N.png``: utilisation and queue length over time, one line per profile
   (the ``usage`` probe's ``series/utilization.csv`` and ``series/queue_length.csv``);
-- ``waits-TRACE.png``: the distribution of lease waits per profile (all seeds pooled);
+- ``waits-TRACE.png`` and ``slowdowns-TRACE.png``: the distributions of lease waits and of
+  bounded slowdowns per profile (all seeds pooled);
 - ``series-NAME-TRACE-seed-N.png``: every other time series a run recorded (a plugin's
-  resource contention...), one line per profile;
+  resource contention...), one line per profile, labelled with the unit the recording policy
+  declared (``series/units.csv``), integer ticks for counts;
 - with a ``[power]`` model: ``power-TRACE-seed-N.png``, the site's total power over time, one
   line per profile, with the green production and the power cap when there are any
   (``series/power.csv``), and ``node-states-RUN.png``, a timeline of every node's power state
@@ -30,6 +32,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from lease_manager.errors import LeaseManagerError
+from lease_manager.experiments.gantt import blocks as _blocks  # noqa: F401 - for callers
+from lease_manager.experiments.gantt import gantt, read_leases
+from lease_manager.experiments.gantt import number as _float
+from lease_manager.observers.accounting import SLOWDOWN_BOUND
+from lease_manager.observers.metrics import UNITS_FILE, read_units
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -40,6 +47,7 @@ HOUR = 3600.0
 USAGE_SERIES = ("utilization", "queue_length")
 #: series files with columns of their own, drawn by their own figures
 OWN_SERIES = ("power",)
+UNITS_STEM = Path(UNITS_FILE).stem
 STATE_COLOURS = {"on": "#4c9f38", "off": "#b0b0b0", "switching-on": "#f2a900",
                  "switching-off": "#d9534f"}
 INSTALL_HINT = "pip install 'lease-manager[plots]'"
@@ -53,7 +61,8 @@ def require_matplotlib() -> None:
                                 f"{INSTALL_HINT}") from None
 
 
-def _figure(width: float = 10, height: float = 5) -> Figure:
+def figure(width: float = 10, height: float = 5) -> Figure:
+    """An empty figure (constrained layout), without pyplot's global state."""
     require_matplotlib()
     from matplotlib.figure import Figure
 
@@ -65,11 +74,6 @@ def _slug(text: str) -> str:
 
 
 # ---------------------------------------------------------------------------------- inputs
-def read_leases(run_dir: Path) -> list[dict[str, str]]:
-    with (Path(run_dir) / "leases.csv").open(newline="") as fh:
-        return list(csv.DictReader(fh))
-
-
 def read_series(path: Path) -> tuple[np.ndarray, np.ndarray]:
     """A ``series/NAME.csv`` file as (times, values)."""
     data = np.loadtxt(path, delimiter=",", skiprows=1, ndmin=2)
@@ -78,153 +82,190 @@ def read_series(path: Path) -> tuple[np.ndarray, np.ndarray]:
     return data[:, 0], data[:, 1]
 
 
-def _float(text: str | None) -> float | None:
-    if text is None or text == "":
-        return None
-    try:
-        value = float(text)
-    except ValueError:
-        return None
-    return value if math.isfinite(value) else None
+def series_axis_label(name: str, runs: Mapping[str, Path]) -> str:
+    """The axis label of series ``name``: its label and unit from the first run's
+    ``series/units.csv``, else its name."""
+    for run_dir in runs.values():
+        unit, label = read_units(Path(run_dir) / "series").get(name, ("", ""))
+        if unit or label:
+            text = label or name
+            return f"{text} ({unit})" if unit and unit not in text else text
+    return name
 
 
-def _blocks(nodes: Iterable[int]) -> list[tuple[int, int]]:
-    """Sorted node indices as runs of consecutive ones: [(first, count), ...]."""
-    out: list[tuple[int, int]] = []
-    for n in sorted(set(nodes)):
-        if out and out[-1][0] + out[-1][1] == n:
-            out[-1] = (out[-1][0], out[-1][1] + 1)
-        else:
-            out.append((n, 1))
+def _integer_ticks_if_counts(ax, values: Iterable[np.ndarray]) -> None:
+    """Integer ticks on the y axis when every value drawn is a whole number (a count)."""
+    from matplotlib.ticker import MaxNLocator
+
+    arrays = [np.asarray(v) for v in values]
+    if arrays and all(a.size == 0 or np.array_equal(a, np.round(a)) for a in arrays):
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+
+
+def bounded_slowdowns(rows: Iterable[Mapping[str, str]]) -> list[float]:
+    """The bounded slowdown of every lease that finished: ``max(1, (wait + run) /
+    max(run, 10 s))``, the summary's ``avg_bounded_slowdown`` term by term."""
+    out = []
+    for row in rows:
+        if row.get("state") != "done":
+            continue
+        start, end, wait = (_float(row.get(k)) for k in ("start", "end", "wait"))
+        if start is None or end is None or wait is None:
+            continue
+        run = end - start
+        out.append(max(1.0, (wait + run) / max(run, SLOWDOWN_BOUND)))
+    return out
+
+
+def usage_from_leases(rows: Iterable[Mapping[str, str]]) -> dict[str, tuple[np.ndarray,
+                                                                                np.ndarray]]:
+    """``queue_length`` (leases submitted and not yet started) and ``running_leases`` over
+    time, rebuilt exactly from ``leases.csv`` for a run that recorded no series. A lease
+    rejected or cancelled before it started leaves the queue at its ``end`` time if it has
+    one, else at its submission."""
+    queue: list[tuple[float, int]] = []
+    running: list[tuple[float, int]] = []
+    last = 0.0
+    for row in rows:
+        submit, start, end = (_float(row.get(k)) for k in ("submit", "start", "end"))
+        if submit is None:
+            continue
+        last = max(last, submit, start or 0.0, end or 0.0)
+        if start is not None:
+            queue += [(submit, 1), (start, -1)]
+            running.append((start, 1))
+            if end is not None:
+                running.append((end, -1))
+        elif end is not None:
+            queue += [(submit, 1), (end, -1)]
+    out = {}
+    for name, events in (("queue_length", queue), ("running_leases", running)):
+        events.sort()
+        times = np.array([0.0] + [t for t, _ in events] + [last])
+        values = np.cumsum([0] + [d for _, d in events])
+        values = np.append(values, values[-1])
+        keep = np.append(times[1:] != times[:-1], True)   # the last value at each instant
+        out[name] = (times[keep], values[keep].astype(float))
     return out
 
 
 # --------------------------------------------------------------------------------- figures
-def gantt(run_dir: Path, *, max_leases: int | None = 200, max_hours: float | None = None,
-          title: str | None = None) -> Figure:
-    """One bar per lease, from its start to its end on each node it ran on (the first
-    ``max_leases`` leases to start, within ``max_hours`` of the first start). Leases that share
-    a multi-core node overlap (the bars are translucent)."""
-    from matplotlib.collections import PatchCollection
-    from matplotlib.patches import Rectangle
-
-    leases = []
-    for row in read_leases(run_dir):
-        start, end = _float(row.get("start")), _float(row.get("end"))
-        nodes = [int(n) for n in (row.get("nodes") or "").split()]
-        if start is None or end is None or not nodes:
-            continue
-        leases.append((start, end, nodes, row["lease_id"]))
-    leases.sort(key=lambda lease: (lease[0], int(lease[3])))
-    if leases and max_hours is not None:
-        limit = leases[0][0] + max_hours * HOUR
-        leases = [lease for lease in leases if lease[0] < limit]
-    shown_all = max_leases is None or len(leases) <= max_leases
-    if max_leases is not None:
-        leases = leases[:max_leases]
-
-    fig = _figure(12, 6)
-    ax = fig.add_subplot()
-    rects, colors = [], []
-    cmap = _colormap("tab20")
-    for start, end, nodes, lease_id in leases:
-        for first, count in _blocks(nodes):
-            rects.append(Rectangle((start / HOUR, first - 0.4), (end - start) / HOUR,
-                                   count - 0.2))
-            colors.append(cmap(int(lease_id) % 20))
-    if rects:
-        ax.add_collection(PatchCollection(rects, facecolors=colors, edgecolors="black",
-                                          linewidths=0.3, alpha=0.75))
-        if len(leases) <= 60:
-            for start, end, nodes, lease_id in leases:
-                first, count = _blocks(nodes)[0]
-                ax.text((start + end) / 2 / HOUR, first + (count - 1) / 2, lease_id,
-                        ha="center", va="center", fontsize=6, clip_on=True)
-        ax.autoscale_view()
-    else:
-        ax.text(0.5, 0.5, "no lease ran", transform=ax.transAxes, ha="center")
-    ax.set_xlabel("time (hours)")
-    ax.set_ylabel("node")
-    what = f"{len(leases)} leases" + ("" if shown_all else " (the first to start)")
-    ax.set_title(f"{title or Path(run_dir).name}: {what}")
-    ax.grid(axis="x", alpha=0.3)
-    return fig
-
-
-def _colormap(name: str):
-    from matplotlib import colormaps
-
-    return colormaps[name]
-
-
-def _step_lines(ax, runs: Mapping[str, Path], name: str, scale: float = 1.0) -> int:
-    """One step line per profile of series ``name``; returns how many were drawn."""
-    drawn = 0
+def _load(runs: Mapping[str, Path], name: str) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Series ``name`` of every run that recorded it, by profile."""
+    out = {}
     for profile, run_dir in runs.items():
         path = Path(run_dir) / "series" / f"{name}.csv"
-        if not path.is_file():
-            continue
-        times, values = read_series(path)
-        if times.size == 0:
-            continue
+        if path.is_file():
+            times, values = read_series(path)
+            if times.size:
+                out[profile] = (times, values)
+    return out
+
+
+def _step_lines(ax, data: Mapping[str, tuple[np.ndarray, np.ndarray]],
+                scale: float = 1.0) -> int:
+    """One step line per profile; integer ticks when every value is a count; returns how
+    many lines were drawn."""
+    for profile, (times, values) in data.items():
         ax.plot(times / HOUR, values * scale, drawstyle="steps-post", linewidth=0.9,
                 label=profile)
-        drawn += 1
-    if drawn:
+    if data:
         ax.legend(fontsize=8, loc="best")
+        _integer_ticks_if_counts(ax, (v * scale for _, v in data.values()))
     ax.grid(alpha=0.3)
-    return drawn
+    return len(data)
 
 
-def usage(runs: Mapping[str, Path], *, title: str = "") -> Figure | None:
-    """Utilisation (%) and queue length over time, one line per profile; None when no run
-    recorded them (they need ``[accounting] probes = usage``)."""
-    if not any((Path(d) / "series" / f"{n}.csv").is_file() for d in runs.values()
-               for n in USAGE_SERIES):
+def usage(runs: Mapping[str, Path], *, title: str = "",
+          from_leases: bool = False) -> Figure | None:
+    """Utilisation (%) and queue length over time, one line per profile (the ``usage``
+    probe's series). With ``from_leases``, a run without them gets its queue length and running
+    leases rebuilt from ``leases.csv`` (utilisation needs the probe). None when there is
+    nothing to draw."""
+    utilisation = _load(runs, "utilization")
+    queue = _load(runs, "queue_length")
+    running: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    if from_leases:
+        for profile, run_dir in runs.items():
+            if profile not in queue and (Path(run_dir) / "leases.csv").is_file():
+                rebuilt = usage_from_leases(read_leases(run_dir))
+                queue[profile] = rebuilt["queue_length"]
+                running[profile] = rebuilt["running_leases"]
+    if not utilisation and not queue:
         return None
-    fig = _figure(12, 6.5)
+    fig = figure(12, 6.5)
     top, bottom = fig.subplots(2, 1, sharex=True)
-    _step_lines(top, runs, "utilization", scale=100.0)
-    top.set_ylabel("utilisation (%)")
-    top.set_ylim(bottom=0)
-    _step_lines(bottom, runs, "queue_length")
+    if utilisation:
+        _step_lines(top, utilisation, scale=100.0)
+        top.set_ylabel("utilisation (% of CPU)")
+        top.set_ylim(bottom=0)
+    else:
+        _step_lines(top, running)
+        top.set_ylabel("leases running")
+        top.set_ylim(bottom=0)
+        top.text(0.01, 0.97, "utilisation needs '[accounting] probes = usage'; rebuilt from "
+                 "leases.csv", transform=top.transAxes, va="top", fontsize=7, color="dimgray")
+    _step_lines(bottom, queue)
     bottom.set_ylabel("leases waiting")
+    bottom.set_ylim(bottom=0)
     bottom.set_xlabel("time (hours)")
-    top.set_title(title or "utilisation and queue length")
+    top.set_title(title or ("utilisation and queue length" if utilisation
+                            else "running leases and queue length"))
     return fig
+
+
+def _cdf(ax, values_by_profile: Mapping[str, Sequence[float]], scale: float,
+         mean_unit: str, origin: float) -> None:
+    """Empirical CDFs, each starting at ``origin`` (the smallest possible value)."""
+    for profile, values in values_by_profile.items():
+        data = np.sort(np.asarray(values, dtype=float)) / scale
+        if data.size == 0:
+            continue
+        frac = np.arange(1, data.size + 1) / data.size
+        ax.step(np.concatenate([[origin], data]), np.concatenate([[0.0], frac]), where="post",
+                label=f"{profile} (mean {data.mean():.2f}{mean_unit})", linewidth=1.2)
+    ax.set_ylim(0, 1.02)
+    ax.grid(alpha=0.3)
+    if ax.has_data():
+        ax.legend(fontsize=8, loc="lower right")
 
 
 def waits(waits_by_profile: Mapping[str, Sequence[float]], *, title: str = "") -> Figure:
     """The cumulative distribution of lease waits, one line per profile (a log-like time
     axis that keeps zero waits)."""
-    fig = _figure(10, 5.5)
+    fig = figure(10, 5.5)
     ax = fig.add_subplot()
-    for profile, values in waits_by_profile.items():
-        data = np.sort(np.asarray(values, dtype=float)) / HOUR
-        if data.size == 0:
-            continue
-        frac = np.arange(1, data.size + 1) / data.size
-        ax.step(np.concatenate([[0.0], data]), np.concatenate([[0.0], frac]), where="post",
-                label=f"{profile} (mean {data.mean():.2f} h)", linewidth=1.2)
+    _cdf(ax, waits_by_profile, HOUR, " h", 0.0)
     ax.set_xscale("symlog", linthresh=0.1)
     ax.set_xlim(left=0)
-    ax.set_ylim(0, 1.02)
     ax.set_xlabel("wait (hours; linear below 0.1 h, logarithmic above)")
     ax.set_ylabel("fraction of leases waiting at most this long")
     ax.set_title(title or "wait-time distribution")
-    ax.grid(alpha=0.3)
-    if ax.has_data():
-        ax.legend(fontsize=8, loc="lower right")
+    return fig
+
+
+def slowdowns(slowdowns_by_profile: Mapping[str, Sequence[float]], *,
+              title: str = "") -> Figure:
+    """The cumulative distribution of the bounded slowdowns of finished leases (10 s bound),
+    one line per profile, on a logarithmic axis (the smallest is 1)."""
+    fig = figure(10, 5.5)
+    ax = fig.add_subplot()
+    _cdf(ax, slowdowns_by_profile, 1.0, "", 1.0)
+    ax.set_xscale("log")
+    ax.set_xlim(left=1)
+    ax.set_xlabel(f"bounded slowdown: max(1, (wait + run) / max(run, {SLOWDOWN_BOUND:g} s))")
+    ax.set_ylabel("fraction of finished leases at most this slowed")
+    ax.set_title(title or "bounded-slowdown distribution")
     return fig
 
 
 def series(name: str, runs: Mapping[str, Path], *, title: str = "") -> Figure:
-    """Series ``name`` over time, one line per profile."""
-    fig = _figure(12, 5)
+    """Series ``name`` over time, one line per profile, labelled with its unit."""
+    fig = figure(12, 5)
     ax = fig.add_subplot()
-    _step_lines(ax, runs, name)
+    _step_lines(ax, _load(runs, name))
     ax.set_xlabel("time (hours)")
-    ax.set_ylabel(name)
+    ax.set_ylabel(series_axis_label(name, runs))
     ax.set_title(title or name)
     return fig
 
@@ -247,7 +288,7 @@ def power(runs: Mapping[str, Path], *, title: str = "") -> Figure | None:
     profiles = {p: data for p, d in runs.items() if (data := read_power(d)) is not None}
     if not profiles:
         return None
-    fig = _figure(12, 5)
+    fig = figure(12, 5)
     ax = fig.add_subplot()
     for profile, data in profiles.items():
         ax.plot(data["time"] / HOUR, data["total_watts"] / 1000, drawstyle="steps-post",
@@ -277,7 +318,7 @@ def node_states(run_dir: Path, *, max_hours: float | None = None,
     with path.open(newline="") as fh:
         rows = list(csv.DictReader(fh))
     nodes = max((int(r["node"]) for r in rows), default=0) + 1
-    fig = _figure(12, min(2 + nodes * 0.08, 12))
+    fig = figure(12, min(2 + nodes * 0.08, 12))
     ax = fig.add_subplot()
     by_state: dict[str, list[tuple[float, float, int]]] = {}
     for r in rows:
@@ -361,19 +402,25 @@ def make_plots(results: Results, directory: Path, *, gantt_run: str | None = Non
                                  plots / f"usage-{_slug(trace)}-seed-{trace_seed}.png"))
 
         by_profile: dict[str, list[float]] = {}
+        slowed: dict[str, list[float]] = {}
         for r in rows:
-            values = [_float(x["wait"]) for x in read_leases(directory / r["run_id"])]
+            leases = read_leases(directory / r["run_id"])
+            values = [_float(x["wait"]) for x in leases]
             by_profile.setdefault(r["profile"], []).extend(v for v in values if v is not None)
+            slowed.setdefault(r["profile"], []).extend(bounded_slowdowns(leases))
         fig = waits({p: by_profile[p] for p in results.profiles if p in by_profile},
                     title=f"wait-time distribution: {trace} (all seeds)")
         written.append(_save(fig, plots / f"waits-{_slug(trace)}.png"))
+        fig = slowdowns({p: slowed[p] for p in results.profiles if p in slowed},
+                        title=f"bounded-slowdown distribution: {trace} (all seeds)")
+        written.append(_save(fig, plots / f"slowdowns-{_slug(trace)}.png"))
 
         power_fig = power(runs, title=f"site power: {label}")
         if power_fig is not None:
             written.append(_save(power_fig,
                                  plots / f"power-{_slug(trace)}-seed-{trace_seed}.png"))
         names = sorted({p.stem for d in runs.values() for p in (d / "series").glob("*.csv")}
-                       - set(USAGE_SERIES) - set(OWN_SERIES))
+                       - set(USAGE_SERIES) - set(OWN_SERIES) - {UNITS_STEM})
         for name in names:
             fig = series(name, runs, title=f"{name}: {label}")
             written.append(_save(fig, plots / f"series-{_slug(name)}-{_slug(trace)}"
@@ -386,17 +433,24 @@ def make_plots(results: Results, directory: Path, *, gantt_run: str | None = Non
 
 def make_run_plots(run_dir: Path, *, gantt_leases: int | None = 200,
                    gantt_hours: float | None = None) -> list[Path]:
-    """Draw one run's figures into ``run_dir/plots``: its Gantt chart, its recorded series,
-    and with a power model its power and node states."""
+    """Draw one run's figures into ``run_dir/plots``: its Gantt chart, utilisation (or running
+    leases) and queue length, the distributions of wait and bounded slowdown, its recorded
+    series, and with a power model its power and node states."""
     run_dir = Path(run_dir)
     plots = run_dir / "plots"
     name = run_dir.resolve().name
     written = [_save(gantt(run_dir, max_leases=gantt_leases, max_hours=gantt_hours,
                            title=name), plots / "gantt.png")]
     runs = {name: run_dir}
-    usage_fig = usage(runs, title=f"utilisation and queue length: {name}")
+    usage_fig = usage(runs, title=f"{name}", from_leases=True)
     if usage_fig is not None:
         written.append(_save(usage_fig, plots / "usage.png"))
+    leases = read_leases(run_dir)
+    written.append(_save(waits({name: [v for x in leases if (v := _float(x["wait"])) is not None]},
+                               title=f"wait-time distribution: {name}"), plots / "waits.png"))
+    written.append(_save(slowdowns({name: bounded_slowdowns(leases)},
+                                   title=f"bounded-slowdown distribution: {name}"),
+                         plots / "slowdowns.png"))
     power_fig = power(runs, title=f"site power: {name}")
     if power_fig is not None:
         written.append(_save(power_fig, plots / "power.png"))
@@ -405,7 +459,7 @@ def make_run_plots(run_dir: Path, *, gantt_leases: int | None = 200,
     if states_fig is not None:
         written.append(_save(states_fig, plots / "node-states.png"))
     names = sorted({p.stem for p in (run_dir / "series").glob("*.csv")}
-                   - set(USAGE_SERIES) - set(OWN_SERIES))
+                   - set(USAGE_SERIES) - set(OWN_SERIES) - {UNITS_STEM})
     for series_name in names:
         written.append(_save(series(series_name, runs, title=f"{series_name}: {name}"),
                              plots / f"series-{_slug(series_name)}.png"))

@@ -7,12 +7,23 @@ from pathlib import Path
 
 import numpy as np
 
+#: the file, beside the series, that gives their units and labels
+UNITS_FILE = "units.csv"
+
 
 class Metrics:
     """Named time series of ``(time, value)`` points: ``run.metrics.record("rc", now, 12.5)``."""
 
     def __init__(self) -> None:
         self.series: dict[str, tuple[list[float], list[float]]] = {}
+        #: name -> (unit, what it counts or measures), from :meth:`describe`
+        self.descriptions: dict[str, tuple[str, str]] = {}
+
+    def describe(self, name: str, unit: str, label: str = "") -> None:
+        """Say what series ``name`` measures, for plots and readers: its ``unit`` ("leases",
+        "W", "" for a pure number) and a ``label`` for axes ("leases waiting"). Written to
+        ``series/units.csv`` with the series."""
+        self.descriptions[name] = (unit, label)
 
     def record(self, name: str, time: float, value: float) -> None:
         times, values = self.series.setdefault(name, ([], []))
@@ -35,7 +46,24 @@ class Metrics:
                 out.writerow(["time", "value"])
                 out.writerows(zip(times, values))
             written.append(path)
+        described = sorted(n for n in self.descriptions if n in self.series)
+        if described:
+            path = directory / UNITS_FILE
+            with path.open("w", newline="") as fh:
+                out = csv.writer(fh, lineterminator="\n")
+                out.writerow(["series", "unit", "label"])
+                out.writerows([n, *self.descriptions[n]] for n in described)
+            written.append(path)
         return written
+
+
+def read_units(directory: Path) -> dict[str, tuple[str, str]]:
+    """``series/units.csv`` of a run as ``{series: (unit, label)}`` (empty without one)."""
+    path = Path(directory) / UNITS_FILE
+    if not path.is_file():
+        return {}
+    with path.open(newline="") as fh:
+        return {row["series"]: (row["unit"], row["label"]) for row in csv.DictReader(fh)}
 
 
 def read_series(path: Path) -> tuple[np.ndarray, np.ndarray]:

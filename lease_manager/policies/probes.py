@@ -22,6 +22,9 @@ class UsageProbe(Policy):
     def __init__(self, ctx: RunContext) -> None:
         super().__init__(ctx)
         self._total = float(ctx.site.total[0]) or 1.0
+        ctx.metrics.describe("queue_length", "leases", "leases waiting")
+        ctx.metrics.describe("running_leases", "leases", "leases running")
+        ctx.metrics.describe("utilization", "fraction", "utilisation (CPU in use)")
 
     @hookimpl
     def scheduling_cycle_end(self, ctx: RunContext, now: float) -> None:

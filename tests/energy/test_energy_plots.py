@@ -33,7 +33,7 @@ def test_report_on_one_run_draws_its_power_and_node_states(run_dir, capsys):
     out = capsys.readouterr().out
     assert "energy_it_joules" in out
     assert sorted(p.name for p in (run_dir / "plots").glob("*.png")) == [
-        "gantt.png", "node-states.png", "power.png"]
+        "gantt.png", "node-states.png", "power.png", "slowdowns.png", "usage.png", "waits.png"]
 
 
 def test_power_and_node_state_figures_carry_the_data(run_dir):

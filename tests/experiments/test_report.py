@@ -125,10 +125,11 @@ def test_report_plots_are_png_files_with_content(sweep_dir, capsys):
     assert names == sorted([
         "gantt-off_sdsc-blue-600requests_seed-1.png",
         *(f"usage-{t}-seed-1.png" for t in ("sdsc-blue-600requests", "later")),
-        *(f"waits-{t}.png" for t in ("sdsc-blue-600requests", "later")),
+        *(f"{k}-{t}.png" for t in ("sdsc-blue-600requests", "later")
+          for k in ("waits", "slowdowns")),
         *(f"series-{n}-{t}-seed-1.png" for n in ("resource_contention", "running_leases")
           for t in ("sdsc-blue-600requests", "later"))])
-    assert f"plots: 9 PNG files in {sweep_dir / 'plots'}/" in out
+    assert f"plots: 11 PNG files in {sweep_dir / 'plots'}/" in out
     for name in names:
         assert_png_has_content(sweep_dir / "plots" / name)
 
@@ -149,11 +150,11 @@ def test_gantt_draws_one_bar_per_block_of_nodes_of_each_lease(sweep_dir):
     fig = plots.gantt(run_dir, max_leases=30)
     ax = fig.axes[0]
     assert ax.has_data()
-    (bars,) = [c for c in ax.collections if isinstance(c, PatchCollection)]
+    bars = [c for c in ax.collections if isinstance(c, PatchCollection)]
     leases = sorted((r for r in plots.read_leases(run_dir) if r["nodes"]),
                     key=lambda r: (float(r["start"]), int(r["lease_id"])))[:30]
     blocks = [b for r in leases for b in plots._blocks(int(n) for n in r["nodes"].split())]
-    assert len(bars.get_paths()) == len(blocks) > 30 // 2
+    assert sum(len(b.get_paths()) for b in bars) == len(blocks) > 30 // 2
     # bars span the leases' times (hours) and nodes
     x0, x1 = ax.get_xlim()
     assert x0 <= float(leases[0]["start"]) / 3600 and \

@@ -72,6 +72,8 @@ class AutonomicQueue(QueuePolicy):
 
     def __init__(self, ctx: RunContext) -> None:
         super().__init__(ctx)
+        ctx.metrics.describe(SERIES_HELD, "leases", "leases held (Prepending)")
+        ctx.metrics.describe(SERIES_FULL, "nodes", "full nodes")
         cfg = ctx.config
         self.exclude_arrival = cfg.get("autonomic", "inequality-7-2") == "exclude-arrival"
         names = list(ctx.site.types.names)

@@ -70,6 +70,8 @@ class ResourceContentionProbe(Policy):
 
     def __init__(self, ctx: RunContext) -> None:
         super().__init__(ctx)
+        # the sum of requirements, in the resources' own units (CPU shares, MB...), eq. 5.2
+        ctx.metrics.describe(SERIES, "", "resource contention RC(t)")
         n_nodes = ctx.site.count
         self.contributions = Contributions.for_run(ctx)
         #: leases stressing each resource on each node, and the sum of their requirements
