@@ -172,6 +172,12 @@ def _report(args: argparse.Namespace) -> int:
                           seed=args.seed)
 
 
+def _export(args: argparse.Namespace) -> int:
+    from lease_manager.experiments.export import export_command
+
+    return export_command(args.dir, args.format, args.out)
+
+
 def _serve(args: argparse.Namespace) -> int:
     import logging
 
@@ -278,10 +284,13 @@ def build_parser() -> argparse.ArgumentParser:
     swp.set_defaults(func=_sweep)
 
     rep = sub.add_parser("report", help="compare a sweep's profiles; draw plots",
-                         description="Rebuild DIR/results.csv and results.sqlite from the run "
-                         "folders, print per-profile tables (mean and standard deviation over "
-                         "seeds) and, with --plots, write PNG figures into DIR/plots/.")
-    rep.add_argument("dir", help="a sweep's output directory")
+                         description="On a sweep's folder: rebuild DIR/results.csv and "
+                         "results.sqlite from the run folders, print per-profile tables (mean "
+                         "and standard deviation over seeds), write DIR/comparison.csv and, "
+                         "with --plots, PNG figures into DIR/plots/. On one run's folder: "
+                         "print its summary and, with --plots, draw its figures into "
+                         "DIR/plots/.")
+    rep.add_argument("dir", help="a sweep's output directory, or one run's")
     rep.add_argument("--plots", action="store_true",
                      help="write PNG plots into DIR/plots/ (extra 'plots': matplotlib)")
     rep.add_argument("--metric", action="append", default=[], metavar="FIELD",
@@ -297,6 +306,17 @@ def build_parser() -> argparse.ArgumentParser:
                      help="the seed whose runs the time-series plots show (default: the "
                      "smallest)")
     rep.set_defaults(func=_report)
+
+    exp = sub.add_parser("export", help="write a run's schedule for other tools",
+                         description="Write the schedule of one run folder (simulate's, or a "
+                         "sweep's run) as Batsim's jobs.csv (--format batsim, read by evalys; "
+                         "default RUN-DIR/jobs.csv) or as a Standard Workload Format file "
+                         "(--format swf; default RUN-DIR/schedule.swf).")
+    exp.add_argument("dir", metavar="RUN-DIR", help="a run's output folder (has leases.csv)")
+    exp.add_argument("--format", required=True, choices=("batsim", "swf"),
+                     help="batsim: jobs.csv; swf: the simulated schedule as SWF")
+    exp.add_argument("--out", metavar="FILE", help="the file to write (default in RUN-DIR)")
+    exp.set_defaults(func=_export)
 
     srv = sub.add_parser("serve", help="run the lease daemon on the real clock",
                          description="Take lease requests through a JSON HTTP API, keep them "
