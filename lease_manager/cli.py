@@ -53,28 +53,67 @@ def _simulate(args: argparse.Namespace) -> int:
 
 
 class _Progress:
-    """A tqdm bar over the bytes of the trace read so far (only on a terminal)."""
+    """A tqdm bar over the trace's jobs: those done with (a lease in its final state, or a job
+    skipped or filtered out) out of the jobs in the trace, with the rate and the time left, and
+    the simulated time reached. Only on a terminal."""
 
     def __init__(self, run) -> None:
         from tqdm import tqdm
 
-        self.reader = run.trace_reader
-        self.bar = tqdm(total=self.reader.size, unit="B", unit_scale=True, desc="replay",
-                        leave=False, file=sys.stderr)
+        from lease_manager.workload.swf import count_jobs
+
+        self.run = run
+        self.now = 0.0
+        if run.trace_reader is not None:
+            total = count_jobs(run.trace_reader.path)
+            max_jobs = run.config.get("tracefile", "max-jobs")
+            total = min(total, max_jobs) if max_jobs else total
+        else:
+            total = run.trace_stats.replayed
+        self.bar = tqdm(total=total or None, unit=" jobs", desc="replay", leave=False,
+                        file=sys.stderr, dynamic_ncols=True)
 
     def update(self, now: float) -> None:
-        self.bar.n = self.reader.position
-        self.bar.set_postfix_str(f"t={now:,.0f}s", refresh=False)
+        self.now = now
+        stats = self.run.trace_stats
+        done = (sum(self.run.accounting.states.values()) + sum(stats.skipped.values())
+                + sum(stats.filtered.values()))
+        self.bar.n = min(done, self.bar.total) if self.bar.total else done
+        self.bar.set_postfix_str(f"simulated {now / 86400:,.1f} days", refresh=False)
         self.bar.refresh()
 
     def close(self) -> None:
+        self.update(self.now)   # the last frame: every job done with
         self.bar.close()
 
 
 def _progress_bar(run, quiet: bool) -> _Progress | None:
-    if quiet or run.trace_reader is None or not sys.stderr.isatty():
+    if quiet or not sys.stderr.isatty():
         return None
     return _Progress(run)
+
+
+def _counts(total: int, word: str, by_reason: dict[str, int], note: str = "") -> str:
+    from lease_manager.workload.swf import STOPPING_FILTERS
+
+    if not total:
+        return f"0 {word}"
+    reasons = ", ".join(f"{n:,} {why}" + (note if why in STOPPING_FILTERS else "")
+                        for why, n in by_reason.items())
+    return f"{total:,} {word} ({reasons})"
+
+
+def trace_line(trace: dict) -> str:
+    """The console line accounting for every job read: replayed, skipped and filtered, by
+    reason."""
+    skipped, filtered = trace["jobs_skipped"], trace["jobs_filtered"]
+    parts = [f"{trace['jobs_replayed']:,} replayed",
+             _counts(sum(skipped.values()), "skipped", skipped),
+             _counts(sum(filtered.values()), "filtered", filtered,
+                     ": reading stopped there")]
+    bad = trace["bad_lines"]
+    line = f"trace: {trace['jobs_read']:,} jobs read: " + ", ".join(parts)
+    return line + (f"; {bad:,} bad lines skipped" if bad else "")
 
 
 def _print_summary(s: dict, out: Path) -> None:
@@ -82,10 +121,7 @@ def _print_summary(s: dict, out: Path) -> None:
     trace = s["trace"]
     print(f"leases: {s['leases_total']:,} submitted, {s['leases_completed']:,} completed, "
           f"{s['leases_rejected']:,} rejected, {s['leases_unfinished']:,} unfinished")
-    if trace["jobs_skipped"] or trace["bad_lines"]:
-        skipped = ", ".join(f"{n:,} {why}" for why, n in trace["jobs_skipped"].items())
-        print(f"trace: {trace['jobs_read']:,} jobs read; skipped {skipped or 'none'}; "
-              f"{trace['bad_lines']} bad lines")
+    print(trace_line(trace))
     for reason, n in s["rejected_by_reason"].items():
         print(f"rejected: {n:,} {reason}")
     print(f"makespan {s['makespan']:,.0f} s, average wait {s['avg_wait']:,.1f} s "

@@ -475,3 +475,41 @@ def test_a_run_folder_is_replaced_only_with_force(runs):
         (r.dir / "small.swf").read_bytes()).hexdigest()
     assert meta["command"].endswith(f"--out {r.out} --force")
     assert "lease-manager (built-in)" in meta["plugins"]
+
+
+def test_console_summary_accounts_for_every_job_read(tmp_path, capsys):
+    """The first 105 jobs of the Blue trace: 4 have a negative run time, the 105th is read and
+    turned away by max-jobs = 100, and reading stops there."""
+    from lease_manager import cli
+
+    sample = Path(__file__).resolve().parents[1] / "etc" / "sample.ini"
+    assert cli.main(["simulate", str(sample), "--out", str(tmp_path / "run"),
+                     "--set", "tracefile.max-jobs=100"]) == 0
+    assert ("trace: 105 jobs read: 100 replayed, 4 skipped (4 run time < 0), 1 filtered "
+            "(1 beyond max-jobs: reading stopped there)\n") in capsys.readouterr().out
+
+
+def test_progress_bar_counts_the_traces_jobs_with_rate_and_simulated_time(tmp_path,
+                                                                           monkeypatch):
+    """On a terminal the bar's total is the trace's 5,545 job lines (not its bytes); it ends
+    with every one of them done with: replayed, skipped or filtered."""
+    import io
+    import re
+    import sys
+
+    from lease_manager import cli
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    err = Terminal()
+    monkeypatch.setattr(sys, "stderr", err)
+    sample = Path(__file__).resolve().parents[1] / "etc" / "sample.ini"
+    assert cli.main(["simulate", str(sample), "--out", str(tmp_path / "run")]) == 0
+    frames = [f for f in err.getvalue().split("\r") if f.startswith("replay:")]
+    assert frames, err.getvalue()
+    counts = [tuple(map(int, re.search(r"(\d+)/(\d+)", f).groups())) for f in frames]
+    assert {total for _, total in counts} == {5545}
+    assert counts[-1][0] == 5545 and [n for n, _ in counts] == sorted(n for n, _ in counts)
+    assert "jobs/s" in frames[-1] and "simulated" in frames[-1] and "days" in frames[-1]

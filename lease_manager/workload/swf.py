@@ -104,6 +104,13 @@ def open_text(path: str | Path) -> IO[str]:
     return io.TextIOWrapper(raw, encoding="utf-8", errors="replace")
 
 
+def count_jobs(path: str | Path) -> int:
+    """The number of job lines of an SWF trace (neither empty nor comments), read quickly
+    without parsing them: the total of a progress bar."""
+    with open_text(path) as fh:
+        return sum(1 for line in fh if line.strip() and not line.lstrip().startswith(";"))
+
+
 class SWFReader:
     """Streams the jobs of an SWF file; header directives are collected as they are read.
 
@@ -244,9 +251,20 @@ class SWFConversion:
     rebase: bool = False
 
 
+#: filters after which the reader stops: the rest of the trace is not read
+AFTER_WINDOW = "after the time window"
+BEYOND_MAX_JOBS = "beyond max-jobs"
+STOPPING_FILTERS = (AFTER_WINDOW, BEYOND_MAX_JOBS)
+
+
 @attrs.define
 class TraceStats:
-    """What the conversion kept, filtered out and skipped (skips are counted by reason)."""
+    """What the conversion kept, filtered out and skipped (skips are counted by reason).
+
+    Every job read is counted once: ``read == replayed + sum(filtered) + sum(skipped)``. A
+    stopping filter (after the window, beyond ``max-jobs``) counts the one job at which reading
+    stopped; the jobs after it are not read.
+    """
 
     read: int = 0
     replayed: int = 0
@@ -291,7 +309,7 @@ def swf_leases(reader: SWFReader, conv: SWFConversion, stats: TraceStats | None 
             stats.filtered["before the time window"] += 1
             continue
         if job.submit >= window_end:
-            stats.filtered["after the time window"] += 1
+            stats.filtered[AFTER_WINDOW] += 1   # jobs are in submit order: reading stops
             break
         if job.run_time < 0:
             stats.skipped["run time < 0"] += 1
@@ -301,6 +319,7 @@ def swf_leases(reader: SWFReader, conv: SWFConversion, stats: TraceStats | None 
             stats.skipped["no processor count"] += 1
             continue
         if conv.max_jobs and stats.replayed >= conv.max_jobs:
+            stats.filtered[BEYOND_MAX_JOBS] += 1   # read, so accounted for; reading stops
             break
         run = max(job.run_time, 1)
         requested = job.requested_time if job.requested_time > 0 else run

@@ -262,7 +262,22 @@ def test_max_jobs(tmp_path):
     leases = convert(path, stats, max_jobs=2)
     assert [l.source_id for l in leases] == ["2", "3"]
     assert stats.replayed == 2 and stats.skipped["run time < 0"] == 1
+    # job 4 was read and then turned away: it is accounted for, and reading stops there
+    assert stats.read == 4 and stats.filtered == {"beyond max-jobs": 1}
     assert len(convert(path, max_jobs=0)) == 4          # 0: all
+
+
+@pytest.mark.parametrize("conv", [
+    {}, {"max_jobs": 3}, {"window_start": 2, "window_length": 5}, {"queues": (2,)},
+    {"queues": (1,), "window_start": 1, "max_jobs": 2}])
+def test_every_job_read_is_replayed_skipped_or_filtered(tmp_path, conv):
+    path = write(tmp_path, job(1, 0, -1), job(2, 1, 10, queue=2), job(3, 2, 10),
+                 job(4, 3, 10, alloc=-1), job(5, 4, 10, queue=2), job(6, 8, 10), job(7, 9, 10))
+    stats = TraceStats()
+    leases = convert(path, stats, **conv)
+    assert stats.replayed == len(leases)
+    assert stats.read == stats.replayed + sum(stats.skipped.values()) + \
+        sum(stats.filtered.values())
 
 
 def test_infinite_window_by_default():
