@@ -157,10 +157,12 @@ def _convert(args: argparse.Namespace) -> int:
     from lease_manager.workload.lwf import is_lwf
     from lease_manager.workload.swf import TraceStats
 
+    if not Path(args.input).is_file():   # before the configuration: the first thing to fix
+        raise LeaseManagerError(f"{args.input}: " + ("is a folder, not a trace"
+                                                     if Path(args.input).is_dir()
+                                                     else "file not found"))
     config = load_config(args.config, Plugins().schema, args.set)
     nodes = parse_site(config.get("simulation", "resources"))
-    if not Path(args.input).is_file():
-        raise LeaseManagerError(f"{args.input}: file not found")
     output = Path(args.output)
     if not output.parent.is_dir():
         raise LeaseManagerError(f"cannot write {output}: folder {output.parent} does not exist")

@@ -191,7 +191,8 @@ def report_command(directory: str, *, plots: bool = False, metrics: Iterable[str
     """Rebuild the result table of ``directory``, print the comparison, draw the plots."""
     path = Path(directory)
     if not path.is_dir():
-        raise LeaseManagerError(f"{directory}: no such directory")
+        raise LeaseManagerError(f"{directory}: " + ("is a file, not a sweep's or a run's folder"
+                                                    if path.exists() else "no such directory"))
     if plots:
         from lease_manager.experiments.plots import require_matplotlib
 
