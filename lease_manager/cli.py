@@ -360,7 +360,10 @@ def build_parser() -> argparse.ArgumentParser:
                          description="Take lease requests through a JSON HTTP API, keep them "
                          "in SQLite, and carry them out with the configured enactment backend "
                          "([daemon] options). SIGTERM or SIGINT stop it; restarted, it carries "
-                         "on from its state folder.")
+                         "on from its state folder, where it writes leases.db (every lease and "
+                         "change of state), token (mode 0600), daemon.json (its address), "
+                         "summary.json when it stops, and enactment/ (the process backend's "
+                         "VM folders with each VM's out.log and err.log).")
     srv.add_argument("config", help="configuration file (.ini)")
     srv.add_argument("--set", action="append", default=[], metavar="SECTION.OPTION=VALUE",
                      help="override a configuration option (repeatable)")

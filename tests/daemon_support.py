@@ -134,12 +134,13 @@ class ProcessDaemon:
         except (OSError, ValueError):
             return None
 
-    def cli(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
-        """Run a client command against this daemon, as a user would."""
+    def cli(self, *args: str, check: bool = True,
+            cwd: Path | None = None) -> subprocess.CompletedProcess:
+        """Run a client command against this daemon, as a user would (from ``cwd``)."""
         env = {**os.environ, "LEASE_MANAGER_URL": self.url,
                "LEASE_MANAGER_TOKEN_FILE": str(self.state / "token")}
         done = subprocess.run([sys.executable, "-m", "lease_manager.cli", *args], env=env,
-                              capture_output=True, text=True, timeout=60)
+                              capture_output=True, text=True, timeout=60, cwd=cwd)
         if check and done.returncode != 0:
             raise AssertionError(f"lease-manager {' '.join(args)} exited with "
                                  f"{done.returncode}: {done.stderr}")

@@ -14,10 +14,11 @@ import logging
 import re
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
 
-from lease_manager.daemon.lease_requests import RequestError, from_lease, normalise
+from lease_manager.daemon.lease_requests import RequestError, from_lease, normalise, workdir_field
 from lease_manager.daemon.service import DaemonStopping
 from lease_manager.errors import InputError, LeaseManagerError
 from lease_manager.kernel.lease import LeaseState
@@ -64,6 +65,9 @@ def lease_view(row: Any, names: tuple[str, ...]) -> dict[str, Any]:
             "nodes": req["nodes"],
             "resources": req["resources"],
             "command": req["command"],
+            "workdir": req.get("workdir"),
+            "groups": req.get("groups") or [{"nodes": req["nodes"],
+                                             "resources": req["resources"]}],
             "max_price": req["max_price"],
             "extra": req["extra"],
         },
@@ -236,7 +240,7 @@ class Handler(BaseHTTPRequestHandler):
             return 200, {"status": "ok", "time": format_instant(self.daemon.clock.now())}
         if path == f"{API}/leases":
             if method == "POST":
-                return self._submit()
+                return self._submit(query)
             self._only(method, "GET", "POST")
             return 200, self._list(query)
         match = re.fullmatch(rf"{API}/leases/(\d{{1,18}})", path)
@@ -285,7 +289,7 @@ class Handler(BaseHTTPRequestHandler):
         self._reply_headers = {"Idempotent-Replayed": "true"}
         return 201, views[0] if single else views
 
-    def _submit(self) -> tuple[int, Any]:
+    def _submit(self, query: dict[str, list[str]]) -> tuple[int, Any]:
         d = self.daemon
         data = self._body()
         kind = self.headers.get("Content-Type", "application/json").split(";")[0].strip()
@@ -337,6 +341,8 @@ class Handler(BaseHTTPRequestHandler):
             raise HTTPError(415, f"unsupported Content-Type {kind!r} (application/json or "
                                  f"application/xml)")
 
+        self._working_folders(requests, query.get("workdir", [None])[-1])
+
         def submit(now: float) -> Any:
             if key is not None:    # the engine thread serialises requests with one key
                 known = d.store.recall_key(key)
@@ -352,6 +358,30 @@ class Handler(BaseHTTPRequestHandler):
         if isinstance(views, tuple):   # another request with this key got there first
             return self._replay(key or "", body_hash, views)
         return 201, views[0] if single else views
+
+    def _working_folders(self, requests: list[dict[str, Any]], default: str | None) -> None:
+        """Give requests without a ``workdir`` the ``?workdir=`` of the URL, and refuse a
+        working folder that is not a folder here or that lies in the daemon's state folder
+        (its token and database are there)."""
+        state_dir = self.daemon.state_dir
+        for i, request in enumerate(requests):
+            field = "workdir" if len(requests) == 1 else f"[{i}].workdir"
+            try:
+                if request.get("workdir") is None and default is not None:
+                    request["workdir"] = workdir_field(default)
+            except RequestError as exc:
+                raise HTTPError(400, f"{field}: {exc.detail}", field=field) from None
+            if request.get("workdir") is None:
+                continue
+            folder = Path(request["workdir"]).resolve()
+            if not folder.is_dir():
+                raise HTTPError(400, f"{field}: {request['workdir']} is not a folder on the "
+                                     "daemon's machine", field=field)
+            if folder == state_dir or state_dir in folder.parents:
+                raise HTTPError(400, f"{field}: {request['workdir']} is inside the daemon's "
+                                     "state folder, which holds its token and database",
+                                field=field)
+            request["workdir"] = str(folder)
 
     def _list(self, query: dict[str, list[str]]) -> list[dict[str, Any]]:
         states = tuple(s for value in query.get("state", ()) for s in value.split(",") if s)
@@ -372,6 +402,10 @@ class Handler(BaseHTTPRequestHandler):
         view = lease_view(row, self._names())
         view["history"] = [{"time": format_instant(e["time"]), "from": e["old"], "to": e["new"],
                             "detail": e["detail"]} for e in store.events(lease_id)]
+        backend = self.daemon.backend
+        started = row["start"] is not None
+        view["logs"] = backend.log_files(lease_id, view["request"]["nodes"]) \
+            if backend is not None and started else []
         return view
 
     def _cancel(self, lease_id: int) -> dict[str, Any]:

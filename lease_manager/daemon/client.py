@@ -19,7 +19,7 @@ import urllib.request
 import uuid
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 from lease_manager.errors import LeaseManagerError
 from lease_manager.kernel.timeutil import format_duration
@@ -86,8 +86,11 @@ class Client:
         timeout, say) returns the first answer instead of a second lease."""
         return self.call("POST", "/v1/leases", request, headers=_key_header(key))
 
-    def submit_lwf(self, xml: bytes, *, key: str | None = None) -> list[dict]:
-        return self.call("POST", "/v1/leases", xml, content_type="application/xml",
+    def submit_lwf(self, xml: bytes, *, key: str | None = None,
+                   workdir: str | None = None) -> list[dict]:
+        """Submit an LWF document; its leases run in ``workdir`` unless they name one."""
+        query = f"?workdir={quote(workdir, safe='')}" if workdir else ""
+        return self.call("POST", "/v1/leases" + query, xml, content_type="application/xml",
                          headers=_key_header(key))
 
     def lease(self, lease_id: int) -> dict:
@@ -200,17 +203,19 @@ def show(args: argparse.Namespace, data: Any, human: str) -> int:
 # ---------------------------------------------------------------------------- commands
 def request_command(args: argparse.Namespace) -> int:
     client = client_from(args)
+    workdir = str(Path(args.workdir or os.getcwd()).resolve())
     if args.file:
         try:
             xml = Path(args.file).read_bytes()
         except OSError as exc:
             raise LeaseManagerError(f"{args.file}: {exc.strerror}") from None
-        views = submit_with_retries(lambda key: client.submit_lwf(xml, key=key))
+        views = submit_with_retries(lambda key: client.submit_lwf(xml, key=key,
+                                                                  workdir=workdir))
     else:
         if args.duration is None:
             raise LeaseManagerError("-d/--duration is required (or -f lease.xml)")
         body: dict[str, Any] = {"start": args.start, "duration": _duration(args.duration),
-                                "nodes": args.nodes}
+                                "nodes": args.nodes, "workdir": workdir}
         for key, value in (("cpu", args.cpu), ("memory", args.mem), ("command", args.command),
                            ("deadline", args.deadline), ("name", args.name),
                            ("max_price", args.max_price)):
@@ -255,6 +260,8 @@ def show_lease_command(args: argparse.Namespace) -> int:
                  + (f", deadline {_short(req['deadline'])}" if req["deadline"] else ""))
     if req["command"]:
         lines.append(f"  command:   {req['command']}")
+    if req.get("workdir"):
+        lines.append(f"  in folder: {req['workdir']}")
     lines.append(f"  submitted {_short(v['submitted'])}, started {_short(v['start'])}, "
                  f"ended {_short(v['end'])}")
     for seg in v["plan"]:
@@ -263,6 +270,10 @@ def show_lease_command(args: argparse.Namespace) -> int:
     for e in v.get("history", []):
         lines.append(f"  {_short(e['time'])}  {e['from'] or '':>10} -> {e['to']:<10} "
                      f"{e['detail']}")
+    for log in v.get("logs", []):
+        vm = "every VM" if log["vm"] == "all" else f"VM {log['vm']}"
+        lines.append(f"  {vm} output: {log['out']}" if log["out"] == log["err"] else
+                     f"  {vm} output: {log['out']}  errors: {log['err']}")
     return show(args, v, "\n".join(lines))
 
 
@@ -305,7 +316,11 @@ def add_client_commands(sub: Any) -> None:
     req.add_argument("-n", "--nodes", type=int, default=1, help="number of VMs (default 1)")
     req.add_argument("--cpu", type=float, help="CPU of each VM")
     req.add_argument("--mem", type=float, help="memory of each VM (MB)")
-    req.add_argument("--command", help="shell command each VM runs")
+    req.add_argument("--command", help="shell command each VM runs (in --workdir, with a "
+                     "clean environment: PATH, the user's account, the locale and LM_* "
+                     "variables)")
+    req.add_argument("--workdir", metavar="DIR", help="the folder the command runs in, on the "
+                     "daemon's machine (default: the current folder)")
     req.add_argument("--deadline", help="finish by this time (ISO-8601 or +HH:MM:SS)")
     req.add_argument("--name", help="a name for the lease")
     req.add_argument("--max-price", type=float, help="the most you pay for it")

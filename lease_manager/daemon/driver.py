@@ -52,7 +52,9 @@ class EnactmentDriver(Enactment):
                               float(vector[self._cpu]) if self._cpu is not None else 0.0,
                               float(vector[self._memory]) if self._memory is not None else 0.0))
         end = res.end if math.isfinite(res.end) else 2.0 ** 40
-        return Work(lease.id, str(lease.extra.get("command", "")), tuple(vms), res.start, end)
+        workdir = lease.extra.get("workdir")
+        return Work(lease.id, str(lease.extra.get("command", "")), tuple(vms), res.start, end,
+                    workdir=str(workdir) if workdir else None)
 
     def _failed(self, lease: Lease, action: str, exc: Exception) -> None:
         reason = f"{action} failed: {exc}"

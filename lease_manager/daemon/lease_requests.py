@@ -38,6 +38,8 @@ FIELDS = {
     "memory": "memory of each VM in MB",
     "resources": "each VM's resources as {type: amount} (instead of cpu/memory)",
     "command": "shell command each VM runs",
+    "workdir": "absolute path of the folder the command runs in (the client sends its current "
+               "folder; default: the VM's own folder under the state folder)",
     "max_price": "the most the user pays (a higher price rejects the lease)",
     "name": "the user's name for the lease",
     "extra": "free-form {name: value} attributes",
@@ -49,6 +51,7 @@ MAX_SECONDS = 100 * 365 * 86400      # a century: anything longer is a mistake
 #: century from now), below which a lease's reservation would have no length at all
 MIN_SECONDS = 0.001
 MAX_COMMAND = 64 * 1024
+MAX_PATH = 4096
 MAX_EXTRA = 64
 
 
@@ -194,6 +197,7 @@ def normalise(body: Any, nodes: NodeSet, default_vm: np.ndarray, now: float) -> 
         "nodes": count,
         "resources": {n: float(a) for n, a in zip(types.names, vector) if a},
         "command": _text("command", body.get("command", ""), MAX_COMMAND),
+        "workdir": workdir_field(body["workdir"]) if body.get("workdir") is not None else None,
         "max_price": (_number("max_price", body["max_price"], maximum=1e15)
                       if "max_price" in body else None),
         "name": _text("name", body["name"], 256) if "name" in body else None,
@@ -202,13 +206,21 @@ def normalise(body: Any, nodes: NodeSet, default_vm: np.ndarray, now: float) -> 
     }
 
 
+def workdir_field(value: Any) -> str:
+    """A request's ``workdir``: an absolute path (whether it exists is the daemon's check)."""
+    text = _text("workdir", value, MAX_PATH)
+    if not text.startswith("/"):
+        raise RequestError("workdir", "must be an absolute path")
+    return text
+
+
 def from_lease(lease: Lease, nodes: NodeSet, now: float, offset: float) -> dict:
     """The normalised request of a lease read from an LWF document whose times are offsets
-    from ``offset`` (the moment it was submitted); only single-group leases are taken."""
-    if len(lease.vms.counts) != 1:
-        raise RequestError("<nodes>", "the daemon takes leases whose VMs are all alike")
+    from ``offset`` (the moment it was submitted). A lease with several ``<node-set>``
+    groups keeps them all (``groups``); ``nodes`` and ``resources`` are then its total VM
+    count and its first group's VM."""
     where = f"lease {lease.source_id or lease.id}"     # as the API checks JSON requests
-    if lease.vms.counts[0] > MAX_VMS:
+    if lease.vms.count > MAX_VMS:
         raise RequestError("<node-set numnodes>", f"{where}: more than {MAX_VMS} VMs")
     if math.isinf(lease.requested_duration):
         if lease.type not in (LeaseType.BEST_EFFORT, LeaseType.IMMEDIATE):
@@ -226,21 +238,26 @@ def from_lease(lease: Lease, nodes: NodeSet, now: float, offset: float) -> dict:
         raise RequestError("<attr max-price>", f"{where}: {lease.max_price:g} is out of range "
                            f"(0 to 1e+15)")
     types = nodes.types
-    vector = lease.vms.vectors[0]
-    for name, amount in zip(types.names, vector):
-        _amount(f"<res type={name}>", float(amount))
+    for group in lease.vms.vectors:
+        for name, amount in zip(types.names, group):
+            _amount(f"<res type={name}>", float(amount))
+    groups = [{"nodes": int(c), "resources": {n: float(a) for n, a in zip(types.names, v) if a}}
+              for c, v in zip(lease.vms.counts, lease.vms.vectors)]
     return {
         "type": lease.type.value,
         "start": None if lease.start_request is None else offset + lease.start_request,
         "deadline": None if lease.deadline is None else offset + lease.deadline,
         "duration": None if math.isinf(lease.requested_duration)
         else float(lease.requested_duration),
-        "nodes": lease.vms.counts[0],
-        "resources": {n: float(a) for n, a in zip(types.names, vector) if a},
+        "nodes": lease.vms.count,
+        "resources": groups[0]["resources"],
+        **({"groups": groups} if len(groups) > 1 else {}),
         "command": str(lease.extra.get("command", "")),
+        "workdir": (workdir_field(lease.extra["workdir"]) if "workdir" in lease.extra
+                    else None),
         "max_price": lease.max_price,
         "name": lease.source_id,
-        "extra": {k: v for k, v in lease.extra.items() if k != "command"},
+        "extra": {k: v for k, v in lease.extra.items() if k not in ("command", "workdir")},
         "submitted": now,
     }
 
@@ -248,12 +265,18 @@ def from_lease(lease: Lease, nodes: NodeSet, now: float, offset: float) -> dict:
 def build_lease(lease_id: int, request: dict, nodes: NodeSet) -> Lease:
     """The scheduler's lease for a normalised request."""
     types = nodes.types
-    vector = types.vector(request["resources"])
     duration = request["duration"]
-    return Lease(lease_id, TYPES[request["type"]], request["submitted"],
-                 VMRequest.uniform(request["nodes"], vector),
+    if request.get("groups"):
+        vectors = np.array([types.vector(g["resources"]) for g in request["groups"]])
+        vectors.flags.writeable = False
+        vms = VMRequest(tuple(int(g["nodes"]) for g in request["groups"]), vectors)
+    else:
+        vms = VMRequest.uniform(request["nodes"], types.vector(request["resources"]))
+    where = {"workdir": request["workdir"]} if request.get("workdir") else {}
+    return Lease(lease_id, TYPES[request["type"]], request["submitted"], vms,
                  math.inf if duration is None else duration,
                  start_request=request["start"], deadline=request["deadline"],
                  source_id=request["name"],
-                 extra={**request["extra"], "command": request["command"]},
+                 extra={**{k: v for k, v in request["extra"].items() if k != "workdir"},
+                        "command": request["command"], **where},
                  max_price=request["max_price"], origin=f"request {lease_id}")

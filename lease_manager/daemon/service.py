@@ -383,7 +383,11 @@ class Daemon:
 
         self.run.start()
         counts = self.restore()
-        log.info("restored from %s: %s", self.store.path, counts)
+        if any(counts.values()):
+            log.info("restored from %s: %s", self.store.path,
+                     ", ".join(f"{n} {what}" for what, n in counts.items() if n))
+        else:
+            log.info("no leases to restore in %s", self.store.path)
         self.server, self.url = start_api(self)
         write_daemon_file(self.state_dir / "daemon.json",
                           {"url": self.url, "pid": os.getpid(),

@@ -55,6 +55,9 @@ class Work:
     end: float          #: when its reservation ends: the work is stopped then at the latest
     #: extra environment for the command (the daemon adds ``LM_LEASE_ID`` and friends)
     env: Mapping[str, str] = attrs.field(factory=dict)
+    #: the folder the command runs in (checked by the daemon when the lease was requested);
+    #: None: the backend's own folder for the VM
+    workdir: str | None = None
 
 
 #: what a backend can say about a lease's work
@@ -146,6 +149,12 @@ class EnactmentBackend:
     def known_leases(self) -> list[int]:
         """Ids of the leases the backend holds work or bookings for (a restarted daemon
         stops those of leases that are over)."""
+        return []
+
+    def log_files(self, lease_id: int, vms: int) -> list[dict[str, str]]:
+        """Where the output and the errors of the lease's ``vms`` VMs go, for ``show-lease``:
+        ``[{"vm": "0", "out": PATH, "err": PATH}, ...]`` (``"vm": "all"`` when they share
+        files); empty when the backend keeps none."""
         return []
 
     def close(self) -> None:

@@ -134,6 +134,12 @@ class ProcessBackend(EnactmentBackend):
     def _lease_dir(self, lease_id: int) -> Path:
         return self.root / f"lease-{lease_id}"
 
+    def log_files(self, lease_id: int, vms: int) -> list[dict[str, str]]:
+        """Each VM's ``out.log`` and ``err.log`` (kept after the lease ends)."""
+        lease_dir = self._lease_dir(lease_id).resolve()
+        return [{"vm": str(i), "out": str(lease_dir / f"vm-{i}" / "out.log"),
+                 "err": str(lease_dir / f"vm-{i}" / "err.log")} for i in range(vms)]
+
     def _record_path(self, lease_id: int) -> Path:
         return self._lease_dir(lease_id) / "work.json"
 
@@ -279,12 +285,17 @@ class ProcessBackend(EnactmentBackend):
         vm_dir = exit_file.parent
         procs_files = [str(Path(folder) / "cgroup.procs") for folder in set(groups.values())]
         env = {**clean_env(os.environ), **work_env(work, vm)}
+        cwd = Path(work.workdir) if work.workdir else vm_dir
+        if not cwd.is_dir():   # it was when the lease was requested
+            raise EnactmentError(f"cannot start VM {vm.index} of lease {work.lease_id}: its "
+                                 f"working folder {cwd} no longer exists")
+        env["PWD"] = str(cwd)
         try:
             with open(vm_dir / "out.log", "ab") as out, open(vm_dir / "err.log", "ab") as err:
                 child = subprocess.Popen(
                     ["/bin/sh", "-c", WRAPPER, "lm-vm", self.shell, work.command,
                      str(exit_file), *procs_files],
-                    cwd=vm_dir, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
+                    cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
                     start_new_session=True, close_fds=True)
         except OSError as exc:
             raise EnactmentError(f"cannot start VM {vm.index} of lease {work.lease_id}: "

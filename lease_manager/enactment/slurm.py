@@ -233,6 +233,13 @@ class SlurmBackend(EnactmentBackend):
     def _name(self, lease_id: int) -> str:
         return f"{self.prefix}{lease_id}"
 
+    def log_files(self, lease_id: int, vms: int) -> list[dict[str, str]]:
+        """The batch job's output file (every VM's output and errors), once it has one."""
+        name = self._name(lease_id)
+        files = sorted(self.job_dir.glob(f"{name}.*.out"), key=lambda p: p.stat().st_mtime)
+        path = str(files[-1].resolve()) if files else f"{self.job_dir.resolve() / name}.JOBID.out"
+        return [{"vm": "all", "out": path, "err": path}]
+
     def node_names(self) -> tuple[str, ...]:
         """The Slurm node name of every site node: ``[slurm] nodes``, else the first nodes
         ``sinfo`` lists (of ``[slurm] partition`` if set), in Slurm's order."""
@@ -409,7 +416,8 @@ class SlurmBackend(EnactmentBackend):
         args = ["sbatch", "--parsable", f"--reservation={name}", f"--job-name={name}",
                 f"--nodes={len(nodes)}", f"--nodelist={','.join(nodes)}",
                 f"--ntasks={sum(cores)}", f"--time={minutes}",
-                f"--output={self.job_dir / name}.%j.out", f"--chdir={self.job_dir}"]
+                f"--output={self.job_dir / name}.%j.out",
+                f"--chdir={work.workdir or self.job_dir}"]
         if self.partition:
             args.append(f"--partition={self.partition}")
         if self.account:

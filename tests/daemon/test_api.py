@@ -371,7 +371,7 @@ def test_openapi_document_matches_the_code(td):
     assert set(running["plan"][0]) == set(plan["properties"])
     history = schemas["LeaseWithHistory"]["allOf"][1]["properties"]["history"]["items"]
     assert set(running["history"][0]) == set(history["properties"])
-    assert set(running) - set(lease) == {"history"}
+    assert set(running) - set(lease) == {"history", "logs"}
     queued = call(td, "GET", "/v1/queue").json[0]
     assert set(queued) - set(lease) == {"position"}
     host = call(td, "GET", "/v1/hosts").json[0]
@@ -566,10 +566,16 @@ HOSTILE: list[tuple[str, Any, int, str | None, str]] = [
     ("XML 10**30 VMs", {"body": lwf(lwf_request("x", numnodes=10 ** 30)),
                         "content_type": "application/xml"}, 400, "<node-set numnodes>",
      "VMs"),
-    ("XML mixed VMs", {"body": lwf(lwf_request("x")).replace(
-        "</node-set>", '</node-set><node-set numnodes="1"><res type="CPU" amount="1"/>'
-                       '<res type="Memory" amount="1"/></node-set>'),
-        "content_type": "application/xml"}, 400, "<nodes>", "alike"),
+    ("XML VMs needing nothing", {"body": lwf(lwf_request("x")).replace(
+        "</node-set>", '</node-set><node-set numnodes="1"><res type="CPU" amount="0"/>'
+                       '<res type="Memory" amount="0"/></node-set>'),
+        "content_type": "application/xml"}, 400, "<node-set>", "every resource amount is 0"),
+    ("relative workdir", {"body": {"duration": 60, "workdir": "tmp"}}, 400, "workdir",
+     "absolute"),
+    ("missing workdir", {"body": {"duration": 60, "workdir": "/nonexistent/x"}}, 400,
+     "workdir", "not a folder"),
+    ("workdir in the state folder", {"body": {"duration": 60, "workdir": "STATE/enactment"}},
+     400, "workdir", "state folder"),
     # methods, paths and parameters
     ("PUT leases", {"method": "PUT", "body": {"duration": 60}}, 405, None, "not allowed"),
     ("PATCH a lease", {"method": "PATCH", "path": "/v1/leases/1", "body": {}}, 405, None,
@@ -625,6 +631,10 @@ def test_hostile_requests_get_clean_4xx(td):
     and the daemon keeps serving throughout (all on one daemon)."""
     failures = []
     for name, request, status, field, words in HOSTILE:
+        body = request.get("body") if isinstance(request, dict) else None
+        if isinstance(body, dict) and "STATE" in str(body.get("workdir")):
+            request = {**request, "body": {**body, "workdir": body["workdir"].replace(
+                "STATE", str(td.daemon.state_dir))}}
         answer = _fuzz_call(td, request)
         problems = []
         if answer.status != status:
@@ -759,6 +769,8 @@ else:
         "max_price": st.floats(min_value=-1, max_value=1e16, allow_nan=False),
         "name": st.text(max_size=30),
         "extra": st.dictionaries(st.text(max_size=8), _scalars, max_size=3),
+        "workdir": st.sampled_from(["/tmp", "/", "tmp", "/nonexistent", "", "/tmp/../tmp"])
+        | st.text(max_size=20),
     }
     assert set(FIELD_VALUES) == set(FIELDS)
     # plausible requests (many valid), plausible ones with one field given any JSON value
