@@ -22,7 +22,14 @@ from typing import Any
 import attrs
 
 from lease_manager.errors import LeaseManagerError
-from lease_manager.experiments.results import Results, write_results
+from lease_manager.experiments.results import (
+    RESULTS_CSV,
+    RESULTS_SQLITE,
+    Results,
+    collect,
+    write_csv,
+    write_sqlite,
+)
 
 CORE_METRICS = ("avg_wait", "makespan", "utilization", "avg_bounded_slowdown")
 #: summary fields of the core that are not compared by default
@@ -201,10 +208,12 @@ def report_command(directory: str, *, plots: bool = False, metrics: Iterable[str
             and not _sweep_run(path):
         return _report_one_run(path, plots=plots, gantt_leases=gantt_leases,
                                gantt_hours=gantt_hours)
-    results = write_results(path)
-    if not results.rows:
+    results = collect(path)
+    if not results.rows:   # nothing to tabulate: write no empty result files either
         raise LeaseManagerError(f"{directory}: no finished or failed runs found (a run folder "
                                 "has run.json and summary.json or error.txt)")
+    write_csv(results, path / RESULTS_CSV)
+    write_sqlite(results, path / RESULTS_SQLITE)
     metrics = list(metrics) or default_metrics(results)
     unknown = [m for m in metrics if m not in results.summary_columns]
     if unknown:

@@ -104,6 +104,7 @@ def test_chosen_metric_and_unknown_metric(sweep_dir, capsys):
 def test_report_on_a_directory_without_runs(tmp_path, capsys):
     assert cli.main(["report", str(tmp_path)]) == 2
     assert "no finished or failed runs found" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []          # no empty result files left behind
 
 
 # ---------------------------------------------------------------------------------- plots
