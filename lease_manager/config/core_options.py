@@ -245,6 +245,12 @@ def core_options(policy_names: Mapping[str, tuple[str, ...]]) -> list[Option]:
             0600 on first start."""),
         Option("daemon", "max-body", INTEGER, 1048576, minimum=1, doc="""
             Largest request body the API accepts, in bytes (larger ones get 413)."""),
+        Option("daemon", "max-vms-per-node", INTEGER, 64, minimum=1, maximum=1_000_000, doc="""
+            Bounds what one request may make the daemon run, tied to the site's size: a lease
+            may have at most nodes x this many VMs, a submission (a list or an LWF document)
+            at most that many VMs in all, and each VM must need at least 1/this of a node's
+            amount of some resource (so no node ever holds more than about this many VMs per
+            resource type; with the `process` backend each VM is a process)."""),
         Option("daemon", "reconcile-interval", FLOAT, 1.0, minimum=0.01, doc="""
             Wall-clock seconds between two comparisons of the backend's real state with the
             plan (finished or vanished work is noticed within this time)."""),

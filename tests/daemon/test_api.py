@@ -819,3 +819,29 @@ def test_the_client_pages_through_long_lists(td):
         client.submit({"duration": 60})
     assert [v["id"] for v in client.leases(page=2)] == [1, 2, 3, 4, 5]
     assert [v["id"] for v in client.leases("queued,scheduled,active", page=2)] == [1, 2, 3, 4, 5]
+
+
+def test_vm_limits_are_tied_to_the_site(td):
+    """The site has 4 nodes of CPU:1 Memory:1024 and ``max-vms-per-node`` is 64: a lease may
+    have 4 x 64 = 256 VMs, a submission 256 in all, and a VM must need CPU 1/64 or Memory
+    16 MB at least (a million VMs of 0.000001 CPU would be a million processes)."""
+    ok = submit(td, {"duration": 60, "nodes": 256, "resources": {"CPU": 1 / 64}})
+    assert ok.status == 201, ok
+    answer = submit(td, {"duration": 60, "nodes": 257, "resources": {"CPU": 1 / 64}})
+    assert answer.status == 400 and answer.json["field"] == "nodes"
+    assert "257 VMs is more than a lease may have on this site (4 nodes x 64 VMs" in answer.error
+    answer = submit(td, {"duration": 60, "nodes": 1_000_000, "cpu": 0.000001})
+    assert answer.status == 400 and answer.json["field"] == "nodes"
+    answer = submit(td, {"duration": 60, "resources": {"CPU": 0.000001}})
+    assert answer.status == 400 and answer.json["field"] == "resources"
+    assert "at least 1/64 of a node's amount of some resource (CPU:0.015625, Memory:16" in \
+        answer.error
+    # memory alone makes a VM big enough
+    assert submit(td, {"duration": 60, "resources": {"CPU": 0.000001, "Memory": 16}}).status \
+        == 201
+    answer = submit(td, [{"duration": 60, "nodes": 200, "resources": {"Memory": 16}},
+                         {"duration": 60, "nodes": 57, "resources": {"Memory": 16}}])
+    assert answer.status == 400 and "asks for 257 VMs in all, more than 256" in answer.error
+    answer = submit(td, [{"duration": 60, "nodes": 2},
+                         {"duration": 60, "resources": {"CPU": 0.000001}}])
+    assert answer.status == 400 and answer.json["field"] == "[1].resources"
