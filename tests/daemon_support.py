@@ -130,9 +130,10 @@ class ProcessDaemon:
             raise AssertionError(f"the daemon exited with {self.proc.returncode}: "
                                  f"{(self.config.parent / 'daemon.log').read_text()[-2000:]}")
         try:
-            return json.loads((self.state / "daemon.json").read_text())
+            info = json.loads((self.state / "daemon.json").read_text())
         except (OSError, ValueError):
             return None
+        return info if info.get("ready") else None    # written again once restored
 
     def cli(self, *args: str, check: bool = True,
             cwd: Path | None = None) -> subprocess.CompletedProcess:

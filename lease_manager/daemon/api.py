@@ -120,6 +120,9 @@ class Handler(BaseHTTPRequestHandler):
                 raise HTTPError(414, "the request path is too long")
             if url.path != f"{API}/health":
                 self._authorise()
+            if not self.daemon.ready.is_set():   # restoring: nothing of the request is done
+                raise HTTPError(503, "the daemon is restoring its leases after a restart; "
+                                     "try again shortly", headers={"Retry-After": "1"})
             status, body = self._route(method, url.path, parse_qs(url.query))
             self._send(status, body, self._reply_headers)
         except HTTPError as exc:

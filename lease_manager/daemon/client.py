@@ -29,7 +29,18 @@ SUBMIT_ATTEMPTS = 3
 
 
 class DaemonUnavailable(LeaseManagerError):
-    """The daemon did not answer, or answered 503 or 504: the request may be tried again."""
+    """The daemon did not answer, or answered 503 or 504: the request may be tried again
+    (after ``retry_after`` seconds when the daemon said so)."""
+
+    def __init__(self, message: str, *, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+def _retry_after(headers: Any) -> float | None:
+    """A ``Retry-After`` of seconds (0 to 60), or None."""
+    text = (headers.get("Retry-After") if headers is not None else None) or ""
+    return float(text) if text.strip().isdigit() and int(text) <= 60 else None
 
 
 class Client:
@@ -47,9 +58,24 @@ class Client:
         self.token = token
         self.timeout = timeout
 
+    #: how long a call waits, in all, for a daemon that answers 503 with ``Retry-After``
+    #: (restoring its leases after a restart: nothing of the request was done)
+    RESTORE_WAIT = 300.0
+
     def call(self, method: str, path: str, body: Any = None, *,
              content_type: str = "application/json",
              headers: dict[str, str] | None = None) -> Any:
+        deadline = time.monotonic() + self.RESTORE_WAIT
+        while True:
+            try:
+                return self._call_once(method, path, body, content_type, headers)
+            except DaemonUnavailable as exc:
+                if exc.retry_after is None or time.monotonic() + exc.retry_after > deadline:
+                    raise
+                time.sleep(exc.retry_after)
+
+    def _call_once(self, method: str, path: str, body: Any, content_type: str,
+                   headers: dict[str, str] | None) -> Any:
         data = None
         if body is not None:
             data = body if isinstance(body, bytes) else json.dumps(body).encode()
@@ -72,8 +98,10 @@ class Client:
                 message = json.loads(exc.read())["error"]
             except (ValueError, KeyError, TypeError, OSError, http.client.HTTPException):
                 message = exc.reason
-            error = DaemonUnavailable if exc.code in (503, 504) else LeaseManagerError
-            raise error(f"the daemon refused: {message} (HTTP {exc.code})") from None
+            text = f"the daemon refused: {message} (HTTP {exc.code})"
+            if exc.code in (503, 504):
+                raise DaemonUnavailable(text, retry_after=_retry_after(exc.headers)) from None
+            raise LeaseManagerError(text) from None
         except urllib.error.URLError as exc:
             raise DaemonUnavailable(f"cannot reach the daemon at {self.url}: "
                                     f"{exc.reason}") from None

@@ -134,6 +134,8 @@ class Daemon:
         #: live leases by id (finished ones leave when they end)
         self.leases: dict[int, Lease] = {}
         self._stopping: threading.Event = threading.Event()
+        #: set once the leases are restored: until then the API answers 503
+        self.ready: threading.Event = threading.Event()
         self.server: Any = None
         self.url: str | None = None
         #: what the invariant check at shutdown found wrong (None: nothing)
@@ -382,16 +384,25 @@ class Daemon:
         from lease_manager.daemon.api import start_api
 
         self.run.start()
-        counts = self.restore()
+        # the API listens at once and answers 503 with Retry-After until the leases are back
+        self.server, self.url = start_api(self)
+        info = {"url": self.url, "pid": os.getpid(),
+                "token_file": str(self.token_path().resolve())}
+        write_daemon_file(self.state_dir / "daemon.json", {**info, "ready": False})
+        try:
+            counts = self.restore()
+        except BaseException:
+            self.server.shutdown()
+            self.server.server_close()
+            (self.state_dir / "daemon.json").unlink(missing_ok=True)
+            raise
         if any(counts.values()):
             log.info("restored from %s: %s", self.store.path,
                      ", ".join(f"{n} {what}" for what, n in counts.items() if n))
         else:
             log.info("no leases to restore in %s", self.store.path)
-        self.server, self.url = start_api(self)
-        write_daemon_file(self.state_dir / "daemon.json",
-                          {"url": self.url, "pid": os.getpid(),
-                           "token_file": str(self.token_path().resolve())})
+        self.ready.set()
+        write_daemon_file(self.state_dir / "daemon.json", {**info, "ready": True})
         if install_signals:
             for sig in (signal.SIGTERM, signal.SIGINT):
                 signal.signal(sig, lambda signum, frame: self.stop())

@@ -1,8 +1,8 @@
 """The ``simulated`` backend: runs nothing, remembers what it was told (for tests and demos).
 
-Each lease's work "runs" until it is stopped. What the backend was told is kept in a JSON file
-in its state folder, so that a restarted daemon finds running work running, as with a real
-backend.
+Each lease's work "runs" until it is stopped. The work it was told to run (or suspend) is kept
+in a JSON file in its state folder, so that a restarted daemon finds running work running, as
+with a real backend; planned work is only remembered in memory.
 """
 
 from __future__ import annotations
@@ -16,6 +16,10 @@ from lease_manager.hookspecs import hookimpl
 
 if TYPE_CHECKING:
     from lease_manager.context import RunContext
+
+
+#: the states of work kept in the state file
+DURABLE = ("running", "suspended")
 
 
 class SimulatedBackend(EnactmentBackend):
@@ -34,12 +38,19 @@ class SimulatedBackend(EnactmentBackend):
 
     def _set(self, action: str, lease_id: int, state: str | None) -> None:
         self.log.append((action, lease_id))
+        before = self.states.get(lease_id)
         if state is None:
             self.states.pop(lease_id, None)
         else:
             self.states[lease_id] = state
+        # only work that "runs" must survive a restart (a restarted daemon prepares planned
+        # leases again); writing the file for every planned lease made a restore with
+        # thousands of them quadratic
+        if before not in DURABLE and state not in DURABLE:
+            return
+        durable = {k: v for k, v in self.states.items() if v in DURABLE}
         tmp = self._file.with_suffix(".tmp")
-        tmp.write_text(json.dumps(self.states))
+        tmp.write_text(json.dumps(durable))
         os.replace(tmp, self._file)
 
     def prepare(self, work: Work) -> None:

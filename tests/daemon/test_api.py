@@ -8,6 +8,8 @@ import gzip
 import http.client
 import json
 import stat
+import threading
+import time
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -845,3 +847,25 @@ def test_vm_limits_are_tied_to_the_site(td):
     answer = submit(td, [{"duration": 60, "nodes": 2},
                          {"duration": 60, "resources": {"CPU": 0.000001}}])
     assert answer.status == 400 and answer.json["field"] == "[1].resources"
+
+
+def test_while_restoring_the_api_answers_503_with_retry_after(td):
+    """Until its leases are restored the daemon listens, but does nothing a request asks:
+    503 with ``Retry-After: 1`` (after the token check); the client waits through it."""
+    td.daemon.ready.clear()
+    try:
+        answer = call(td, "GET", "/v1/leases")
+        assert answer.status == 503 and answer.headers["Retry-After"] == "1"
+        assert "restoring its leases" in answer.error
+        answer = submit(td, {"duration": 60})
+        assert answer.status == 503 and answer.headers["Retry-After"] == "1"
+        assert call(td, "GET", "/v1/health", token=None).status == 503
+        assert call(td, "GET", "/v1/leases", token="wrong").status == 401
+        threading.Timer(1.5, td.daemon.ready.set).start()
+        t0 = time.monotonic()
+        view = td.client.submit({"duration": 60, "name": "after-restore"})
+        assert time.monotonic() - t0 >= 1.0           # it waited for the restore
+    finally:
+        td.daemon.ready.set()
+    assert view["name"] == "after-restore"
+    assert [v["name"] for v in td.client.leases()] == ["after-restore"]   # nothing before

@@ -1,6 +1,7 @@
 """Acceptance: a real ``lease-manager serve`` with the ``process`` backend, driven through the
 client commands, runs real processes at the planned times; an advance reservation suspends a
-running best-effort process, which resumes after it; a SIGKILLed daemon loses nothing."""
+running best-effort process, which resumes after it; a daemon SIGKILLed in the middle of a
+burst from eight clients loses nothing and duplicates nothing."""
 
 from __future__ import annotations
 
@@ -9,9 +10,11 @@ import signal
 import sqlite3
 import threading
 import time
+import uuid
 from datetime import datetime
 from pathlib import Path
 
+from lease_manager.daemon.client import DaemonUnavailable
 from lease_manager.errors import LeaseManagerError
 
 from daemon_support import ProcessDaemon, kill_leftover_processes, wait_for, write_config
@@ -115,53 +118,73 @@ def test_best_effort_ar_and_immediate_processes(tmp_path):
         assert daemon.terminate_and_clean() == 0
 
 
-def test_sigkill_in_the_middle_of_200_leases_loses_nothing_and_runs_nothing_twice(tmp_path):
+def test_sigkill_during_a_burst_at_concurrency_8_then_restore_under_load(tmp_path):
     """Four single-core nodes, 10x speed-up: leases of 5 s (0.5 s of wall time) whose
-    commands take 0.2 s and write their lease id. The daemon is SIGKILLed while leases run
-    and requests keep coming, then restarted."""
+    commands take 0.2 s and write their lease id. Eight clients submit 30 leases each, every
+    submission with an idempotency key that it sends again until it has an answer. The daemon
+    is SIGKILLed in the middle of the burst and restarted at once: the clients go on through
+    the restore (503 and Retry-After while it runs). Then every acknowledged lease is there
+    exactly once, no lease exists that no client was answered for, and every lease ran
+    exactly once."""
     config = write_config(tmp_path, resources="4 CPU:1 Memory:1024", enactment="process",
                           speedup=10, extra="[process]\ncgroups = none\nstop-grace = 1")
     ran = tmp_path / "ran.log"
     command = f"echo $LM_LEASE_ID >> {ran}; sleep 0.2"
-    accepted: dict[int, dict] = {}
     daemon = ProcessDaemon(config)
+    current = {"client": daemon.client}
+    answers: dict[str, dict] = {}          # name -> the answer its client got
+    unavailable = []                       # how often a client found the daemon down
+    failures: list[str] = []
 
-    def submit(n: int) -> None:
-        for _ in range(n):
-            try:
-                v = daemon.client.submit({"duration": 5, "command": command,
-                                          "name": f"job-{len(accepted)}"})
-            except LeaseManagerError:
-                time.sleep(0.05)      # the daemon is down: the request was not accepted
-                continue
-            accepted[v["id"]] = v
+    def client_thread(t: int) -> None:
+        for i in range(30):
+            name, key = f"c{t}-{i}", uuid.uuid4().hex
+            deadline = time.monotonic() + 90
+            while time.monotonic() < deadline:
+                try:
+                    answers[name] = current["client"].submit(
+                        {"duration": 5, "command": command, "name": name}, key=key)
+                    time.sleep(0.02)       # a burst that lasts: the kill falls inside it
+                    break
+                except DaemonUnavailable:  # down or restarting: the same key again
+                    unavailable.append(name)
+                    time.sleep(0.05)
+                except LeaseManagerError as exc:
+                    failures.append(f"{name}: {exc}")
+                    return
+            else:
+                failures.append(f"{name}: no answer in 90 s")
+                return
 
-    submit(120)
-    wait_for(lambda: ran.exists() and len(ran.read_text().split()) >= 20, 30,
-             what="leases to run")
-    killer = threading.Timer(0.3, daemon.proc.send_signal, (signal.SIGKILL,))
-    killer.start()
-    submit(40)                        # some of these are sent while the daemon dies
-    killer.join()
+    threads = [threading.Thread(target=client_thread, args=(t,)) for t in range(8)]
+    for thread in threads:
+        thread.start()
+    wait_for(lambda: len(answers) >= 60, 60, what="the first answers")
+    daemon.proc.send_signal(signal.SIGKILL)           # in the middle of the burst
     daemon.proc.wait(10)
     daemon.log.close()
-    assert len(accepted) >= 120
-
+    killed_at = len(answers)
+    assert killed_at < 240, "the burst was over before the kill"
+    (tmp_path / "state" / "daemon.json").unlink(missing_ok=True)
     daemon = ProcessDaemon(config)
+    current["client"] = daemon.client
     try:
-        submit(220 - len(accepted))
-        assert len(accepted) >= 200
+        for thread in threads:
+            thread.join(120)
+        assert not failures, failures
+        assert len(answers) == 240 and unavailable
         terminal = ("done", "failed", "cancelled", "rejected")
         wait_for(lambda: all(v["state"] in terminal for v in daemon.client.leases()),
                  120, every=0.2, what="every lease to finish")
-        seen = {v["id"]: v for v in daemon.client.leases()}
-        # every accepted lease is there, and ended well
-        assert set(accepted) <= set(seen)
-        assert {v["state"] for v in seen.values()} == {"done"}, \
-            {i: (v["state"], v["reason"]) for i, v in seen.items() if v["state"] != "done"}
-        # no lease ran twice, and every lease ran
+        seen = daemon.client.leases()
+        names = [v["name"] for v in seen]
+        # every acknowledged lease once, under the id its client was told; nothing else
+        assert sorted(names) == sorted(answers)
+        assert {v["name"]: v["id"] for v in seen} == {n: a["id"] for n, a in answers.items()}
+        assert {v["state"] for v in seen} == {"done"}, \
+            {v["id"]: (v["state"], v["reason"]) for v in seen if v["state"] != "done"}
         runs = [int(x) for x in ran.read_text().split()]
-        assert sorted(runs) == sorted(seen), "a lease ran twice or not at all"
+        assert sorted(runs) == sorted(v["id"] for v in seen), "a lease ran twice or not at all"
         db = sqlite3.connect(tmp_path / "state" / "leases.db")
         assert db.execute("SELECT MAX(starts) FROM leases").fetchone()[0] == 1
         db.close()
