@@ -175,6 +175,14 @@ class LeaseScheduler:
         #: QUEUED leases, in queue order
         self.queue: list[Lease] = []
         self._queue_keys: list[Any] = []
+        #: parallel to ``queue``: each lease's VM count and the id of its VM shape (-1: no
+        #: single shape, or a memory image to resume: room is not counted for it), so that a
+        #: cycle finds the leases that may start now with array operations
+        self._queue_counts: list[int] = []
+        self._queue_shapes: list[int] = []
+        #: VM shape (``VMRequest.shape_key``) -> id, and each id's VM vector
+        self._shape_ids: dict[bytes, int] = {}
+        self._shape_vectors: list[Any] = []
         #: HELD leases (held back by the queue policy), by id
         self.held: dict[int, Lease] = {}
         #: leases whose plan has not started yet, in scheduling order

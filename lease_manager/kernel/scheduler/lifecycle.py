@@ -123,6 +123,8 @@ def _end_early(self: LeaseScheduler, lease: Lease, now: float, reason: str,
         i = next(i for i, l in enumerate(self.queue) if l is lease)
         del self.queue[i]
         del self._queue_keys[i]
+        del self._queue_counts[i]
+        del self._queue_shapes[i]
     for res in lease.reservations:
         if res.start >= now:
             self.table.remove(res)

@@ -7,9 +7,11 @@ lease may also run in front of an advance reservation and suspend before it."""
 from __future__ import annotations
 
 import math
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
+
+import numpy as np
 
 from lease_manager.kernel.lease import Lease, LeaseState, LeaseType
 from lease_manager.kernel.slottable import Reservation
@@ -59,7 +61,24 @@ def _requeue(self: LeaseScheduler, lease: Lease) -> None:
     at = bisect_right(self._queue_keys, key)
     self._queue_keys.insert(at, key)
     self.queue.insert(at, lease)
+    self._queue_counts.insert(at, lease.vms.count)
+    self._queue_shapes.insert(at, _shape_id(self, lease))
     lease.promised_start = None
+
+
+def _shape_id(self: LeaseScheduler, lease: Lease) -> int:
+    """The id of the lease's single VM shape, or -1 (several shapes, or a memory image to
+    resume where it is: the site's room for the shape says nothing about it). A lease's VMs
+    and image do not change while it is queued."""
+    shape = lease.vms.shape_key
+    if shape is None or lease.image_nodes:
+        return -1
+    ids = self._shape_ids
+    shape_id = ids.get(shape)
+    if shape_id is None:
+        shape_id = ids[shape] = len(self._shape_vectors)
+        self._shape_vectors.append(lease.vms.vectors[0])
+    return shape_id
 
 
 def _drop_future(self: LeaseScheduler, lease: Lease) -> None:
@@ -89,9 +108,12 @@ def _process_queue(self: LeaseScheduler, now: float) -> None:
     elif i < n:
         done.update(self._backfill_now(i, now))
     if done:
-        keys = self._queue_keys
-        self.queue = [l for j, l in enumerate(queue) if j not in done]
-        self._queue_keys = [k for j, k in enumerate(keys) if j not in done]
+        keep = [j for j in range(n) if j not in done]
+        self.queue = [queue[j] for j in keep]
+        keys, counts, shapes = self._queue_keys, self._queue_counts, self._queue_shapes
+        self._queue_keys = [keys[j] for j in keep]
+        self._queue_counts = [counts[j] for j in keep]
+        self._queue_shapes = [shapes[j] for j in keep]
 
 
 def _backfill_now(self: LeaseScheduler, first: int, now: float) -> list[int]:
@@ -114,11 +136,13 @@ def _backfill_now(self: LeaseScheduler, first: int, now: float) -> list[int]:
             r = room[key] = table.room_at(lease.vms.vectors[0], now)
         return r
 
-    candidates = [j for j in range(first, len(queue))
-                  if queue[j].vms.count <= room_for(queue[j])]
+    if self.bootable:
+        candidates: Iterable[int] = range(first, len(queue))
+    else:
+        candidates = _fitting_now(self, first, now, room)
     started: list[int] = []
     version = table.version
-    failed: dict[bytes, list[tuple[int, float]]] = {}
+    failed: dict[bytes, _Failures] = {}
     for j in candidates:
         lease = queue[j]
         key = lease.vms.shape_key
@@ -130,14 +154,70 @@ def _backfill_now(self: LeaseScheduler, first: int, now: float) -> list[int]:
             if count > room_for(lease):
                 continue
         shape = None if lease.image_nodes else key   # answered from per-shape counts
-        if shape is not None and any(c <= count and d <= duration
-                                     for c, d in failed.get(shape, ())):
+        if shape is not None and shape in failed and failed[shape].covers(count, duration):
             continue
         if self._schedule(lease, now, False):
             started.append(j)
         elif shape is not None:
-            failed.setdefault(shape, []).append((count, duration))
+            failed.setdefault(shape, _Failures()).add(count, duration)
     return started
+
+
+#: below this many queued leases, the fitting ones are found without arrays
+SHORT_QUEUE = 64
+
+
+def _fitting_now(self: LeaseScheduler, first: int, now: float,
+                 room: dict[bytes | None, float]) -> list[int]:
+    """Positions in ``queue[first:]`` of the leases whose VM count the site has room for
+    now (every lease without a single shape counts as fitting); fills ``room`` for the
+    shapes it looked at. One array comparison instead of a call per queued lease."""
+    shapes = self._queue_shapes[first:]
+    present = set(shapes)
+    present.discard(-1)
+    if not present:
+        return list(range(first, len(self.queue)))
+    rooms = {}
+    for shape_id in present:
+        vector = self._shape_vectors[shape_id]
+        rooms[shape_id] = room[vector.tobytes()] = self.table.room_at(vector, now)
+    if len(shapes) < SHORT_QUEUE:   # arrays cost more than they save
+        queued = self._queue_counts[first:]
+        return [first + k for k, shape_id in enumerate(shapes)
+                if shape_id < 0 or queued[k] <= rooms[shape_id]]
+    by_id = np.full(len(self._shape_vectors) + 1, np.inf)   # the last entry: id -1
+    for shape_id, r in rooms.items():
+        by_id[shape_id] = r
+    counts = np.array(self._queue_counts[first:], dtype=np.float64)
+    fits = counts <= by_id[np.array(shapes, dtype=np.intp)]
+    return (np.flatnonzero(fits) + first).tolist()
+
+
+class _Failures:
+    """The (VM count, duration) pairs of one VM shape that could not start now, kept as
+    their minimal elements: a lease needing at least as many VMs for at least as long as one
+    of them cannot start either. Sorted by count up, duration strictly down, so that a query
+    is a bisection."""
+
+    __slots__ = ("counts", "durations")
+
+    def __init__(self) -> None:
+        self.counts: list[int] = []
+        self.durations: list[float] = []
+
+    def covers(self, count: int, duration: float) -> bool:
+        """Is some failure at most ``count`` VMs and at most ``duration`` long?"""
+        i = bisect_right(self.counts, count) - 1
+        return i >= 0 and self.durations[i] <= duration   # the shortest with few enough VMs
+
+    def add(self, count: int, duration: float) -> None:
+        """Record a failure that :meth:`covers` did not cover."""
+        at = bisect_left(self.counts, count)
+        end = at
+        while end < len(self.counts) and self.durations[end] >= duration:
+            end += 1          # failures it covers (as many VMs or more, as long or longer)
+        self.counts[at:end] = [count]
+        self.durations[at:end] = [duration]
 
 
 def _schedule(self: LeaseScheduler, lease: Lease, now: float, allow_future: bool) -> bool:
