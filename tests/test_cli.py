@@ -445,7 +445,8 @@ def twice_without_out(d):
 def out_holds_a_run(d):
     config = write_config(d, small_trace(d))
     cmd = f"{sys.executable} -m lease_manager.cli simulate {config} -q --out {d / 'out'}"
-    return ["__shell__", f"{cmd} && mkdir -p {d / 'out' / 'series'} && "
+    export = f"{sys.executable} -m lease_manager.cli export {d / 'out'} --format batsim"
+    return ["__shell__", f"{cmd} && {export} > /dev/null && mkdir -p {d / 'out' / 'series'} && "
                          f"touch {d / 'out' / 'series' / 'stale.csv'} {d / 'out' / 'mine.txt'}"
                          f" && {{ {cmd} 2> {d / 'refused.txt'}; echo $? > {d / 'code.txt'}; }}"
                          f" && {cmd} --force"]
@@ -466,6 +467,7 @@ def test_a_run_folder_is_replaced_only_with_force(runs):
         f"lease-manager: error: {r.out} holds a run already: --force replaces it, or choose "
         "another --out\n")
     assert (r.out / "mine.txt").exists() and not (r.out / "series" / "stale.csv").exists()
+    assert not (r.out / "jobs.csv").exists()      # the old run's export went with it
     meta = json.loads((r.out / "run.json").read_text())
     assert meta["overrides"] == [] and meta["seed"] == 0
     assert meta["effective"]["scheduling"]["backfilling"] == "aggressive"

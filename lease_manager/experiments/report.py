@@ -248,8 +248,10 @@ def _report_one_run(path: Path, *, plots: bool, gantt_leases: int | None,
     summary = json.loads((path / "summary.json").read_text())
     print(f"one run in {path}/:")
     for key, value in summary.items():
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            print(f"  {key:<28} {fmt(float(value))}")
+        if isinstance(value, int) and not isinstance(value, bool):
+            print(f"  {key:<28} {value:,}")
+        elif isinstance(value, float):
+            print(f"  {key:<28} {fmt(value)}")
     if plots:
         from lease_manager.experiments.plots import make_run_plots
 
