@@ -164,6 +164,18 @@ def submit_with_retries(submit: Any, attempts: int = SUBMIT_ATTEMPTS,
     raise AssertionError("unreachable")
 
 
+#: seconds a client waits for a token file that is not there yet (a daemon just started in
+#: the background creates it a moment later)
+TOKEN_WAIT = 5.0
+
+
+def _read_token(path: Path) -> str:
+    deadline = time.monotonic() + TOKEN_WAIT
+    while not path.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return path.read_text().strip()
+
+
 def client_from(args: argparse.Namespace) -> Client:
     """Find the server and token: flags, then the environment, then the configuration."""
     url = args.server or os.environ.get("LEASE_MANAGER_URL")
@@ -188,7 +200,7 @@ def client_from(args: argparse.Namespace) -> Client:
             raise LeaseManagerError("no token given: use --token-file, -c CONFIG.ini, or set "
                                     "LEASE_MANAGER_TOKEN / LEASE_MANAGER_TOKEN_FILE")
         try:
-            token = Path(token_file).read_text().strip()
+            token = _read_token(Path(token_file))
         except OSError as exc:
             raise LeaseManagerError(f"cannot read the token file {token_file}: "
                                     f"{exc.strerror}") from None
