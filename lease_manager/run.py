@@ -371,6 +371,11 @@ class Run:
             self.start()
             self.engine.run(progress)
             summary = self.finish()
+            if self.invariants is not None:
+                if self.energy is not None:
+                    self.invariants.violations += self.energy.violations()
+                self.invariants.verify()
+            # measured last: the final invariant check is part of the run's cost and peak
             summary["simulation"] = {
                 "wall_seconds": round(time.perf_counter() - wall0, 3),
                 "cpu_seconds": round(time.process_time() - cpu0, 3),
@@ -378,10 +383,6 @@ class Run:
                                      1),
                 "steps": self.engine.steps,
             }
-            if self.invariants is not None:
-                if self.energy is not None:
-                    self.invariants.violations += self.energy.violations()
-                self.invariants.verify()
             return summary
         finally:
             self.close()

@@ -87,7 +87,9 @@ def _place_counts(fits: np.ndarray, count: int, vector: np.ndarray,
     """Fill hosts in ``order``, each with as many VMs as it can host (``fits[node]``)."""
     fits = fits[order]
     if count == 1 or fits.max(initial=0) <= 1:   # one VM per host: the first hosts that can
-        nodes = order[fits > 0][:count]
+        # a copy: a slice would keep the whole filtered array (every fitting node) alive
+        # as long as the reservation, 8 bytes per node of the site per lease
+        nodes = order[fits > 0][:count].copy()
         if len(nodes) < count:
             return None
         amounts = np.empty((count, len(vector)), dtype=vector.dtype)
