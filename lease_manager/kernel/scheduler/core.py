@@ -32,7 +32,9 @@ after early ends), ``lifecycle`` (segment and work events, cancellation, failure
 
 from __future__ import annotations
 
+import collections
 import math
+from array import array
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -178,8 +180,10 @@ class LeaseScheduler:
         #: parallel to ``queue``: each lease's VM count and the id of its VM shape (-1: no
         #: single shape, or a memory image to resume: room is not counted for it), so that a
         #: cycle finds the leases that may start now with array operations
-        self._queue_counts: list[int] = []
-        self._queue_shapes: list[int] = []
+        self._queue_counts: array[int] = array("q")
+        self._queue_shapes: array[int] = array("q")
+        #: how many queued leases have each shape id
+        self._shape_census: collections.Counter[int] = collections.Counter()
         #: VM shape (``VMRequest.shape_key``) -> id, and each id's VM vector
         self._shape_ids: dict[bytes, int] = {}
         self._shape_vectors: list[Any] = []

@@ -124,7 +124,7 @@ def _end_early(self: LeaseScheduler, lease: Lease, now: float, reason: str,
         del self.queue[i]
         del self._queue_keys[i]
         del self._queue_counts[i]
-        del self._queue_shapes[i]
+        self._shape_census[self._queue_shapes.pop(i)] -= 1
     for res in lease.reservations:
         if res.start >= now:
             self.table.remove(res)

@@ -7,6 +7,7 @@ lease may also run in front of an advance reservation and suspend before it."""
 from __future__ import annotations
 
 import math
+from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
@@ -61,8 +62,10 @@ def _requeue(self: LeaseScheduler, lease: Lease) -> None:
     at = bisect_right(self._queue_keys, key)
     self._queue_keys.insert(at, key)
     self.queue.insert(at, lease)
+    shape_id = _shape_id(self, lease)
     self._queue_counts.insert(at, lease.vms.count)
-    self._queue_shapes.insert(at, _shape_id(self, lease))
+    self._queue_shapes.insert(at, shape_id)
+    self._shape_census[shape_id] += 1
     lease.promised_start = None
 
 
@@ -107,13 +110,22 @@ def _process_queue(self: LeaseScheduler, now: float) -> None:
             i += 1
     elif i < n:
         done.update(self._backfill_now(i, now))
-    if done:
+    census = self._shape_census
+    for j in done:
+        census[self._queue_shapes[j]] -= 1
+    if len(done) > FEW_DONE:
         keep = [j for j in range(n) if j not in done]
         self.queue = [queue[j] for j in keep]
         keys, counts, shapes = self._queue_keys, self._queue_counts, self._queue_shapes
         self._queue_keys = [keys[j] for j in keep]
-        self._queue_counts = [counts[j] for j in keep]
-        self._queue_shapes = [shapes[j] for j in keep]
+        self._queue_counts = array("q", [counts[j] for j in keep])
+        self._queue_shapes = array("q", [shapes[j] for j in keep])
+    elif done:   # a few leases left a long queue: delete them in place (a memmove each)
+        for j in sorted(done, reverse=True):
+            del queue[j]
+            del self._queue_keys[j]
+            del self._queue_counts[j]
+            del self._queue_shapes[j]
 
 
 def _backfill_now(self: LeaseScheduler, first: int, now: float) -> list[int]:
@@ -165,6 +177,8 @@ def _backfill_now(self: LeaseScheduler, first: int, now: float) -> list[int]:
 
 #: below this many queued leases, the fitting ones are found without arrays
 SHORT_QUEUE = 64
+#: up to this many leases leaving the queue in one cycle are deleted in place
+FEW_DONE = 32
 
 
 def _fitting_now(self: LeaseScheduler, first: int, now: float,
@@ -172,24 +186,25 @@ def _fitting_now(self: LeaseScheduler, first: int, now: float,
     """Positions in ``queue[first:]`` of the leases whose VM count the site has room for
     now (every lease without a single shape counts as fitting); fills ``room`` for the
     shapes it looked at. One array comparison instead of a call per queued lease."""
-    shapes = self._queue_shapes[first:]
-    present = set(shapes)
-    present.discard(-1)
+    present = [shape_id for shape_id, n in self._shape_census.items() if n and shape_id >= 0]
     if not present:
         return list(range(first, len(self.queue)))
     rooms = {}
-    for shape_id in present:
+    for shape_id in present:     # (of the whole queue: the tail may lack some)
         vector = self._shape_vectors[shape_id]
         rooms[shape_id] = room[vector.tobytes()] = self.table.room_at(vector, now)
-    if len(shapes) < SHORT_QUEUE:   # arrays cost more than they save
-        queued = self._queue_counts[first:]
-        return [first + k for k, shape_id in enumerate(shapes)
+    if len(self.queue) - first < SHORT_QUEUE:   # arrays cost more than they save
+        tail, queued = self._queue_shapes[first:], self._queue_counts[first:]
+        return [first + k for k, shape_id in enumerate(tail)
                 if shape_id < 0 or queued[k] <= rooms[shape_id]]
     by_id = np.full(len(self._shape_vectors) + 1, np.inf)   # the last entry: id -1
     for shape_id, r in rooms.items():
         by_id[shape_id] = r
-    counts = np.array(self._queue_counts[first:], dtype=np.float64)
-    fits = counts <= by_id[np.array(shapes, dtype=np.intp)]
+    # views of the arrays beside the queue (no copy); gone when this returns, before the
+    # queue changes (an array exporting its buffer cannot be resized)
+    counts = np.frombuffer(self._queue_counts, dtype=np.int64)[first:]
+    shapes = np.frombuffer(self._queue_shapes, dtype=np.int64)[first:]
+    fits = counts <= by_id[shapes]
     return (np.flatnonzero(fits) + first).tolist()
 
 
