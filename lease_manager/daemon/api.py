@@ -18,7 +18,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
 
-from lease_manager.daemon.lease_requests import RequestError, from_lease, normalise, workdir_field
+from lease_manager.daemon.lease_requests import (
+    RequestError,
+    from_lease,
+    groups_of,
+    normalise,
+    workdir_field,
+)
 from lease_manager.daemon.service import DaemonStopping
 from lease_manager.errors import InputError, LeaseManagerError
 from lease_manager.kernel.lease import LeaseState
@@ -66,8 +72,7 @@ def lease_view(row: Any, names: tuple[str, ...]) -> dict[str, Any]:
             "resources": req["resources"],
             "command": req["command"],
             "workdir": req.get("workdir"),
-            "groups": req.get("groups") or [{"nodes": req["nodes"],
-                                             "resources": req["resources"]}],
+            "groups": groups_of(req),
             "max_price": req["max_price"],
             "extra": req["extra"],
         },
@@ -352,10 +357,8 @@ class Handler(BaseHTTPRequestHandler):
                 known = d.store.recall_key(key)
                 if known is not None:
                     return lambda: known
-                first = d.store.next_id()
-                d.store.remember_key(key, body_hash, list(range(first, first + len(requests))),
-                                     single, now)
-            ids = [d.submit(request, now).id for request in requests]
+            remember = (key, body_hash, single) if key is not None else None
+            ids = [lease.id for lease in d.submit(requests, now, key=remember)]
             return lambda: [lease_view(d.store.lease(i), self._names()) for i in ids]
 
         views = d.call(submit)
@@ -376,8 +379,7 @@ class Handler(BaseHTTPRequestHandler):
         total = 0
         for i, request in enumerate(requests):
             where = "" if len(requests) == 1 else f"[{i}]."
-            groups = request.get("groups") or [{"nodes": request["nodes"],
-                                                "resources": request["resources"]}]
+            groups = groups_of(request)
             count = sum(g["nodes"] for g in groups)
             if count > limit:
                 raise HTTPError(400, f"{where}nodes: {count} VMs is more than a lease may have "

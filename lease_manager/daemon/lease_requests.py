@@ -262,16 +262,21 @@ def from_lease(lease: Lease, nodes: NodeSet, now: float, offset: float) -> dict:
     }
 
 
+def groups_of(request: dict) -> list[dict]:
+    """A normalised request's groups of alike VMs: ``[{"nodes": n, "resources": {...}}]``
+    (one, unless an LWF lease gave several ``<node-set>``s)."""
+    return request.get("groups") or [{"nodes": request["nodes"],
+                                      "resources": request["resources"]}]
+
+
 def build_lease(lease_id: int, request: dict, nodes: NodeSet) -> Lease:
     """The scheduler's lease for a normalised request."""
     types = nodes.types
     duration = request["duration"]
-    if request.get("groups"):
-        vectors = np.array([types.vector(g["resources"]) for g in request["groups"]])
-        vectors.flags.writeable = False
-        vms = VMRequest(tuple(int(g["nodes"]) for g in request["groups"]), vectors)
-    else:
-        vms = VMRequest.uniform(request["nodes"], types.vector(request["resources"]))
+    groups = groups_of(request)
+    vectors = np.array([types.vector(g["resources"]) for g in groups], dtype=float)
+    vectors.flags.writeable = False
+    vms = VMRequest(tuple(int(g["nodes"]) for g in groups), vectors)
     where = {"workdir": request["workdir"]} if request.get("workdir") else {}
     return Lease(lease_id, TYPES[request["type"]], request["submitted"], vms,
                  math.inf if duration is None else duration,

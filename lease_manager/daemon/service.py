@@ -214,14 +214,23 @@ class Daemon:
             except BaseException as exc:
                 future.set_exception(exc)
 
-    def submit(self, request: dict, now: float) -> Lease:
-        """Record and submit one normalised request (engine thread)."""
-        lease = build_lease(self.store.next_id(), request, self.run.nodes)
-        lease.submit = now
-        self.store.insert(lease, request, now)
-        self.leases[lease.id] = lease
-        self.run.scheduler.submit(lease, now)
-        return lease
+    def submit(self, requests: list[dict], now: float, *,
+               key: tuple[str, str, bool] | None = None) -> list[Lease]:
+        """Record normalised requests, and the idempotency ``key`` (key, body hash, single)
+        that makes them, in one transaction; then hand them to the scheduler (engine
+        thread). A crash leaves either all of it or nothing: a key never names ids that other
+        leases could take later."""
+        first = self.store.next_id()
+        leases = []
+        for i, request in enumerate(requests):
+            lease = build_lease(first + i, request, self.run.nodes)
+            lease.submit = now
+            leases.append(lease)
+        self.store.insert(list(zip(leases, requests)), now, key=key)
+        for lease in leases:
+            self.leases[lease.id] = lease
+            self.run.scheduler.submit(lease, now)
+        return leases
 
     def _note(self, lease_id: int, text: str) -> None:
         lease = self.leases.get(lease_id)

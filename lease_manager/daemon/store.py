@@ -8,6 +8,7 @@ lets them read while the engine writes).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import sqlite3
@@ -52,8 +53,8 @@ CREATE TABLE IF NOT EXISTS events (
     detail TEXT NOT NULL DEFAULT ''
 );
 CREATE INDEX IF NOT EXISTS events_lease ON events (lease_id);
--- a client's idempotency key and the leases its first request created (written before them,
--- so a key whose leases are not all there is an interrupted request, to be done again)
+-- a client's idempotency key and the leases its first request created (written in the same
+-- transaction as them: a crash leaves both or neither)
 CREATE TABLE IF NOT EXISTS idempotency (
     key TEXT PRIMARY KEY,
     body_hash TEXT NOT NULL,
@@ -87,13 +88,27 @@ class Store:
         self._local = threading.local()
         self.db = self._connect()
         self.db.executescript(SCHEMA)
-        with self.db:
+        with self.transaction():
             self.db.execute("INSERT OR IGNORE INTO meta VALUES ('schema', ?)",
                             (str(SCHEMA_VERSION),))
         version = int(self.meta("schema") or 0)
         if version != SCHEMA_VERSION:
             raise sqlite3.DatabaseError(f"{self.path}: schema version {version}, this "
                                         f"lease-manager knows {SCHEMA_VERSION}")
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[None]:
+        """One write transaction on the engine's connection. The connections are in
+        autocommit mode (``isolation_level=None``), where ``with connection:`` groups nothing:
+        without this, a crash between two statements of one change kept the first alone (a
+        lease without its idempotency key, which a retry then created twice)."""
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+        self.db.execute("COMMIT")
 
     def _connect(self) -> sqlite3.Connection:
         db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False,
@@ -120,21 +135,15 @@ class Store:
         return None if row is None else row[0]
 
     def set_meta(self, key: str, value: str) -> None:
-        with self.db:
+        with self.transaction():
             self.db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
 
     # ------------------------------------------------------------------- idempotency keys
-    def remember_key(self, key: str, body_hash: str, lease_ids: list[int], single: bool,
-                     now: float) -> None:
-        """Record that ``key`` creates ``lease_ids`` (before they are inserted)."""
-        with self.db:
-            self.db.execute("INSERT OR REPLACE INTO idempotency VALUES (?, ?, ?, ?, ?)",
-                            (key, body_hash, json.dumps(lease_ids), int(single), now))
-
     def recall_key(self, key: str, db: sqlite3.Connection | None = None
                    ) -> tuple[str, list[int], bool] | None:
-        """``(body hash, lease ids, single)`` of a key whose request was carried out in full
-        (None if the key is unknown or its request was interrupted)."""
+        """``(body hash, lease ids, single)`` of a key whose request was carried out (None if
+        the key is unknown; the key and its leases are written in one transaction, and the
+        leases' presence is checked all the same)."""
         db = db or self.db
         row = db.execute("SELECT body_hash, lease_ids, single FROM idempotency WHERE key = ?",
                          (key,)).fetchone()
@@ -152,22 +161,30 @@ class Store:
         row = self.db.execute("SELECT COALESCE(MAX(id), 0) FROM leases").fetchone()
         return int(row[0]) + 1
 
-    def insert(self, lease: Lease, request: dict[str, Any], now: float) -> None:
-        """Record a new lease with its request, before the scheduler sees it."""
-        with self.db:
-            self.db.execute(
-                "INSERT INTO leases (id, request, type, state, submit, updated) "
-                "VALUES (?, ?, ?, ?, ?, ?)",
-                (lease.id, json.dumps(request, sort_keys=True), lease.type.value,
-                 lease.state.value, lease.submit, now))
-            self.db.execute("INSERT INTO events (lease_id, time, old, new, detail) "
-                            "VALUES (?, ?, NULL, ?, 'submitted')",
-                            (lease.id, now, lease.state.value))
+    def insert(self, leases: list[tuple[Lease, dict[str, Any]]], now: float, *,
+               key: tuple[str, str, bool] | None = None) -> None:
+        """Record new leases with their requests, before the scheduler sees them, and the
+        idempotency ``key`` (key, body hash, single) that creates them: one transaction."""
+        with self.transaction():
+            for lease, request in leases:
+                self.db.execute(
+                    "INSERT INTO leases (id, request, type, state, submit, updated) "
+                    "VALUES (?, ?, ?, ?, ?, ?)",
+                    (lease.id, json.dumps(request, sort_keys=True), lease.type.value,
+                     lease.state.value, lease.submit, now))
+                self.db.execute("INSERT INTO events (lease_id, time, old, new, detail) "
+                                "VALUES (?, ?, NULL, ?, 'submitted')",
+                                (lease.id, now, lease.state.value))
+            if key is not None:
+                name, body_hash, single = key
+                self.db.execute("INSERT OR REPLACE INTO idempotency VALUES (?, ?, ?, ?, ?)",
+                                (name, body_hash, json.dumps([lease.id for lease, _ in leases]),
+                                 int(single), now))
 
     def update(self, lease: Lease, now: float, *, old: str | None = None,
                detail: str = "", started: bool = False) -> None:
         """Write where ``lease`` stands now; with ``old``, also log the state change."""
-        with self.db:
+        with self.transaction():
             self.db.execute(
                 "UPDATE leases SET state = ?, start = ?, end = ?, reason = ?, price = ?, "
                 "work_done = ?, suspended_at = ?, time_suspended = ?, preemptions = ?, "
@@ -185,7 +202,7 @@ class Store:
     def end(self, lease_id: int, old: str, state: str, reason: str, now: float) -> None:
         """Put a lease the scheduler no longer holds in a final state (its work ended while
         the daemon was down)."""
-        with self.db:
+        with self.transaction():
             self.db.execute("UPDATE leases SET state = ?, end = ?, reason = ?, updated = ? "
                             "WHERE id = ?", (state, now, reason, now, lease_id))
             self.db.execute("INSERT INTO events (lease_id, time, old, new, detail) "
@@ -193,7 +210,7 @@ class Store:
 
     def log(self, lease_id: int, now: float, state: str, detail: str) -> None:
         """Log something that happened to a lease without a change of state."""
-        with self.db:
+        with self.transaction():
             self.db.execute("INSERT INTO events (lease_id, time, old, new, detail) "
                             "VALUES (?, ?, ?, ?, ?)", (lease_id, now, state, state, detail))
 

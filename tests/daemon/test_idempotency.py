@@ -112,3 +112,28 @@ def test_keys_survive_a_restart(tmp_path):
         assert again.json["id"] == first.json["id"]
         assert again.headers["Idempotent-Replayed"] == "true"
         assert lease_count(daemon) == 1
+
+
+def test_a_submission_and_its_key_are_one_transaction(tmp_path):
+    """The database connections are in autocommit mode, where ``with connection:`` groups
+    nothing. A failure after the leases' rows and before the key's (here: a key that cannot
+    be stored) must leave neither, else a retry with the key finds no key and creates the
+    lease a second time (or, keys first, a key names ids that later leases take)."""
+    import sqlite3
+
+    from lease_manager.daemon.lease_requests import build_lease
+    from lease_manager.daemon.store import Store
+    from lease_manager.kernel.resources import parse_site
+
+    nodes = parse_site("2 CPU:1 Memory:1024")
+    request = {"type": "best-effort", "start": None, "deadline": None, "duration": 60.0,
+               "nodes": 1, "resources": {"CPU": 1.0}, "command": "", "workdir": None,
+               "max_price": None, "name": "x", "extra": {}, "submitted": 0.0}
+    store = Store(tmp_path / "leases.db", sync="normal")
+    leases = [(build_lease(i, request, nodes), request) for i in (1, 2)]
+    with pytest.raises(sqlite3.Error):
+        store.insert(leases, 0.0, key=("k-1", object(), False))   # the key cannot be bound
+    assert store.next_id() == 1 and store.lease(1) is None and store.recall_key("k-1") is None
+    store.insert(leases, 0.0, key=("k-1", "hash", False))
+    assert store.recall_key("k-1") == ("hash", [1, 2], False)
+    store.close()

@@ -179,7 +179,11 @@ def test_sigkill_during_a_burst_at_concurrency_8_then_restore_under_load(tmp_pat
         seen = daemon.client.leases()
         names = [v["name"] for v in seen]
         # every acknowledged lease once, under the id its client was told; nothing else
-        assert sorted(names) == sorted(answers)
+        assert sorted(names) == sorted(answers), (
+            sorted(set(answers) - set(names)), sorted(set(names) - set(answers)),
+            [n for n in names if names.count(n) > 1],
+            {n: answers[n]["id"] for n in set(answers) - set(names)},
+            (tmp_path / "daemon.log").read_text()[-3000:])
         assert {v["name"]: v["id"] for v in seen} == {n: a["id"] for n, a in answers.items()}
         assert {v["state"] for v in seen} == {"done"}, \
             {v["id"]: (v["state"], v["reason"]) for v in seen if v["state"] != "done"}
