@@ -22,6 +22,10 @@ if TYPE_CHECKING:
     from lease_manager.kernel.scheduler.core import LeaseScheduler
 
 S = LeaseState
+#: below this many queued leases, the fitting ones are found without arrays
+SHORT_QUEUE = 64
+#: up to this many leases leaving the queue in one cycle are deleted in place
+FEW_DONE = 32
 
 
 def cycle(self: LeaseScheduler, now: float) -> None:
@@ -173,12 +177,6 @@ def _backfill_now(self: LeaseScheduler, first: int, now: float) -> list[int]:
         elif shape is not None:
             failed.setdefault(shape, _Failures()).add(count, duration)
     return started
-
-
-#: below this many queued leases, the fitting ones are found without arrays
-SHORT_QUEUE = 64
-#: up to this many leases leaving the queue in one cycle are deleted in place
-FEW_DONE = 32
 
 
 def _fitting_now(self: LeaseScheduler, first: int, now: float,
