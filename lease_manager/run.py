@@ -43,7 +43,7 @@ from lease_manager.multisite import (
     check_sites,
 )
 from lease_manager.observers.accounting import Accounting, write_summary
-from lease_manager.observers.invariants import InvariantChecker
+from lease_manager.observers.invariants import InvariantChecker, stranded
 from lease_manager.observers.metrics import Metrics
 from lease_manager.plugins import ACCOUNTING_PLUGIN, ENERGY_PLUGIN, INVARIANTS_PLUGIN, Plugins
 from lease_manager.workload.convert import merge_workloads
@@ -372,6 +372,8 @@ class Run:
             self.engine.run(progress)
             summary = self.finish()
             if self.invariants is not None:
+                if self.engine.exhausted:
+                    self.invariants.violations += stranded(self.scheduler.active_leases())
                 if self.energy is not None:
                     self.invariants.violations += self.energy.violations()
                 self.invariants.verify()

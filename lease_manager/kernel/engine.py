@@ -58,6 +58,8 @@ class Engine:
         self._posted: collections.deque[Callable[[float], None]] = collections.deque()
         self._stopping = threading.Event()
         self.steps = 0
+        #: the run ended because nothing more was to happen (no event, arrival or request)
+        self.exhausted = False
         #: leases released by the core because the run would have ended with them held
         self.force_released = 0
         #: called with ``now`` at the start of every step, before any event is handled
@@ -116,6 +118,7 @@ class Engine:
                         after(now)
                     continue
                 if not self.serve:
+                    self.exhausted = True
                     break
             now = self.clock.wait_until(t)
             for before in self.before_step:

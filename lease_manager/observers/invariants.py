@@ -2,24 +2,38 @@
 
 The checker records what each lease really held (its final allocations) and at the end sweeps
 them node by node: no node may ever hold more than its capacity. It also checks that no lease
-starts twice without being preempted in between, and that a best-effort lease that was never
-preempted starts no later than the start it was first promised.
+starts twice without being preempted in between, that a best-effort lease that was never
+preempted starts no later than the start it was first promised, and that no lease is left
+running when a run ends because nothing more was to happen (:func:`stranded`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from lease_manager.hookspecs import hookimpl
-from lease_manager.kernel.lease import LeaseType
+from lease_manager.kernel.lease import LeaseState, LeaseType
 
 if TYPE_CHECKING:
     from lease_manager.context import RunContext
     from lease_manager.kernel.lease import Lease
 
 TOLERANCE = 1e-6
+
+
+#: the states of a lease that holds resources and waits for an event to leave them
+RUNNING_STATES = frozenset({LeaseState.ACTIVE, LeaseState.SUSPENDING, LeaseState.RESUMING,
+                            LeaseState.MIGRATING})
+
+
+def stranded(leases: Iterable[Lease]) -> list[str]:
+    """The leases of a run that ended because no event was left to happen which are still
+    running: nothing would ever have ended them (a lost event, a bug)."""
+    return [f"lease {lease.id} is {lease.state.value} at the end of the run with nothing "
+            f"planned to end it" for lease in leases if lease.state in RUNNING_STATES]
 
 
 class InvariantViolation(AssertionError):

@@ -319,3 +319,31 @@ def test_a_lease_may_run_in_front_of_an_ar_and_suspend_before_it(factor, runs_be
     else:
         assert segments(b) == [("vm", 90 * MIN, 150 * MIN)] and b.suspensions == 0
     assert (a.start, a.end) == (HOUR, 90 * MIN)
+
+
+def test_a_reservation_moved_from_a_fractional_time_keeps_its_whole_length():
+    """One node, conservative. #1 reserves 0.3 s but ends at 0.1; #2 (0.6 s) was promised
+    0.3 and moves to 0.1. Its reservation's length, taken as 0.9 - 0.3, is an ulp short of
+    0.6 in floating point: the moved reservation must still last the whole 0.6 s, or the
+    work outlives it and the lease is never ended (it was left active for ever).
+
+    planned  n0 [#1 0-0.3][#2 0.3-0.9]
+    actual   n0 [#1 0-0.1][#2 0.1-0.7]
+    """
+    one = be(1, 1, 0.3, 0, actual=0.1)
+    two = be(2, 1, 0.6, 0)
+    simulate([one, two], "scheduling.backfilling=conservative",
+             resources="1 CPU:100 Memory:1024")
+    assert two.state is LeaseState.DONE and (two.start, two.end) == (0.1, 0.7)
+
+
+def test_an_advance_reservation_with_a_shutdown_ends_with_its_interval():
+    """shutdown-time 0.1 s: an AR of 0.5 s from 0.2 runs its work for 0.5 - 0.1 s, then shuts
+    down. In floating point 0.2 + (0.5 - 0.1) + 0.1 is above 0.2 + 0.5: the lease must still
+    end at its interval's end, 0.7.
+
+    n0 [AR 0.2 -- work -- 0.6][shutdown 0.6-0.7]
+    """
+    a = ar(1, 1, 0.2, 0.5, 0)
+    run([a], "scheduling.shutdown-time=0.1")
+    assert a.state is LeaseState.DONE and (a.start, a.end) == (0.2, 0.7)

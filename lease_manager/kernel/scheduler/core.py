@@ -363,9 +363,11 @@ class LeaseScheduler:
     def work_end(self, lease: Lease, start: float) -> float:
         """When the lease, running from ``start``, really ends (work, then shutdown)."""
         work = lease.remaining_actual * lease.stretch
-        if lease.type is LeaseType.ADVANCE_RESERVATION:
-            work = min(work, lease.requested_duration - self.shutdown)
-        return start + work + self.shutdown
+        if (lease.type is LeaseType.ADVANCE_RESERVATION
+                and work + self.shutdown >= lease.requested_duration):
+            return start + lease.requested_duration   # its interval's end, exactly
+        # summed as length() is: a run of the whole request ends exactly with its reservation
+        return start + (work + self.shutdown)
 
     # The scheduler's concerns, one module each; their functions are this class's methods.
 

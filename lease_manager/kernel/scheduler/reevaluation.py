@@ -43,6 +43,11 @@ def _move_earlier(self: LeaseScheduler, lease: Lease, now: float) -> bool:
     table = self.table
     res = lease.reservations[0]
     duration = res.end - res.start
+    length = self.length(lease)
+    if abs(duration - length) <= 1e-9 * max(1.0, length):
+        # a whole run: keep its length exactly (end - start of a reservation placed at a
+        # fractional time can be an ulp short, and the work would then outlive the move)
+        duration = length
     if res.start <= now or not table.may_fit_before(lease.vms, duration, now, res.start):
         return False
     # with its own reservation counted as free, where could the lease start?
