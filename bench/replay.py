@@ -1,31 +1,44 @@
-"""Replay benchmark: CPU time and memory of trace replays under every backfilling mode.
+"""Replay benchmark: CPU time and memory of trace replays, as ratios to a bare replayer.
 
-Each replay runs in a fresh subprocess (``python -m lease_manager.cli simulate ...``) so that
-its peak RSS is its own; the figures are read from the run's ``summary.json``.
+Every figure is the whole process (start-up included), read from the operating system's
+accounting of the finished child (CPU = user + system seconds; peak RSS of that process),
+median of ``--repeat`` paired runs: in each round the bare replayer (``bench/bare_replayer.py``,
+count-based FCFS, no validation) and then every mode run once, in the same session, so a
+ratio holds when the machine's speed drifts. Children run with bytecode caching (as an
+installed package does) even if ``PYTHONDONTWRITEBYTECODE`` is set here.
 
-Workloads:
+Workloads and targets (issue 16):
 
-(a) ``traces/sdsc-blue-30days.swf`` with ``etc/sample.ini`` (144 nodes, one VM per node);
-(b) the full SDSC Blue Horizon log (``SDSC-BLUE-2000-4.2-cln.swf.gz``, queues 1-4, 8 processors
-    per VM) -- by default from ``shared/traces/`` next to the repository (``--full PATH``);
-(c) linearity: the full log cut to its first 1/4 and 1/2 of the replayed jobs
-    (``tracefile.max-jobs``) and all of it; the cost per lease is shown relative to the 1/4 run.
+(a) ``traces/sdsc-blue-30days.swf`` with ``etc/sample.ini`` (144 nodes, one VM per node):
+    every mode at most 10x the bare replayer, start-up included; the FCFS replay
+    (``backfilling = off``) must match the bare replayer lease by lease.
+(b) the full SDSC Blue Horizon log (``SDSC-BLUE-2000-4.2-cln.swf.gz``, queues 1-4, 8
+    processors per VM; ``--full PATH``, by default ``shared/traces/`` next to the
+    repository): off and aggressive at most 10x, intermediate(4) 15x, conservative 30x.
+(c) growth: the full log cut to its first 1/4 and 1/2 and all of its jobs; the exponent of
+    CPU against leases (a least-squares slope of the logs) at most 1.1.
+(d) ``--scale``: the 30-day jobs with node counts x70 tiled in time on 10,000 nodes
+    (aggressive): CPU per lease at most 2x that at 144 nodes, and the peak memory of the
+    200,000-lease replay at most 1.5 GB with invariants checked; ``--million`` adds the
+    1,000,000-lease replay (under 4 GB).
 
 Usage::
 
-    python bench/replay.py --quick              # the 30-day trace only
-    python bench/replay.py                      # everything (several minutes)
-    python bench/replay.py --modes conservative --skip-linearity
+    python bench/replay.py --quick              # (a) only
+    python bench/replay.py                      # (a), (b), (c): several minutes
+    python bench/replay.py --scale [--million]  # (d): long
+    python bench/replay.py --modes conservative --repeat 5
 """
 
 from __future__ import annotations
 
 import argparse
-import json
+import os
+import statistics
 import subprocess
 import sys
 import tempfile
-import time
+import threading
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -33,208 +46,285 @@ CONFIG = ROOT / "etc" / "sample.ini"
 TRACE_30DAYS = ROOT / "traces" / "sdsc-blue-30days.swf"
 FULL_LOG = ROOT.parent / "shared" / "traces" / "SDSC-BLUE-2000-4.2-cln.swf.gz"
 FULL_SETTINGS = ("tracefile.queues=1,2,3,4", "tracefile.procs-per-vm=8")
+BARE = Path(__file__).resolve().parent / "bare_replayer.py"
 
 #: mode name -> the --set overrides that select it
 MODES: dict[str, tuple[str, ...]] = {
     "off": ("scheduling.backfilling=off",),
     "aggressive": ("scheduling.backfilling=aggressive",),
-    "conservative": ("scheduling.backfilling=conservative",),
     "intermediate": ("scheduling.backfilling=intermediate",
                      "scheduling.backfilling-reservations=4"),
+    "conservative": ("scheduling.backfilling=conservative",),
 }
 LABELS = {"intermediate": "intermediate(4)"}
-
-#: targets: CPU seconds per replay (by workload, then mode; None = any mode) and peak RSS (MB)
-TARGET_CPU = {"30days": {None: 1.0}, "full": {"conservative": 60.0, None: 30.0}}
-TARGET_RSS = {"full": 500.0}
-
-
-def target_cpu(workload: str, mode: str) -> float | None:
-    targets = TARGET_CPU.get(workload, {})
-    return targets.get(mode, targets.get(None))
+#: the most a mode may cost, as a multiple of the bare replayer (by workload)
+TARGET_RATIO = {"30days": {None: 10.0},
+                "full": {"intermediate": 15.0, "conservative": 30.0, None: 10.0}}
 
 
-class Result:
-    """One replay's figures (or why there are none)."""
-
-    def __init__(self, trace: str, mode: str, *, leases: int = 0, cpu: float = float("nan"),
-                 rss: float = float("nan"), wall: float = float("nan"), replayed: int = 0,
-                 error: str = "") -> None:
-        self.trace, self.mode = trace, mode
-        self.leases, self.cpu, self.rss, self.wall = leases, cpu, rss, wall
-        self.replayed = replayed
-        self.error = error
-
-    @property
-    def ok(self) -> bool:
-        return not self.error
-
-    @property
-    def rate(self) -> float:
-        return self.leases / self.cpu if self.ok and self.cpu > 0 else float("nan")
-
-    @property
-    def per_lease(self) -> float:
-        return self.cpu / self.leases if self.ok and self.leases else float("nan")
+def child_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    return env
 
 
-def replay(trace: str, mode: str, settings: tuple[str, ...], timeout: float,
-           config: Path = CONFIG) -> Result:
-    """Run one replay in a fresh interpreter and read its summary."""
-    with tempfile.TemporaryDirectory(prefix="lm-bench-") as out:
-        cmd = [sys.executable, "-m", "lease_manager.cli", "simulate", str(config), "--quiet",
-               "--out", out]
-        for setting in settings + MODES[mode]:
-            cmd += ["--set", setting]
-        wall0 = time.perf_counter()
+class Measure:
+    """One finished child process: CPU seconds, peak RSS (MB), whether it succeeded and, if
+    not, the last line it printed on stderr."""
+
+    def __init__(self, cpu: float, rss_mb: float, ok: bool, error: str) -> None:
+        self.cpu, self.rss_mb, self.ok, self.error = cpu, rss_mb, ok, error
+
+
+def run_child(cmd: list[str], timeout: float) -> Measure:
+    """Start ``cmd`` and reap it with ``os.wait4`` (its own usage, not the children's sum)."""
+    with tempfile.TemporaryFile() as err:
+        proc = subprocess.Popen(cmd, cwd=ROOT, env=child_env(), stdout=subprocess.DEVNULL,
+                                stderr=err)
+        timer = threading.Timer(timeout, proc.kill)
+        timer.start()
         try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
-                                  cwd=ROOT)
-        except subprocess.TimeoutExpired:
-            return Result(trace, mode, error=f"timeout after {timeout:g} s")
-        wall = time.perf_counter() - wall0
-        if proc.returncode != 0:
-            lines = (proc.stderr or proc.stdout or "").strip().splitlines()
-            return Result(trace, mode, error=f"exit {proc.returncode}: "
-                                             f"{lines[-1] if lines else 'no output'}")
-        try:
-            summary = json.loads((Path(out) / "summary.json").read_text())
-        except (OSError, ValueError) as exc:
-            return Result(trace, mode, error=f"no summary.json: {exc}")
-    sim = summary["simulation"]
-    return Result(trace, mode, leases=int(summary["leases_total"]),
-                  cpu=float(sim["cpu_seconds"]), rss=float(sim["peak_rss_mb"]), wall=wall,
-                  replayed=int(summary.get("trace", {}).get("jobs_replayed", 0)))
+            _, status, usage = os.wait4(proc.pid, 0)
+        finally:
+            timer.cancel()
+        proc.returncode = status
+        err.seek(0)
+        lines = err.read().decode(errors="replace").strip().splitlines()
+    ok = os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+    return Measure(usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, ok,
+                   "" if ok else (lines[-1] if lines else f"killed or status {status}"))
 
 
-# ------------------------------------------------------------------------------- printing
-HEADER = (f"{'trace':<22} {'mode':<16} {'leases':>8} {'CPU s':>8} {'leases/CPU-s':>13} "
-          f"{'peak RSS MB':>12}  target")
+def simulate_cmd(out: Path, settings: tuple[str, ...], config: Path = CONFIG) -> list[str]:
+    cmd = [sys.executable, "-m", "lease_manager.cli", "simulate", str(config), "--quiet",
+           "--force", "--out", str(out)]
+    for setting in settings:
+        cmd += ["--set", setting]
+    return cmd
 
 
-def verdict(value: float, limit: float | None) -> str:
-    if limit is None or value != value:   # no target, or NaN
-        return ""
-    return "ok" if value < limit else "MISSED"
+def bare_cmd(trace: Path, slots: int, out: Path, procs_per_vm: int = 1, queues: str = "",
+             max_jobs: int = 0) -> list[str]:
+    return [sys.executable, str(BARE), str(trace), str(slots), str(out), "--procs-per-vm",
+            str(procs_per_vm), "--queues", queues, "--max-jobs", str(max_jobs)]
 
 
-def row(r: Result, workload: str) -> str:
-    label = LABELS.get(r.mode, r.mode)
-    if not r.ok:
-        return f"{r.trace:<22} {label:<16} {'-':>8} {'-':>8} {'-':>13} {'-':>12}  {r.error}"
-    targets = []
-    cpu_limit = target_cpu(workload, r.mode)
-    if cpu_limit is not None:
-        targets.append(f"CPU < {cpu_limit:g} s: {verdict(r.cpu, cpu_limit)}")
-    rss_limit = TARGET_RSS.get(workload)
-    if rss_limit is not None:
-        targets.append(f"RSS < {rss_limit:g} MB: {verdict(r.rss, rss_limit)}")
-    return (f"{r.trace:<22} {label:<16} {r.leases:>8,} {r.cpu:>8.2f} {r.rate:>13,.0f} "
-            f"{r.rss:>12.1f}  {'; '.join(targets)}")
+def leases_of(out: Path) -> int:
+    import json
+    return int(json.loads((out / "summary.json").read_text())["leases_total"])
 
 
-def run_table(title: str, workload: str, trace: str, modes: list[str],
-              settings: tuple[str, ...], timeout: float) -> dict[str, Result]:
+def fcfs_matches(bare_csv: Path, leases_csv: Path) -> str:
+    """Compare the FCFS replay with the bare replayer lease by lease: '' or what differs."""
+    import csv
+    with open(bare_csv) as fh:
+        bare = {r["job"]: (float(r["start"]), float(r["end"])) for r in csv.DictReader(fh)}
+    with open(leases_csv) as fh:
+        ours = {r["source_id"]: (float(r["start"] or "nan"), float(r["end"] or "nan"))
+                for r in csv.DictReader(fh) if r["state"] == "done"}
+    differ = [job for job, times in ours.items() if bare.get(job) != times]
+    if len(ours) != len(bare) or differ:
+        return (f"FCFS differs from the bare replayer: {len(ours)} leases done against "
+                f"{len(bare)} jobs, {len(differ)} with other start or end times")
+    return ""
+
+
+def ratio_table(title: str, workload: str, trace: Path, slots: int, modes: list[str],
+                settings: tuple[str, ...], repeat: int, timeout: float, *,
+                procs_per_vm: int = 1, queues: str = "", max_jobs: int = 0
+                ) -> dict[str, list[float]]:
+    """Paired rounds of the bare replayer and every mode; prints medians and ratios."""
     print(f"\n{title}")
-    print(HEADER)
-    print("-" * len(HEADER))
-    results = {}
-    for mode in modes:
-        results[mode] = r = replay(trace, mode, settings, timeout)
-        print(row(r, workload), flush=True)
-    return results
-
-
-def count_jobs(path: Path) -> int:
-    """How many jobs of the full log the replay keeps (queues 1-4, with a run time and a
-    processor count): a quick conversion without scheduling, as ``max-jobs`` counts them."""
-    import numpy as np
-
-    from lease_manager.workload.swf import SWFConversion, SWFReader, TraceStats, swf_leases
-
-    stats = TraceStats()
-    conv = SWFConversion(vm_vector=np.array([1.0, 1024.0]), procs_per_vm=8,
-                         queues=(1, 2, 3, 4))
-    for _ in swf_leases(SWFReader(path), conv, stats):
-        pass
-    return stats.replayed
-
-
-def linearity(full: Path, modes: list[str], timeout: float,
-              full_results: dict[str, Result]) -> None:
-    total = next((r.replayed for r in full_results.values() if r.ok and r.replayed), 0)
-    if not total:
-        t0 = time.perf_counter()
-        total = count_jobs(full)
-        print(f"\n(counted {total:,} replayed jobs in {time.perf_counter() - t0:.1f} s)")
-    cuts = [("1/4", total // 4), ("1/2", total // 2), ("all", 0)]
-    print(f"\n(c) linearity: the full log cut to its first 1/4, 1/2 and all of its "
-          f"{total:,} replayed jobs")
-    head = (f"{'mode':<16} {'cut':<4} {'leases':>8} {'CPU s':>8} {'ms/lease':>9} "
-            f"{'vs 1/4':>7} {'peak RSS MB':>12}")
+    cpu: dict[str, list[float]] = {"bare": [], **{m: [] for m in modes}}
+    rss: dict[str, list[float]] = {m: [] for m in modes}
+    errors: dict[str, str] = {}
+    leases: dict[str, int] = {}
+    fcfs = ""
+    with tempfile.TemporaryDirectory(prefix="lm-bench-") as tmp:
+        tmpdir = Path(tmp)
+        for _ in range(repeat):
+            m = run_child(bare_cmd(trace, slots, tmpdir / "bare.csv", procs_per_vm, queues,
+                                   max_jobs), timeout)
+            cpu["bare"].append(m.cpu)
+            for mode in modes:
+                out = tmpdir / mode
+                m = run_child(simulate_cmd(out, settings + MODES[mode]), timeout)
+                if not m.ok:
+                    errors[mode] = m.error
+                    continue
+                cpu[mode].append(m.cpu)
+                rss[mode].append(m.rss_mb)
+                leases[mode] = leases_of(out)
+                if mode == "off" and not fcfs:
+                    fcfs = fcfs_matches(tmpdir / "bare.csv", out / "leases.csv") or "ok"
+    bare = statistics.median(cpu["bare"])
+    print(f"bare replayer: {bare:.3f} CPU-s (median of {repeat})")
+    head = (f"{'mode':<16} {'leases':>8} {'CPU s':>8} {'x bare':>7} {'target':>7} "
+            f"{'ms/lease':>9} {'peak MB':>8}")
     print(head)
     print("-" * len(head))
     for mode in modes:
-        base = None
-        for name, max_jobs in cuts:
-            if max_jobs == 0 and mode in full_results:
-                r = full_results[mode]       # the full run of (b): not run twice
-            else:
-                r = replay(f"full[{name}]", mode, FULL_SETTINGS + (
-                    f"tracefile.tracefile={full}", f"tracefile.max-jobs={max_jobs}"), timeout)
-            label = LABELS.get(mode, mode)
-            if not r.ok:
-                print(f"{label:<16} {name:<4} {r.error}", flush=True)
+        label = LABELS.get(mode, mode)
+        if mode in errors:
+            print(f"{label:<16} {errors[mode]}")
+            continue
+        c = statistics.median(cpu[mode])
+        target = TARGET_RATIO[workload].get(mode, TARGET_RATIO[workload].get(None))
+        ratio = c / bare
+        verdict = "" if target is None else ("ok" if ratio <= target else "MISSED")
+        print(f"{label:<16} {leases[mode]:>8,} {c:>8.2f} {ratio:>6.1f}x {target or 0:>6.0f}x "
+              f"{1000 * c / max(leases[mode], 1):>9.3f} {statistics.median(rss[mode]):>8.1f}"
+              f"  {verdict}", flush=True)
+    if "off" in modes:
+        print(f"FCFS lease by lease against the bare replayer: {fcfs}")
+    return cpu
+
+
+def startup(repeat: int, timeout: float) -> None:
+    """A one-lease replay: what starting a run costs."""
+    with tempfile.TemporaryDirectory(prefix="lm-bench-") as tmp:
+        one = Path(tmp) / "one.swf"
+        lines = TRACE_30DAYS.read_text().splitlines()
+        first = next(line for line in lines if line.strip() and not line.startswith(";"))
+        one.write_text(first + "\n")
+        runs = [run_child(simulate_cmd(Path(tmp) / "out", (f"tracefile.tracefile={one}",)),
+                          timeout) for _ in range(repeat)]
+    if not all(r.ok for r in runs):
+        print(f"\nstart-up: {runs[0].error}")
+        return
+    print(f"\nstart-up (a one-lease replay): {statistics.median(r.cpu for r in runs):.3f} "
+          f"CPU-s, {statistics.median(r.rss_mb for r in runs):.1f} MB peak")
+
+
+def growth(full: Path, modes: list[str], repeat: int, timeout: float) -> None:
+    """(c): CPU against leases over 1/4, 1/2 and all of the full log; the exponent."""
+    import numpy as np
+
+    total = sum(1 for _ in __import__("bare_replayer").jobs(str(full), 8, {1, 2, 3, 4}, 0))
+    cuts = [("1/4", total // 4), ("1/2", total // 2), ("all", 0)]
+    print(f"\n(c) growth: the full log cut to its first 1/4, 1/2 and all of its {total:,} jobs")
+    head = f"{'mode':<16} " + " ".join(f"{name + ' CPU s':>11}" for name, _ in cuts) + \
+        f" {'exponent':>9}"
+    print(head)
+    print("-" * len(head))
+    with tempfile.TemporaryDirectory(prefix="lm-bench-") as tmp:
+        for mode in modes:
+            sizes, cpus = [], []
+            for name, max_jobs in cuts:
+                out = Path(tmp) / f"{mode}-{name.replace('/', '')}"
+                runs = [run_child(simulate_cmd(out, FULL_SETTINGS + MODES[mode] + (
+                    f"tracefile.tracefile={full}", f"tracefile.max-jobs={max_jobs}")),
+                    timeout) for _ in range(repeat)]
+                if not all(r.ok for r in runs):
+                    print(f"{LABELS.get(mode, mode):<16} {name}: {runs[0].error}")
+                    break
+                sizes.append(leases_of(out))
+                cpus.append(statistics.median(r.cpu for r in runs))
+            if len(cpus) == len(cuts):
+                slope = float(np.polyfit(np.log(sizes), np.log(cpus), 1)[0])
+                print(f"{LABELS.get(mode, mode):<16} " + " ".join(f"{c:>11.2f}" for c in cpus)
+                      + f" {slope:>9.2f}  {'ok' if slope <= 1.1 else 'MISSED'}", flush=True)
+
+
+def tiled_trace(path: Path, copies: int, scale: int) -> None:
+    """The 30-day jobs with processor counts x ``scale``, ``copies`` times one after another
+    (each copy 30 days later): the scale workload of issue 16."""
+    jobs = [line.split() for line in TRACE_30DAYS.read_text().splitlines()
+            if line.strip() and not line.startswith(";")]
+    span = 30 * 86400
+    number = 0
+    with open(path, "w") as fh:
+        fh.write(f"; scale workload: sdsc-blue-30days, processors x{scale}, {copies} copies\n")
+        for copy in range(copies):
+            for f in jobs:
+                number += 1
+                g = list(f)
+                g[0] = str(number)
+                g[1] = str(int(float(f[1])) + copy * span)
+                for i in (4, 7):
+                    if int(g[i]) > 0:
+                        g[i] = str(int(g[i]) * scale)
+                fh.write(" ".join(g) + "\n")
+
+
+def scale(repeat: int, timeout: float, million: bool) -> None:
+    """(d): 10,000 nodes against 144, and the memory of 200,000 (and 1,000,000) leases."""
+    print("\n(d) scale: the 30-day jobs, processors x70, tiled in time, on 10,000 nodes "
+          "(aggressive)")
+    settings = MODES["aggressive"] + ("simulation.resources=10000 CPU:1 Memory:1024",)
+    with tempfile.TemporaryDirectory(prefix="lm-bench-") as tmp:
+        tmpdir = Path(tmp)
+        small = [run_child(simulate_cmd(tmpdir / "small", MODES["aggressive"]), timeout)
+                 for _ in range(repeat)]
+        per_small = statistics.median(r.cpu for r in small) / leases_of(tmpdir / "small")
+        trace4 = tmpdir / "x70-4.swf"
+        tiled_trace(trace4, 4, 70)
+        big = [run_child(simulate_cmd(tmpdir / "big", settings + (
+            f"tracefile.tracefile={trace4}",)), timeout) for _ in range(repeat)]
+        if not all(r.ok for r in big):
+            print(f"10,000 nodes: {big[0].error}")
+            return
+        per_big = statistics.median(r.cpu for r in big) / leases_of(tmpdir / "big")
+        print(f"CPU per lease: {1000 * per_small:.3f} ms at 144 nodes (30-day trace), "
+              f"{1000 * per_big:.3f} ms at 10,000 nodes ({leases_of(tmpdir / 'big'):,} "
+              f"leases): {per_big / per_small:.2f}x (target 2x: "
+              f"{'ok' if per_big <= 2 * per_small else 'MISSED'})")
+        for copies, limit in ((40, 1536.0),) + (((200, 4096.0),) if million else ()):
+            trace = tmpdir / f"x70-{copies}.swf"
+            tiled_trace(trace, copies, 70)
+            m = run_child(simulate_cmd(tmpdir / f"mem{copies}", settings + (
+                f"tracefile.tracefile={trace}",)), timeout)
+            if not m.ok:
+                print(f"{copies} copies: {m.error}")
                 continue
-            if base is None and name == "1/4":
-                base = r.per_lease
-            ratio = r.per_lease / base if base else float("nan")
-            print(f"{label:<16} {name:<4} {r.leases:>8,} {r.cpu:>8.2f} "
-                  f"{1000 * r.per_lease:>9.3f} {ratio:>6.2f}x {r.rss:>12.1f}", flush=True)
-    print("(a linear replay keeps the cost per lease flat: 'vs 1/4' near 1.0x)")
+            n = leases_of(tmpdir / f"mem{copies}")
+            print(f"{n:,} leases on 10,000 nodes: {m.cpu:.1f} CPU-s, peak {m.rss_mb:,.0f} MB "
+                  f"(target {limit:,.0f} MB: {'ok' if m.rss_mb <= limit else 'MISSED'})",
+                  flush=True)
+            trace.unlink()
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--modes", default=",".join(MODES),
-                        help=f"comma-separated backfilling modes (default: {','.join(MODES)}; "
-                             f"intermediate uses 4 reservations)")
+                        help=f"comma-separated backfilling modes (default: {','.join(MODES)})")
     parser.add_argument("--quick", action="store_true", help="only the 30-day trace")
     parser.add_argument("--full", type=Path, default=FULL_LOG,
                         help=f"the full SDSC Blue log (default: {FULL_LOG})")
-    parser.add_argument("--skip-linearity", action="store_true",
-                        help="do not run the 1/4 and 1/2 cuts of the full log")
-    parser.add_argument("--timeout", type=float, default=600.0,
-                        help="seconds allowed per replay (default: 600)")
+    parser.add_argument("--skip-growth", action="store_true", help="skip (c)")
+    parser.add_argument("--scale", action="store_true", help="run (d) (long)")
+    parser.add_argument("--million", action="store_true", help="with --scale: 1,000,000 leases")
+    parser.add_argument("--repeat", type=int, default=3, help="paired rounds (default 3)")
+    parser.add_argument("--timeout", type=float, default=1800.0,
+                        help="seconds allowed per replay (default: 1800)")
     args = parser.parse_args(argv)
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     unknown = [m for m in modes if m not in MODES]
     if unknown or not modes:
         parser.error(f"unknown mode(s) {', '.join(unknown) or '(none)'}; "
                      f"choose among {', '.join(MODES)}")
-
-    print(f"python {sys.version.split()[0]}; config {CONFIG.relative_to(ROOT)}; "
-          f"timeout {args.timeout:g} s per replay")
-    print("targets: 30-day trace < 1 CPU-s per mode; full log < 60 CPU-s conservative, "
-          "< 30 CPU-s other modes, < 500 MB peak RSS")
-    results = run_table(f"(a) {TRACE_30DAYS.name} (etc/sample.ini: 144 nodes, one VM per node)",
-                        "30days", "sdsc-blue-30days", modes,
-                        (f"tracefile.tracefile={TRACE_30DAYS}",), args.timeout)
-    failed = not all(r.ok for r in results.values())
-    if args.quick:
-        return 1 if failed else 0
-
-    full = args.full.resolve()
-    if not full.is_file():
-        print(f"\n(b), (c) skipped: full log not found at {full} (give it with --full PATH)")
-        return 1 if failed else 0
-    full_results = run_table(f"(b) {full.name} (queues 1-4, 8 processors per VM)", "full",
-                             full.name.split(".swf")[0], modes,
-                             FULL_SETTINGS + (f"tracefile.tracefile={full}",), args.timeout)
-    failed |= not all(r.ok for r in full_results.values())
-    if not args.skip_linearity:
-        linearity(full, modes, args.timeout, full_results)
-    return 1 if failed else 0
+    sys.path.insert(0, str(BARE.parent))
+    print(f"python {sys.version.split()[0]}; medians of {args.repeat} paired rounds; "
+          f"whole processes (start-up included)")
+    if os.environ.get("PYTHONDONTWRITEBYTECODE"):
+        print("(PYTHONDONTWRITEBYTECODE is set here; the children run without it)")
+    startup(args.repeat, args.timeout)
+    ratio_table(f"(a) {TRACE_30DAYS.name} (etc/sample.ini: 144 nodes, one VM per node)",
+                "30days", TRACE_30DAYS, 144, modes, (f"tracefile.tracefile={TRACE_30DAYS}",),
+                args.repeat, args.timeout)
+    if not args.quick:
+        full = args.full.resolve()
+        if not full.is_file():
+            print(f"\n(b), (c) skipped: full log not found at {full} (give it with --full)")
+        else:
+            ratio_table(f"(b) {full.name} (queues 1-4, 8 processors per VM)", "full", full, 144,
+                        modes, FULL_SETTINGS + (f"tracefile.tracefile={full}",), args.repeat,
+                        args.timeout, procs_per_vm=8, queues="1,2,3,4")
+            if not args.skip_growth:
+                growth(full, modes, 1, args.timeout)
+    if args.scale:
+        scale(1, args.timeout, args.million)
+    return 0
 
 
 if __name__ == "__main__":
