@@ -29,6 +29,7 @@ from lease_manager.energy.power_model import (
 )
 from lease_manager.errors import LeaseManagerError, TraceError
 from lease_manager.kernel.clock import RealClock, SimulatedClock
+from lease_manager.kernel.count_table import CountTable
 from lease_manager.kernel.engine import Engine, ReplayEnactment
 from lease_manager.kernel.events import Timeline
 from lease_manager.kernel.resources import NodeSet, parse_amounts, parse_site
@@ -82,14 +83,16 @@ class Run:
         self.metrics = Metrics()
         self.trace_stats = TraceStats()
         self.trace_reader: SWFReader | None = None
+        #: the sites' tables that count VMs (``placement = at-start``)
+        self._counted: list[CountTable] = []
         #: the sites of a run with several (``[site:NAME]``; empty: one site)
-        self.sites = [self._site(name) for name in config.sites]
+        self.sites = [self._site(name, serve, leases is None) for name in config.sites]
         if self.sites:
             check_sites(self.sites)
             self.nodes, self.table = self.sites[0].nodes, self.sites[0].table
         else:
             self.nodes = parse_site(config.get("simulation", "resources"))
-            self.table = SlotTable(self.nodes)
+            self.table = self._new_table(config, self.nodes, serve, leases is None)
         #: what plugins see of this run
         self.ctx = self._context(config, self.nodes, self.table)
         self.ctx.sites = {site.name: site.ctx for site in self.sites}
@@ -123,6 +126,9 @@ class Run:
                              stop_when=config.get("simulation", "stop-when"),
                              runtime=config.get("simulation", "runtime"), serve=serve)
         self.started_at = clock.now()
+        for counted in self._counted:   # what nodes have free is kept for the clock's now
+            counted.set_now(self.started_at)
+            self.engine.before_step.insert(0, counted.set_now)
         if self.sites:
             self.scheduler.origin = self.started_at   # site-selection cycles count from it
         if self.sites:
@@ -131,14 +137,46 @@ class Run:
             self._build_energy(config, self.power)
         self.summary: dict[str, Any] = {}
 
+    def _new_table(self, config: Config, nodes: NodeSet, serve: bool,
+                   from_trace: bool) -> SlotTable:
+        """The site's slot table: one that counts VMs with ``placement = at-start``."""
+        if config.get("scheduling", "placement") != "at-start":
+            return SlotTable(nodes)
+        why = self._no_placement_at_start(config, serve, from_trace)
+        if why:
+            raise config.error("scheduling", "placement", f"at-start {why}")
+        table: Any = CountTable(nodes, vm_vector(config, nodes), origin=0.0)
+        self._counted.append(table)
+        return table
+
+    def _no_placement_at_start(self, config: Config, serve: bool, from_trace: bool) -> str:
+        """Why ``placement = at-start`` cannot serve this run ('' if it can)."""
+        if serve:
+            return "is for replays: the daemon plans requests of any shape (use when-planned)"
+        if config.get("power", "pstates") or config.get("power", "cubic-law"):
+            return ("takes no [power] model: node power states are planned per node (use "
+                    "when-planned)")
+        host_selection = config.get("scheduling", "policy-host-selection")
+        if not getattr(self.plugins.policy("host-selection", host_selection),
+                       "supports_placement_at_start", False):
+            return (f"needs a host selection policy that supports it ({host_selection!r} looks "
+                    f"at nodes' future plans; greedy and no-policy do)")
+        trace = config.get("tracefile", "tracefile")
+        if from_trace and (is_lwf(trace) if trace and Path(trace).is_file() else False):
+            return ("takes SWF traces: an LWF trace may have several VM shapes and advance "
+                    "reservations (use when-planned)")
+        if config.get("tracefile", "injectionfile"):
+            return "takes no injection file: its leases may have other VM shapes (use when-planned)"
+        return ""
+
     def _context(self, config: Config, nodes: NodeSet, table: SlotTable) -> RunContext:
         return RunContext(config, nodes, table, self.metrics, lambda: self.clock.now(),
                           lambda time, fn: self.engine.call_at(time, fn))
 
-    def _site(self, name: str) -> Site:
+    def _site(self, name: str, serve: bool, from_trace: bool) -> Site:
         config = self.config.for_site(name)
         nodes = parse_site(config.get("simulation", "resources"))
-        table = SlotTable(nodes)
+        table = self._new_table(config, nodes, serve, from_trace)
         return Site(name, config, nodes, table, self._context(config, nodes, table))
 
     def _attach_energy(self, config: Config, table: SlotTable, model: PowerModel,

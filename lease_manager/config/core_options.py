@@ -115,6 +115,17 @@ def core_options(policy_names: Mapping[str, tuple[str, ...]]) -> list[Option]:
             `intermediate`: at most `backfilling-reservations` do."""),
         Option("scheduling", "backfilling-reservations", INTEGER, 1, minimum=1, doc="""
             With `backfilling = intermediate`: how many leases may hold future reservations."""),
+        Option("scheduling", "placement", STRING, "when-planned",
+               choices=("when-planned", "at-start"), doc="""
+            When a reservation gets its nodes. `when-planned` (Haizea's): the mapper places
+            every reservation, future ones included, when it is planned, and later leases fit
+            around it node by node. `at-start` (Slurm's and Batsim's counting): a future
+            reservation holds a number of VMs and gets nodes when it starts, so a lease may
+            backfill onto any node as long as enough are left in number. `at-start` needs
+            every lease to have the trace's one VM shape (`[tracefile] vm-resources`, an SWF
+            trace) and a host selection policy that supports it (`greedy`, `no-policy`), and
+            takes neither advance reservations (they are rejected with the reason), a
+            `[power]` model, nor the daemon. It is much faster on large sites."""),
         Option("scheduling", "policy-admission", STRING, "accept-all", choices=names("admission"),
                doc="Admission control policy."),
         Option("scheduling", "policy-pricing", STRING, "free", choices=names("pricing"),

@@ -57,6 +57,9 @@ class Reservation:
     vm_nodes: tuple[int, ...] = ()
     #: ``vector.tobytes()`` when every VM of the reservation has that one shape
     vm_shape: bytes | None = None
+    #: VMs not placed on nodes yet: a future reservation of a table that counts VMs
+    #: (``placement = at-start``; no nodes until it starts)
+    pending: int = 0
     id: int = attrs.field(factory=lambda: next(_ids))
 
     def amount_on(self, node: int) -> np.ndarray:

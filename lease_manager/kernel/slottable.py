@@ -105,6 +105,10 @@ class SlotTable:
     :meth:`advance`.
     """
 
+    #: the scheduler maps reservations to nodes when it plans them (a
+    #: :class:`~lease_manager.kernel.count_table.CountTable` counts them instead)
+    counted = False
+
     def __init__(self, nodes: NodeSet, *, site_resources: Mapping[str, float] | None = None,
                  origin: float = 0.0) -> None:
         self.nodes = nodes

@@ -111,6 +111,10 @@ class HostSelectionPolicy(Policy):
     #: True for a policy whose order always holds every node: the core may then answer
     #: "where would this lease fit" from the slot table alone, without ordering hosts
     orders_every_node = False
+    #: True for a policy that asks the table about the start instant only (what each node
+    #: has free and holds then): it works with ``[scheduling] placement = at-start``, where
+    #: nodes have no future plan
+    supports_placement_at_start = False
 
     def order_hosts(self, lease: Lease, start: float, end: float,
                     table: SlotTableView) -> Sequence[int] | np.ndarray:

@@ -19,6 +19,7 @@ class NoPolicy(HostSelectionPolicy):
 
     name = "no-policy"
     orders_every_node = True
+    supports_placement_at_start = True
 
     def order_hosts(self, lease: Lease, start: float, end: float,
                     table: SlotTableView) -> np.ndarray:
@@ -35,6 +36,7 @@ class GreedyPolicy(HostSelectionPolicy):
 
     name = "greedy"
     orders_every_node = True
+    supports_placement_at_start = True
     HORIZON = 4
 
     def order_hosts(self, lease: Lease, start: float, end: float,

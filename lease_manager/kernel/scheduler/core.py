@@ -36,7 +36,7 @@ import collections
 import math
 from array import array
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import numpy as np
 
@@ -57,6 +57,7 @@ from lease_manager.kernel.scheduler.suspension import SuspendResume
 from lease_manager.kernel.slottable import Reservation
 
 if TYPE_CHECKING:
+    from lease_manager.kernel.count_table import CountTable
     from lease_manager.kernel.slottable import SlotTable
     from lease_manager.policies import (
         AdmissionPolicy,
@@ -223,7 +224,8 @@ class LeaseScheduler:
     def submit(self, lease: Lease, now: float) -> None:
         """A lease arrives: admission, pricing, then the queue or its own slot."""
         self._emit("lease_submitted", lease=lease, now=now)
-        too_big = self.oversize_reason(lease)
+        too_big = self.oversize_reason(lease) or (
+            self.table.counted and cast("CountTable", self.table).refuses(lease))
         if too_big:
             self.reject(lease, now, too_big)
             return
@@ -423,6 +425,7 @@ class LeaseScheduler:
 
     # placing plans and adopting them (planning.py)
     _place_at = planning._place_at
+    _pin = planning._pin
     _find_slot = planning._find_slot
     _commit = planning._commit
     _adopt = planning._adopt

@@ -24,6 +24,8 @@ def segment_started(self: LeaseScheduler, res: Reservation, now: float) -> None:
     if kind == K.VM:
         if lease.state not in (S.SCHEDULED, S.RESUMING):
             return
+        if res.pending:
+            self._pin(res, now)
         while lease.reservations[0] is not res:   # a resumption that is over
             lease.allocations.append(lease.reservations.pop(0))
         if lease.state is S.SCHEDULED:

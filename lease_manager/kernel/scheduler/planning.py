@@ -4,8 +4,11 @@ plan once it is in the slot table (the commit every re-planning path shares)."""
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
+import numpy as np
+
+from lease_manager.errors import OvercommitError
 from lease_manager.kernel.events import EventKind
 from lease_manager.kernel.lease import Lease, LeaseState
 from lease_manager.kernel.mapper import place
@@ -13,15 +16,22 @@ from lease_manager.kernel.slottable import Reservation
 from lease_manager.kernel.slottable import ReservationKind as K
 
 if TYPE_CHECKING:
+    from lease_manager.kernel.count_table import CountTable
     from lease_manager.kernel.scheduler.core import LeaseScheduler
 
 S = LeaseState
+NO_NODES = np.empty(0, dtype=np.intp)
+NO_AMOUNTS = np.empty((0, 0))
 
 
 def _place_at(self: LeaseScheduler, lease: Lease, start: float,
               duration: float) -> Reservation | None:
-    """Ask host selection for an order and the mapper for a placement at ``start``."""
+    """Ask host selection for an order and the mapper for a placement at ``start`` (a
+    table that counts VMs places a reservation that starts later when it starts)."""
     end = start + duration
+    if self.table.counted and start > cast("CountTable", self.table).now:
+        return Reservation(lease, start, end, NO_NODES, NO_AMOUNTS, None, K.VM, (),
+                           lease.vms.shape_key, lease.vms.count)
     order = self.host_selection.order_hosts(lease, start, end, self.table_view)
     placement = place(self.table, lease.vms, start, end, order)
     if placement is None:
@@ -30,6 +40,18 @@ def _place_at(self: LeaseScheduler, lease: Lease, start: float,
     if self.power is not None and not self.power.admits([res]):
         return None   # the power cap has no room for it (or for booting its nodes)
     return res
+
+
+def _pin(self: LeaseScheduler, res: Reservation, now: float) -> None:
+    """A reservation of a table that counts VMs starts: host selection and the mapper give
+    its VMs nodes now (there are always enough: see :mod:`~lease_manager.kernel.count_table`)."""
+    lease = res.lease
+    assert lease is not None
+    order = self.host_selection.order_hosts(lease, now, res.end, self.table_view)
+    placement = place(self.table, lease.vms, now, res.end, order)
+    if placement is None:
+        raise OvercommitError(f"{res!r} finds no nodes when it starts")
+    cast("CountTable", self.table).pin(res, placement)
 
 
 def _find_slot(self: LeaseScheduler, lease: Lease, duration: float, after: float,

@@ -1,0 +1,526 @@
+"""A slot table that counts VMs: future reservations hold a number of VMs, not nodes.
+
+With ``[scheduling] placement = at-start`` every lease of a site has one VM shape, and a
+reservation gets its nodes only when it starts (Slurm's and Batsim's way, where Haizea maps a
+reservation to nodes when it plans it). Then the site is a pool of VM slots (a node hosts
+``floor(capacity / shape)`` of them): running leases hold slots on their nodes until they end,
+and future reservations hold a count of slots over their interval. That count is exact: if at
+every instant the slots the reservations need are free in number, each one finds free nodes
+when it starts, since nodes are only ever released before then (a running lease only ends,
+and a reservation starting earlier took its nodes first). So "when does it fit" is answered
+from one integer profile (free slots over time) and "where" only at the start, from what each
+node has free now: no array over nodes is kept for the future.
+
+The table answers the queries the scheduler and host selection need (:class:`CountTable`'s
+methods mirror :class:`~lease_manager.kernel.slottable.SlotTable`'s); per-node questions
+about future instants have no answer here and raise :class:`NotImplementedError`.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from bisect import bisect_left, bisect_right
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+from sortedcontainers import SortedList
+
+from lease_manager.errors import OvercommitError
+from lease_manager.kernel.fitting import EPS
+from lease_manager.kernel.lease import Lease, LeaseType
+from lease_manager.kernel.reservation import Reservation
+from lease_manager.kernel.slottable import ChangeWatch
+from lease_manager.kernel.table_view import SlotTableView
+
+if TYPE_CHECKING:
+    from lease_manager.kernel.lease import VMRequest
+    from lease_manager.kernel.mapper import Placement
+    from lease_manager.kernel.resources import NodeSet
+
+_NO_NODES = np.empty(0, dtype=np.intp)
+
+
+def slots_per_node(capacity: np.ndarray, vector: np.ndarray) -> np.ndarray:
+    """How many VMs of shape ``vector`` each node hosts when empty."""
+    pos = vector > 0
+    if not pos.any():
+        raise ValueError("a VM must need some resource")
+    return np.floor((capacity[:, pos] / vector[pos]).min(axis=1) + EPS).astype(np.int64)
+
+
+class CountTable:
+    """Reservations of one site over time, counted in VMs of the site's one shape.
+
+    ``now`` is the engine's clock (:meth:`set_now` at the start of every step): what each node
+    has free is kept for that instant only. Reservations that start later are *pending*
+    (``res.pending`` VMs, no nodes) until :meth:`pin` gives them nodes when they start.
+    """
+
+    #: the scheduler places future reservations as counts on this table
+    counted = True
+    site_resources: tuple[str, ...] = ()
+    touched = None
+    site_draw = None
+
+    def __init__(self, nodes: NodeSet, vector: np.ndarray, *, origin: float = 0.0) -> None:
+        self.nodes = nodes
+        self.capacity: np.ndarray = nodes.capacity
+        self.vector = np.asarray(vector, dtype=float)
+        self.shape_key = self.vector.tobytes()
+        self.slots = slots_per_node(self.capacity, self.vector)
+        self.total = int(self.slots.sum())
+        #: breakpoint times and the free VM slots from each on (``_free[:len(_t)]``)
+        self._t: list[float] = [origin]
+        self._free = np.empty(64, dtype=np.int64)
+        self._free[0] = self.total
+        self._refs: dict[float, int] = {}
+        self._grow_refs: dict[float, int] = {}
+        self._grow_times = SortedList()
+        #: the engine's clock, and what each node has free then (in VMs) and how many
+        #: reservations it holds
+        self.now = origin
+        self._slots_now = self.slots.copy()
+        self._nres_now = np.zeros(len(self.slots), dtype=np.int32)
+        #: pinned reservations still holding nodes, by end (lazily cleaned)
+        self._holding: list[tuple[float, int]] = []
+        self._held: dict[int, Reservation] = {}
+        self._reservations: dict[int, Reservation] = {}
+        self._ends: list[tuple[float, int]] = []
+        self._version = 0
+        self._watches: list[ChangeWatch] = []
+
+    # ----------------------------------------------------------------- rows and breakpoints
+    @property
+    def horizon(self) -> float:
+        return self._t[0]
+
+    @property
+    def version(self) -> int:
+        return self._version
+
+    @property
+    def breakpoints(self) -> int:
+        return len(self._t)
+
+    def _row(self, t: float) -> int:
+        if t < self._t[0]:
+            raise ValueError(f"time {t} is before the slot table's horizon {self._t[0]}")
+        return bisect_right(self._t, t) - 1
+
+    def _split(self, t: float) -> int:
+        """Make ``t`` a breakpoint (if it is not one) and return its row."""
+        k = self._row(t)
+        if self._t[k] == t:
+            return k
+        n = len(self._t)
+        free = self._free
+        if n == len(free):
+            self._free = free = np.concatenate([free, np.empty(n, dtype=np.int64)])
+        free[k + 2:n + 1] = free[k + 1:n]
+        free[k + 1] = free[k]
+        self._t.insert(k + 1, t)
+        return k + 1
+
+    def _ref(self, t: float, grows: bool) -> None:
+        self._refs[t] = self._refs.get(t, 0) + 1
+        if grows:
+            count = self._grow_refs.get(t, 0)
+            if count == 0:
+                self._grow_times.add(t)
+            self._grow_refs[t] = count + 1
+
+    def _unref(self, t: float, grows: bool) -> None:
+        if grows:
+            count = self._grow_refs.get(t)
+            if count is not None:
+                if count > 1:
+                    self._grow_refs[t] = count - 1
+                else:
+                    del self._grow_refs[t]
+                    self._grow_times.remove(t)
+        count = self._refs.get(t)
+        if count is None:
+            return
+        if count > 1:
+            self._refs[t] = count - 1
+            return
+        del self._refs[t]
+        k = bisect_left(self._t, t)
+        if k == 0 or k >= len(self._t) or self._t[k] != t:
+            return
+        n = len(self._t)
+        self._free[k:n - 1] = self._free[k + 1:n]
+        del self._t[k]
+
+    def _span(self, start: float, end: float) -> tuple[int, int]:
+        ks = 0 if start <= self._t[0] else self._row(start)
+        if end <= max(start, self._t[0]):
+            return ks, ks
+        ke = len(self._t) if math.isinf(end) else bisect_left(self._t, end, ks)
+        return ks, ke
+
+    def _changed(self, lo: float, hi: float, freed: bool) -> None:
+        self._version += 1
+        for watch in self._watches:
+            watch.record(lo, hi, freed)
+
+    def watch(self) -> ChangeWatch:
+        watch = ChangeWatch()
+        self._watches.append(watch)
+        return watch
+
+    # ----------------------------------------------------------------------------- changes
+    @staticmethod
+    def vms(res: Reservation) -> int:
+        """How many VMs ``res`` holds (pinned or not)."""
+        return res.pending or len(res.vm_nodes)
+
+    def _take(self, res: Reservation, ks: int, ke: int, sign: int) -> None:
+        """Take (-1) or give back (+1) ``res``'s VMs in rows ``ks:ke`` of the profile."""
+        if ke <= ks:
+            return
+        rows = self._free[ks:ke]
+        rows += sign * self.vms(res)
+        if sign < 0 and rows.min() < 0:
+            rows -= sign * self.vms(res)
+            raise OvercommitError(f"{res!r} does not fit: the site has too few free VM slots")
+
+    def add(self, res: Reservation) -> Reservation:
+        """Hold ``res``'s VMs; a reservation with nodes must start now (it runs)."""
+        if not res.end > res.start:
+            raise ValueError(f"empty or reversed interval [{res.start}, {res.end})")
+        if res.start < self._t[0]:
+            raise ValueError(f"reservation starts at {res.start}, before the horizon {self._t[0]}")
+        if res.vm_shape != self.shape_key:
+            raise ValueError(f"{res!r}: a counted table holds VMs of one shape only")
+        pinned = not res.pending
+        if pinned and res.start > self.now:
+            raise ValueError(f"{res!r}: a counted table pins nodes only when a lease starts")
+        if pinned:
+            self._check_nodes(res)
+        finite = not math.isinf(res.end)
+        ks = self._split(res.start)
+        self._ref(res.start, False)
+        if finite:
+            ke = self._split(res.end)
+            self._ref(res.end, True)
+        else:
+            ke = len(self._t)
+        try:
+            self._take(res, ks, ke, -1)
+        except OvercommitError:
+            if finite:
+                self._unref(res.end, True)
+            self._unref(res.start, False)
+            raise
+        self._reservations[res.id] = res
+        if finite:
+            heapq.heappush(self._ends, (res.end, res.id))
+        if pinned:
+            self._hold(res)
+        self._changed(res.start, res.end, False)
+        return res
+
+    def _check_nodes(self, res: Reservation) -> None:
+        per_node = np.bincount(np.asarray(res.vm_nodes, dtype=np.intp),
+                               minlength=len(self.slots))
+        if (per_node > self._slots_now).any():
+            raise OvercommitError(f"{res!r} does not fit: it would over-commit a node")
+
+    def _hold(self, res: Reservation) -> None:
+        """``res``'s nodes are taken from now until it ends."""
+        np.subtract.at(self._slots_now, np.asarray(res.vm_nodes, dtype=np.intp), 1)
+        self._nres_now[res.nodes] += 1
+        self._held[res.id] = res
+        if not math.isinf(res.end):
+            heapq.heappush(self._holding, (res.end, res.id))
+
+    def _release(self, res: Reservation) -> None:
+        if self._held.pop(res.id, None) is None:
+            return
+        np.add.at(self._slots_now, np.asarray(res.vm_nodes, dtype=np.intp), 1)
+        self._nres_now[res.nodes] -= 1
+
+    def pin(self, res: Reservation, placement: Placement) -> None:
+        """A pending reservation starts now: it takes the nodes of ``placement``."""
+        if res.id not in self._reservations or not res.pending:
+            raise KeyError(f"{res!r} is not a pending reservation of the table")
+        if len(placement.vm_nodes) != res.pending:
+            raise ValueError(f"{res!r}: a placement of {len(placement.vm_nodes)} VMs for "
+                             f"{res.pending}")
+        res.nodes, res.amounts, res.vm_nodes = (placement.nodes, placement.amounts,
+                                                placement.vm_nodes)
+        res.pending = 0
+        self._check_nodes(res)
+        self._hold(res)
+
+    def remove(self, res: Reservation) -> None:
+        if self._reservations.pop(res.id, None) is None:
+            raise KeyError(f"{res!r} is not in the slot table")
+        start = max(res.start, self._t[0])
+        if res.end > start:
+            self._take(res, *self._span(start, res.end), +1)
+        if not math.isinf(res.end):
+            self._unref(res.end, True)
+        self._unref(res.start, False)
+        self._release(res)
+        self._changed(start, res.end, True)
+
+    def truncate(self, res: Reservation, new_end: float) -> None:
+        """End ``res`` early at ``new_end``."""
+        if res.id not in self._reservations:
+            raise KeyError(f"{res!r} is not in the slot table")
+        if new_end >= res.end:
+            return
+        if new_end <= res.start:
+            self.remove(res)
+            res.end = new_end
+            return
+        ks = self._split(new_end)
+        self._ref(new_end, True)
+        ke = len(self._t) if math.isinf(res.end) else bisect_left(self._t, res.end, ks + 1)
+        self._take(res, ks, ke, +1)
+        old_end = res.end
+        res.end = new_end
+        if not math.isinf(old_end):
+            self._unref(old_end, True)
+        heapq.heappush(self._ends, (new_end, res.id))
+        if res.id in self._held:
+            if new_end <= self.now:
+                self._release(res)
+            else:
+                heapq.heappush(self._holding, (new_end, res.id))
+        self._changed(new_end, old_end, True)
+
+    def set_now(self, now: float) -> None:
+        """The engine's clock moved to ``now``: nodes of reservations ended by then are free."""
+        self.now = now
+        holding = self._holding
+        while holding and holding[0][0] <= now:
+            end, rid = heapq.heappop(holding)
+            res = self._held.get(rid)
+            if res is not None and res.end == end:
+                self._release(res)
+
+    def advance(self, now: float) -> list[Reservation]:
+        """Forget what lies before ``now``; return the reservations that ended by then."""
+        self.set_now(max(now, self.now))
+        ended: list[Reservation] = []
+        while self._ends and self._ends[0][0] <= now:
+            end, rid = heapq.heappop(self._ends)
+            res = self._reservations.get(rid)
+            if res is None or res.end != end:
+                continue
+            del self._reservations[rid]
+            ended.append(res)
+        k = self._row(now)
+        if k > 0:
+            for t in self._t[1:k + 1]:
+                self._refs.pop(t, None)
+                if self._grow_refs.pop(t, None) is not None:
+                    self._grow_times.remove(t)
+            n = len(self._t)
+            self._free[:n - k] = self._free[k:n]
+            del self._t[:k]
+            self._version += 1
+        return ended
+
+    def refuses(self, lease: Lease) -> str:
+        """Why the table cannot take ``lease`` ('' if it can)."""
+        if lease.vms.shape_key != self.shape_key:
+            return ("its VMs are not of the site's one VM shape, which placement = at-start "
+                    "needs")
+        if lease.type is LeaseType.ADVANCE_RESERVATION:
+            return "an advance reservation needs placement = when-planned"
+        return ""
+
+    # ----------------------------------------------------------------------------- queries
+    def _count(self, demand: VMRequest) -> int:
+        if demand.shape_key != self.shape_key:
+            raise ValueError("a counted table holds VMs of one shape only")
+        return demand.count
+
+    def room_at(self, vector: np.ndarray, t: float) -> float:
+        """How many VMs of the table's shape the site could host at ``t``."""
+        return float(self._free[self._row(t)])
+
+    def fits_at(self, demand: VMRequest, duration: float, t: float) -> bool:
+        """Does ``demand`` fit all through ``[t, t + duration)``? (Exact.)"""
+        count = self._count(demand)
+        k0 = self._row(t)
+        free = self._free
+        if free[k0] < count:
+            return False
+        ke = (len(self._t) if math.isinf(duration)
+              else bisect_left(self._t, t + duration, k0 + 1))
+        return ke == k0 + 1 or int(free[k0:ke].min()) >= count
+
+    def _blocked(self, count: int, k0: int, k_end: int, after: float,
+                 own: Reservation | None) -> np.ndarray:
+        free = self._free[k0:k_end]
+        if own is not None and own.id in self._reservations and own.end > after:
+            lo, hi = self._span(max(own.start, after), own.end)
+            lo, hi = max(lo, k0) - k0, min(hi, k_end) - k0
+            if hi > lo:
+                free = free.copy()
+                free[lo:hi] += self.vms(own)
+        return free < count
+
+    def iter_fit_starts(self, demand: VMRequest, duration: float, after: float, *,
+                        not_after: float | None = None,
+                        site_demand: np.ndarray | None = None,
+                        own: Reservation | None = None,
+                        released: Sequence[Reservation] = ()) -> Iterator[float]:
+        """Candidate starts ``s >= after`` (earliest first) at which ``demand`` fits all
+        through ``[s, s + duration)`` (exact); ``own`` counts as free from ``after`` on."""
+        if released:
+            raise NotImplementedError("preemption needs placement = when-planned")
+        if not_after is not None and not_after < after:
+            return
+        count = self._count(demand)
+        times = self._t
+        k0 = self._row(after)
+        infinite = math.isinf(duration)
+        k_end = (len(times) if not_after is None or infinite
+                 else bisect_left(times, not_after + duration, k0 + 1))
+        blocked = self._blocked(count, k0, k_end, after, own)
+        rows = k_end - k0
+        # the next blocked row at or after each row (rows: none)
+        idx = np.where(blocked, np.arange(rows), rows)
+        next_blocked = np.minimum.accumulate(idx[::-1])[::-1].tolist()
+        j = rows if infinite else bisect_left(times, after + duration, k0 + 1, k_end) - k0
+        if next_blocked[0] >= j:
+            yield after
+        if not_after is not None and not_after <= after:
+            return
+        last = times[k_end - 1] if not_after is None else min(not_after, times[k_end - 1])
+        for s in self._grow_times.irange(after, last, inclusive=(False, True)):
+            i = bisect_left(times, s, k0) - k0
+            if blocked[i]:
+                continue
+            j = rows if infinite else bisect_left(times, s + duration, k0 + i + 1, k_end) - k0
+            if next_blocked[i] >= j:
+                yield s
+
+    def earliest_fit(self, demand: VMRequest, duration: float, after: float, *,
+                     not_after: float | None = None, site_demand: np.ndarray | None = None,
+                     own: Reservation | None = None,
+                     released: Sequence[Reservation] = ()) -> float | None:
+        return next(self.iter_fit_starts(demand, duration, after, not_after=not_after,
+                                         site_demand=site_demand, own=own,
+                                         released=released), None)
+
+    def may_fit_before(self, demand: VMRequest, duration: float, after: float,
+                       before: float) -> bool:
+        """Could ``demand``, now reserved from ``before`` on, start in ``[after, before)``
+        if that reservation were given up? (A cheap necessary test, as the slot table's.)"""
+        count = self._count(demand)
+        times = self._t
+        k0 = self._row(after)
+        kb = bisect_left(times, before, k0 + 1)
+        if kb <= k0:
+            return False
+        blocked = self._free[k0:kb] < count
+        if not blocked[-1]:
+            return True
+        bounds = (np.nonzero(blocked[1:] != blocked[:-1])[0] + 1).tolist()
+        if not blocked[0]:
+            bounds.insert(0, 0)
+        for start_row, stop in zip(bounds[::2], bounds[1::2]):
+            s = after if start_row == 0 else times[k0 + start_row]
+            if s + duration <= times[k0 + stop]:
+                return True
+        return False
+
+    # per-node answers: for now only (host selection and the mapper, when a lease starts)
+    def _now_only(self, t: float) -> None:
+        if t > self.now:
+            raise NotImplementedError("with placement = at-start, what each node has free is "
+                                      "known for now only")
+
+    def vm_fits(self, vector: np.ndarray, start: float, end: float) -> np.ndarray:
+        self._now_only(start)
+        if vector.tobytes() != self.shape_key:
+            raise ValueError("a counted table holds VMs of one shape only")
+        return self._slots_now.astype(float)
+
+    def free_at(self, t: float) -> np.ndarray:
+        self._now_only(t)
+        return self.capacity - (self.slots - self._slots_now)[:, None] * self.vector
+
+    def min_free(self, start: float, end: float) -> np.ndarray:
+        return self.free_at(start)
+
+    def lease_counts_at(self, t: float) -> np.ndarray:
+        self._now_only(t)
+        return self._nres_now.copy()
+
+    def capacity_lasts_until(self, t: float, until: float = math.inf) -> np.ndarray:
+        """What a node has free now it keeps: nothing later is placed on nodes until then."""
+        self._now_only(t)
+        return np.full(len(self.slots), math.inf)
+
+    def reservations_at(self, node: int, t: float) -> list[Reservation]:
+        return [r for r in self._held.values()
+                if r.start <= t < r.end and node in r.nodes.tolist()]
+
+    def reservations_between(self, start: float, end: float,
+                             node: int | None = None) -> list[Reservation]:
+        pool = self._reservations.values()
+        return sorted((r for r in pool if r.start < end and r.end > start
+                       and (node is None or node in r.nodes.tolist())),
+                      key=lambda r: (r.start, r.id))
+
+    def change_points(self, after: float, until: float = math.inf,
+                      node: int | None = None) -> list[float]:
+        if node is not None:
+            raise NotImplementedError("with placement = at-start, nodes have no future plan")
+        lo = bisect_right(self._t, after)
+        return self._t[lo:bisect_left(self._t, until, lo)]
+
+    def next_start_on(self, node: int, after: float, skip: frozenset = frozenset()) -> float:
+        raise NotImplementedError("with placement = at-start, nodes have no future plan")
+
+    def site_free_at(self, t: float) -> np.ndarray:
+        return np.zeros(0)   # no site-wide resources (no power cap)
+
+    def site_capacity_at(self, t: float) -> np.ndarray:
+        return np.zeros(0)
+
+    def site_room(self, demands: Sequence[tuple[float, float, float]], resource: int = 0
+                  ) -> float:
+        raise NotImplementedError("placement = at-start takes no site-wide resources")
+
+    def earliest_fit_on(self, nodes: np.ndarray, amounts: np.ndarray, duration: float,
+                        after: float, not_after: float | None = None) -> float | None:
+        raise NotImplementedError("with placement = at-start, nodes have no future plan")
+
+    def view(self) -> SlotTableView:
+        return SlotTableView(self)   # type: ignore[arg-type]
+
+    def __contains__(self, res: object) -> bool:
+        return isinstance(res, Reservation) and self._reservations.get(res.id) is res
+
+    def __len__(self) -> int:
+        return len(self._reservations)
+
+    def check(self) -> None:
+        """Recompute the profile and the nodes' use from the reservations (tests)."""
+        n = len(self._t)
+        if any(a >= b for a, b in zip(self._t, self._t[1:])):
+            raise AssertionError("count table breakpoints are not increasing")
+        free = np.full(n, self.total, dtype=np.int64)
+        for res in self._reservations.values():
+            ks, ke = self._span(max(res.start, self._t[0]), res.end)
+            free[ks:ke] -= self.vms(res)
+        if not (free == self._free[:n]).all():
+            raise AssertionError("count table profile differs from its reservations")
+        if (free < 0).any():
+            raise AssertionError("count table is over-committed")
+        used = np.zeros(len(self.slots), dtype=np.int64)
+        for res in self._held.values():
+            np.add.at(used, np.asarray(res.vm_nodes, dtype=np.intp), 1)
+        if not (self.slots - used == self._slots_now).all():
+            raise AssertionError("count table's nodes differ from the reservations holding them")

@@ -1,0 +1,235 @@
+"""The table that counts VMs (``placement = at-start``): unit tests on small hand-computed
+profiles, a scheduling scenario where counting and pinning differ, and a seeded randomized
+replay whose every lease must find nodes when it starts.
+
+Unless said otherwise the site is ``3 CPU:2 Memory:1024`` and VMs are ``CPU:1`` (two per
+node, six in all).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+
+import numpy as np
+import pytest
+
+from lease_manager.config.schema import load_config
+from lease_manager.errors import ConfigError, OvercommitError
+from lease_manager.hookspecs import hookimpl
+from lease_manager.kernel.count_table import CountTable
+from lease_manager.kernel.lease import Lease, LeaseState, LeaseType, VMRequest
+from lease_manager.kernel.mapper import place
+from lease_manager.kernel.resources import parse_site
+from lease_manager.kernel.slottable import Reservation
+from lease_manager.plugins import Plugins
+from lease_manager.policies import HostSelectionPolicy
+from lease_manager.run import Run
+
+from support import HOUR, MIN, ROOT, be, simulate, times
+
+VM = np.array([1.0, 0.0])
+SHAPE = VM.tobytes()
+
+
+def table() -> CountTable:
+    return CountTable(parse_site("3 CPU:2 Memory:1024"), VM)
+
+
+def pending(start, end, count) -> Reservation:
+    return Reservation(None, start, end, np.empty(0, dtype=np.intp), np.empty((0, 2)),
+                       vm_shape=SHAPE, pending=count)
+
+
+def running(t: CountTable, start, end, count) -> Reservation:
+    """A reservation of ``count`` VMs pinned now, nodes in index order."""
+    placement = place(t, VMRequest.uniform(count, VM), start, end, np.arange(3))
+    assert placement is not None
+    return t.add(placement.reservation(None, start, end))
+
+
+def vms(count) -> VMRequest:
+    return VMRequest.uniform(count, VM)
+
+
+def test_profile_counts_pending_and_running_vms():
+    """Six slots. R = 3 VMs running [0, 10) on n0, n0, n1. A pending reservation of 4 VMs
+    over [5, 20) is refused (only 3 slots are free until 10); P = 3 VMs over [5, 20) fits.
+
+    time   0    5    10   20
+    R      [---------)
+    P           [---------)
+    free   3    0    3    6
+    """
+    t = table()
+    r = running(t, 0, 10, 3)
+    assert r.vm_nodes == (0, 0, 1)
+    with pytest.raises(OvercommitError):
+        t.add(pending(5, 20, 4))
+    t.check()   # the refused reservation left nothing behind
+    assert t.breakpoints == 2
+    p = t.add(pending(5, 20, 3))
+    assert [t.room_at(VM, x) for x in (0, 5, 10, 20)] == [3, 0, 3, 6]
+    assert t.fits_at(vms(3), 5, 0) and not t.fits_at(vms(3), 6, 0)
+    assert t.fits_at(vms(3), math.inf, 20) and not t.fits_at(vms(4), 1, 10)
+    assert t.earliest_fit(vms(4), 5, 0) == 20
+    assert t.earliest_fit(vms(3), 5, 0) == 0
+    assert t.earliest_fit(vms(3), 10, 0) == 10
+    assert t.earliest_fit(vms(4), 1, 0) == 20
+    # with P's own reservation counted as free, 4 VMs fit from 10 on
+    assert t.earliest_fit(vms(4), 10, 0, own=p) == 10
+    t.check()
+
+
+def test_nodes_are_known_for_now_only_and_released_when_reservations_end():
+    """R (2 VMs on n0) runs [0, 10): now, n0 has no slot free, n1 and n2 two each; at 10 the
+    clock moves and n0 is free again. Per-node questions about a later instant are refused."""
+    t = table()
+    running(t, 0, 10, 2)
+    assert t.vm_fits(VM, 0, 10).tolist() == [0, 2, 2]
+    assert t.lease_counts_at(0).tolist() == [1, 0, 0]
+    assert (t.capacity_lasts_until(0, 10) == math.inf).all()
+    with pytest.raises(NotImplementedError):
+        t.vm_fits(VM, 5, 10)
+    t.set_now(10)
+    assert t.vm_fits(VM, 10, 20).tolist() == [2, 2, 2]
+    assert [r.end for r in t.advance(10)] == [10]
+    t.check()
+
+
+def test_a_pending_reservation_is_pinned_when_it_starts():
+    t = table()
+    p = t.add(pending(5, 15, 3))
+    t.set_now(5)
+    placement = place(t, vms(3), 5, 15, np.array([2, 1, 0]))
+    t.pin(p, placement)
+    assert p.pending == 0 and p.vm_nodes == (2, 2, 1)
+    assert t.vm_fits(VM, 5, 15).tolist() == [2, 1, 0]
+    t.truncate(p, 8)   # it ends early, at a later step
+    assert t.vm_fits(VM, 5, 15).tolist() == [2, 1, 0]
+    t.set_now(8)
+    assert t.vm_fits(VM, 8, 15).tolist() == [2, 2, 2]
+    t.check()
+
+
+def test_remove_and_truncate_give_the_slots_back():
+    t = table()
+    a = t.add(pending(0, 10, 6))
+    b = t.add(pending(10, 20, 6))
+    t.truncate(a, 4)
+    assert [t.room_at(VM, x) for x in (0, 4, 10)] == [0, 6, 0]
+    t.remove(b)
+    assert t.room_at(VM, 10) == 6 and t.breakpoints == 2
+    t.check()
+
+
+def test_a_lease_of_another_shape_or_an_ar_is_refused():
+    t = table()
+    other = Lease(1, LeaseType.BEST_EFFORT, 0, VMRequest.uniform(1, [2.0, 0.0]), 10, 10)
+    ar = Lease(2, LeaseType.ADVANCE_RESERVATION, 0, vms(1), 10, 10, start_request=5)
+    assert "shape" in t.refuses(other)
+    assert "when-planned" in t.refuses(ar)
+    assert t.refuses(be(3, 1, 10, 0)) == ""
+
+
+def test_backfilling_onto_a_node_that_pinning_would_have_reserved():
+    """Four 1-core nodes, aggressive, no-policy host order. #1 (1 node, 1 h) really ends at
+    0:05; #2 (2 nodes) and #3 (1 node) run from 0:00. #4 (2 nodes, 1 h) arrives at 0:10: the
+    earliest two free nodes are at 1:00. #5 (1 node, 3 h) arrives at 0:15.
+
+    when-planned: #4 is mapped to n0 and n1 at 1:00 when it is planned, so #5 cannot use n0
+    (free now) past 1:00 and waits until n2 frees up at 1:00.
+    n0 [#1 0:00-0:05]          [#4 1:00-2:00]
+    n1 [#2 0:00 ------- 1:00]  [#4 1:00-2:00]
+    n2 [#2 0:00 ------- 1:00]  [#5 1:00 ---------------------- 4:00]
+    n3 [#3 0:00 ---------------------- 2:00]
+
+    at-start: #4 holds 2 VMs from 1:00; from 1:00 to 2:00 one VM is still free in number (n0,
+    n1, n2 free, #4 takes two), so #5 starts on n0 at once and #4 gets n1 and n2 at 1:00.
+    n0 [#1][#5 0:15 --------------------------------- 3:15]
+    n1 [#2 0:00 ------- 1:00][#4 1:00-2:00]
+    n2 [#2 0:00 ------- 1:00][#4 1:00-2:00]
+    n3 [#3 0:00 ---------------------- 2:00]
+    """
+    def leases():
+        return [be(1, 1, HOUR, 0, actual=5 * MIN), be(2, 2, HOUR, 0), be(3, 1, 2 * HOUR, 0),
+                be(4, 2, HOUR, 10 * MIN), be(5, 1, 3 * HOUR, 15 * MIN)]
+
+    settings = ("scheduling.backfilling=aggressive", "scheduling.policy-host-selection=no-policy",
+                "tracefile.vm-resources=CPU:1 Memory:0")
+    pinned = leases()
+    run = simulate(pinned, *settings)
+    assert times(run, pinned)[4] == (HOUR, 2 * HOUR) and pinned[3].allocations[0].nodes.tolist() \
+        == [0, 1]
+    assert times(run, pinned)[5] == (HOUR, 4 * HOUR)
+    assert pinned[4].allocations[0].nodes.tolist() == [2]
+    counted = leases()
+    run = simulate(counted, *settings, "scheduling.placement=at-start")
+    assert times(run, counted)[5] == (15 * MIN, 195 * MIN)
+    assert counted[4].allocations[0].nodes.tolist() == [0]
+    assert times(run, counted)[4] == (HOUR, 2 * HOUR)
+    assert counted[3].allocations[0].nodes.tolist() == [1, 2]
+
+
+@pytest.mark.parametrize("mode", ["off", "aggressive", "intermediate", "conservative"])
+def test_seeded_random_workload_every_lease_finds_nodes_when_it_starts(mode):
+    """300 leases of 1-6 one-core VMs on 4 nodes of 3 cores, early ends and deadlines mixed
+    in: with counted reservations every lease must get nodes when it starts (an over-commit
+    would raise) and the invariant check (per node, over time) must hold."""
+    rng = random.Random(11)
+    leases: list[Lease] = []
+    t = 0.0
+    for i in range(1, 301):
+        t += rng.choice([0, 0, 30, 120, 600])
+        requested = rng.choice([60, 300, 900, 3600])
+        actual = requested * rng.choice([0.2, 0.5, 1.0])
+        lease = be(i, rng.randint(1, 6), requested, t, actual=actual)
+        if rng.random() < 0.1:
+            lease.type = LeaseType.DEADLINE
+            lease.deadline = t + requested * rng.choice([2, 20])
+        leases.append(lease)
+    run = simulate(leases, f"scheduling.backfilling={mode}",
+                   "scheduling.backfilling-reservations=3", "scheduling.placement=at-start",
+                   "tracefile.vm-resources=CPU:1 Memory:0", resources="4 CPU:3 Memory:1024")
+    done = [lease for lease in leases if lease.state is LeaseState.DONE]
+    assert len(done) + sum(lease.state is LeaseState.REJECTED for lease in leases) == 300
+    assert len(done) > 250
+    assert run.summary["leases_total"] == 300
+
+
+class _LooksAhead(HostSelectionPolicy):
+    """A host selection policy that does not say it supports placement at start."""
+
+    name = "looks-ahead"
+
+    def order_hosts(self, lease, start, end, table):
+        return np.arange(table.capacity.shape[0])
+
+
+class _Plugin:
+    @hookimpl
+    def register_policies(self):
+        return [_LooksAhead]
+
+
+def test_at_start_is_refused_where_it_cannot_serve(tmp_path):
+    """One line naming the option and why, for each configuration it cannot serve."""
+    lwf = tmp_path / "one.lwf"
+    lwf.write_text('<?xml version="1.0"?><lease-workload name="x"><lease-requests>'
+                   '</lease-requests></lease-workload>')
+    for settings, words in (
+            (("power.pstates=2.4:100:200",), "[power] model"),
+            (("scheduling.policy-host-selection=looks-ahead",), "host selection"),
+            ((f"tracefile.tracefile={lwf}",), "SWF traces"),
+            ((f"tracefile.injectionfile={lwf}",), "injection file")):
+        plugins = Plugins(entry_points=False, extra=[_Plugin()])
+        config = load_config(ROOT / "etc" / "sample.ini", plugins.schema,
+                             ["scheduling.placement=at-start", *settings])
+        with pytest.raises(ConfigError, match="placement") as err:
+            Run(config, plugins)
+        assert words in str(err.value) and "\n" not in str(err.value)
+    plugins = Plugins(entry_points=False)
+    config = load_config(ROOT / "etc" / "sample.ini", plugins.schema,
+                         ["scheduling.placement=at-start"])
+    with pytest.raises(ConfigError, match="daemon"):
+        Run(config, plugins, serve=True)
