@@ -70,6 +70,7 @@ class CountTable:
         self.vector = np.asarray(vector, dtype=float)
         self.shape_key = self.vector.tobytes()
         self.slots = slots_per_node(self.capacity, self.vector)
+        self._first_resource = int(np.flatnonzero(self.vector > 0)[0])
         self.total = int(self.slots.sum())
         #: breakpoint times and the free VM slots from each on (``_free[:len(_t)]``)
         self._t: list[float] = [origin]
@@ -199,7 +200,7 @@ class CountTable:
         if pinned and res.start > self.now:
             raise ValueError(f"{res!r}: a counted table pins nodes only when a lease starts")
         if pinned:
-            self._check_nodes(res)
+            self._hold(res)   # first: it raises, changing nothing, if the nodes are full
         finite = not math.isinf(res.end)
         ks = self._split(res.start)
         self._ref(res.start, False)
@@ -214,25 +215,33 @@ class CountTable:
             if finite:
                 self._unref(res.end, True)
             self._unref(res.start, False)
+            if pinned:
+                self._release(res)
             raise
         self._reservations[res.id] = res
         if finite:
             heapq.heappush(self._ends, (res.end, res.id))
-        if pinned:
-            self._hold(res)
         self._changed(res.start, res.end, False)
         return res
 
-    def _check_nodes(self, res: Reservation) -> None:
-        per_node = np.bincount(np.asarray(res.vm_nodes, dtype=np.intp),
-                               minlength=len(self.slots))
-        if (per_node > self._slots_now).any():
-            raise OvercommitError(f"{res!r} does not fit: it would over-commit a node")
+    def _per_node(self, res: Reservation) -> np.ndarray | int:
+        """How many VMs ``res`` has on each of its nodes (1 when one on each)."""
+        if len(res.nodes) == len(res.vm_nodes):
+            return 1
+        r = self._first_resource
+        return np.rint(res.amounts[:, r] / self.vector[r]).astype(np.int64)
 
     def _hold(self, res: Reservation) -> None:
-        """``res``'s nodes are taken from now until it ends."""
-        np.subtract.at(self._slots_now, np.asarray(res.vm_nodes, dtype=np.intp), 1)
-        self._nres_now[res.nodes] += 1
+        """``res``'s nodes are taken from now until it ends (OvercommitError, changing
+        nothing, if they have not that many VMs free)."""
+        nodes = res.nodes
+        per_node = self._per_node(res)
+        slots = self._slots_now
+        left = slots[nodes] - per_node
+        if left.min() < 0:
+            raise OvercommitError(f"{res!r} does not fit: it would over-commit a node")
+        slots[nodes] = left
+        self._nres_now[nodes] += 1
         self._held[res.id] = res
         if not math.isinf(res.end):
             heapq.heappush(self._holding, (res.end, res.id))
@@ -240,8 +249,9 @@ class CountTable:
     def _release(self, res: Reservation) -> None:
         if self._held.pop(res.id, None) is None:
             return
-        np.add.at(self._slots_now, np.asarray(res.vm_nodes, dtype=np.intp), 1)
-        self._nres_now[res.nodes] -= 1
+        nodes = res.nodes
+        self._slots_now[nodes] += self._per_node(res)
+        self._nres_now[nodes] -= 1
 
     def pin(self, res: Reservation, placement: Placement) -> None:
         """A pending reservation starts now: it takes the nodes of ``placement``."""
@@ -252,9 +262,13 @@ class CountTable:
                              f"{res.pending}")
         res.nodes, res.amounts, res.vm_nodes = (placement.nodes, placement.amounts,
                                                 placement.vm_nodes)
-        res.pending = 0
-        self._check_nodes(res)
-        self._hold(res)
+        pending, res.pending = res.pending, 0
+        try:
+            self._hold(res)
+        except OvercommitError:
+            res.nodes, res.amounts, res.vm_nodes, res.pending = (_NO_NODES, res.amounts[:0],
+                                                                 (), pending)
+            raise
 
     def remove(self, res: Reservation) -> None:
         if self._reservations.pop(res.id, None) is None:
@@ -346,6 +360,13 @@ class CountTable:
         """How many VMs of the table's shape the site could host at ``t``."""
         return float(self._free[self._row(t)])
 
+    def profile(self, t: float) -> tuple[np.ndarray, np.ndarray]:
+        """The rows from the one holding ``t`` on: their start times (the first one's is at
+        most ``t``) and free VM slots (a copy and a view: read, do not change)."""
+        k0 = self._row(t)
+        n = len(self._t)
+        return np.array(self._t[k0:n]), self._free[k0:n]
+
     def fits_at(self, demand: VMRequest, duration: float, t: float) -> bool:
         """Does ``demand`` fit all through ``[t, t + duration)``? (Exact.)"""
         count = self._count(demand)
@@ -433,6 +454,22 @@ class CountTable:
             if s + duration <= times[k0 + stop]:
                 return True
         return False
+
+    def may_move(self, counts: np.ndarray, durations: np.ndarray, starts: np.ndarray,
+                 after: float) -> np.ndarray:
+        """:meth:`may_fit_before` for many reservations at once, a weaker (still necessary)
+        test: could a reservation of ``counts[i]`` VMs for ``durations[i]``, now starting at
+        ``starts[i] > after``, start in ``[after, starts[i])``? A window that starts earlier
+        either covers the instant just before ``starts[i]`` (the row there must have room) or
+        lies wholly before it (some row starting by ``starts[i] - durations[i]`` must)."""
+        times, free = self.profile(after)
+        before = np.searchsorted(times, starts, side="left") - 1   # the row before the start
+        room_before = free[np.maximum(before, 0)] >= counts
+        most = np.maximum.accumulate(free)
+        latest = starts - durations   # the latest start of a window wholly before it
+        early = np.searchsorted(times, latest, side="right") - 1
+        room_early = (latest >= after) & (most[np.maximum(early, 0)] >= counts)
+        return (room_before | room_early) & (starts > after)
 
     # per-node answers: for now only (host selection and the mapper, when a lease starts)
     def _now_only(self, t: float) -> None:

@@ -28,8 +28,14 @@ class LeaseType(enum.Enum):
     IMMEDIATE = "immediate"              # now, or rejected; never queued
     DEADLINE = "deadline"                # must finish by a deadline, start is flexible
 
+    __hash__ = object.__hash__   # (as LeaseState's)
+
 
 class LeaseState(enum.Enum):
+    # members are singletons compared by identity: hash them as objects, in C (Enum's own
+    # __hash__ is Python code, and states are hashed at every transition)
+    __hash__ = object.__hash__
+
     NEW = "new"                  # submitted, not yet through admission
     HELD = "held"                # accepted, held back by the queue mechanism (thesis: Prepending)
     QUEUED = "queued"            # in the wait queue (thesis: Pending)

@@ -33,6 +33,12 @@ class SlotTableView:
         return self._table.version
 
     @property
+    def counted(self) -> bool:
+        """Whether the table counts VMs (``placement = at-start``): future reservations have
+        no nodes, and per-node answers are for now only."""
+        return self._table.counted
+
+    @property
     def site_resources(self) -> tuple[str, ...]:
         return self._table.site_resources
 

@@ -42,6 +42,8 @@ class GreedyPolicy(HostSelectionPolicy):
     def order_hosts(self, lease: Lease, start: float, end: float,
                     table: SlotTableView) -> np.ndarray:
         counts = np.minimum(table.lease_counts_at(start), self.HORIZON)
+        if table.counted:   # nothing is placed on nodes later: every free capacity lasts
+            return np.argsort(counts, kind="stable")   # (the same order as the scores')
         lease_score = (self.HORIZON - counts) / self.HORIZON
         duration = end - start
         lasts = table.capacity_lasts_until(start, end) - start

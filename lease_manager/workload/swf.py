@@ -11,6 +11,7 @@ import collections
 import gzip
 import io
 import math
+import operator
 import re
 import zlib
 from collections.abc import Iterator
@@ -86,6 +87,7 @@ _PROCS = (4, 7)
 _INT_FIELDS = tuple(i for i, (name, _) in enumerate(FIELDS)
                     if name in ("job", "allocated_procs", "requested_procs", "status", "user",
                                 "group", "executable", "queue", "partition", "preceding_job"))
+_int_fields = operator.itemgetter(*_INT_FIELDS)
 
 
 def open_text(path: str | Path) -> IO[str]:
@@ -181,15 +183,16 @@ class SWFReader:
             self._bad(number, f"expected 18 fields, found {len(parts)}")
             return None
         v = None
-        if text.isascii() and "_" not in text:   # float() also reads '٣' and '1_000'
+        # float() also reads '٣', '1_000', 'nan' and 'inf' (every spelling of the last two
+        # has an n): such lines go to _explain, which says which field is wrong
+        if text.isascii() and "_" not in text and "n" not in text and "N" not in text:
             try:
                 v = list(map(float, parts))
             except ValueError:
                 pass
-        requested = v[_REQUESTED_TIME] if v is not None else 0.0
-        if (v is None or not all(abs(x) <= MAX_FIELD for x in v)
-                or not all(v[i].is_integer() for i in _INT_FIELDS)
-                or 0 < requested < MIN_REQUESTED or max(v[4], v[7]) > MAX_PROCS):
+        if (v is None or max(v) > MAX_FIELD or min(v) < -MAX_FIELD
+                or not all(map(float.is_integer, _int_fields(v)))
+                or 0 < v[_REQUESTED_TIME] < MIN_REQUESTED or max(v[4], v[7]) > MAX_PROCS):
             self._explain(parts, number)
             return None
         return SWFJob(int(v[0]), v[1], v[2], v[3], int(v[4]), v[5], v[6], int(v[7]), v[8],
@@ -226,6 +229,10 @@ class SWFReader:
             if i in _INT_FIELDS and not value.is_integer():
                 self._bad(number, f"{part!r} is not an integer", field)
                 return None
+        # every field reads as a number: the line itself holds something else (a non-ASCII
+        # space between fields, say)
+        self._bad(number, "the line holds characters other than ASCII digits, signs, '.', "
+                          "'e' and spaces")
         return None
 
 

@@ -129,6 +129,11 @@ def test_missing_file(tmp_path):
     ("1 0 0 10 8 -1 -1 -1 1e-320 -1 1 7 -1 -1 1 -1 -1 -1", ["field 9 (requested time)",
                                                           "below 0.001 s"]),
     ("1 0 0 10 8 -1 -1 -1 1e-9 -1 1 7 -1 -1 1 -1 -1 -1", ["field 9 (requested time)"]),
+    # fields apart by a non-ASCII space: every field reads as a number, and the line was
+    # dropped without a word
+    ("1 0\u00a00 10 8 -1 -1 -1 -1 -1 1 7 -1 -1 1 -1 -1 -1", ["characters other than ASCII"]),
+    ("1 0 0 10 8 -1 -1 -1 INF -1 1 7 -1 -1 1 -1 -1 -1", ["field 9 (requested time)",
+                                                       "not a finite number"]),
     # a lease of 2^31 VMs (found by tests/test_fuzz_inputs.py)
     ("1 0 0 10 8 -1 -1 2147483648 -1 -1 1 7 -1 -1 1 -1 -1 -1",
      ["field 8 (requested processors)", "at most 10,000,000 processors"]),

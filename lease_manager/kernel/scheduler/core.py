@@ -183,6 +183,8 @@ class LeaseScheduler:
         #: cycle finds the leases that may start now with array operations
         self._queue_counts: array[int] = array("q")
         self._queue_shapes: array[int] = array("q")
+        #: and how long each would hold its reservation (constant while it is queued)
+        self._queue_lengths: array[float] = array("d")
         #: how many queued leases have each shape id
         self._shape_census: collections.Counter[int] = collections.Counter()
         #: VM shape (``VMRequest.shape_key``) -> id, and each id's VM vector
@@ -379,6 +381,8 @@ class LeaseScheduler:
     _release = queue._release
     _enqueue = queue._enqueue
     _requeue = queue._requeue
+    _dequeue = queue._dequeue
+    _backfill_counted = queue._backfill_counted
     _drop_future = queue._drop_future
     _may_reserve = queue._may_reserve
     _process_queue = queue._process_queue

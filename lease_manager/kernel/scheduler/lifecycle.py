@@ -122,11 +122,7 @@ def _end_early(self: LeaseScheduler, lease: Lease, now: float, reason: str,
     if state is S.HELD:
         del self.held[lease.id]
     elif state is S.QUEUED:
-        i = next(i for i, l in enumerate(self.queue) if l is lease)
-        del self.queue[i]
-        del self._queue_keys[i]
-        del self._queue_counts[i]
-        self._shape_census[self._queue_shapes.pop(i)] -= 1
+        self._dequeue(next(i for i, l in enumerate(self.queue) if l is lease))
     for res in lease.reservations:
         if res.start >= now:
             self.table.remove(res)

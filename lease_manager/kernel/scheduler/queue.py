@@ -10,7 +10,7 @@ import math
 from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
@@ -19,6 +19,7 @@ from lease_manager.kernel.slottable import Reservation
 from lease_manager.kernel.slottable import ReservationKind as K
 
 if TYPE_CHECKING:
+    from lease_manager.kernel.count_table import CountTable
     from lease_manager.kernel.scheduler.core import LeaseScheduler
 
 S = LeaseState
@@ -69,8 +70,18 @@ def _requeue(self: LeaseScheduler, lease: Lease) -> None:
     shape_id = _shape_id(self, lease)
     self._queue_counts.insert(at, lease.vms.count)
     self._queue_shapes.insert(at, shape_id)
+    self._queue_lengths.insert(at, self.length(lease))
     self._shape_census[shape_id] += 1
     lease.promised_start = None
+
+
+def _dequeue(self: LeaseScheduler, i: int) -> None:
+    """Take ``queue[i]`` out of the queue (and of the arrays beside it)."""
+    del self.queue[i]
+    del self._queue_keys[i]
+    del self._queue_counts[i]
+    del self._queue_lengths[i]
+    self._shape_census[self._queue_shapes.pop(i)] -= 1
 
 
 def _shape_id(self: LeaseScheduler, lease: Lease) -> int:
@@ -113,7 +124,8 @@ def _process_queue(self: LeaseScheduler, now: float) -> None:
             done.add(i)
             i += 1
     elif i < n:
-        done.update(self._backfill_now(i, now))
+        done.update(self._backfill_counted(i, now) if self.table.counted
+                    else self._backfill_now(i, now))
     census = self._shape_census
     for j in done:
         census[self._queue_shapes[j]] -= 1
@@ -121,15 +133,18 @@ def _process_queue(self: LeaseScheduler, now: float) -> None:
         keep = [j for j in range(n) if j not in done]
         self.queue = [queue[j] for j in keep]
         keys, counts, shapes = self._queue_keys, self._queue_counts, self._queue_shapes
+        lengths = self._queue_lengths
         self._queue_keys = [keys[j] for j in keep]
         self._queue_counts = array("q", [counts[j] for j in keep])
         self._queue_shapes = array("q", [shapes[j] for j in keep])
+        self._queue_lengths = array("d", [lengths[j] for j in keep])
     elif done:   # a few leases left a long queue: delete them in place (a memmove each)
         for j in sorted(done, reverse=True):
             del queue[j]
             del self._queue_keys[j]
             del self._queue_counts[j]
             del self._queue_shapes[j]
+            del self._queue_lengths[j]
 
 
 def _backfill_now(self: LeaseScheduler, first: int, now: float) -> list[int]:
@@ -176,6 +191,34 @@ def _backfill_now(self: LeaseScheduler, first: int, now: float) -> list[int]:
             started.append(j)
         elif shape is not None:
             failed.setdefault(shape, _Failures()).add(count, duration)
+    return started
+
+
+def _backfill_counted(self: LeaseScheduler, first: int, now: float) -> list[int]:
+    """:func:`_backfill_now` on a table that counts VMs, where a lease fits now exactly when
+    its VM count is at most the fewest free VM slots over its window: one array comparison
+    over the rest of the queue finds the next lease that starts, until none is left."""
+    table = cast("CountTable", self.table)
+    counts = np.array(self._queue_counts[first:], dtype=np.int64)
+    # only leases with room now can start now: look at those alone
+    room = table.room_at(table.vector, now)
+    candidates = np.flatnonzero(counts <= room)
+    counts = counts[candidates]
+    ends = np.array(self._queue_lengths[first:])[candidates] + now
+    started: list[int] = []
+    p = 0   # candidates[p:] are left
+    while p < len(counts):
+        times, free = table.profile(now)
+        least = np.minimum.accumulate(free)   # fewest free slots from now to each row's end
+        fits = counts[p:] <= least[np.searchsorted(times, ends[p:]) - 1]
+        hits = np.flatnonzero(fits)
+        if not hits.size:
+            break
+        j = p + int(hits[0])
+        at = first + int(candidates[j])
+        if self._schedule(self.queue[at], now, False):
+            started.append(at)
+        p = j + 1
     return started
 
 
