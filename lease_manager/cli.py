@@ -28,6 +28,7 @@ def _simulate(args: argparse.Namespace) -> int:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise LeaseManagerError(f"cannot write results to {out}: {exc.strerror}") from None
+    run.stream_outputs(out)   # leases.csv is written as leases end, not kept
     bar = _progress_bar(run, args.quiet)
     try:
         summary = run.run(progress=bar.update if bar else None)
@@ -36,11 +37,15 @@ def _simulate(args: argparse.Namespace) -> int:
         print(f"lease-manager: internal error: invariant violated: {exc} "
               f"(outputs written to {out})", file=sys.stderr)
         return 3
+    except BaseException:
+        run.accounting.discard_stream()   # no half-written leases.csv left behind
+        raise
     finally:
         if bar:
             bar.close()
     trace = run.config.get("tracefile", "tracefile")
     if summary["trace"]["jobs_read"] == 0 and trace and not args.allow_empty:
+        run.accounting.discard_stream()
         if not existed and not any(out.iterdir()):
             out.rmdir()
         raise TraceError("the trace holds no jobs: nothing to replay (--allow-empty writes "

@@ -419,8 +419,7 @@ class Run:
             summary["simulation"] = {
                 "wall_seconds": round(time.perf_counter() - wall0, 3),
                 "cpu_seconds": round(time.process_time() - cpu0, 3),
-                "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-                                     1),
+                "peak_rss_mb": peak_rss_mb(),
                 "steps": self.engine.steps,
             }
             return summary
@@ -464,16 +463,29 @@ class Run:
         self.summary = summary
         return summary
 
+    def stream_outputs(self, out: str | Path) -> None:
+        """Write ``leases.csv`` to ``out`` as leases end (``leases.csv.part`` until
+        :meth:`write` completes it) instead of keeping its rows until the end."""
+        self.accounting.stream_to(Path(out) / "leases.csv.part")
+
     def write(self, out: str | Path) -> Path:
         """Write ``leases.csv``, ``summary.json`` and recorded series under ``out``."""
         out = Path(out)
         out.mkdir(parents=True, exist_ok=True)
         self.accounting.write_leases(out / "leases.csv")
+        timings = self.summary.get("simulation")
+        if timings:   # the peak so far, completing leases.csv included
+            timings["peak_rss_mb"] = max(timings["peak_rss_mb"], peak_rss_mb())
         write_summary(out / "summary.json", self.summary)
         self.metrics.write(out / "series")
         if self.energy is not None:
             self.energy.write(out)
         return out
+
+
+def peak_rss_mb() -> float:
+    """The process's peak resident memory so far, in MB."""
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
 
 
 def vm_vector(cfg: Config, nodes: NodeSet) -> np.ndarray:

@@ -24,8 +24,8 @@ from lease_manager.config.schema import SITE_OPTIONS, SITE_SECTIONS, Config
 from lease_manager.errors import LeaseManagerError
 
 #: what a run writes in its folder (``--force`` removes exactly these)
-RUN_FILES = ("run.json", "summary.json", "leases.csv", "node_states.csv", "nodes.csv",
-             "jobs.csv", "schedule.swf")   # the last two: ``export``'s, of the old run
+RUN_FILES = ("run.json", "summary.json", "leases.csv", "leases.csv.part", "node_states.csv",
+             "nodes.csv", "jobs.csv", "schedule.swf")   # the last two: ``export``'s
 RUN_FOLDERS = ("series", "plots")
 
 

@@ -2,19 +2,23 @@
 
 The accountant is a per-run plugin. It records a lease once, when it reaches its final state
 (or, for leases still unfinished when the run stops, at the end); recording one twice is a bug
-and raises. It keeps compact rows and running sums, not lease objects, so memory does not grow
-with what finished leases held.
+and raises. It keeps running sums, not lease objects, and either compact rows or, once told
+where (:meth:`Accounting.stream_to`), nothing: each row goes to ``leases.csv`` as soon as
+every lease with a smaller id is recorded too (leases arrive in id order in a trace), so a
+replay's memory does not grow with its number of leases.
 """
 
 from __future__ import annotations
 
 import collections
 import csv
+import heapq
+import io
 import json
 import math
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -43,6 +47,29 @@ def _fmt(x: float | str | None) -> str:
     return repr(round(float(x), 6))
 
 
+class _CSVLines:
+    """``leases.csv`` lines, one at a time (a csv writer into a reused buffer)."""
+
+    def __init__(self) -> None:
+        self._buffer = io.StringIO()
+        self._writer = csv.writer(self._buffer, lineterminator="\n")
+
+    def header(self, columns: tuple[str, ...]) -> str:
+        return self._line(columns)
+
+    def row(self, row: tuple) -> str:
+        return self._line(row[:4] + tuple(_fmt(x) for x in row[4:7]) + (row[7],)
+                          + tuple(_fmt(x) for x in row[8:12]) + (row[12],)
+                          + (" ".join(map(str, row[13])),) + tuple(_fmt(x) for x in row[14:]))
+
+    def _line(self, fields: tuple) -> str:
+        buffer = self._buffer
+        buffer.seek(0)
+        buffer.truncate()
+        self._writer.writerow(fields)
+        return buffer.getvalue()
+
+
 class Accounting:
     """Observes leases and accumulates what the run's outputs report: a per-run plugin
     (``lease_manager.accounting``) whose hooks run before any other plugin's."""
@@ -55,6 +82,17 @@ class Accounting:
         self.extra_values: Callable[[Lease], tuple[float | str | None, ...]] | None = None
         self._rows: list[tuple] = []
         self._seen: set[int] = set()
+        self._recorded = 0
+        self._lines = _CSVLines()
+        #: with :meth:`stream_to`: the file rows go to, rows waiting for a smaller id, the
+        #: ids submitted and not recorded (a heap, recorded ones left in), the largest id
+        #: submitted, and whether ids arrived in order so far
+        self._stream: IO[str] | None = None
+        self._stream_path: Path | None = None
+        self._waiting: list[tuple[int, str]] = []
+        self._unrecorded: list[int] = []
+        self._last_id = -math.inf
+        self._in_order = True
         self.submitted = 0
         self.states: collections.Counter = collections.Counter()
         self.rejected_by_reason: collections.Counter = collections.Counter()
@@ -80,6 +118,11 @@ class Accounting:
         self.submitted += 1
         if lease.submit < self.first_submit:
             self.first_submit = lease.submit
+        if self._stream is not None:
+            if lease.id < self._last_id:
+                self._in_order = False   # rows wait until the end, then merge
+            self._last_id = max(self._last_id, lease.id)
+            heapq.heappush(self._unrecorded, lease.id)
 
     @hookimpl(tryfirst=True)
     def lease_rejected(self, ctx: RunContext, lease: Lease, now: float) -> None:
@@ -125,11 +168,44 @@ class Accounting:
             self.last_end = max(self.last_end, end)
             if lease.price and math.isfinite(lease.price):
                 self.revenue += lease.price
-        self._rows.append((lease.id, lease.source_id or "", lease.type.value, state.value,
-                           lease.submit, lease.start, lease.end, lease.vms.count,
-                           lease.requested_duration, lease.actual_duration, wait,
-                           lease.price, lease.reason, tuple(sorted(nodes)))
-                          + (self.extra_values(lease) if self.extra_values else ()))
+        row = ((lease.id, lease.source_id or "", lease.type.value, state.value,
+                lease.submit, lease.start, lease.end, lease.vms.count,
+                lease.requested_duration, lease.actual_duration, wait,
+                lease.price, lease.reason, tuple(sorted(nodes)))
+               + (self.extra_values(lease) if self.extra_values else ()))
+        self._recorded += 1
+        if self._stream is None:
+            self._rows.append(row)
+            return
+        heapq.heappush(self._waiting, (lease.id, self._lines.row(row)))
+        if self._in_order:
+            self._flush_ready()
+
+    # ---------------------------------------------------------------------- streaming
+    def stream_to(self, path: Path) -> None:
+        """Write ``leases.csv`` rows to ``path`` as the run goes (:meth:`write_leases` then
+        completes it), instead of keeping them."""
+        self._stream_path = path
+        self._stream = path.open("w", newline="")
+        self._stream.write(self._lines.header(COLUMNS + self.extra_columns))
+
+    def discard_stream(self) -> None:
+        """Stop streaming and remove what was written (a run that failed)."""
+        if self._stream is not None and self._stream_path is not None:
+            self._stream.close()
+            self._stream_path.unlink(missing_ok=True)
+        self._stream = None
+
+    def _flush_ready(self) -> None:
+        """Write the waiting rows whose id is below every id still unrecorded (ids arrive in
+        order, so no later lease has a smaller one)."""
+        unrecorded, waiting, seen = self._unrecorded, self._waiting, self._seen
+        while unrecorded and unrecorded[0] in seen:
+            heapq.heappop(unrecorded)
+        limit = unrecorded[0] if unrecorded else math.inf
+        assert self._stream is not None
+        while waiting and waiting[0][0] < limit:
+            self._stream.write(heapq.heappop(waiting)[1])
 
     def finish(self, unfinished: Iterable[Lease]) -> None:
         """Account for the leases still active when the run stopped."""
@@ -176,19 +252,38 @@ class Accounting:
 
     def write_leases(self, path: Path) -> None:
         """Write ``leases.csv``, one row per lease in id order (``nodes``: the node indices the
-        lease ran on, space-separated)."""
+        lease ran on, space-separated); after :meth:`stream_to`, complete the streamed file
+        and put it at ``path``."""
+        if self._stream is not None:
+            self._finish_stream(path)
+            return
         with path.open("w", newline="") as fh:
-            out = csv.writer(fh, lineterminator="\n")
-            out.writerow(COLUMNS + self.extra_columns)
+            fh.write(self._lines.header(COLUMNS + self.extra_columns))
             for row in sorted(self._rows, key=lambda r: r[0]):
-                out.writerow(row[:4] + tuple(_fmt(x) for x in row[4:7]) + (row[7],)
-                             + tuple(_fmt(x) for x in row[8:12]) + (row[12],)
-                             + (" ".join(map(str, row[13])),)
-                             + tuple(_fmt(x) for x in row[14:]))
+                fh.write(self._lines.row(row))
+
+    def _finish_stream(self, path: Path) -> None:
+        stream, streamed = self._stream, self._stream_path
+        assert stream is not None and streamed is not None
+        self._stream = None
+        if self._in_order:
+            for _, line in sorted(self._waiting):
+                stream.write(line)
+            stream.close()
+            streamed.replace(path)
+            return
+        # ids came out of order: merge the rows written (in order) with those that waited
+        stream.close()
+        with streamed.open(newline="") as written, path.open("w", newline="") as fh:
+            fh.write(next(written))   # the header
+            lines = ((int(line.split(",", 1)[0]), line) for line in written)
+            for _, line in heapq.merge(lines, sorted(self._waiting)):
+                fh.write(line)
+        streamed.unlink()
 
     @property
     def recorded(self) -> int:
-        return len(self._rows)
+        return self._recorded
 
 
 def write_summary(path: Path, summary: dict[str, Any]) -> None:

@@ -1,7 +1,10 @@
 """Invariants every schedule must keep, checked independently of the slot table.
 
-The checker records what each lease really held (its final allocations) and at the end sweeps
-them node by node: no node may ever hold more than its capacity. It also checks that no lease
+The checker sweeps what leases really held (their final allocations) through time, node by
+node: no node may ever hold more than its capacity. A lease's allocations are final when it
+ends; every instant before the first start of the leases still running is then final too, so
+the sweep moves on as leases end and keeps only what it has not passed yet (its memory does
+not grow with the trace). It also checks that no lease
 starts twice without being preempted in between, that a best-effort lease that was never
 preempted starts no later than the start it was first promised, and that no lease is left
 running when a run ends because nothing more was to happen (:func:`stranded`).
@@ -9,6 +12,9 @@ running when a run ends because nothing more was to happen (:func:`stranded`).
 
 from __future__ import annotations
 
+import heapq
+import itertools
+import math
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
@@ -48,12 +54,18 @@ class InvariantChecker:
         self.capacity = capacity
         #: check only the leases of this site (a run with several), or all
         self.only = only
-        self._nodes: list[np.ndarray] = []
-        self._starts: list[np.ndarray] = []
-        self._ends: list[np.ndarray] = []
-        self._amounts: list[np.ndarray] = []
         self._running: set[int] = set()
         self.violations: list[str] = []
+        #: what every node holds at the sweep's time, and the allocations' starts and ends
+        #: not swept yet: (time, 0 end / 1 start, sequence, nodes, amounts)
+        self._usage = np.zeros_like(capacity, dtype=float)
+        self._limit = capacity + TOLERANCE * np.maximum(capacity, 1)
+        self._events: list[tuple[float, int, int, np.ndarray, np.ndarray]] = []
+        self._seq = itertools.count()
+        #: first start of every lease started and not ended (a heap; ended ones lazily)
+        self._first_starts: list[tuple[float, int]] = []
+        self._started: dict[int, float] = {}
+        self._over: list[str] = []
 
     @hookimpl(tryfirst=True)
     def lease_started(self, ctx: RunContext, lease: Lease, now: float) -> None:
@@ -62,6 +74,9 @@ class InvariantChecker:
         if lease.id in self._running:
             self.violations.append(f"lease {lease.id} started twice (at {now})")
         self._running.add(lease.id)
+        if lease.id not in self._started:
+            self._started[lease.id] = now
+            heapq.heappush(self._first_starts, (now, lease.id))
         if (lease.type is LeaseType.BEST_EFFORT and lease.preemptions == 0
                 and lease.promised_start is not None and now > lease.promised_start + TOLERANCE):
             self.violations.append(f"lease {lease.id} started at {now}, later than the "
@@ -76,37 +91,44 @@ class InvariantChecker:
         self._running.discard(lease.id)
         if self.only is not None and lease.site != self.only:
             return
+        self._started.pop(lease.id, None)
         for res in lease.allocations:
-            k = len(res.nodes)
-            self._nodes.append(res.nodes)
-            self._starts.append(np.full(k, res.start))
-            self._ends.append(np.full(k, res.end))
-            self._amounts.append(res.amounts)
+            if res.end < res.start:
+                self.violations.append(f"an allocation of lease {lease.id} ends before it "
+                                       f"starts")
+                continue
+            heapq.heappush(self._events, (res.start, 1, next(self._seq), res.nodes,
+                                          res.amounts))
+            heapq.heappush(self._events, (res.end, 0, next(self._seq), res.nodes, res.amounts))
+        # every allocation not known yet starts no earlier than the first start of a lease
+        # still running: the sweep may pass every instant before it
+        heads = self._first_starts
+        while heads and self._started.get(heads[0][1]) != heads[0][0]:
+            heapq.heappop(heads)
+        self._sweep(heads[0][0] if heads else math.inf)
+
+    def _sweep(self, until: float) -> None:
+        """Apply the starts and ends before ``until`` in time order (ends first at an
+        instant), recording every node a start takes above its capacity."""
+        events, usage, limit = self._events, self._usage, self._limit
+        while events and events[0][0] < until:
+            t, is_start, _, nodes, amounts = heapq.heappop(events)
+            if not is_start:
+                usage[nodes] -= amounts
+                continue
+            usage[nodes] += amounts
+            over = (usage[nodes] > limit[nodes]).any(axis=1)
+            if over.any() and len(self._over) < 10:
+                for i in np.flatnonzero(over)[:10 - len(self._over)].tolist():
+                    node = int(nodes[i])
+                    self._over.append(f"node {node} holds {usage[node].tolist()} at time "
+                                      f"{t:g}, above its capacity {self.capacity[node].tolist()}")
 
     def over_commitments(self) -> list[str]:
-        """Sweep all allocations per node; describe every instant a node was over-committed."""
-        if not self._nodes:
-            return []
-        nodes = np.concatenate(self._nodes)
-        starts = np.concatenate(self._starts)
-        ends = np.concatenate(self._ends)
-        amounts = np.concatenate(self._amounts)
-        if (ends < starts).any():
-            return ["an allocation ends before it starts"]
-        times = np.concatenate([starts, ends])
-        where = np.concatenate([nodes, nodes])
-        deltas = np.concatenate([amounts, -amounts])
-        is_start = np.concatenate([np.ones(len(nodes)), np.zeros(len(nodes))])
-        order = np.lexsort((is_start, times, where))   # per node, by time, ends first
-        usage = np.cumsum(deltas[order], axis=0)
-        cap = self.capacity[where[order]]
-        over = (usage > cap + TOLERANCE * np.maximum(cap, 1)).any(axis=1)
-        out = []
-        for i in np.flatnonzero(over)[:10].tolist():
-            j = order[i]
-            out.append(f"node {int(where[j])} holds {usage[i].tolist()} at time "
-                       f"{times[j]:g}, above its capacity {cap[i].tolist()}")
-        return out
+        """Sweep what is left; describe the instants a node was over-committed (at most
+        ten)."""
+        self._sweep(math.inf)
+        return list(self._over)
 
     def verify(self) -> None:
         """Raise :class:`InvariantViolation` listing what went wrong, if anything did."""
