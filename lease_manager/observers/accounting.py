@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 
 COLUMNS = ("lease_id", "source_id", "type", "state", "submit", "start", "end", "vms",
            "requested", "actual", "wait", "price", "reason", "nodes")
+_NO_NODES = np.zeros(0, dtype=np.intp)
 #: bound of the bounded slowdown, seconds
 SLOWDOWN_BOUND = 10.0
 
@@ -52,6 +53,7 @@ class _CSVLines:
 
     def __init__(self) -> None:
         self._buffer = io.StringIO()
+        self._names: list[str] = []
         self._writer = csv.writer(self._buffer, lineterminator="\n")
 
     def header(self, columns: tuple[str, ...]) -> str:
@@ -60,7 +62,17 @@ class _CSVLines:
     def row(self, row: tuple) -> str:
         return self._line(row[:4] + tuple(_fmt(x) for x in row[4:7]) + (row[7],)
                           + tuple(_fmt(x) for x in row[8:12]) + (row[12],)
-                          + (" ".join(map(str, row[13])),) + tuple(_fmt(x) for x in row[14:]))
+                          + (self.nodes(row[13]),) + tuple(_fmt(x) for x in row[14:]))
+
+    def nodes(self, nodes: np.ndarray) -> str:
+        """Node indices, space-separated (their texts are made once)."""
+        if not len(nodes):
+            return ""
+        names = self._names
+        top = int(nodes[-1])
+        if top >= len(names):
+            names.extend(str(i) for i in range(len(names), top + 1))
+        return " ".join(map(names.__getitem__, nodes.tolist()))
 
     def _line(self, fields: tuple) -> str:
         buffer = self._buffer
@@ -154,10 +166,11 @@ class Accounting:
             self._waits += wait
             if wait > self.max_wait:
                 self.max_wait = wait
-        nodes: set[int] = set()
-        for res in lease.allocations:
+        allocations = lease.allocations
+        for res in allocations:
             self.used += res.amounts.sum(axis=0) * (res.end - res.start)
-            nodes.update(res.nodes.tolist())
+        nodes = (np.unique(np.concatenate([res.nodes for res in allocations])) if allocations
+                 else _NO_NODES)
         if state is LeaseState.DONE:
             assert end is not None and lease.start is not None and wait is not None
             self._completed += 1
@@ -171,7 +184,7 @@ class Accounting:
         row = ((lease.id, lease.source_id or "", lease.type.value, state.value,
                 lease.submit, lease.start, lease.end, lease.vms.count,
                 lease.requested_duration, lease.actual_duration, wait,
-                lease.price, lease.reason, tuple(sorted(nodes)))
+                lease.price, lease.reason, nodes)
                + (self.extra_values(lease) if self.extra_values else ()))
         self._recorded += 1
         if self._stream is None:

@@ -60,6 +60,8 @@ class InvariantChecker:
         #: not swept yet: (time, 0 end / 1 start, sequence, nodes, amounts)
         self._usage = np.zeros_like(capacity, dtype=float)
         self._limit = capacity + TOLERANCE * np.maximum(capacity, 1)
+        #: every node has the same capacity (one row to compare with)
+        self._uniform = bool(len(capacity)) and bool((capacity == capacity[0]).all())
         self._events: list[tuple[float, int, int, np.ndarray, np.ndarray]] = []
         self._seq = itertools.count()
         #: first start of every lease started and not ended (a heap; ended ones lazily)
@@ -110,14 +112,17 @@ class InvariantChecker:
     def _sweep(self, until: float) -> None:
         """Apply the starts and ends before ``until`` in time order (ends first at an
         instant), recording every node a start takes above its capacity."""
-        events, usage, limit = self._events, self._usage, self._limit
+        events, usage = self._events, self._usage
+        limit = self._limit[0] if self._uniform else None
         while events and events[0][0] < until:
             t, is_start, _, nodes, amounts = heapq.heappop(events)
             if not is_start:
                 usage[nodes] -= amounts
                 continue
-            usage[nodes] += amounts
-            over = (usage[nodes] > limit[nodes]).any(axis=1)
+            held = usage[nodes]
+            held += amounts
+            usage[nodes] = held
+            over = (held > (self._limit[nodes] if limit is None else limit)).any(axis=1)
             if over.any() and len(self._over) < 10:
                 for i in np.flatnonzero(over)[:10 - len(self._over)].tolist():
                     node = int(nodes[i])

@@ -42,8 +42,9 @@ class GreedyPolicy(HostSelectionPolicy):
     def order_hosts(self, lease: Lease, start: float, end: float,
                     table: SlotTableView) -> np.ndarray:
         counts = np.minimum(table.lease_counts_at(start), self.HORIZON)
-        if table.counted:   # nothing is placed on nodes later: every free capacity lasts
-            return np.argsort(counts, kind="stable")   # (the same order as the scores')
+        if table.counted:   # nothing is placed on nodes later: every free capacity lasts,
+            # and the order is the scores' (a stable sort of small integers is a radix sort)
+            return np.argsort(counts.astype(np.uint8), kind="stable")
         lease_score = (self.HORIZON - counts) / self.HORIZON
         duration = end - start
         lasts = table.capacity_lasts_until(start, end) - start
