@@ -47,7 +47,6 @@ from lease_manager.observers.accounting import Accounting, write_summary
 from lease_manager.observers.invariants import InvariantChecker, stranded
 from lease_manager.observers.metrics import Metrics
 from lease_manager.plugins import ACCOUNTING_PLUGIN, ENERGY_PLUGIN, INVARIANTS_PLUGIN, Plugins
-from lease_manager.workload.convert import merge_workloads
 from lease_manager.workload.lwf import is_lwf, read_lwf
 from lease_manager.workload.swf import SWFConversion, SWFReader, TraceStats, swf_leases
 
@@ -381,6 +380,8 @@ class Run:
         if injection:
             if not Path(injection).is_file():
                 raise cfg.error("tracefile", "injectionfile", f"file not found: {injection}")
+            from lease_manager.workload.convert import merge_workloads
+
             leases = merge_workloads(leases, read_lwf(injection, self.nodes.types).leases)
         return iter(leases)
 

@@ -10,13 +10,9 @@ daemon's configuration given with ``-c`` (its state folder says where the daemon
 from __future__ import annotations
 
 import argparse
-import http.client
 import json
 import os
 import time
-import urllib.error
-import urllib.request
-import uuid
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlsplit
@@ -76,6 +72,12 @@ class Client:
 
     def _call_once(self, method: str, path: str, body: Any, content_type: str,
                    headers: dict[str, str] | None) -> Any:
+        # imported here: every lease-manager command builds this module's parsers, and
+        # http.client, urllib.request and ssl cost a replay's start-up 30 ms
+        import http.client
+        import urllib.error
+        import urllib.request
+
         data = None
         if body is not None:
             data = body if isinstance(body, bytes) else json.dumps(body).encode()
@@ -153,6 +155,8 @@ def submit_with_retries(submit: Any, attempts: int = SUBMIT_ATTEMPTS,
                         pause: float = 1.0) -> Any:
     """Call ``submit(key)`` with one fresh idempotency key, again while the daemon does not
     answer (a retried submission cannot create a second lease)."""
+    import uuid
+
     key = uuid.uuid4().hex
     for attempt in range(attempts):
         try:

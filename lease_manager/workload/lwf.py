@@ -39,16 +39,18 @@ import math
 import re
 import zlib
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import numpy as np
-from lxml import etree
 
 from lease_manager.errors import TraceError
 from lease_manager.kernel.lease import Lease, LeaseType, VMRequest
 from lease_manager.kernel.resources import NodeSet, ResourceTypes
 from lease_manager.kernel.timeutil import MIN_DURATION, parse_duration
+
+if TYPE_CHECKING:
+    from lxml import etree
 
 #: keys of ``lease.extra`` that LWF elements and attributes (not ``<attr>``) set
 RESERVED_EXTRA = ("preemptible", "disk-image", "disk-image-size")
@@ -79,6 +81,8 @@ def schema_path() -> Path:
 @functools.lru_cache(maxsize=1)
 def lwf_schema() -> etree.XMLSchema:
     """The LWF schema, parsed once."""
+    from lxml import etree
+
     ref = importlib.resources.files("lease_manager.workload").joinpath("schemas", "lwf.xsd")
     return etree.XMLSchema(etree.fromstring(ref.read_bytes()))
 
@@ -123,6 +127,8 @@ def read_lwf(path: str | Path, types: ResourceTypes | None = None, *,
 
 
 def _parse(file: str, raw: bytes | None = None) -> etree._Element:
+    from lxml import etree  # here: a replay of an SWF trace never loads lxml
+
     try:
         if raw is None:
             raw = Path(file).read_bytes()
