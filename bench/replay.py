@@ -18,16 +18,21 @@ Workloads and targets (issue 16):
 (c) growth: the full log cut to its first 1/4 and 1/2 and all of its jobs; the exponent of
     CPU against leases (a least-squares slope of the logs) at most 1.1.
 (d) ``--scale``: the 30-day jobs with node counts x70 tiled in time on 10,000 nodes
-    (aggressive): CPU per lease at most 2x that at 144 nodes, and the peak memory of the
-    200,000-lease replay at most 1.5 GB with invariants checked; ``--million`` adds the
-    1,000,000-lease replay (under 4 GB).
+    (aggressive, ``placement = at-start``: a table over 10,000 nodes and thousands of rows
+    is what at-start avoids): CPU per lease at most 2x that at 144 nodes, and the peak memory
+    of the 200,000-lease replay at most 1.5 GB with invariants checked; ``--million`` adds
+    the 1,000,000-lease replay (under 4 GB).
+
+(a) to (c) run each mode with both placements (``--placement`` picks one):
+``when-planned`` (the default, Haizea's: reservations mapped to nodes when planned) and
+``at-start`` (counted reservations, nodes chosen when a lease starts).
 
 Usage::
 
     python bench/replay.py --quick              # (a) only
     python bench/replay.py                      # (a), (b), (c): several minutes
     python bench/replay.py --scale [--million]  # (d): long
-    python bench/replay.py --modes conservative --repeat 5
+    python bench/replay.py --modes conservative --placement at-start --repeat 5
 """
 
 from __future__ import annotations
@@ -57,6 +62,20 @@ MODES: dict[str, tuple[str, ...]] = {
     "conservative": ("scheduling.backfilling=conservative",),
 }
 LABELS = {"intermediate": "intermediate(4)"}
+PLACEMENTS = ("when-planned", "at-start")
+
+
+def variants(modes: list[str], placements: list[str]) -> list[tuple[str, str]]:
+    """(mode, placement) pairs, placements within each mode."""
+    return [(mode, placement) for mode in modes for placement in placements]
+
+
+def settings_of(mode: str, placement: str) -> tuple[str, ...]:
+    return MODES[mode] + (f"scheduling.placement={placement}",)
+
+
+def label(mode: str, placement: str) -> str:
+    return f"{LABELS.get(mode, mode)} {'at start' if placement == 'at-start' else 'planned'}"
 #: the most a mode may cost, as a multiple of the bare replayer (by workload)
 TARGET_RATIO = {"30days": {None: 10.0},
                 "full": {"intermediate": 15.0, "conservative": 30.0, None: 10.0}}
@@ -129,16 +148,17 @@ def fcfs_matches(bare_csv: Path, leases_csv: Path) -> str:
     return ""
 
 
-def ratio_table(title: str, workload: str, trace: Path, slots: int, modes: list[str],
-                settings: tuple[str, ...], repeat: int, timeout: float, *,
-                procs_per_vm: int = 1, queues: str = "", max_jobs: int = 0
-                ) -> dict[str, list[float]]:
-    """Paired rounds of the bare replayer and every mode; prints medians and ratios."""
+def ratio_table(title: str, workload: str, trace: Path, slots: int,
+                runs: list[tuple[str, str]], settings: tuple[str, ...], repeat: int,
+                timeout: float, *, procs_per_vm: int = 1, queues: str = "",
+                max_jobs: int = 0) -> None:
+    """Paired rounds of the bare replayer and every (mode, placement); prints medians and
+    ratios."""
     print(f"\n{title}")
-    cpu: dict[str, list[float]] = {"bare": [], **{m: [] for m in modes}}
-    rss: dict[str, list[float]] = {m: [] for m in modes}
-    errors: dict[str, str] = {}
-    leases: dict[str, int] = {}
+    cpu: dict[tuple[str, str] | str, list[float]] = {"bare": [], **{v: [] for v in runs}}
+    rss: dict[tuple[str, str], list[float]] = {v: [] for v in runs}
+    errors: dict[tuple[str, str], str] = {}
+    leases: dict[tuple[str, str], int] = {}
     fcfs = ""
     with tempfile.TemporaryDirectory(prefix="lm-bench-") as tmp:
         tmpdir = Path(tmp)
@@ -146,38 +166,38 @@ def ratio_table(title: str, workload: str, trace: Path, slots: int, modes: list[
             m = run_child(bare_cmd(trace, slots, tmpdir / "bare.csv", procs_per_vm, queues,
                                    max_jobs), timeout)
             cpu["bare"].append(m.cpu)
-            for mode in modes:
-                out = tmpdir / mode
-                m = run_child(simulate_cmd(out, settings + MODES[mode]), timeout)
+            for variant in runs:
+                out = tmpdir / "-".join(variant)
+                m = run_child(simulate_cmd(out, settings + settings_of(*variant)), timeout)
                 if not m.ok:
-                    errors[mode] = m.error
+                    errors[variant] = m.error
                     continue
-                cpu[mode].append(m.cpu)
-                rss[mode].append(m.rss_mb)
-                leases[mode] = leases_of(out)
-                if mode == "off" and not fcfs:
+                cpu[variant].append(m.cpu)
+                rss[variant].append(m.rss_mb)
+                leases[variant] = leases_of(out)
+                if variant[0] == "off" and not fcfs:
                     fcfs = fcfs_matches(tmpdir / "bare.csv", out / "leases.csv") or "ok"
     bare = statistics.median(cpu["bare"])
     print(f"bare replayer: {bare:.3f} CPU-s (median of {repeat})")
-    head = (f"{'mode':<16} {'leases':>8} {'CPU s':>8} {'x bare':>7} {'target':>7} "
+    head = (f"{'mode, placement':<26} {'leases':>8} {'CPU s':>8} {'x bare':>7} {'target':>7} "
             f"{'ms/lease':>9} {'peak MB':>8}")
     print(head)
     print("-" * len(head))
-    for mode in modes:
-        label = LABELS.get(mode, mode)
-        if mode in errors:
-            print(f"{label:<16} {errors[mode]}")
+    for variant in runs:
+        name = label(*variant)
+        if variant in errors:
+            print(f"{name:<26} {errors[variant]}")
             continue
-        c = statistics.median(cpu[mode])
+        c = statistics.median(cpu[variant])
+        mode = variant[0]
         target = TARGET_RATIO[workload].get(mode, TARGET_RATIO[workload].get(None))
         ratio = c / bare
         verdict = "" if target is None else ("ok" if ratio <= target else "MISSED")
-        print(f"{label:<16} {leases[mode]:>8,} {c:>8.2f} {ratio:>6.1f}x {target or 0:>6.0f}x "
-              f"{1000 * c / max(leases[mode], 1):>9.3f} {statistics.median(rss[mode]):>8.1f}"
+        print(f"{name:<26} {leases[variant]:>8,} {c:>8.2f} {ratio:>6.1f}x {target or 0:>6.0f}x "
+              f"{1000 * c / max(leases[variant], 1):>9.3f} {statistics.median(rss[variant]):>8.1f}"
               f"  {verdict}", flush=True)
-    if "off" in modes:
+    if any(mode == "off" for mode, _ in runs):
         print(f"FCFS lease by lease against the bare replayer: {fcfs}")
-    return cpu
 
 
 def startup(repeat: int, timeout: float) -> None:
@@ -196,33 +216,33 @@ def startup(repeat: int, timeout: float) -> None:
           f"CPU-s, {statistics.median(r.rss_mb for r in runs):.1f} MB peak")
 
 
-def growth(full: Path, modes: list[str], repeat: int, timeout: float) -> None:
+def growth(full: Path, runs: list[tuple[str, str]], repeat: int, timeout: float) -> None:
     """(c): CPU against leases over 1/4, 1/2 and all of the full log; the exponent."""
     import numpy as np
 
     total = sum(1 for _ in __import__("bare_replayer").jobs(str(full), 8, {1, 2, 3, 4}, 0))
     cuts = [("1/4", total // 4), ("1/2", total // 2), ("all", 0)]
     print(f"\n(c) growth: the full log cut to its first 1/4, 1/2 and all of its {total:,} jobs")
-    head = f"{'mode':<16} " + " ".join(f"{name + ' CPU s':>11}" for name, _ in cuts) + \
-        f" {'exponent':>9}"
+    head = f"{'mode, placement':<26} " + " ".join(f"{name + ' CPU s':>11}" for name, _ in cuts) \
+        + f" {'exponent':>9}"
     print(head)
     print("-" * len(head))
     with tempfile.TemporaryDirectory(prefix="lm-bench-") as tmp:
-        for mode in modes:
+        for variant in runs:
             sizes, cpus = [], []
             for name, max_jobs in cuts:
-                out = Path(tmp) / f"{mode}-{name.replace('/', '')}"
-                runs = [run_child(simulate_cmd(out, FULL_SETTINGS + MODES[mode] + (
+                out = Path(tmp) / f"{'-'.join(variant)}-{name.replace('/', '')}"
+                measured = [run_child(simulate_cmd(out, FULL_SETTINGS + settings_of(*variant) + (
                     f"tracefile.tracefile={full}", f"tracefile.max-jobs={max_jobs}")),
                     timeout) for _ in range(repeat)]
-                if not all(r.ok for r in runs):
-                    print(f"{LABELS.get(mode, mode):<16} {name}: {runs[0].error}")
+                if not all(r.ok for r in measured):
+                    print(f"{label(*variant):<26} {name}: {measured[0].error}")
                     break
                 sizes.append(leases_of(out))
-                cpus.append(statistics.median(r.cpu for r in runs))
+                cpus.append(statistics.median(r.cpu for r in measured))
             if len(cpus) == len(cuts):
                 slope = float(np.polyfit(np.log(sizes), np.log(cpus), 1)[0])
-                print(f"{LABELS.get(mode, mode):<16} " + " ".join(f"{c:>11.2f}" for c in cpus)
+                print(f"{label(*variant):<26} " + " ".join(f"{c:>11.2f}" for c in cpus)
                       + f" {slope:>9.2f}  {'ok' if slope <= 1.1 else 'MISSED'}", flush=True)
 
 
@@ -251,11 +271,12 @@ def scale(repeat: int, timeout: float, million: bool) -> None:
     """(d): 10,000 nodes against 144, and the memory of 200,000 (and 1,000,000) leases."""
     print("\n(d) scale: the 30-day jobs, processors x70, tiled in time, on 10,000 nodes "
           "(aggressive)")
-    settings = MODES["aggressive"] + ("simulation.resources=10000 CPU:1 Memory:1024",)
+    settings = settings_of("aggressive", "at-start") + (
+        "simulation.resources=10000 CPU:1 Memory:1024",)
     with tempfile.TemporaryDirectory(prefix="lm-bench-") as tmp:
         tmpdir = Path(tmp)
-        small = [run_child(simulate_cmd(tmpdir / "small", MODES["aggressive"]), timeout)
-                 for _ in range(repeat)]
+        small = [run_child(simulate_cmd(tmpdir / "small", settings_of("aggressive", "at-start")),
+                           timeout) for _ in range(repeat)]
         per_small = statistics.median(r.cpu for r in small) / leases_of(tmpdir / "small")
         trace4 = tmpdir / "x70-4.swf"
         tiled_trace(trace4, 4, 70)
@@ -288,6 +309,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--modes", default=",".join(MODES),
                         help=f"comma-separated backfilling modes (default: {','.join(MODES)})")
+    parser.add_argument("--placement", default="both", choices=PLACEMENTS + ("both",),
+                        help="reservations mapped when planned, at start, or both (default)")
     parser.add_argument("--quick", action="store_true", help="only the 30-day trace")
     parser.add_argument("--full", type=Path, default=FULL_LOG,
                         help=f"the full SDSC Blue log (default: {FULL_LOG})")
@@ -308,9 +331,10 @@ def main(argv: list[str] | None = None) -> int:
           f"whole processes (start-up included)")
     if os.environ.get("PYTHONDONTWRITEBYTECODE"):
         print("(PYTHONDONTWRITEBYTECODE is set here; the children run without it)")
+    runs = variants(modes, list(PLACEMENTS) if args.placement == "both" else [args.placement])
     startup(args.repeat, args.timeout)
     ratio_table(f"(a) {TRACE_30DAYS.name} (etc/sample.ini: 144 nodes, one VM per node)",
-                "30days", TRACE_30DAYS, 144, modes, (f"tracefile.tracefile={TRACE_30DAYS}",),
+                "30days", TRACE_30DAYS, 144, runs, (f"tracefile.tracefile={TRACE_30DAYS}",),
                 args.repeat, args.timeout)
     if not args.quick:
         full = args.full.resolve()
@@ -318,10 +342,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"\n(b), (c) skipped: full log not found at {full} (give it with --full)")
         else:
             ratio_table(f"(b) {full.name} (queues 1-4, 8 processors per VM)", "full", full, 144,
-                        modes, FULL_SETTINGS + (f"tracefile.tracefile={full}",), args.repeat,
+                        runs, FULL_SETTINGS + (f"tracefile.tracefile={full}",), args.repeat,
                         args.timeout, procs_per_vm=8, queues="1,2,3,4")
             if not args.skip_growth:
-                growth(full, modes, 1, args.timeout)
+                growth(full, runs, 1, args.timeout)
     if args.scale:
         scale(1, args.timeout, args.million)
     return 0
