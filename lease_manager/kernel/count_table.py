@@ -25,7 +25,6 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
-from sortedcontainers import SortedList
 
 from lease_manager.errors import OvercommitError
 from lease_manager.kernel.fitting import EPS
@@ -76,9 +75,8 @@ class CountTable:
         self._t: list[float] = [origin]
         self._free = np.empty(64, dtype=np.int64)
         self._free[0] = self.total
+        #: how many reservation starts and ends sit on each breakpoint (merged at none)
         self._refs: dict[float, int] = {}
-        self._grow_refs: dict[float, int] = {}
-        self._grow_times = SortedList()
         #: the engine's clock, and what each node has free then (in VMs) and how many
         #: reservations it holds
         self.now = origin
@@ -124,23 +122,10 @@ class CountTable:
         self._t.insert(k + 1, t)
         return k + 1
 
-    def _ref(self, t: float, grows: bool) -> None:
+    def _ref(self, t: float, grows: bool = False) -> None:
         self._refs[t] = self._refs.get(t, 0) + 1
-        if grows:
-            count = self._grow_refs.get(t, 0)
-            if count == 0:
-                self._grow_times.add(t)
-            self._grow_refs[t] = count + 1
 
-    def _unref(self, t: float, grows: bool) -> None:
-        if grows:
-            count = self._grow_refs.get(t)
-            if count is not None:
-                if count > 1:
-                    self._grow_refs[t] = count - 1
-                else:
-                    del self._grow_refs[t]
-                    self._grow_times.remove(t)
+    def _unref(self, t: float, grows: bool = False) -> None:
         count = self._refs.get(t)
         if count is None:
             return
@@ -333,8 +318,6 @@ class CountTable:
         if k > 0:
             for t in self._t[1:k + 1]:
                 self._refs.pop(t, None)
-                if self._grow_refs.pop(t, None) is not None:
-                    self._grow_times.remove(t)
             n = len(self._t)
             self._free[:n - k] = self._free[k:n]
             del self._t[:k]
@@ -395,35 +378,42 @@ class CountTable:
                         own: Reservation | None = None,
                         released: Sequence[Reservation] = ()) -> Iterator[float]:
         """Candidate starts ``s >= after`` (earliest first) at which ``demand`` fits all
-        through ``[s, s + duration)`` (exact); ``own`` counts as free from ``after`` on."""
+        through ``[s, s + duration)`` (exact); ``own`` counts as free from ``after`` on.
+
+        Candidates are ``after`` and the later breakpoints where free slots grow: a window
+        that fits from a breakpoint where they do not grow fits from the one before too."""
         if released:
             raise NotImplementedError("preemption needs placement = when-planned")
         if not_after is not None and not_after < after:
             return
         count = self._count(demand)
-        times = self._t
         k0 = self._row(after)
-        infinite = math.isinf(duration)
-        k_end = (len(times) if not_after is None or infinite
-                 else bisect_left(times, not_after + duration, k0 + 1))
-        blocked = self._blocked(count, k0, k_end, after, own)
-        rows = k_end - k0
-        # the next blocked row at or after each row (rows: none)
-        idx = np.where(blocked, np.arange(rows), rows)
-        next_blocked = np.minimum.accumulate(idx[::-1])[::-1].tolist()
-        j = rows if infinite else bisect_left(times, after + duration, k0 + 1, k_end) - k0
-        if next_blocked[0] >= j:
-            yield after
-        if not_after is not None and not_after <= after:
-            return
-        last = times[k_end - 1] if not_after is None else min(not_after, times[k_end - 1])
-        for s in self._grow_times.irange(after, last, inclusive=(False, True)):
-            i = bisect_left(times, s, k0) - k0
-            if blocked[i]:
-                continue
-            j = rows if infinite else bisect_left(times, s + duration, k0 + i + 1, k_end) - k0
-            if next_blocked[i] >= j:
-                yield s
+        n = len(self._t)
+        k_end = (n if not_after is None or math.isinf(duration)
+                 else bisect_left(self._t, not_after + duration, k0 + 1))
+        times = np.array(self._t[k0:k_end])
+        times[0] = after
+        free = self._free[k0:k_end]
+        if own is not None and own.id in self._reservations and own.end > after:
+            lo, hi = self._span(max(own.start, after), own.end)
+            lo, hi = max(lo, k0) - k0, min(hi, k_end) - k0
+            if hi > lo:
+                free = free.copy()
+                free[lo:hi] += self.vms(own)
+        rows = len(times)
+        blocked = free < count
+        # the first blocked row at or after each row (rows: none)
+        next_blocked = np.minimum.accumulate(np.where(blocked, np.arange(rows), rows)[::-1])[::-1]
+        candidates = np.flatnonzero(free[1:] > free[:-1]) + 1
+        if not_after is not None:
+            candidates = candidates[times[candidates] <= not_after]
+        candidates = np.concatenate(([0], candidates))
+        starts = times[candidates]
+        # the first row at or after each window's end
+        stops = (np.full(len(candidates), rows) if math.isinf(duration)
+                 else np.searchsorted(times, starts + duration, side="left"))
+        fits = next_blocked[candidates] >= stops
+        yield from starts[fits].tolist()
 
     def earliest_fit(self, demand: VMRequest, duration: float, after: float, *,
                      not_after: float | None = None, site_demand: np.ndarray | None = None,
