@@ -48,6 +48,10 @@ def _fmt(x: float | str | None) -> str:
     return repr(round(float(x), 6))
 
 
+#: characters that make the csv module quote a field (with "," and '"', lines ending in \n)
+_PLAIN = frozenset(',"\r\n')
+
+
 class _CSVLines:
     """``leases.csv`` lines, one at a time (a csv writer into a reused buffer)."""
 
@@ -60,9 +64,12 @@ class _CSVLines:
         return self._line(columns)
 
     def row(self, row: tuple) -> str:
-        return self._line(row[:4] + tuple(_fmt(x) for x in row[4:7]) + (row[7],)
-                          + tuple(_fmt(x) for x in row[8:12]) + (row[12],)
-                          + (self.nodes(row[13]),) + tuple(_fmt(x) for x in row[14:]))
+        fields = (str(row[0]), row[1], row[2], row[3], *map(_fmt, row[4:7]), str(row[7]),
+                  *map(_fmt, row[8:12]), row[12], self.nodes(row[13]), *map(_fmt, row[14:]))
+        if _PLAIN.isdisjoint(row[1]) and _PLAIN.isdisjoint(row[12]) and not any(
+                isinstance(x, str) and not _PLAIN.isdisjoint(x) for x in row[14:]):
+            return ",".join(fields) + "\n"   # nothing to quote: what csv would write
+        return self._line(fields)
 
     def nodes(self, nodes: np.ndarray) -> str:
         """Node indices, space-separated (their texts are made once)."""
@@ -169,8 +176,13 @@ class Accounting:
         allocations = lease.allocations
         for res in allocations:
             self.used += res.amounts.sum(axis=0) * (res.end - res.start)
-        nodes = (np.unique(np.concatenate([res.nodes for res in allocations])) if allocations
-                 else _NO_NODES)
+        if len(allocations) == 1:   # one reservation's nodes are distinct: sort them only
+            nodes = allocations[0].nodes
+            if len(nodes) > 1 and not (nodes[1:] > nodes[:-1]).all():
+                nodes = np.sort(nodes)
+        else:
+            nodes = (np.unique(np.concatenate([res.nodes for res in allocations]))
+                     if allocations else _NO_NODES)
         if state is LeaseState.DONE:
             assert end is not None and lease.start is not None and wait is not None
             self._completed += 1
