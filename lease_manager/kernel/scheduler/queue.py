@@ -199,12 +199,14 @@ def _backfill_counted(self: LeaseScheduler, first: int, now: float) -> list[int]
     its VM count is at most the fewest free VM slots over its window: one array comparison
     over the rest of the queue finds the next lease that starts, until none is left."""
     table = cast("CountTable", self.table)
-    counts = np.array(self._queue_counts[first:], dtype=np.int64)
-    # only leases with room now can start now: look at those alone
+    # only leases with room now can start now: look at those alone (views of the arrays
+    # beside the queue, gone before anything can change the queue)
     room = table.room_at(table.vector, now)
-    candidates = np.flatnonzero(counts <= room)
-    counts = counts[candidates]
-    ends = np.array(self._queue_lengths[first:])[candidates] + now
+    queued = np.frombuffer(self._queue_counts, dtype=np.int64)[first:]
+    candidates = np.flatnonzero(queued <= room)
+    counts = queued[candidates]
+    ends = np.frombuffer(self._queue_lengths, dtype=np.float64)[first:][candidates] + now
+    del queued
     started: list[int] = []
     p = 0   # candidates[p:] are left
     while p < len(counts):
