@@ -75,6 +75,9 @@ class CountTable:
         self._t: list[float] = [origin]
         self._free = np.empty(64, dtype=np.int64)
         self._free[0] = self.total
+        #: the breakpoint times again, as an array beside ``_free`` (``_times[:len(_t)]``)
+        self._times = np.empty(64)
+        self._times[0] = origin
         #: how many reservation starts and ends sit on each breakpoint (merged at none)
         self._refs: dict[float, int] = {}
         #: the engine's clock, and what each node has free then (in VMs) and how many
@@ -114,11 +117,14 @@ class CountTable:
         if self._t[k] == t:
             return k
         n = len(self._t)
-        free = self._free
+        free, times = self._free, self._times
         if n == len(free):
             self._free = free = np.concatenate([free, np.empty(n, dtype=np.int64)])
+            self._times = times = np.concatenate([times, np.empty(n)])
         free[k + 2:n + 1] = free[k + 1:n]
         free[k + 1] = free[k]
+        times[k + 2:n + 1] = times[k + 1:n]
+        times[k + 1] = t
         self._t.insert(k + 1, t)
         return k + 1
 
@@ -138,6 +144,7 @@ class CountTable:
             return
         n = len(self._t)
         self._free[k:n - 1] = self._free[k + 1:n]
+        self._times[k:n - 1] = self._times[k + 1:n]
         del self._t[k]
 
     def _span(self, start: float, end: float) -> tuple[int, int]:
@@ -320,6 +327,7 @@ class CountTable:
                 self._refs.pop(t, None)
             n = len(self._t)
             self._free[:n - k] = self._free[k:n]
+            self._times[:n - k] = self._times[k:n]
             del self._t[:k]
             self._version += 1
         return ended
@@ -345,10 +353,10 @@ class CountTable:
 
     def profile(self, t: float) -> tuple[np.ndarray, np.ndarray]:
         """The rows from the one holding ``t`` on: their start times (the first one's is at
-        most ``t``) and free VM slots (a copy and a view: read, do not change)."""
+        most ``t``) and free VM slots (views: read, do not change, do not keep)."""
         k0 = self._row(t)
         n = len(self._t)
-        return np.array(self._t[k0:n]), self._free[k0:n]
+        return self._times[k0:n], self._free[k0:n]
 
     def fits_at(self, demand: VMRequest, duration: float, t: float) -> bool:
         """Does ``demand`` fit all through ``[t, t + duration)``? (Exact.)"""
@@ -391,7 +399,7 @@ class CountTable:
         n = len(self._t)
         k_end = (n if not_after is None or math.isinf(duration)
                  else bisect_left(self._t, not_after + duration, k0 + 1))
-        times = np.array(self._t[k0:k_end])
+        times = self._times[k0:k_end].copy()
         times[0] = after
         free = self._free[k0:k_end]
         if own is not None and own.id in self._reservations and own.end > after:
@@ -544,6 +552,8 @@ class CountTable:
             free[ks:ke] -= self.vms(res)
         if not (free == self._free[:n]).all():
             raise AssertionError("count table profile differs from its reservations")
+        if not (np.array(self._t) == self._times[:n]).all():
+            raise AssertionError("count table's breakpoint arrays differ")
         if (free < 0).any():
             raise AssertionError("count table is over-committed")
         used = np.zeros(len(self.slots), dtype=np.int64)

@@ -36,15 +36,24 @@ def _reevaluate_future(self: LeaseScheduler, now: float) -> None:
         leases = list(self.future.values())
         movable = (_movable(self, leases, now)
                    if self.table.counted and len(leases) >= MANY_FUTURE else None)
+        freed = math.inf   # the earliest time moves gave slots back since ``movable``
         for i, lease in enumerate(leases):
             if lease is stop_at and last_mover is None:
                 break
             if movable is not None and not movable[i]:
-                continue   # nothing freed lets it start earlier (until something moves)
+                # the test looks at the rows before the lease's start only: slots given
+                # back there since it was made may let it start earlier
+                if freed >= lease.reservations[0].start:
+                    continue
+                movable[i:] = _movable(self, leases[i:], now)
+                freed = math.inf
+                if not movable[i]:
+                    continue
+            old = lease.reservations[0] if movable is not None else None
             if self._move_earlier(lease, now):
                 last_mover = lease
-                if movable is not None:   # the move freed its old slot: look again
-                    movable[i + 1:] = _movable(self, leases[i + 1:], now)
+                if old is not None:   # its old slot, less the new one, is free again
+                    freed = min(freed, max(old.start, lease.reservations[0].end))
         first_pass = False
 
 
