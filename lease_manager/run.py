@@ -265,7 +265,7 @@ class Run:
             config.get("scheduling", "suspend-rate"), config.get("scheduling", "resume-rate"),
             config.get("scheduling", "suspendresume-exclusion"),
             config.get("scheduling", "enactment-overhead"))
-        return LeaseScheduler(
+        scheduler = LeaseScheduler(
             table, self.timeline,
             admission=self.policies["admission"], pricing=self.policies["pricing"],
             queue=self.policies["queue"], host_selection=self.policies["host-selection"],
@@ -277,7 +277,12 @@ class Run:
             threshold_factor=config.get("scheduling", "scheduling-threshold-factor"),
             migration_bandwidth=(config.get("scheduling", "migration-bandwidth")
                                  if config.get("scheduling", "migration") == "yes" else None),
+            reevaluation=config.get("scheduling", "reevaluation"),
             enactment=self.enactment, emit=self._hooks)
+        # a replay knows when every lease's work ends (Haizea's re-plan takes simultaneous
+        # early ends in its own order)
+        scheduler.predicted_ends = isinstance(self.enactment, ReplayEnactment)
+        return scheduler
 
     def _instantiate(self, kind: str, name: str) -> Any:
         policy = self.plugins.policy(kind, name)(self.ctx)

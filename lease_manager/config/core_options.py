@@ -148,6 +148,14 @@ def core_options(policy_names: Mapping[str, tuple[str, ...]]) -> list[Option]:
         Option("scheduling", "shutdown-time", DURATION, 0, doc="""
             Time to shut a lease's VMs down: added to the reservation of best-effort, immediate
             and deadline leases, carved out of the end of an advance reservation's interval."""),
+        Option("scheduling", "reevaluation", STRING, "move-earlier",
+               choices=("move-earlier", "replan"), doc="""
+            What happens to future reservations when a lease ends before its reservation
+            does (or is cancelled): `move-earlier` moves each one earlier where it can, keeping
+            its nodes otherwise, pass after pass, never later than the start it was promised;
+            `replan` (Haizea's `reevaluate_schedule`) gives up every backfilling reservation
+            that has not started and plans each lease again from scratch, with a fresh host
+            ordering, at each early end (Haizea's exact schedules)."""),
         Option("scheduling", "migration", STRING, "no", choices=("no", "yes"), doc="""
             `yes`: a suspended lease may resume on other nodes after its memory images are
             moved there (see `migration-bandwidth`), when that lets it resume earlier."""),

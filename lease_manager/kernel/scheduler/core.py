@@ -49,6 +49,7 @@ from lease_manager.kernel.scheduler import (
     preemption,
     queue,
     reevaluation,
+    replan,
     reservations,
     restore,
     suspension,
@@ -150,7 +151,7 @@ class LeaseScheduler:
                  backfilling: str = "aggressive", backfilling_reservations: int = 1,
                  suspension: str = "all", suspend_resume: SuspendResume | None = None,
                  shutdown: float = 0.0, migration_bandwidth: float | None = None,
-                 threshold_factor: float = 1.0,
+                 threshold_factor: float = 1.0, reevaluation: str = "move-earlier",
                  enactment: Enactment | None = None,
                  emit: Callable[..., None] | None = None) -> None:
         self.table = table
@@ -172,6 +173,13 @@ class LeaseScheduler:
         self.migration_bandwidth = migration_bandwidth
         #: a slot ending in a suspension must last (1 + factor) x (suspend + resume time)
         self.threshold_factor = threshold_factor
+        #: what happens to future reservations when resources free up early: ``move-earlier``
+        #: (reevaluation.py) or Haizea's ``replan`` (replan.py)
+        self.reevaluation = reevaluation
+        #: whether every lease's END event is known in advance (a replay), so that the leases
+        #: ending early at one instant can be taken in Haizea's order (replan.py)
+        self.predicted_ends = False
+        self._replanning = False
         self._enactment = enactment or Enactment()
         self._emit = emit or (lambda hook, **kw: None)
         #: QUEUED leases, in queue order
@@ -400,8 +408,12 @@ class LeaseScheduler:
     _resumption_plan_after = suspension._resumption_plan_after
     _migrated = suspension._migrated
 
-    # re-evaluation after early ends (reevaluation.py)
-    _reevaluate_future = reevaluation._reevaluate_future
+    # re-evaluation after early ends (reevaluation.py; Haizea's re-plan in replan.py)
+    _reevaluate_future = replan.reevaluate
+    _move_future_earlier = reevaluation._reevaluate_future
+    _premature_end = replan._premature_end
+    _replan_future = replan._replan_future
+    _replan = replan._replan
     _move_earlier = reevaluation._move_earlier
     _move_resumption_earlier = reevaluation._move_resumption_earlier
 

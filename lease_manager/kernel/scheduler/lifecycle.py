@@ -73,6 +73,9 @@ def work_finished(self: LeaseScheduler, res: Reservation, now: float) -> None:
     if (lease is None or lease.state is not S.ACTIVE or not lease.reservations
             or lease.reservations[0] is not res or now > res.end):
         return
+    if now < res.end and self.reevaluation == "replan" and not self._replanning:
+        self._premature_end(res, now)   # Haizea's re-plan, at once (replan.py)
+        return
     if now < res.end:
         self.table.truncate(res, now)
         self._reevaluate = True
