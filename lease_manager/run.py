@@ -9,6 +9,7 @@ serves any number of runs, one after another.
 
 from __future__ import annotations
 
+import math
 import resource
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -31,7 +32,7 @@ from lease_manager.errors import LeaseManagerError, TraceError
 from lease_manager.kernel.clock import RealClock, SimulatedClock
 from lease_manager.kernel.engine import Engine, ReplayEnactment
 from lease_manager.kernel.events import Timeline
-from lease_manager.kernel.resources import NodeSet, parse_amounts, parse_site
+from lease_manager.kernel.resources import NodeSet, parse_amounts
 from lease_manager.kernel.scheduler import LeaseScheduler, SuspendResume
 from lease_manager.kernel.slottable import SlotTable
 from lease_manager.multisite import (
@@ -48,6 +49,8 @@ from lease_manager.observers.metrics import Metrics
 from lease_manager.plugins import ACCOUNTING_PLUGIN, ENERGY_PLUGIN, INVARIANTS_PLUGIN, Plugins
 from lease_manager.workload.convert import merge_workloads
 from lease_manager.workload.lwf import is_lwf, read_lwf
+from lease_manager.workload.overheads import with_overheads
+from lease_manager.workload.site_source import site_nodes
 from lease_manager.workload.swf import SWFConversion, SWFReader, TraceStats, swf_leases
 
 if TYPE_CHECKING:
@@ -88,7 +91,7 @@ class Run:
             check_sites(self.sites)
             self.nodes, self.table = self.sites[0].nodes, self.sites[0].table
         else:
-            self.nodes = parse_site(config.get("simulation", "resources"))
+            self.nodes = site_nodes(config)
             self.table = SlotTable(self.nodes)
         #: what plugins see of this run
         self.ctx = self._context(config, self.nodes, self.table)
@@ -137,7 +140,7 @@ class Run:
 
     def _site(self, name: str) -> Site:
         config = self.config.for_site(name)
-        nodes = parse_site(config.get("simulation", "resources"))
+        nodes = site_nodes(config)
         table = SlotTable(nodes)
         return Site(name, config, nodes, table, self._context(config, nodes, table))
 
@@ -264,7 +267,10 @@ class Run:
             names.index("Memory") if "Memory" in names else None,
             config.get("scheduling", "suspend-rate"), config.get("scheduling", "resume-rate"),
             config.get("scheduling", "suspendresume-exclusion"),
-            config.get("scheduling", "enactment-overhead"))
+            config.get("scheduling", "enactment-overhead"),
+            suspend_override=config.get("scheduling", "override-suspend-time"),
+            resume_override=config.get("scheduling", "override-resume-time"))
+        migration = config.get("scheduling", "migration")
         scheduler = LeaseScheduler(
             table, self.timeline,
             admission=self.policies["admission"], pricing=self.policies["pricing"],
@@ -275,13 +281,19 @@ class Run:
             suspension=config.get("scheduling", "suspension"), suspend_resume=suspend_resume,
             shutdown=config.get("scheduling", "shutdown-time"),
             threshold_factor=config.get("scheduling", "scheduling-threshold-factor"),
-            migration_bandwidth=(config.get("scheduling", "migration-bandwidth")
-                                 if config.get("scheduling", "migration") == "yes" else None),
+            migration_bandwidth=(None if migration == "no" else math.inf
+                                 if migration == "yes-notransfer"
+                                 else config.get("scheduling", "migration-bandwidth")),
             reevaluation=config.get("scheduling", "reevaluation"),
             enactment=self.enactment, emit=self._hooks)
         # a replay knows when every lease's work ends (Haizea's re-plan takes simultaneous
         # early ends in its own order)
         scheduler.predicted_ends = isinstance(self.enactment, ReplayEnactment)
+        if config.get("scheduling", "overhead-in-shutdown"):   # Haizea's shutdown time
+            scheduler.shutdown_per_vm = config.get("scheduling", "enactment-overhead")
+        scheduler.preemption_order = config.get("scheduling", "preemption-order")
+        scheduler.shutdown_after_early_end = config.get("scheduling",
+                                                        "shutdown-after-early-end")
         return scheduler
 
     def _instantiate(self, kind: str, name: str) -> Any:
@@ -349,6 +361,13 @@ class Run:
             if not Path(injection).is_file():
                 raise cfg.error("tracefile", "injectionfile", f"file not found: {injection}")
             leases = merge_workloads(leases, read_lwf(injection, self.nodes.types).leases)
+        add, memory = cfg.get("tracefile", "add-overhead"), cfg.get("tracefile", "override-memory")
+        if add != "none" or memory >= 0:   # Haizea's overheads (workload/overheads.py)
+            names = self.nodes.types.names
+            leases = with_overheads(
+                leases, add=add, slowdown_percent=cfg.get("tracefile", "runtime-slowdown-overhead"),
+                boot=cfg.get("tracefile", "bootshutdown-overhead"), memory=memory,
+                memory_index=names.index("Memory") if "Memory" in names else None)
         return iter(leases)
 
     def _checked(self, leases: Iterable[Lease]) -> Iterator[Lease]:

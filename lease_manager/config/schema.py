@@ -84,8 +84,11 @@ def _parse_int_list(text: str) -> tuple[int, ...]:
 
 
 def _parse_site(text: str) -> str:
+    word = text.strip()
+    if word == "in-tracefile" or word.startswith("file:"):
+        return word   # the LWF trace's <site>, or a site file (workload/site_source.py)
     parse_site(text)   # validate; the site is built from the text later
-    return text.strip()
+    return word
 
 
 def _parse_amounts(text: str) -> str:
@@ -191,7 +194,9 @@ COP = OptionType("number above 0 (inf: no cooling), or uniform:LOW:HIGH or norma
                  _parse_cop, _format_value)
 NAMES = OptionType("list of names", _parse_list, lambda v: ", ".join(v))
 INTEGERS = OptionType("list of integers", _parse_int_list, lambda v: ", ".join(map(str, v)))
-SITE = OptionType("nodes (e.g. '144 CPU:8 Memory:16384'; groups separated by ';')", _parse_site)
+SITE = OptionType("nodes (e.g. '144 CPU:8 Memory:16384'; groups separated by ';'), "
+                  "in-tracefile (the LWF trace's <site>) or file:PATH (an XML <site> file)",
+                  _parse_site)
 AMOUNTS = OptionType("resource amounts (e.g. 'CPU:1 Memory:1024')", _parse_amounts)
 
 
@@ -463,6 +468,32 @@ def read_sites_file(path: Path, schema: Schema) -> dict[tuple[str, str], tuple[s
     return out
 
 
+def _haizea_settings(path: Path, parser: configparser.ConfigParser,
+                     where: dict[tuple[str, str], int], schema: Schema
+                     ) -> dict[tuple[str, str], tuple[str, str]]:
+    """A Haizea configuration file's settings in lease_manager's options; every error of the
+    file at once (:class:`~lease_manager.config.haizea.ConfigErrors`)."""
+    from lease_manager.config.haizea import ConfigErrors, translate
+
+    raw, errors = translate(path, parser, where, schema.sections)
+    for (section, name), (text, source) in raw.items():
+        opt = schema.option(section, name)
+        file, _, line = source.rpartition(":")
+        if opt is None:
+            errors.append(ConfigError("unknown option", file=file, line=int(line),
+                                      field=f"[{section}] {name}"))
+            continue
+        try:
+            opt.convert(text)
+        except ValueError as exc:
+            errors.append(ConfigError(str(exc), file=file, line=int(line),
+                                      field=f"[{section}] {name}"))
+    if errors:
+        errors.sort(key=lambda e: e.line or 0)
+        raise ConfigErrors(errors)
+    return raw
+
+
 def load_config(path: str | Path | None, schema: Schema,
                 overrides: Iterable[str] = ()) -> Config:
     """Read, validate and complete a configuration file; apply ``section.option=value``
@@ -475,6 +506,9 @@ def load_config(path: str | Path | None, schema: Schema,
         cfg_path = Path(path)
         base = cfg_path.resolve().parent
         parser, where = read_ini(cfg_path, "configuration file")
+        if "general" not in schema.sections and parser.has_section("general"):
+            raw = _haizea_settings(cfg_path, parser, where, schema)   # a Haizea file
+            parser = configparser.ConfigParser()
         for section in parser.sections():
             sec_line = where.get((section, ""))
             if section.startswith(SITE_PREFIX):

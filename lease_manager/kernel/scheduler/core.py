@@ -169,6 +169,13 @@ class LeaseScheduler:
         self.suspend_resume = suspend_resume or SuspendResume(None, 1.0, 1.0)
         #: seconds to shut VMs down (added to non-AR reservations, carved out of ARs)
         self.shutdown = shutdown
+        #: seconds added to the shutdown per VM (Haizea spends its enactment overhead there)
+        self.shutdown_per_vm = 0.0
+        #: whether a lease whose work ends early still spends its shutdown time (Haizea's
+        #: does not: its premature end removes the shutdown)
+        self.shutdown_after_early_end = True
+        #: the order an advance reservation takes its victims in (preemption.py)
+        self.preemption_order = "most-preemptable-first"
         #: MB/s for moving memory images (None: suspended leases resume where they were)
         self.migration_bandwidth = migration_bandwidth
         #: a slot ending in a suspension must last (1 + factor) x (suspend + resume time)
@@ -366,14 +373,24 @@ class LeaseScheduler:
         for)."""
         if lease.type is LeaseType.ADVANCE_RESERVATION:
             return lease.requested_duration
-        return lease.remaining_requested * lease.stretch + self.shutdown
+        return lease.remaining_requested * lease.stretch + self.shutdown_of(lease)
+
+    def shutdown_of(self, lease: Lease) -> float:
+        """How long shutting ``lease``'s VMs down takes."""
+        if self.shutdown_per_vm:
+            return self.shutdown + self.shutdown_per_vm * lease.vms.count
+        return self.shutdown
 
     def work_end(self, lease: Lease, start: float) -> float:
         """When the lease, running from ``start``, really ends (work, then shutdown)."""
         work = lease.remaining_actual * lease.stretch
+        shutdown = self.shutdown_of(lease)
+        if not self.shutdown_after_early_end and lease.remaining_actual < \
+                lease.remaining_requested:
+            shutdown = 0.0   # Haizea: a lease whose VMs end early ends then
         if lease.type is LeaseType.ADVANCE_RESERVATION:
-            work = min(work, lease.requested_duration - self.shutdown)
-        return start + work + self.shutdown
+            work = min(work, lease.requested_duration - shutdown)
+        return start + work + shutdown
 
     # The scheduler's concerns, one module each; their functions are this class's methods.
 

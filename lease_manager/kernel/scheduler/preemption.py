@@ -35,7 +35,9 @@ def _victims(self: LeaseScheduler, lease: Lease, start: float, duration: float,
             scored[other.id] = (score, other)
     chosen: list[Lease] = []
     released: list[Reservation] = []
-    for _, other in sorted(scored.values(), key=lambda item: (-item[0], item[1].id)):
+    haizea = self.preemption_order == "least-preemptable-first"   # Haizea's mapper's order
+    for _, other in sorted(scored.values(), key=lambda item: (item[0] if haizea else -item[0],
+                                                              item[1].id)):
         chosen.append(other)
         released.extend(other.reservations)
         if self.table.earliest_fit(lease.vms, duration, start, not_after=start,

@@ -50,7 +50,7 @@ def _schedule_ar(self: LeaseScheduler, lease: Lease, now: float) -> None:
     if start is None or start < now:
         self.reject(lease, now, f"its start time {start} has already passed")
         return
-    if duration <= self.shutdown:
+    if duration <= self.shutdown_of(lease):
         self.reject(lease, now, "its interval is no longer than the shutdown time")
         return
 
