@@ -34,6 +34,7 @@ from lease_manager.kernel.engine import Engine, ReplayEnactment
 from lease_manager.kernel.events import Timeline
 from lease_manager.kernel.resources import NodeSet, parse_amounts
 from lease_manager.kernel.scheduler import LeaseScheduler, SuspendResume
+from lease_manager.kernel.scheduler.haizea_resumption import HaizeaSuspendResume
 from lease_manager.kernel.slottable import SlotTable
 from lease_manager.multisite import (
     Site,
@@ -263,7 +264,9 @@ class Run:
         relay."""
         table = table if table is not None else self.table
         names = table.nodes.types.names
-        suspend_resume = SuspendResume(
+        model = (HaizeaSuspendResume if config.get("scheduling", "suspendresume-model")
+                 == "haizea" else SuspendResume)
+        suspend_resume = model(
             names.index("Memory") if "Memory" in names else None,
             config.get("scheduling", "suspend-rate"), config.get("scheduling", "resume-rate"),
             config.get("scheduling", "suspendresume-exclusion"),

@@ -177,6 +177,17 @@ def core_options(policy_names: Mapping[str, tuple[str, ...]]) -> list[Option]:
         Option("scheduling", "override-resume-time", DURATION, None, minimum=0, doc="""
             Haizea's `override-resume-time`: each VM resumes in this many seconds (plus
             `enactment-overhead`) whatever its memory (not set: memory / `resume-rate`)."""),
+        Option("scheduling", "suspendresume-model", STRING, "lease-manager",
+               choices=("lease-manager", "haizea"), doc="""
+            How suspensions and resumptions are timed and planned. `lease-manager`: each VM
+            takes memory / rate + `enactment-overhead`, one after another per node (`local`)
+            or across the site (`global`); a suspended lease resumes on the nodes holding
+            its images, or elsewhere after moving them if that is earlier. `haizea` (Haizea
+            1.0's model): each VM's time is rounded up to a second and `local` exclusion
+            spends the overhead once per VM in each round of simultaneous operations; a
+            suspended lease is planned again like a new one, on any nodes with migration (no
+            earlier than now + the time to move its images) or on its own nodes without,
+            reserving Haizea's estimate of its resumption (Haizea files set this)."""),
         Option("scheduling", "preemption-order", STRING, "most-preemptable-first",
                choices=("most-preemptable-first", "least-preemptable-first"), doc="""
             The order in which an advance reservation takes its victims, one more at a time

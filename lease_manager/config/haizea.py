@@ -326,6 +326,8 @@ HAIZEA_DEFAULTS: Settings = [
     ("scheduling", "policy-preemption", "no-preemption"),
     ("scheduling", "overhead-in-shutdown", "yes"),
     ("scheduling", "shutdown-after-early-end", "no"),
+    ("scheduling", "suspendresume-model", "haizea"),
+    ("scheduling", "reevaluation", "replan"),          # Haizea's only re-evaluation
     ("scheduling", "migration-bandwidth", "12.5"),     # Haizea's hard-coded 100 Mb/s
     ("scheduling", "preemption-order", "least-preemptable-first"),
     ("pricing", "unit", "node-hour"),

@@ -91,7 +91,8 @@ def test_haizeas_test_configuration_loads_unchanged(tmp_path):
     assert get("scheduling", "migration") == "yes"
     assert get("scheduling", "migration-bandwidth") == 12.5          # Haizea's 100 Mb/s
     assert get("scheduling", "preemption-order") == "least-preemptable-first"
-    assert get("scheduling", "reevaluation") == "move-earlier"
+    assert get("scheduling", "reevaluation") == "replan"               # Haizea's only one
+    assert get("scheduling", "suspendresume-model") == "haizea"
     assert get("pricing", "unit") == "node-hour"
     assert get("tracefile", "tracefile") == str(tmp_path / "trace.lwf")
     assert get("accounting", "datafile") == "/var/tmp/haizea/results.dat"

@@ -44,6 +44,7 @@ from lease_manager.kernel.events import Timeline
 from lease_manager.kernel.lease import Lease, LeaseState, LeaseType
 from lease_manager.kernel.mapper import place_on
 from lease_manager.kernel.scheduler import (
+    haizea_resumption,
     lifecycle,
     planning,
     preemption,
@@ -421,7 +422,7 @@ class LeaseScheduler:
     # suspension, resumption, migration (suspension.py)
     _can_suspend = suspension._can_suspend
     _begin_suspension = suspension._begin_suspension
-    _resumption_plan = suspension._resumption_plan
+    _resumption_plan = haizea_resumption.resumption_plan   # (ours unless Haizea's model)
     _resumption_plan_after = suspension._resumption_plan_after
     _migrated = suspension._migrated
 
