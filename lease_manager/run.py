@@ -35,6 +35,7 @@ from lease_manager.kernel.events import Timeline
 from lease_manager.kernel.resources import NodeSet, parse_amounts
 from lease_manager.kernel.scheduler import LeaseScheduler, SuspendResume
 from lease_manager.kernel.scheduler.haizea_resumption import HaizeaSuspendResume
+from lease_manager.kernel.scheduler.image_transfer import ImageTransfers
 from lease_manager.kernel.slottable import SlotTable
 from lease_manager.multisite import (
     Site,
@@ -295,6 +296,15 @@ class Run:
         if config.get("scheduling", "overhead-in-shutdown"):   # Haizea's shutdown time
             scheduler.shutdown_per_vm = config.get("scheduling", "enactment-overhead")
         scheduler.preemption_order = config.get("scheduling", "preemption-order")
+        if config.get("preparation", "lease-preparation") == "imagetransfer":
+            scheduler.preparation = ImageTransfers(
+                len(table.capacity),
+                bandwidth=config.get("preparation", "imagetransfer-bandwidth"),
+                mechanism=config.get("preparation", "transfer-mechanism"),
+                avoid_redundant=config.get("preparation", "avoid-redundant-transfers"),
+                reuse=config.get("preparation", "diskimage-reuse"),
+                cache_size=config.get("preparation", "diskimage-cache-size"),
+                force_time=config.get("preparation", "force-imagetransfer-time"))
         scheduler.shutdown_after_early_end = config.get("scheduling",
                                                         "shutdown-after-early-end")
         return scheduler

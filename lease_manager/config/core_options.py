@@ -213,6 +213,36 @@ def core_options(policy_names: Mapping[str, tuple[str, ...]]) -> list[Option]:
             `yes-notransfer` (Haizea's): it may, and moving the images takes no time."""),
         Option("scheduling", "migration-bandwidth", FLOAT, 100.0, minimum=1e-9, doc="""
             MB per second at which a suspended lease's memory images move to other nodes."""),
+        # ------------------------------------------------------------------- [preparation]
+        Option("preparation", "lease-preparation", STRING, "unmanaged",
+               choices=("unmanaged", "imagetransfer"), doc="""
+            `unmanaged`: leases start without any preparation (their images are assumed to be
+            on the nodes). `imagetransfer` (Haizea's): a lease with a disk image (LWF
+            `<disk-image>`) waits until its image is sent from the image repository to its
+            nodes; transfers are reservations of kind `transfer`, one at a time on the
+            repository's link: the next free slot for best-effort and immediate leases, the
+            last free slot before an advance reservation's start."""),
+        Option("preparation", "imagetransfer-bandwidth", FLOAT, 100.0, minimum=1e-9,
+               maximum=1e12, doc="""
+            Mb/s of the image repository's outbound link (Haizea's unit: a 1,024 MB image takes
+            81.92 s at 100 Mb/s, rounded up to 82 s as Haizea rounds)."""),
+        Option("preparation", "transfer-mechanism", STRING, "multicast",
+               choices=("unicast", "multicast"), doc="""
+            `multicast`: one transfer feeds all of a lease's nodes; `unicast`: one transfer
+            per node, one after another."""),
+        Option("preparation", "avoid-redundant-transfers", BOOLEAN, True, doc="""
+            With multicast, a lease whose image is already being sent starts when that
+            transfer ends, on any node, without one of its own."""),
+        Option("preparation", "diskimage-reuse", STRING, "none",
+               choices=("none", "image-caches"), doc="""
+            `image-caches`: each node keeps the images it received (up to
+            `diskimage-cache-size`, the oldest evicted first), and a lease whose image a node
+            holds may start there at once."""),
+        Option("preparation", "diskimage-cache-size", FLOAT, 20480.0, minimum=0,
+               maximum=1e12, doc="MB of each node's image cache (with `image-caches`)."),
+        Option("preparation", "force-imagetransfer-time", DURATION, None, minimum=0, doc="""
+            Every image transfer takes this long, whatever the image's size (not set: size /
+            bandwidth)."""),
         # -------------------------------------------------------------------- [accounting]
         Option("accounting", "probes", NAMES, (), doc=f"""
             Probes that record extra metrics and time series

@@ -63,6 +63,13 @@ def _seconds(value: str) -> str:
     return word
 
 
+def _megabytes(value: str) -> str:
+    word = value.strip()
+    if not re.fullmatch(r"\d+", word):
+        raise ValueError(f"{word!r} is not a whole number of MB")
+    return word
+
+
 def _yes_no(value: str) -> str:
     word = value.strip().lower()
     if word in ("true", "yes", "on", "1"):
@@ -114,10 +121,7 @@ def _mode(value: str, values: Values) -> Settings:
 
 def _preparation(value: str, values: Values) -> Settings:
     word = _choice(value, ("unmanaged", "imagetransfer"), "lease preparation")
-    if word == "imagetransfer":
-        raise ValueError("lease preparation with image transfers is not implemented yet "
-                         "(use unmanaged: images are assumed to be on the nodes)")
-    return []
+    return [("preparation", "lease-preparation", word)]
 
 
 def _failure(value: str, values: Values) -> Settings:
@@ -214,8 +218,8 @@ def _probes(value: str, values: Values) -> Settings:
         raise ValueError(f"{unknown[0]!r} is not one of Haizea's probes{hint}: "
                          f"{', '.join(HAIZEA_PROBES)} (and lease_manager's usage)")
     if "disk-usage" in names:
-        raise ValueError("the disk-usage probe needs image caches (lease-preparation = "
-                         "imagetransfer), which are not implemented yet")
+        raise ValueError("the disk-usage probe is not supported: with image caches, the "
+                         "transfers are in leases.csv's plans")
     return [("accounting", "probes", ", ".join(dict.fromkeys(names)))]
 
 
@@ -223,8 +227,8 @@ def _datafile(value: str, values: Values) -> Settings:
     return [("accounting", "datafile", value.strip())] if value.strip() else []
 
 
-def _deploy(value: str, values: Values) -> Settings:
-    return []   # used only with lease-preparation = imagetransfer (refused meanwhile)
+def _deploy(option: str, convert: Callable[[str], str] = str.strip) -> Translation:
+    return lambda value, values: [("preparation", option, convert(value))]
 
 
 def _runtime_overhead(value: str, values: Values) -> Settings:
@@ -260,7 +264,8 @@ HAIZEA_OPTIONS: dict[tuple[str, str], Translation] = {
     ("simulation", "clock"): _clock,
     ("simulation", "starttime"): _starttime,
     ("simulation", "resources"): _resources,
-    ("simulation", "imagetransfer-bandwidth"): _accept(_bandwidth),   # image transfers only
+    ("simulation", "imagetransfer-bandwidth"): _to("preparation", "imagetransfer-bandwidth",
+                                                   _bandwidth),
     ("simulation", "stop-when"): _stop_when,
     ("simulation", "stop-when-time"): _accept(),       # read by stop-when = exact
     ("simulation", "status-message-interval"): _status_interval,
@@ -292,11 +297,14 @@ HAIZEA_OPTIONS: dict[tuple[str, str], Translation] = {
     ("accounting", "datafile"): _datafile,
     ("accounting", "probes"): _probes,
     ("accounting", "attributes"): _accept(),           # set by Haizea's [multi] only
-    ("deploy-imagetransfer", "transfer-mechanism"): _deploy,
-    ("deploy-imagetransfer", "avoid-redundant-transfers"): _deploy,
-    ("deploy-imagetransfer", "force-imagetransfer-time"): _deploy,
-    ("deploy-imagetransfer", "diskimage-reuse"): _deploy,
-    ("deploy-imagetransfer", "diskimage-cache-size"): _deploy,
+    ("deploy-imagetransfer", "transfer-mechanism"): _deploy("transfer-mechanism"),
+    ("deploy-imagetransfer", "avoid-redundant-transfers"): _deploy("avoid-redundant-transfers",
+                                                                  _yes_no),
+    ("deploy-imagetransfer", "force-imagetransfer-time"): _deploy("force-imagetransfer-time",
+                                                                 _seconds),
+    ("deploy-imagetransfer", "diskimage-reuse"): _deploy("diskimage-reuse"),
+    ("deploy-imagetransfer", "diskimage-cache-size"): _deploy("diskimage-cache-size",
+                                                             _megabytes),
     ("tracefile", "tracefile"): _to("tracefile", "tracefile"),
     ("tracefile", "injectionfile"): _to("tracefile", "injectionfile"),
     ("tracefile", "imagefile"): _refuse("image files are not supported yet: give each "

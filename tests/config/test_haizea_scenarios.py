@@ -17,7 +17,9 @@ each docstring) and agree with Haizea 1.0 run on the same files (its ``start.act
   then at the next end of a VM reservation.
 
 A Haizea file re-plans after early ends (``reevaluation = replan``) and times and plans
-suspensions with Haizea's model (``suspendresume-model = haizea``).
+suspensions with Haizea's model (``suspendresume-model = haizea``). The same scenarios run
+with ``lease-preparation: imagetransfer``, without and with ``image-caches``, as Haizea's
+``test_simul_transfers_noreuse.py`` and ``test_simul_transfers_reuse.py`` do.
 """
 
 from __future__ import annotations
@@ -71,10 +73,17 @@ def lwf(leases: list[dict]) -> str:
 """
 
 
-def run_scenario(tmp_path: Path, leases: list[dict]) -> list[tuple[float, float]]:
+def run_scenario(tmp_path: Path, leases: list[dict], settings: dict[str, str] | None = None
+                 ) -> list[tuple[float, float]]:
+    """Run ``leases`` under Haizea's test configuration (with ``settings``: its lines
+    replaced); every lease's (start, end)."""
     (tmp_path / "trace.lwf").write_text(lwf(leases))
     config = tmp_path / "haizea.conf"
-    config.write_text(HAIZEA_TEST_CONFIG.replace("TRACE", "trace.lwf"))
+    text = HAIZEA_TEST_CONFIG.replace("TRACE", "trace.lwf")
+    for old, new in (settings or {}).items():
+        assert old in text
+        text = text.replace(old, new)
+    config.write_text(text)
     run = load_run(config)
     run.run()
     run.table.check()
@@ -156,3 +165,54 @@ SCENARIOS = {
 def test_haizea_scenario_unmanaged(tmp_path, name):
     leases, expected = SCENARIOS[name]
     assert run_scenario(tmp_path, leases) == expected
+
+
+#: Image transfers (Haizea's test with ``lease-preparation: imagetransfer``): every image is
+#: 1,024 MB, sent at 100 Mb/s in 82 s, multicast, one transfer at a time. A best-effort lease
+#: takes the repository's next free slot from its arrival and starts 82 s later at the
+#: earliest; an AR's image is sent in the last free slot before its start, so ARs keep their
+#: times. The shifts from the unmanaged runs:
+IMAGETRANSFER = {
+    # the BE lease starts at 82 (its transfer 0-82) and every later time of it moves by 82
+    "preemption": [(82, 5520), (1800, 3600)],
+    "preemption_prematureend": [(82, 3718), (1800, 2700)],
+    # resumption: from 2,400 + 82 s (memory) + 82 s (its disk image moves too, Haizea's
+    # estimate), 34 s, then 2,700 - 1,716 s done = 984 s: 3,582
+    "preemption_prematureend2": [(82, 3582), (1800, 2400)],
+    # #2's image is sent at its arrival (900-982); it starts at #1's end, 82 + 3,602
+    "reservation": [(82, 3684), (3684, 4592)],
+    # #1 ends early at 1,882; #2 is planned again and its transfer with it (the one done at
+    # 900-982 is given up with the plan): the next slot, 1,882-1,964, then 908 s
+    "reservation_prematureend": [(82, 1882), (1964, 2872)],
+    # ARs' transfers 8-90 and 1,718-1,800 (EDF); #3's FIFO slot is 90-172: it runs 172-1,796
+    # in front of AR #2, suspends, and resumes at 3,690 as before: 3,726 + 1,976 + 4 = 5,706
+    "migrate": [(90, 3690), (1800, 5400), (172, 5706)],
+    # the BE lease's image is sent at its arrival: 2,782
+    "reuse1": [(900, 1800), (2782, 3684)],
+    "reuse2": [(900, 1800), (900, 1800), (2782, 3684)],
+    # transfers back to back from 0; each lease starts when the site frees: +82 throughout
+    "wait": [(82 + 908 * k, 82 + 908 * (k + 1)) for k in range(8)],
+}
+
+#: With ``diskimage-reuse: image-caches`` the nodes keep the images they received: the same
+#: as :data:`IMAGETRANSFER` except where an image is already on the nodes a lease needs.
+IMAGE_CACHES = dict(
+    IMAGETRANSFER,
+    # #2's image reached all four nodes at 982 and stayed: re-planned at 1,882, it starts
+    # at once
+    reservation_prematureend=[(82, 1882), (1882, 2790)],
+    # the AR left foobar.img on its node: the BE lease starts there at its arrival
+    reuse1=[(900, 1800), (2700, 3602)],
+    # AR #2's nodes hold foobar2.img: the BE lease starts on one of them at once
+    reuse2=[(900, 1800), (900, 1800), (2700, 3602)],
+)
+
+
+@pytest.mark.parametrize("name", list(SCENARIOS))
+@pytest.mark.parametrize("reuse", ["none", "image-caches"])
+def test_haizea_scenario_with_image_transfers(tmp_path, name, reuse):
+    leases, _ = SCENARIOS[name]
+    expected = (IMAGETRANSFER if reuse == "none" else IMAGE_CACHES)[name]
+    settings = {"lease-preparation: unmanaged": "lease-preparation: imagetransfer",
+                "diskimage-reuse: none": f"diskimage-reuse: {reuse}"}
+    assert run_scenario(tmp_path, leases, settings) == expected

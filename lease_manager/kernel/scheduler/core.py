@@ -55,6 +55,7 @@ from lease_manager.kernel.scheduler import (
     restore,
     suspension,
 )
+from lease_manager.kernel.scheduler.image_transfer import ImageTransfers
 from lease_manager.kernel.scheduler.suspension import SuspendResume
 from lease_manager.kernel.slottable import Reservation
 
@@ -175,6 +176,8 @@ class LeaseScheduler:
         #: whether a lease whose work ends early still spends its shutdown time (Haizea's
         #: does not: its premature end removes the shutdown)
         self.shutdown_after_early_end = True
+        #: disk-image transfers before leases start (image_transfer.py; None: unmanaged)
+        self.preparation: ImageTransfers | None = None
         #: the order an advance reservation takes its victims in (preemption.py)
         self.preemption_order = "most-preemptable-first"
         #: MB/s for moving memory images (None: suspended leases resume where they were)

@@ -111,6 +111,9 @@ def _haizea_resumption(self: LeaseScheduler, lease: Lease, now: float,
             per_node[node] = per_node.get(node, 0.0) + float(per_vm[i][model.memory_index])
         if not math.isinf(bandwidth):
             earliest = now + _whole_seconds(max(per_node.values()) / bandwidth)
+            if self.preparation is not None:   # its disk images move too
+                earliest += self.preparation.migration_estimate(lease, image.vm_nodes,
+                                                                bandwidth)
     length = self.length(lease)
     estimate = model.estimate(lease, model.resume_rate, model.resume_override)
     duration = length + estimate

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from lease_manager.kernel.lease import Lease, LeaseState, LeaseType
+from lease_manager.kernel.scheduler import image_transfer
 from lease_manager.kernel.slottable import Reservation
 from lease_manager.kernel.slottable import ReservationKind as K
 
@@ -235,6 +236,9 @@ class _Failures:
 
 def _schedule(self: LeaseScheduler, lease: Lease, now: float, allow_future: bool) -> bool:
     """Plan a queued lease: now, or (if allowed) at the earliest time it fits."""
+    if self.preparation is not None and not lease.image_nodes and \
+            self.preparation.manages(lease):   # its disk image is sent first
+        return image_transfer.schedule_queued(self, lease, now, allow_future)
     booted = False
     if lease.image_nodes:
         plan = self._resumption_plan(lease, now, allow_future)

@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from lease_manager.kernel.lease import Lease, LeaseState
+from lease_manager.kernel.scheduler import image_transfer
 from lease_manager.kernel.slottable import Reservation
 from lease_manager.kernel.slottable import ReservationKind as K
 
@@ -84,9 +85,13 @@ def _replan(self: LeaseScheduler, lease: Lease, now: float) -> None:
     lease.promised_start = None
     allow_future = self._may_reserve()
     booted = False
+    in_future: bool | None = None   # (known here only for a lease planned with its image)
     plan: list[Reservation] | None
     if lease.image_nodes:
         plan = self._resumption_plan(lease, now, allow_future)
+    elif self.preparation is not None and self.preparation.manages(lease):
+        found = image_transfer.plan_asap(self, lease, now, allow_future)
+        plan, in_future = (None, False) if found is None else found
     else:
         duration = self.length(lease)
         res: Reservation | None = None
@@ -106,6 +111,7 @@ def _replan(self: LeaseScheduler, lease: Lease, now: float) -> None:
         self._move(lease, S.QUEUED, now)
         self._requeue(lease)
         return
-    if plan[0].start > now and not booted:
+    reserved = in_future if in_future is not None else (plan[0].start > now and not booted)
+    if reserved:
         self._backfill_reserved.add(lease.id)
     self._commit(lease, plan, now)
