@@ -516,6 +516,10 @@ def load_config(path: str | Path | None, schema: Schema,
                     raise ConfigError("a site section needs a name: [site:NAME]",
                                       file=str(path), line=sec_line)
                 site_sections.setdefault(section, sec_line)
+            elif section == "multi" or section.startswith("common:"):
+                raise ConfigError("a Haizea multi-configuration file ([multi]) or a sweep "
+                                  "file is run with `lease-manager sweep`", file=str(path),
+                                  line=sec_line, field=f"[{section}]")
             elif section not in schema.sections:
                 hint = _suggest(section, schema.sections)
                 raise ConfigError(f"unknown section [{section}]{hint}", file=str(path),

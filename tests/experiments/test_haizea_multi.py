@@ -108,3 +108,11 @@ def test_every_error_of_a_multi_file_at_once(multi):
     assert lines[0].endswith("[scheduling] backfilling: profile 'fcfs': 'of' is not one of "
                              "off, aggressive, conservative, intermediate (did you mean 'off'?)")
     assert "backfiling" in lines[1] and "did you mean 'backfilling'" in lines[1]
+
+
+def test_simulate_points_a_multi_file_to_sweep(multi):
+    from lease_manager.config.schema import load_config
+    from lease_manager.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="is run with `lease-manager sweep`"):
+        load_config(multi, Plugins(entry_points=False).schema)
