@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from lease_manager.kernel.lease import Lease, LeaseType
-from lease_manager.kernel.scheduler import image_transfer
+from lease_manager.kernel.scheduler import deadline_preemption, image_transfer
 from lease_manager.kernel.scheduler.transaction import PlanChange
 from lease_manager.kernel.slottable import Reservation
 
@@ -48,6 +48,9 @@ def _schedule_deadline(self: LeaseScheduler, lease: Lease, now: float) -> None:
         return self._find_slot(lease, duration, earliest, latest)
 
     res = slot() or self._make_room(lease, slot, earliest, deadline, now)
+    if res is None and latest >= earliest:   # preempting what the policy allows
+        res = deadline_preemption.preempt_for_deadline(self, lease, duration, earliest,
+                                                       latest, now)
     if res is None:
         self.reject(lease, now, f"cannot finish by its deadline {deadline:g}")
         return
