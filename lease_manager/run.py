@@ -51,7 +51,7 @@ from lease_manager.observers.metrics import Metrics
 from lease_manager.plugins import ACCOUNTING_PLUGIN, ENERGY_PLUGIN, INVARIANTS_PLUGIN, Plugins
 from lease_manager.workload.convert import merge_workloads
 from lease_manager.workload.lwf import is_lwf, read_lwf
-from lease_manager.workload.overheads import with_overheads
+from lease_manager.workload.overheads import read_image_file, with_images, with_overheads
 from lease_manager.workload.site_source import site_nodes
 from lease_manager.workload.swf import SWFConversion, SWFReader, TraceStats, swf_leases
 
@@ -296,6 +296,7 @@ class Run:
         if config.get("scheduling", "overhead-in-shutdown"):   # Haizea's shutdown time
             scheduler.shutdown_per_vm = config.get("scheduling", "enactment-overhead")
         scheduler.preemption_order = config.get("scheduling", "preemption-order")
+        scheduler.forced_threshold = config.get("scheduling", "force-scheduling-threshold")
         if config.get("preparation", "lease-preparation") == "imagetransfer":
             scheduler.preparation = ImageTransfers(
                 len(table.capacity),
@@ -374,6 +375,9 @@ class Run:
             if not Path(injection).is_file():
                 raise cfg.error("tracefile", "injectionfile", f"file not found: {injection}")
             leases = merge_workloads(leases, read_lwf(injection, self.nodes.types).leases)
+        imagefile = cfg.get("tracefile", "imagefile")
+        if imagefile:   # Haizea's: disk images given to the leases in order
+            leases = with_images(leases, read_image_file(imagefile))
         add, memory = cfg.get("tracefile", "add-overhead"), cfg.get("tracefile", "override-memory")
         if add != "none" or memory >= 0:   # Haizea's overheads (workload/overheads.py)
             names = self.nodes.types.names

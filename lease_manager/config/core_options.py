@@ -111,6 +111,10 @@ def core_options(policy_names: Mapping[str, tuple[str, ...]]) -> list[Option]:
         Option("tracefile", "oversized", STRING, "reject", choices=("reject", "error"), doc="""
             A job larger than the site: `reject` it (it is counted and listed in leases.csv) or
             stop with an `error` naming its line."""),
+        Option("tracefile", "imagefile", PATH, "", doc="""
+            Haizea 1.0's image file: `IMAGE SIZE-MB` lines, a line starting with `#`, then one
+            image name per line, given in that order to the leases read (their disk images,
+            as an LWF `<disk-image>` gives them; see `[preparation]`)."""),
         Option("tracefile", "runtime-slowdown-overhead", FLOAT, 0.0, minimum=0, maximum=1e6,
                doc="""
             Haizea's runtime overhead: the leases `add-overhead` names run this many percent
@@ -161,6 +165,10 @@ def core_options(policy_names: Mapping[str, tuple[str, ...]]) -> list[Option]:
             the slot in front of it, suspending itself before the reservation starts, if the
             slot lasts at least (1 + F) x (its suspend + resume time) and it may be suspended
             (see `suspension`)."""),
+        Option("scheduling", "force-scheduling-threshold", DURATION, None, minimum=0, doc="""
+            Haizea's `force-scheduling-threshold`: the shortest slot a queued lease may run
+            in before suspending for an advance reservation, in seconds, instead of the one
+            `scheduling-threshold-factor` gives (not set: the factor's)."""),
         Option("scheduling", "enactment-overhead", DURATION, 0, doc="""
             Extra time for each VM's suspension or resumption command."""),
         Option("scheduling", "overhead-in-shutdown", BOOLEAN, False, doc="""

@@ -288,8 +288,8 @@ HAIZEA_OPTIONS: dict[tuple[str, str], Translation] = {
                                                  _seconds),
     ("scheduling", "override-resume-time"): _to("scheduling", "override-resume-time",
                                                 _seconds),
-    ("scheduling", "force-scheduling-threshold"): _refuse(
-        "a fixed scheduling threshold is not supported: use scheduling-threshold-factor"),
+    ("scheduling", "force-scheduling-threshold"): _to("scheduling",
+                                                      "force-scheduling-threshold", _seconds),
     ("scheduling", "migration"): _migration,
     ("scheduling", "non-schedulable-interval"): _accept(_seconds),
     ("scheduling", "shutdown-time"): _to("scheduling", "shutdown-time", _seconds),
@@ -307,8 +307,7 @@ HAIZEA_OPTIONS: dict[tuple[str, str], Translation] = {
                                                              _megabytes),
     ("tracefile", "tracefile"): _to("tracefile", "tracefile"),
     ("tracefile", "injectionfile"): _to("tracefile", "injectionfile"),
-    ("tracefile", "imagefile"): _refuse("image files are not supported yet: give each "
-                                        "lease its <disk-image> in the LWF file"),
+    ("tracefile", "imagefile"): _to("tracefile", "imagefile"),
     ("tracefile", "annotationfile"): _refuse("annotation files are not supported: give "
                                              "lease attributes as <extra> in the LWF file, or "
                                              "with an annotator ([tracefile] annotators)"),

@@ -1,5 +1,6 @@
 """Haizea's trace overheads (``[tracefile] add-overhead``, ``runtime-slowdown-overhead``,
-``bootshutdown-overhead``) and ``override-memory``, applied to leases as they are read."""
+``bootshutdown-overhead``), ``override-memory`` and ``imagefile``, applied to leases as they
+are read."""
 
 from __future__ import annotations
 
@@ -8,7 +9,9 @@ from collections.abc import Iterable, Iterator
 
 import numpy as np
 
+from lease_manager.errors import TraceError
 from lease_manager.kernel.lease import Lease, LeaseType, VMRequest
+from lease_manager.numbers import parse_int
 
 
 def with_overheads(leases: Iterable[Lease], *, add: str, slowdown_percent: float,
@@ -40,3 +43,49 @@ def with_overheads(leases: Iterable[Lease], *, add: str, slowdown_percent: float
 
 def _stretched(seconds: float, factor: float) -> float:
     return seconds if math.isinf(seconds) else float(math.ceil(seconds * factor - 1e-9))
+
+
+def read_image_file(path: str) -> list[tuple[str, int]]:
+    """Haizea 1.0's image file: ``IMAGE SIZE-MB`` lines, then a line starting with ``#``,
+    then one image name per line, given to the leases in arrival order. Returns the
+    sequence as ``(image, size)`` pairs."""
+    try:
+        lines = open(path).read().splitlines()
+    except OSError as exc:
+        raise TraceError(f"cannot read the image file: {exc.strerror}", file=path) from None
+    sizes: dict[str, int] = {}
+    sequence: list[tuple[str, int]] = []
+    listing = False
+    for number, line in enumerate(lines, 1):
+        if line.startswith("#"):
+            listing = True
+            continue
+        if not line.strip():
+            continue
+        if not listing:
+            fields = line.split()
+            try:
+                if len(fields) != 2:
+                    raise ValueError
+                sizes[fields[0]] = parse_int(fields[1])
+            except ValueError:
+                raise TraceError("expected 'IMAGE SIZE-MB'", file=path, line=number,
+                                 field="image size") from None
+        else:
+            image = line.strip()
+            if image not in sizes:
+                raise TraceError(f"image {image!r} has no size above the '#' line",
+                                 file=path, line=number, field="image") from None
+            sequence.append((image, sizes[image]))
+    return sequence
+
+
+def with_images(leases: Iterable[Lease], sequence: list[tuple[str, int]]) -> Iterator[Lease]:
+    """Give the leases, in order, the disk images of ``sequence`` (Haizea zips them: leases
+    beyond the list keep theirs)."""
+    images = iter(sequence)
+    for lease in leases:
+        given = next(images, None)
+        if given is not None:
+            lease.extra["disk-image"], lease.extra["disk-image-size"] = given
+        yield lease

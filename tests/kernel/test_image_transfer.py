@@ -79,3 +79,29 @@ def test_image_caches_keep_images_and_evict_the_oldest():
                    "preparation.diskimage-cache-size=1500", resources="1 CPU:1 Memory:1024")
     assert [x.start for x in leases] == [80, 280, 480, 600]
     assert list(run.scheduler.preparation.caches[0]) == ["a"]
+
+
+def test_haizeas_image_file_gives_the_leases_their_images(tmp_path):
+    """Haizea 1.0's [tracefile] imagefile: sizes, '#', then one image per lease in order;
+    with image caches the second lease of image a starts at once on the node that has it::
+
+        node 0  |a 0-80|#1 80-180|  |#2 200-300|    (#2 arrives at 200; a is cached)
+    """
+    from lease_manager.kernel.resources import parse_site
+    from lease_manager.run import load_run
+    from lease_manager.workload.lwf_writer import write_lwf
+
+    site = parse_site("1 CPU:1 Memory:1024")
+    plain = [Lease(i, LeaseType.BEST_EFFORT, at, VMRequest.uniform(1, [1, 0]), 100, 100)
+             for i, at in ((1, 0), (2, 200))]
+    write_lwf(tmp_path / "trace.lwf", plain, site=site)
+    (tmp_path / "images.txt").write_text("a 1000\nb 500\n#\na\na\n")
+    run = load_run(None, ["simulation.resources=1 CPU:1 Memory:1024", *PREP,
+                          "preparation.diskimage-reuse=image-caches",
+                          f"tracefile.tracefile={tmp_path / 'trace.lwf'}",
+                          f"tracefile.imagefile={tmp_path / 'images.txt'}"])
+    run.run()
+    run.write(tmp_path / "out")
+    rows = (tmp_path / "out" / "leases.csv").read_text().splitlines()[1:]
+    assert [(row.split(",")[5], row.split(",")[6]) for row in rows] == [
+        ("80", "180"), ("200", "300")]

@@ -319,3 +319,14 @@ def test_a_lease_may_run_in_front_of_an_ar_and_suspend_before_it(factor, runs_be
     else:
         assert segments(b) == [("vm", 90 * MIN, 150 * MIN)] and b.suspensions == 0
     assert (a.start, a.end) == (HOUR, 90 * MIN)
+
+
+@pytest.mark.parametrize("threshold, runs_before_the_ar", [(3599, True), (3600, False)])
+def test_a_forced_scheduling_threshold_replaces_the_factor(threshold, runs_before_the_ar):
+    """As above with F = 100 (6,464 s needed), but Haizea's force-scheduling-threshold sets
+    the shortest slot: the 3,599 s slot is long enough for a threshold of 3,599 s (it runs in
+    front of the AR), not for 3,600 s (it waits until 1:30)."""
+    a, b = ar(1, 4, HOUR, 30 * MIN, 0), be(2, 1, HOUR, 1)
+    run([a, b], "scheduling.scheduling-threshold-factor=100",
+        f"scheduling.force-scheduling-threshold={threshold}")
+    assert (segments(b)[0] == ("vm", 1, 3568)) is runs_before_the_ar

@@ -184,6 +184,8 @@ class LeaseScheduler:
         self.migration_bandwidth = migration_bandwidth
         #: a slot ending in a suspension must last (1 + factor) x (suspend + resume time)
         self.threshold_factor = threshold_factor
+        #: a fixed shortest slot instead (Haizea's force-scheduling-threshold; None: factor)
+        self.forced_threshold: float | None = None
         #: what happens to future reservations when resources free up early: ``move-earlier``
         #: (reevaluation.py) or Haizea's ``replan`` (replan.py)
         self.reevaluation = reevaluation

@@ -306,7 +306,9 @@ def _run_until_a_reservation(self: LeaseScheduler, lease: Lease, now: float,
         return None
     suspend = self.suspend_resume.suspend_time(res)
     resume = self.suspend_resume.resume_time(res)
-    if best - now < (1 + self.threshold_factor) * (suspend + resume) or best - suspend <= now:
+    threshold = (self.forced_threshold if self.forced_threshold is not None
+                 else (1 + self.threshold_factor) * (suspend + resume))
+    if best - now < threshold or best - suspend <= now:
         return None
     run = Reservation(lease, now, best - suspend, res.nodes, res.amounts, None, K.VM,
                       res.vm_nodes, res.vm_shape)
