@@ -6,7 +6,7 @@ earliest time it fits if the backfilling mode allows one more future reservation
 (``off``: none, and the head of the queue blocks the rest; ``aggressive``: one; ``intermediate``:
 N; ``conservative``: all). When a lease ends before its reservation does, every future
 reservation is re-evaluated and moved earlier if it can be; it is never moved later than the
-start it was promised.
+start it was promised (``reevaluation = replan``: Haizea's re-plan instead, replan.py).
 
 Advance reservations get their exact interval or are rejected; if the interval is not free,
 leases the preemption policy allows are preempted, most preemptable first, until it is. A
@@ -25,8 +25,10 @@ fails) and adopts a new plan through one method (``_adopt``: announce, timeline,
 The scheduler is one class assembled from one mixin per concern: ``queue`` (the cycle, the queue
 and backfilling), ``reservations`` (immediate, advance-reservation and deadline leases),
 ``preemption``, ``suspension`` (suspend, resume, migrate), ``reevaluation`` (moving plans earlier
-after early ends), ``lifecycle`` (segment and work events, cancellation, failure), ``restore``
-(after a daemon restart) and ``planning`` (placing a plan and adopting it).
+after early ends; ``replan``: Haizea's), ``lifecycle`` (segment and work events, cancellation,
+failure), ``restore`` (after a daemon restart) and ``planning`` (placing a plan and adopting
+it); Haizea's suspension model (``haizea_resumption``), image transfers (``image_transfer``)
+and deadline leases preempting (``deadline_preemption``) are modules of their own.
 """
 
 
