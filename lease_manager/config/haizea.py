@@ -21,7 +21,7 @@ import re
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from lease_manager.errors import ConfigError, LeaseManagerError
+from lease_manager.errors import ConfigError
 
 #: every Haizea 1.0 and 1.1 section
 HAIZEA_SECTIONS = ("general", "simulation", "scheduling", "accounting", "deploy-imagetransfer",
@@ -34,13 +34,24 @@ OPENNEBULA = ("OpenNebula enactment is not supported: run `lease-manager serve` 
               "[daemon] enactment = process or slurm instead")
 
 
-class ConfigErrors(LeaseManagerError):
+class ConfigErrors(ConfigError):
     """Every error of a configuration file, one line each (``FILE:LINE: [section] option:
-    message``)."""
+    message``); as a :class:`ConfigError` it is the first of them."""
 
     def __init__(self, errors: list[ConfigError]) -> None:
+        first = errors[0]
+        super().__init__(first.detail, file=first.file, line=first.line, field=first.field)
         self.errors = errors
-        super().__init__("\n".join(str(e) for e in errors))
+
+    def __str__(self) -> str:
+        return "\n".join(str(e) for e in self.errors)
+
+
+def all_errors(errors: list[ConfigError]) -> ConfigError:
+    """One error as itself, several as :class:`ConfigErrors` (in the file's order)."""
+    if len(errors) == 1:
+        return errors[0]
+    return ConfigErrors(sorted(errors, key=lambda e: (e.file == "--set", e.line or 0)))
 
 
 def is_haizea(parser: configparser.ConfigParser) -> bool:

@@ -473,7 +473,7 @@ def _haizea_settings(path: Path, parser: configparser.ConfigParser,
                      ) -> dict[tuple[str, str], tuple[str, str]]:
     """A Haizea configuration file's settings in lease_manager's options; every error of the
     file at once (:class:`~lease_manager.config.haizea.ConfigErrors`)."""
-    from lease_manager.config.haizea import ConfigErrors, translate
+    from lease_manager.config.haizea import all_errors, translate
 
     raw, errors = translate(path, parser, where, schema.sections)
     for (section, name), (text, source) in raw.items():
@@ -489,8 +489,7 @@ def _haizea_settings(path: Path, parser: configparser.ConfigParser,
             errors.append(ConfigError(str(exc), file=file, line=int(line),
                                       field=f"[{section}] {name}"))
     if errors:
-        errors.sort(key=lambda e: e.line or 0)
-        raise ConfigErrors(errors)
+        raise all_errors(errors)
     return raw
 
 
@@ -498,8 +497,12 @@ def load_config(path: str | Path | None, schema: Schema,
                 overrides: Iterable[str] = ()) -> Config:
     """Read, validate and complete a configuration file; apply ``section.option=value``
     overrides."""
+    from lease_manager.config.haizea import all_errors
+
     raw: dict[tuple[str, str], tuple[str, str]] = {}
     site_sections: dict[str, int | None] = {}
+    #: every error of the file, reported together
+    errors: list[ConfigError] = []
     base = Path.cwd()
     cfg_path = None
     if path is not None:
@@ -513,8 +516,9 @@ def load_config(path: str | Path | None, schema: Schema,
             sec_line = where.get((section, ""))
             if section.startswith(SITE_PREFIX):
                 if not section[len(SITE_PREFIX):].strip():
-                    raise ConfigError("a site section needs a name: [site:NAME]",
-                                      file=str(path), line=sec_line)
+                    errors.append(ConfigError("a site section needs a name: [site:NAME]",
+                                              file=str(path), line=sec_line))
+                    continue
                 site_sections.setdefault(section, sec_line)
             elif section == "multi" or section.startswith("common:"):
                 raise ConfigError("a Haizea multi-configuration file ([multi]) or a sweep "
@@ -522,8 +526,9 @@ def load_config(path: str | Path | None, schema: Schema,
                                   line=sec_line, field=f"[{section}]")
             elif section not in schema.sections:
                 hint = _suggest(section, schema.sections)
-                raise ConfigError(f"unknown section [{section}]{hint}", file=str(path),
-                                  line=sec_line)
+                errors.append(ConfigError(f"unknown section [{section}]{hint}", file=str(path),
+                                          line=sec_line))
+                continue
             for name, value in parser.items(section):
                 line = where.get((section, name), sec_line)
                 raw[(section, name)] = (value, f"{path}:{line}")
@@ -564,17 +569,21 @@ def load_config(path: str | Path | None, schema: Schema,
         if opt is None and is_site:
             names = list(SITE_OPTIONS) + [o.name for s in SITE_SECTIONS
                                           for o in schema.options_in(s)]
-            raise ConfigError(f"not an option a site may set{_suggest(name, names)} (a site "
-                              f"sets: resources, backfilling, backfilling-reservations and "
-                              f"the [power] options)", field=f"[{section}] {name}", **loc)
+            errors.append(ConfigError(f"not an option a site may set{_suggest(name, names)} (a "
+                                      f"site sets: resources, backfilling, "
+                                      f"backfilling-reservations and the [power] options)",
+                                      field=f"[{section}] {name}", **loc))
+            continue
         if opt is None:
             names = [o.name for o in schema.options_in(section)]
-            raise ConfigError(f"unknown option{_suggest(name, names)}", field=f"[{section}] {name}",
-                              **loc)
+            errors.append(ConfigError(f"unknown option{_suggest(name, names)}",
+                                      field=f"[{section}] {name}", **loc))
+            continue
         try:
             value = opt.convert(text)
         except ValueError as exc:
-            raise ConfigError(str(exc), field=f"[{section}] {name}", **loc) from None
+            errors.append(ConfigError(str(exc), field=f"[{section}] {name}", **loc))
+            continue
         if opt.type.is_path(value):
             origin = bases.get((section, name), base if source != "--set" else Path.cwd())
             value = str(origin / value)
@@ -583,6 +592,8 @@ def load_config(path: str | Path | None, schema: Schema,
         else:
             values[(section, name)] = value
         sources[(section, name)] = source
+    if errors:
+        raise all_errors(errors)
     for opt in schema:
         option_key = (opt.section, opt.name)
         if option_key in values:

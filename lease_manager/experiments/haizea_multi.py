@@ -28,7 +28,7 @@ import configparser
 from pathlib import Path
 from typing import Any
 
-from lease_manager.config.haizea import ConfigErrors, translate
+from lease_manager.config.haizea import all_errors, translate
 from lease_manager.errors import ConfigError
 
 MULTI = "multi"
@@ -40,7 +40,7 @@ def multi_runs(reader: Any) -> tuple[list[str], list[tuple[str, str]], dict[str,
                                      dict[str, tuple[list[str], dict[str, tuple[str, str, str]]]]]:
     """A ``[multi]`` file's profiles (one per profile and injection file), traces and each
     profile's ``--set`` overrides with where each came from (``section.option`` -> (text,
-    value, multi file section)); a :class:`ConfigErrors` with every error otherwise."""
+    value, multi file section)); every error of the file at once otherwise."""
     from lease_manager.experiments.sweep_file import _NAME, trace_name
 
     parser, where, path = reader.parser, reader.where, reader.path
@@ -146,6 +146,5 @@ def multi_runs(reader: Any) -> tuple[list[str], list[tuple[str, str]], dict[str,
             profiles[full_name] = (overrides + extra, settings)
             order.append(full_name)
     if errors:
-        errors.sort(key=lambda e: e.line or 0)
-        raise ConfigErrors(errors)
+        raise all_errors(errors)
     return order, traces, resolved, profiles

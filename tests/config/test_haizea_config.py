@@ -214,3 +214,17 @@ def test_our_own_configurations_are_not_read_as_haizeas(tmp_path):
     with pytest.raises(ConfigError, match="unknown section"):
         load_config(write(tmp_path, "[generall]\n", "typo.ini"),
                     Plugins(entry_points=False).schema)
+
+
+def test_our_own_configurations_report_every_error_at_once(tmp_path):
+    path = write(tmp_path, "[simulation]\nresources = 4 CPU:1\n[scheduling]\n"
+                           "backfilling = eager\nsuspension = some\n[acounting]\nprobes = usage\n",
+                 "ours.ini")
+    with pytest.raises(ConfigErrors) as info:
+        load_config(path, Plugins(entry_points=False).schema)
+    assert str(info.value).splitlines() == [
+        f"{path}:4: [scheduling] backfilling: 'eager' is not one of off, aggressive, "
+        "conservative, intermediate",
+        f"{path}:5: [scheduling] suspension: 'some' is not one of none, serial-only, all",
+        f"{path}:6: unknown section [acounting] (did you mean 'accounting'?)"]
+    assert isinstance(info.value, ConfigError) and info.value.line == 4
