@@ -105,3 +105,30 @@ def test_haizeas_image_file_gives_the_leases_their_images(tmp_path):
     rows = (tmp_path / "out" / "leases.csv").read_text().splitlines()[1:]
     assert [(row.split(",")[5], row.split(",")[6]) for row in rows] == [
         ("80", "180"), ("200", "300")]
+
+
+def test_a_migrating_lease_moves_its_disk_image_too():
+    """Three nodes. #1 (1,000 MB image, no memory) gets its image 0-80 and runs on node 0 from
+    80; #3 (no image, not preemptible, queued after #1) runs 0-300 on node 1. The AR #2 (2
+    VMs, 200-400, requested at 100) takes nodes 0 and 2, preempting #1 (its suspension takes
+    no time: no memory). #1 may resume on node 0 at 400, or on node 1 at 300 after its image
+    moves there: 1,000 MB at the migration bandwidth of 100 MB/s, 10 s. It moves (with no
+    memory to read back it resumes as the move ends) and runs its remaining 880 s::
+
+        node 0  |img|#1 80-200|#2 200-----400|
+        node 1  |#3 0-----------300|mig 300-310|#1 310-----1190|
+        node 2                |#2 200-----400|
+    """
+    first = lease(1, 0, 1, 1000, "a")
+    other = lease(3, 0, 1, 300, "none")
+    other.extra.clear()
+    other.extra["preemptible"] = False
+    ar = lease(2, 100, 2, 200, "b", start=200)
+    ar.extra.clear()
+    simulate([other, first, ar], "preparation.lease-preparation=imagetransfer",
+             "scheduling.policy-preemption=ar-preempts-everything", "scheduling.migration=yes",
+             "scheduling.migration-bandwidth=100", resources="3 CPU:1 Memory:1024")
+    segments = [(str(r.kind), r.start, r.end, r.nodes.tolist()) for r in first.allocations]
+    assert segments == [("transfer", 0, 80, [0]), ("vm", 80, 200, [0]),
+                        ("migrate", 300, 310, [1]), ("vm", 310, 1190, [1])]
+    assert first.end == 1190

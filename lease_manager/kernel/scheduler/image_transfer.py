@@ -235,8 +235,8 @@ def plan_asap(sched: LeaseScheduler, lease: Lease, now: float, allow_future: boo
         return None
     must = [node for node in vm.nodes.tolist() if how[node] == "transfer"]
     plan = plan or [vm]
-    if must:
-        seconds = prep.transfer_time(lease) * (len(must) if prep.mechanism == "unicast" else 1)
+    seconds = prep.transfer_time(lease) * (len(must) if prep.mechanism == "unicast" else 1)
+    if must and seconds > 0:
         plan.insert(0, prep.transfer(sched, lease, must, slot, seconds))
     for node in vm.nodes.tolist():
         if how[node] == "reuse":
@@ -251,9 +251,9 @@ def prepare_exact(sched: LeaseScheduler, lease: Lease, vm: Reservation) -> list[
     assert prep is not None
     image = lease.extra["disk-image"]
     must = [node for node in vm.nodes.tolist() if not prep.cached(node, image)]
-    if not must:
-        return [vm]
     seconds = prep.transfer_time(lease) * (len(must) if prep.mechanism == "unicast" else 1)
+    if not must or seconds <= 0:
+        return [vm]
     start = prep.last_slot(sched.table, vm.start, seconds)
     return [prep.transfer(sched, lease, must, start, seconds), vm]
 

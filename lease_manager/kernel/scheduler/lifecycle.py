@@ -22,6 +22,8 @@ def segment_started(self: LeaseScheduler, res: Reservation, now: float) -> None:
         return
     kind = res.kind
     if kind == K.VM:
+        if lease.state is S.MIGRATING:   # moved, with nothing to read back: resumed at once
+            self._move(lease, S.RESUMING, now)
         if lease.state not in (S.SCHEDULED, S.RESUMING):
             return
         while lease.reservations[0] is not res:   # a resumption that is over

@@ -142,6 +142,10 @@ def _migrated(self: LeaseScheduler, lease: Lease, image: Reservation, rest: floa
             continue
         moved = sum(float(v[memory]) for v, a, b in zip(per_vm, image.vm_nodes, res.vm_nodes)
                     if a != b) if memory is not None else 0.0
+        if self.preparation is not None and self.preparation.manages(lease):
+            # its disk images move with it (image_transfer.py)
+            moved += float(lease.extra.get("disk-image-size", 0)) * sum(
+                a != b for a, b in zip(image.vm_nodes, res.vm_nodes))
         if moved == 0:
             continue   # the same nodes: that is the plain resumption
         return (start, res.nodes, res.amounts, res.vm_nodes, res.vm_shape,
