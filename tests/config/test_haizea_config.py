@@ -228,3 +228,31 @@ def test_our_own_configurations_report_every_error_at_once(tmp_path):
         f"{path}:5: [scheduling] suspension: 'some' is not one of none, serial-only, all",
         f"{path}:6: unknown section [acounting] (did you mean 'accounting'?)"]
     assert isinstance(info.value, ConfigError) and info.value.line == 4
+
+
+def test_resources_from_a_site_file_or_the_lwf_trace(tmp_path):
+    """``file:PATH`` reads an XML <site> (relative to the configuration); ``in-tracefile``
+    takes the LWF trace's <site>; a trace without one is refused in one line."""
+    from lease_manager.run import load_run
+
+    site = ('<site><resource-types names="CPU Memory"/><nodes><node-set numnodes="3">'
+            '<res type="CPU" amount="100"/><res type="Memory" amount="1024"/></node-set>'
+            '</nodes></site>')
+    (tmp_path / "site.xml").write_text(site)
+    (tmp_path / "trace.lwf").write_text(
+        f'<?xml version="1.0"?><lease-workload name="t">{site}<lease-requests/>'
+        '</lease-workload>')
+    (tmp_path / "nosite.lwf").write_text(
+        '<?xml version="1.0"?><lease-workload name="t"><lease-requests/></lease-workload>')
+    for resources in ("file:site.xml", "in-tracefile"):
+        path = write(tmp_path, SAMPLE.replace("resources: 4  CPU:100 Memory:1024",
+                                              f"resources: {resources}")
+                     .replace("tracefile: sample.lwf", "tracefile: trace.lwf"))
+        run = load_run(path)
+        assert run.nodes.capacity.tolist() == [[100, 1024]] * 3
+        run.close()
+    path = write(tmp_path, SAMPLE.replace("resources: 4  CPU:100 Memory:1024",
+                                          "resources: in-tracefile")
+                 .replace("tracefile: sample.lwf", "tracefile: nosite.lwf"))
+    with pytest.raises(Exception, match="describes no site"):
+        load_run(path)
