@@ -21,7 +21,9 @@ import re
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from lease_manager.errors import ConfigError
+from lease_manager.errors import ConfigError, ConfigErrors, all_errors
+
+__all__ = ["ConfigErrors", "HAIZEA_DEFAULTS", "HAIZEA_OPTIONS", "all_errors", "translate"]
 
 #: every Haizea 1.0 and 1.1 section
 HAIZEA_SECTIONS = ("general", "simulation", "scheduling", "accounting", "deploy-imagetransfer",
@@ -32,31 +34,6 @@ Settings = list[tuple[str, str, str]]
 
 OPENNEBULA = ("OpenNebula enactment is not supported: run `lease-manager serve` with "
               "[daemon] enactment = process or slurm instead")
-
-
-class ConfigErrors(ConfigError):
-    """Every error of a configuration file, one line each (``FILE:LINE: [section] option:
-    message``); as a :class:`ConfigError` it is the first of them."""
-
-    def __init__(self, errors: list[ConfigError]) -> None:
-        first = errors[0]
-        super().__init__(first.detail, file=first.file, line=first.line, field=first.field)
-        self.errors = errors
-
-    def __str__(self) -> str:
-        return "\n".join(str(e) for e in self.errors)
-
-
-def all_errors(errors: list[ConfigError]) -> ConfigError:
-    """One error as itself, several as :class:`ConfigErrors` (in the file's order)."""
-    if len(errors) == 1:
-        return errors[0]
-    return ConfigErrors(sorted(errors, key=lambda e: (e.file == "--set", e.line or 0)))
-
-
-def is_haizea(parser: configparser.ConfigParser) -> bool:
-    """Is this a Haizea configuration file (it has Haizea's required ``[general]``)?"""
-    return parser.has_section("general")
 
 
 def _choice(value: str, allowed: Iterable[str], what: str) -> str:

@@ -18,7 +18,7 @@ from typing import Any
 
 import attrs
 
-from lease_manager.errors import ConfigError
+from lease_manager.errors import ConfigError, all_errors
 from lease_manager.kernel.resources import parse_amounts, parse_site
 from lease_manager.kernel.timeutil import format_duration, parse_duration
 from lease_manager.numbers import is_plain, parse_float, parse_int
@@ -473,7 +473,7 @@ def _haizea_settings(path: Path, parser: configparser.ConfigParser,
                      ) -> dict[tuple[str, str], tuple[str, str]]:
     """A Haizea configuration file's settings in lease_manager's options; every error of the
     file at once (:class:`~lease_manager.config.haizea.ConfigErrors`)."""
-    from lease_manager.config.haizea import all_errors, translate
+    from lease_manager.config.haizea import translate
 
     raw, errors = translate(path, parser, where, schema.sections)
     for (section, name), (text, source) in raw.items():
@@ -497,8 +497,6 @@ def load_config(path: str | Path | None, schema: Schema,
                 overrides: Iterable[str] = ()) -> Config:
     """Read, validate and complete a configuration file; apply ``section.option=value``
     overrides."""
-    from lease_manager.config.haizea import all_errors
-
     raw: dict[tuple[str, str], tuple[str, str]] = {}
     site_sections: dict[str, int | None] = {}
     #: every error of the file, reported together
