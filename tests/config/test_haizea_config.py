@@ -66,6 +66,17 @@ datafile: /var/tmp/haizea/results.dat
 probes: ar best-effort immediate cpu-utilization"""
 
 
+SCENARIO_WAIT = ("<?xml version='1.0'?><lease-workload name='wait'><site><resource-types "
+                 "names='CPU Memory'/><nodes><node-set numnodes='4'><res type='CPU' amount='100'/>"
+                 "<res type='Memory' amount='1024'/></node-set></nodes></site><lease-requests>"
+                 + "".join(f"<lease-request arrival='00:00:00'><lease id='{i}' "
+                           "preemptible='true'><nodes><node-set numnodes='4'><res amount='100' "
+                           "type='CPU'/><res amount='1024' type='Memory'/></node-set></nodes>"
+                           "<start/><duration time='00:15:00'/><software><none/></software>"
+                           "</lease></lease-request>" for i in range(1, 9))
+                 + "</lease-requests></lease-workload>")
+
+
 def write(tmp_path: Path, text: str, name: str = "haizea.conf") -> Path:
     path = tmp_path / name
     path.write_text(text)
@@ -110,11 +121,23 @@ def test_haizea_defaults_where_the_file_says_nothing(tmp_path):
     assert cfg.get("scheduling", "overhead-in-shutdown") is True
 
 
+#: the options of Haizea 1.0's sample configuration (etc/sample_trace.conf, which Haizea's
+#: etc/gen_sample_config.py writes; its comments left out), trace path replaced
 SAMPLE = """\
 [general]
 loglevel: INFO
 mode: simulated
 lease-preparation: unmanaged
+persistence-file: none
+
+[scheduling]
+policy-preemption: ar-preempts-everything
+wakeup-interval: 10
+backfilling: aggressive
+suspension: all
+suspend-rate: 32
+resume-rate: 32
+migration: yes
 
 [simulation]
 clock: simulated
@@ -122,45 +145,53 @@ starttime: 2006-11-25 13:00:00
 resources: 4  CPU:100 Memory:1024
 imagetransfer-bandwidth: 100
 
-[scheduling]
-mapper: greedy
-policy-admission: accept-all
-policy-preemption: ar-preempts-everything
-policy-host-selection: greedy
-backfilling: aggressive
-suspension: all
-suspend-rate: 32
-resume-rate: 32
+[accounting]
+datafile: /var/tmp/haizea/results.dat
+probes: ar best-effort immediate cpu-utilization
+
+[deploy-imagetransfer]
+transfer-mechanism: multicast
+avoid-redundant-transfers: True
+diskimage-reuse: none
+diskimage-cache-size: 20480
 
 [tracefile]
 tracefile: sample.lwf
-
-[accounting]
-probes: ar best-effort
 """
 
 
 def test_errors_in_three_sections_are_reported_at_once(tmp_path):
-    """A sample configuration with a mistake in [general], [scheduling] and [accounting]:
-    one line each, with its line number, in one error."""
+    """Haizea's sample configuration with a mistake in [general], [scheduling] and
+    [accounting]: one line each, with its line number, in one error."""
     text = (SAMPLE.replace("loglevel: INFO", "loglevel: LOUD")
                   .replace("backfilling: aggressive", "backfilling: eager")
-                  .replace("probes: ar best-effort", "probes: ar best-effort utilisation"))
+                  .replace("probes: ar best-effort immediate cpu-utilization",
+                           "probes: ar best-effort immediate utilisation"))
     path = write(tmp_path, text)
     with pytest.raises(ConfigErrors) as info:
         load_config(path, Plugins(entry_points=False).schema)
     lines = str(info.value).splitlines()
     assert len(lines) == 3, lines
     assert lines[0].startswith(f"{path}:2: [general] loglevel: 'LOUD' is not one of STATUS")
-    assert lines[1].startswith(f"{path}:17: [scheduling] backfilling: 'eager' is not one of")
-    assert lines[2].startswith(f"{path}:26: [accounting] probes: ")
-    assert "utilisation" in lines[2]
+    assert lines[1].startswith(f"{path}:10: [scheduling] backfilling: 'eager' is not one of")
+    assert lines[2].startswith(f"{path}:24: [accounting] probes: 'utilisation' is not one of "
+                               "Haizea's probes (did you mean 'cpu-utilization'?)")
+
+
+def test_haizeas_sample_configuration_runs(tmp_path):
+    """Unchanged but for its trace: Haizea's wait.lwf (8 leases of the whole site, 15 min)."""
+    from lease_manager.run import load_run
+
+    (tmp_path / "sample.lwf").write_text(SCENARIO_WAIT)
+    run = load_run(write(tmp_path, SAMPLE))
+    summary = run.run()
+    assert summary["leases_completed"] == 8 and summary["makespan"] == 8 * 900
 
 
 def test_opennebula_and_unknown_options_are_refused_saying_what_to_do(tmp_path):
     text = SAMPLE.replace("mode: simulated", "mode: opennebula") + \
         "[opennebula]\nhost: localhost\n"
-    text = text.replace("mapper: greedy", "mapper: greedy\nbackfiling: off")
+    text = text.replace("wakeup-interval: 10", "wakeup-interval: 10\nbackfiling: off")
     path = write(tmp_path, text)
     with pytest.raises(ConfigErrors) as info:
         load_config(path, Plugins(entry_points=False).schema)
