@@ -85,3 +85,23 @@ def test_cancellation_reevaluates_by_the_mode(mode):
     run.timeline.push(10, EventKind.CALL, lambda now: run.scheduler.cancel(leases[0], now))
     run.run()
     assert leases[1].start == 10
+
+
+def test_simultaneous_early_ends_are_taken_in_haizeas_order():
+    """Three nodes. #1 (100 s, really 10 s) on node 0, #2 (50 s, really 10 s) on node 1, #3
+    (200 s) on node 2, all at 0; #4 (30 s) at 1 reserves #2's end, 50, on node 1. At 10 both
+    #1 and #2 end early. Haizea takes early ends in the order of the reservations' ends: #2
+    (50) first, so #4 is re-planned while #1 still holds node 0 and starts at once on node 1;
+    only then does #1 end. (Taken the other way, #4 would start on node 0.) Haizea 1.0 run on
+    this workload starts #4 at 10 on its second node::
+
+        node 0  |#1 0-10|
+        node 1  |#2 0-10|#4 10---40|
+        node 2  |#3 0-----------------200|
+    """
+    leases = [be(1, 1, 100, 0, actual=10), be(2, 1, 50, 0, actual=10), be(3, 1, 200, 0),
+              be(4, 1, 30, 1)]
+    simulate(leases, *SETTINGS, "scheduling.reevaluation=replan",
+             resources="3 CPU:1 Memory:1024")
+    assert (leases[3].start, leases[3].end) == (10, 40)
+    assert leases[3].allocations[-1].nodes.tolist() == [1]
