@@ -297,6 +297,7 @@ class Run:
             scheduler.shutdown_per_vm = config.get("scheduling", "enactment-overhead")
         scheduler.preemption_order = config.get("scheduling", "preemption-order")
         scheduler.forced_threshold = config.get("scheduling", "force-scheduling-threshold")
+        scheduler.haizea_planning = isinstance(suspend_resume, HaizeaSuspendResume)
         if config.get("preparation", "lease-preparation") == "imagetransfer":
             scheduler.preparation = ImageTransfers(
                 len(table.capacity),

@@ -38,3 +38,27 @@ def test_global_exclusion_and_overrides():
     assert model.suspend_time(res) == 6.0
     assert model.estimate(res.lease, 32.0, None) == 3 * (94 + 2)
     assert model.estimate(res.lease, 32.0, 0.0) == 0.0
+
+
+def test_haizea_runs_a_best_effort_lease_in_front_of_any_reservation():
+    """Two nodes, Haizea's model (VMs of 1,024 MB at 32 MB/s: 32 s to suspend or resume;
+    threshold (1 + 1) x 32 s = 64 s). #1 (1 VM, 100 s) runs on node 0 from 0; #2 (2 VMs,
+    100 s) at 1 reserves 100-200 on both nodes; #3 (1 VM, 300 s) at 2 cannot run to its end
+    on node 1, but it can run until #2's reservation, 98 s >= 64 s: it runs 2-68, suspends
+    68-100, resumes on node 1 at 200 (32 s) and runs its remaining 234 s. Haizea 1.0 gives
+    the same (#3 from 2 to 466 on its second node)::
+
+        node 0  |#1 0---------100|#2 100-200|
+        node 1  |#3 2--68|susp|   |#2 100-200|res|#3 232--------466|
+    """
+    from support import be, simulate
+
+    leases = [be(1, 1, 100, 0, memory=1024), be(2, 2, 100, 1, memory=1024),
+              be(3, 1, 300, 2, memory=1024)]
+    simulate(leases, "scheduling.suspendresume-model=haizea", "scheduling.suspension=all",
+             "scheduling.suspend-rate=32", "scheduling.resume-rate=32",
+             "scheduling.policy-preemption=no-preemption", "scheduling.reevaluation=replan",
+             resources="2 CPU:1 Memory:1024")
+    assert [(x.start, x.end) for x in leases] == [(0, 100), (100, 200), (2, 466)]
+    assert [(str(r.kind), r.start, r.end) for r in leases[2].allocations] == [
+        ("vm", 2, 68), ("suspend", 68, 100), ("resume", 200, 232), ("vm", 232, 466)]

@@ -178,6 +178,8 @@ class LeaseScheduler:
         #: whether a lease whose work ends early still spends its shutdown time (Haizea's
         #: does not: its premature end removes the shutdown)
         self.shutdown_after_early_end = True
+        #: plan best-effort leases as Haizea does (haizea_asap.py; with Haizea's model)
+        self.haizea_planning = False
         #: disk-image transfers before leases start (image_transfer.py; None: unmanaged)
         self.preparation: ImageTransfers | None = None
         #: the order an advance reservation takes its victims in (preemption.py)

@@ -39,6 +39,8 @@ import numpy as np
 from lease_manager.kernel.events import EventKind
 from lease_manager.kernel.lease import Lease, LeaseState
 from lease_manager.kernel.mapper import place
+from lease_manager.kernel.scheduler import haizea_asap
+from lease_manager.kernel.scheduler.haizea_resumption import HaizeaSuspendResume
 from lease_manager.kernel.slottable import Reservation
 from lease_manager.kernel.slottable import ReservationKind as K
 
@@ -210,6 +212,21 @@ def plan_asap(sched: LeaseScheduler, lease: Lease, now: float, allow_future: boo
     prep = sched.preparation
     assert prep is not None
     times, how, slot, transfer = prep.earliest(sched.table, lease, now)
+    if isinstance(sched.suspend_resume, HaizeaSuspendResume):   # Haizea's own planning
+        found = haizea_asap.plan(sched, lease, now, allow_future, times)
+        if found is None:
+            return None
+        steps, in_future = found
+        vm_nodes = steps[0].nodes.tolist()
+        must = [node for node in vm_nodes if how[node] == "transfer"]
+        seconds = prep.transfer_time(lease) * (len(must) if prep.mechanism == "unicast"
+                                               else 1)
+        if must and seconds > 0:
+            steps.insert(0, prep.transfer(sched, lease, must, slot, seconds))
+        for node in vm_nodes:
+            if how[node] == "reuse":
+                prep.caches[node].move_to_end(lease.extra["disk-image"])
+        return steps, in_future
     duration = sched.length(lease)
     points = sorted(set(times.values()))
     vm = None
@@ -269,16 +286,5 @@ def schedule_queued(sched: LeaseScheduler, lease: Lease, now: float,
     if in_future:
         sched._backfill_reserved.add(lease.id)
     sched._commit(lease, plan, now)
-    segments = [res for res in plan if res.kind != K.TRANSFER]
-    if segments[-1].end - segments[0].start < sched.length(lease):
-        # it will run in front of an AR and yield to it: a preemption planned from the start,
-        # told once it has started (as the queue does for a lease starting at once)
-        last = segments[-1]
-
-        def preempted(at: float) -> None:
-            if lease.holds(last) or last in lease.allocations:
-                lease.preemptions += 1
-                sched._emit("lease_preempted", lease=lease, now=at)
-
-        sched.timeline.push(segments[0].start, EventKind.CALL, preempted)
+    haizea_asap.tell_planned_preemption(sched, lease, plan, now)
     return True

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from lease_manager.kernel.lease import Lease, LeaseState, LeaseType
-from lease_manager.kernel.scheduler import image_transfer
+from lease_manager.kernel.scheduler import haizea_asap, image_transfer
 from lease_manager.kernel.slottable import Reservation
 from lease_manager.kernel.slottable import ReservationKind as K
 
@@ -239,6 +239,8 @@ def _schedule(self: LeaseScheduler, lease: Lease, now: float, allow_future: bool
     if self.preparation is not None and not lease.image_nodes and \
             self.preparation.manages(lease):   # its disk image is sent first
         return image_transfer.schedule_queued(self, lease, now, allow_future)
+    if self.haizea_planning and not lease.image_nodes:   # Haizea's own planning
+        return haizea_asap.schedule_queued(self, lease, now, allow_future)
     booted = False
     if lease.image_nodes:
         plan = self._resumption_plan(lease, now, allow_future)

@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from lease_manager.kernel.lease import Lease, LeaseState
-from lease_manager.kernel.scheduler import image_transfer
+from lease_manager.kernel.scheduler import haizea_asap, image_transfer
 from lease_manager.kernel.slottable import Reservation
 from lease_manager.kernel.slottable import ReservationKind as K
 
@@ -91,6 +91,9 @@ def _replan(self: LeaseScheduler, lease: Lease, now: float) -> None:
         plan = self._resumption_plan(lease, now, allow_future)
     elif self.preparation is not None and self.preparation.manages(lease):
         found = image_transfer.plan_asap(self, lease, now, allow_future)
+        plan, in_future = (None, False) if found is None else found
+    elif self.haizea_planning:
+        found = haizea_asap.plan(self, lease, now, allow_future)
         plan, in_future = (None, False) if found is None else found
     else:
         duration = self.length(lease)
