@@ -62,3 +62,25 @@ def test_haizea_runs_a_best_effort_lease_in_front_of_any_reservation():
     assert [(x.start, x.end) for x in leases] == [(0, 100), (100, 200), (2, 466)]
     assert [(str(r.kind), r.start, r.end) for r in leases[2].allocations] == [
         ("vm", 2, 68), ("suspend", 68, 100), ("resume", 200, 232), ("vm", 232, 466)]
+
+
+def test_haizea_cancels_a_lease_that_has_not_run_its_threshold():
+    """Haizea suspends a preempted lease only if it has run its scheduling threshold (64 s
+    here) by the preemption: #1 (1 VM, 100 s) runs from 0; the AR #2 (both nodes, 50-150)
+    arrives at 10. 50 s < 64 s: #1 is cancelled at 10 and requeued, losing its work, and runs
+    again 150-250 (a partial run in front of the AR, 40 s, is under the threshold). Haizea 1.0
+    gives the same (#1's last start 150, end 250)."""
+    from lease_manager.kernel.lease import LeaseType as T
+
+    from support import be, simulate
+
+    leases = [be(1, 1, 100, 0, memory=1024),
+              Lease(2, T.ADVANCE_RESERVATION, 10, VMRequest.uniform(2, [1, 1024]), 100, 100,
+                    start_request=50)]
+    simulate(leases, "scheduling.suspendresume-model=haizea", "scheduling.suspension=all",
+             "scheduling.suspend-rate=32", "scheduling.resume-rate=32",
+             "scheduling.policy-preemption=ar-preempts-everything",
+             resources="2 CPU:1 Memory:1024")
+    assert [(str(r.kind), r.start, r.end) for r in leases[0].allocations] == [
+        ("vm", 0, 10), ("vm", 150, 250)]
+    assert leases[0].suspensions == 0 and (leases[1].start, leases[1].end) == (50, 150)
