@@ -195,7 +195,11 @@ def core_options(policy_names: Mapping[str, tuple[str, ...]]) -> list[Option]:
             spends the overhead once per VM in each round of simultaneous operations; a
             suspended lease is planned again like a new one, on any nodes with migration (no
             earlier than now + the time to move its images) or on its own nodes without,
-            reserving Haizea's estimate of its resumption (Haizea files set this)."""),
+            reserving Haizea's estimate of its resumption; best-effort leases are planned by
+            Haizea's greedy mapper, which lets a lease that may be suspended run in front of
+            any reservation and suspend before it, if it runs Haizea's scheduling threshold;
+            and a preempted lease that has not run that threshold is cancelled and requeued
+            (Haizea files set this)."""),
         Option("scheduling", "preemption-order", STRING, "most-preemptable-first",
                choices=("most-preemptable-first", "least-preemptable-first"), doc="""
             The order in which an advance reservation takes its victims, one more at a time
