@@ -42,12 +42,12 @@ def threshold(self: LeaseScheduler, lease: Lease) -> float:
     return safe + safe * self.threshold_factor
 
 
-def _latest_fit(self: LeaseScheduler, node: int, need: np.ndarray, start: float
-                ) -> float | None:
+def _latest_fit(self: LeaseScheduler, node: int, need: np.ndarray, start: float,
+                free_now: np.ndarray) -> float | None:
     """When ``node`` stops having ``need`` free after ``start`` (None: it has not at
-    ``start``)."""
+    ``start``, where it has ``free_now``)."""
     table = self.table
-    if ((table.free_at(start)[node] - need) < -EPS).any():
+    if ((free_now[node] - need) < -EPS).any():
         return None
     for t in table.change_points(start, math.inf, node=node):
         if ((table.free_at(t)[node] - need) < -EPS).any():
@@ -61,27 +61,35 @@ def haizea_map(self: LeaseScheduler, lease: Lease, start: float, duration: float
     (``start + duration``, or earlier when not ``strict``); None if the VMs do not fit."""
     order = np.asarray(self.host_selection.order_hosts(lease, start, start + duration,
                                                        self.table_view)).tolist()
-    if allowed is not None:
-        order = [node for node in order if node in allowed]
     per_vm = lease.vms.per_vm()
-    scale = np.where(per_vm.max(axis=0) > 0, per_vm.max(axis=0), 1.0)
-    vms = sorted(range(len(per_vm)), key=lambda i: -float((per_vm[i] / scale).sum()))
+    free_now = self.table.free_at(start)
+    smallest = per_vm.min(axis=0)
+    # hosts that cannot hold a VM at the start take none (Haizea visits them in vain)
+    order = [node for node in order if (allowed is None or node in allowed)
+             and (free_now[node] - smallest >= -EPS).all()]
+    if len(lease.vms.counts) == 1:
+        vms: list[int] = list(range(len(per_vm)))   # identical VMs: in order
+    else:   # the largest first (normalised by the largest of each resource), stable
+        scale = np.where(per_vm.max(axis=0) > 0, per_vm.max(axis=0), 1.0)
+        vms = sorted(range(len(per_vm)), key=lambda i: -float((per_vm[i] / scale).sum()))
     end = start + duration
+    free = self.table.min_free(start, end)   # (again whenever the end moves earlier)
     vm_nodes = [0] * len(per_vm)
     k = 0
     for node in order:
         need = np.zeros(per_vm.shape[1])
         while k < len(vms):
             more = need + per_vm[vms[k]]
-            if (self.table.min_free(start, end)[node] - more >= -EPS).all():
+            if (free[node] - more >= -EPS).all():
                 need = more
                 vm_nodes[vms[k]] = node
                 k += 1
                 continue
-            latest = None if strict else _latest_fit(self, node, more, start)
+            latest = None if strict else _latest_fit(self, node, more, start, free_now)
             if latest is None or latest <= start:
                 break
             end = latest
+            free = self.table.min_free(start, end)
         if k == len(vms):
             return Placement.on_nodes(vm_nodes, lease.vms), end
     return None
