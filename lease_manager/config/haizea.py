@@ -181,6 +181,15 @@ def _policy(option: str) -> Translation:
     return translate
 
 
+def _pricing(value: str, values: Values) -> Settings:
+    word = value.strip()
+    if word in ("maximum", "adaptive", "random"):
+        raise ValueError(f"Haizea's {word!r} pricing (prices a simulated user accepts or "
+                         "rejects) is not supported: use free or constant, or lease_manager's "
+                         "maximum or adaptive in a lease_manager configuration")
+    return _policy("policy-pricing")(value, values)
+
+
 def _migration(value: str, values: Values) -> Settings:
     word = _choice(value, ("no", "yes", "yes-notransfer"), "migration")
     return [("scheduling", "migration", word)]
@@ -262,7 +271,7 @@ HAIZEA_OPTIONS: dict[tuple[str, str], Translation] = {
     ("scheduling", "policy-admission"): _policy("policy-admission"),
     ("scheduling", "policy-preemption"): _policy("policy-preemption"),
     ("scheduling", "policy-host-selection"): _policy("policy-host-selection"),
-    ("scheduling", "policy-pricing"): _policy("policy-pricing"),
+    ("scheduling", "policy-pricing"): _pricing,
     ("scheduling", "wakeup-interval"): _accept(_seconds),   # the real clock wakes on events
     ("scheduling", "backfilling"): _to("scheduling", "backfilling"),
     ("scheduling", "backfilling-reservations"): _to("scheduling", "backfilling-reservations"),

@@ -287,3 +287,11 @@ def test_resources_from_a_site_file_or_the_lwf_trace(tmp_path):
                  .replace("tracefile: sample.lwf", "tracefile: nosite.lwf"))
     with pytest.raises(Exception, match="describes no site"):
         load_run(path)
+
+
+def test_haizeas_user_feedback_pricing_is_refused(tmp_path):
+    path = write(tmp_path, SAMPLE.replace("policy-preemption: ar-preempts-everything",
+                                          "policy-preemption: ar-preempts-everything\n"
+                                          "policy-pricing: maximum"))
+    with pytest.raises(ConfigError, match="Haizea's 'maximum' pricing .* is not supported"):
+        load_config(path, Plugins(entry_points=False).schema)
