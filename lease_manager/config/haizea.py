@@ -181,6 +181,13 @@ def _policy(option: str) -> Translation:
     return translate
 
 
+def _preemption(value: str, values: Values) -> Settings:
+    word = value.strip()
+    if word == "ar-preempts-everything":   # Haizea's: advance reservations preempt
+        word = "ar-preempts-be"            # best-effort leases only (1.0 and 1.1 alike)
+    return _policy("policy-preemption")(word, values)
+
+
 def _pricing(value: str, values: Values) -> Settings:
     word = value.strip()
     if word in ("maximum", "adaptive", "random"):
@@ -269,7 +276,7 @@ HAIZEA_OPTIONS: dict[tuple[str, str], Translation] = {
     ("simulation", "sanity-check"): _accept(_yes_no),   # invariants are checked on every run
     ("scheduling", "mapper"): _mapper,
     ("scheduling", "policy-admission"): _policy("policy-admission"),
-    ("scheduling", "policy-preemption"): _policy("policy-preemption"),
+    ("scheduling", "policy-preemption"): _preemption,
     ("scheduling", "policy-host-selection"): _policy("policy-host-selection"),
     ("scheduling", "policy-pricing"): _pricing,
     ("scheduling", "wakeup-interval"): _accept(_seconds),   # the real clock wakes on events
