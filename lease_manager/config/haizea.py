@@ -181,6 +181,13 @@ def _policy(option: str) -> Translation:
     return translate
 
 
+def _host_selection(value: str, values: Values) -> Settings:
+    word = value.strip()
+    if word == "greedy":   # Haizea's score exactly (policies/host_selection.py)
+        word = "haizea-greedy"
+    return _policy("policy-host-selection")(word, values)
+
+
 def _preemption(value: str, values: Values) -> Settings:
     word = value.strip()
     if word == "ar-preempts-everything":   # Haizea's: advance reservations preempt
@@ -277,7 +284,7 @@ HAIZEA_OPTIONS: dict[tuple[str, str], Translation] = {
     ("scheduling", "mapper"): _mapper,
     ("scheduling", "policy-admission"): _policy("policy-admission"),
     ("scheduling", "policy-preemption"): _preemption,
-    ("scheduling", "policy-host-selection"): _policy("policy-host-selection"),
+    ("scheduling", "policy-host-selection"): _host_selection,
     ("scheduling", "policy-pricing"): _pricing,
     ("scheduling", "wakeup-interval"): _accept(_seconds),   # the real clock wakes on events
     ("scheduling", "backfilling"): _to("scheduling", "backfilling"),
@@ -335,6 +342,7 @@ HAIZEA_OPTIONS: dict[tuple[str, str], Translation] = {
 #: Haizea's defaults where they differ from lease_manager's (set unless the file sets them)
 HAIZEA_DEFAULTS: Settings = [
     ("scheduling", "policy-preemption", "no-preemption"),
+    ("scheduling", "policy-host-selection", "haizea-greedy"),
     ("scheduling", "overhead-in-shutdown", "yes"),
     ("scheduling", "shutdown-after-early-end", "no"),
     ("scheduling", "suspendresume-model", "haizea"),

@@ -94,6 +94,7 @@ def test_haizeas_test_configuration_loads_unchanged(tmp_path):
     # Haizea's ar-preempts-everything lets ARs preempt best-effort leases only
     assert get("scheduling", "policy-preemption") == "ar-preempts-be"
     assert get("scheduling", "backfilling") == "aggressive"
+    assert get("scheduling", "policy-host-selection") == "haizea-greedy"   # its exact score
     assert get("scheduling", "enactment-overhead") == 2
     assert get("scheduling", "overhead-in-shutdown") is True          # Haizea's shutdown
     assert get("scheduling", "shutdown-after-early-end") is False     # Haizea's premature end
