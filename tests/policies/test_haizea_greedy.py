@@ -4,6 +4,7 @@ of any kind), which Haizea files use for ``greedy``."""
 from __future__ import annotations
 
 import pytest
+
 from support import be, simulate
 
 
