@@ -5,6 +5,9 @@ says how Haizea's times were obtained)."""
 from __future__ import annotations
 
 import csv
+import os
+
+import pytest
 
 from lease_manager.run import load_run
 
@@ -44,3 +47,50 @@ def test_move_earlier_differs_where_haizea_replans(tmp_path):
     at a re-plan, and everything after it, changed."""
     same = sum(a == b for a, b in zip(starts(tmp_path, "move-earlier"), haizea_starts()))
     assert same == 4355
+
+
+HAIZEA_FILE = """[general]
+mode: simulated
+lease-preparation: unmanaged
+persistence-file: none
+[simulation]
+clock: simulated
+starttime: 2006-11-25 13:00:00
+resources: 144 CPU:100 Memory:1024
+imagetransfer-bandwidth: 100
+[scheduling]
+policy-preemption: no-preemption
+policy-host-selection: greedy
+backfilling: aggressive
+suspension: none
+migration: no
+shutdown-time: 0
+enactment-overhead: 0
+[tracefile]
+tracefile: blue30.lwf
+[accounting]
+probes: best-effort
+"""
+
+
+@pytest.mark.skipif(not os.environ.get("LM_HAIZEA_FULL"),
+                    reason="about 25 CPU-s: set LM_HAIZEA_FULL=1 to run it")
+def test_haizeas_own_configuration_gives_its_starts(tmp_path):
+    """The configuration Haizea 1.0 ran (the reference file's header), as a Haizea file, on
+    the trace converted to LWF as it was: every start is Haizea's (Haizea's planning and
+    greedy score, not only its re-evaluation)."""
+    import subprocess
+    import sys
+
+    (tmp_path / "conv.ini").write_text("[simulation]\nresources = 144 CPU:100 Memory:1024\n"
+                                       "[tracefile]\nvm-resources = CPU:100 Memory:1024\n")
+    subprocess.run([sys.executable, "-m", "lease_manager.cli", "convert",
+                    str(ROOT / "traces" / "sdsc-blue-30days.swf"), str(tmp_path / "blue30.lwf"),
+                    "-c", str(tmp_path / "conv.ini")], check=True, capture_output=True)
+    (tmp_path / "haizea.conf").write_text(HAIZEA_FILE)
+    run = load_run(tmp_path / "haizea.conf")
+    run.run()
+    run.write(tmp_path / "out")
+    with open(tmp_path / "out" / "leases.csv") as fh:
+        rows = sorted(csv.DictReader(fh), key=lambda row: int(row["lease_id"]))
+    assert [float(row["start"]) for row in rows] == haizea_starts()
