@@ -95,7 +95,7 @@ def haizea_map(self: LeaseScheduler, lease: Lease, start: float, duration: float
     return None
 
 
-def _future_starts(self: LeaseScheduler, after: float) -> list[float]:
+def future_starts(self: LeaseScheduler, after: float) -> list[float]:
     """Haizea's future candidates: the ends of VM reservations (and of suspensions, a VM
     reservation's last part) after ``after``."""
     return sorted({r.end for r in self.table.reservations_between(after, math.inf)
@@ -116,7 +116,7 @@ def plan(self: LeaseScheduler, lease: Lease, now: float, allow_future: bool,
     tries: list[tuple[float, set[int] | None, bool]] = [
         (t, {node for node, e in times.items() if e <= t}, False) for t in points]
     if allow_future:
-        tries += [(t, None, True) for t in _future_starts(self, points[-1])]
+        tries += [(t, None, True) for t in future_starts(self, points[-1])]
     for t, allowed, in_future in tries:
         found = haizea_map(self, lease, t, duration, allowed, strict)
         if found is None:

@@ -24,10 +24,9 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-import numpy as np
-
+from lease_manager.kernel.events import EventKind
 from lease_manager.kernel.lease import Lease
-from lease_manager.kernel.scheduler import suspension
+from lease_manager.kernel.scheduler import haizea_asap, suspension
 from lease_manager.kernel.scheduler.suspension import SuspendResume
 from lease_manager.kernel.slottable import Reservation
 from lease_manager.kernel.slottable import ReservationKind as K
@@ -115,28 +114,51 @@ def _haizea_resumption(self: LeaseScheduler, lease: Lease, now: float,
                 earliest += self.preparation.migration_estimate(lease, image.vm_nodes,
                                                                 bandwidth)
     length = self.length(lease)
-    estimate = model.estimate(lease, model.resume_rate, model.resume_override)
-    duration = length + estimate
-    only = None if bandwidth is not None else image.nodes
-    for start in self.table.iter_fit_starts(lease.vms, duration, earliest,
-                                            not_after=None if allow_future else earliest):
-        order = self.host_selection.order_hosts(lease, start, start + duration,
-                                                self.table_view)
-        if only is not None:
-            order = [n for n in np.asarray(order).tolist() if n in set(only.tolist())]
-        placement = _place(self, lease, start, start + duration, order)
-        if placement is None:
+    resume_estimate = model.estimate(lease, model.resume_rate, model.resume_override)
+    duration = length + resume_estimate
+    only = None if bandwidth is not None else set(image.nodes.tolist())
+    strict = not self._can_suspend(lease)
+    # Haizea's threshold for a suspended lease counts its resumption too
+    safe = (model.estimate(lease, model.suspend_rate, model.suspend_override)
+            + resume_estimate)
+    shortest = 0.0 if strict else (self.forced_threshold if self.forced_threshold is not None
+                                   else safe + safe * self.threshold_factor)
+    tries = [earliest] + (haizea_asap.future_starts(self, earliest) if allow_future else [])
+    for start in tries:
+        found = haizea_asap.haizea_map(self, lease, start, duration, only, strict)
+        if found is None:
+            continue
+        placement, end = found
+        if end < start + duration and end - start < shortest:
             continue
         resume = model.resume_time(placement.reservation(lease, start, start))
         segments = []
         if resume > 0:
             segments.append(placement.reservation(lease, start, start + resume, kind=K.RESUME))
-        segments.append(placement.reservation(lease, start + resume, start + resume + length))
+        if end >= start + duration:   # the whole rest (Haizea trims the estimate's excess)
+            segments.append(placement.reservation(lease, start + resume,
+                                                  start + resume + length))
+            return segments
+        vm = placement.reservation(lease, start + resume, end)   # then suspended again
+        suspend = model.suspend_time(vm)
+        if end - suspend <= start + resume:
+            continue
+        vm.end = end - suspend
+        segments.append(vm)
+        if suspend > 0:
+            segments.append(placement.reservation(lease, end - suspend, end, kind=K.SUSPEND))
+        _tell_preemption_when_running(self, lease, vm, segments[-1])
         return segments
     return None
 
 
-def _place(self: LeaseScheduler, lease: Lease, start: float, end: float, order):
-    from lease_manager.kernel.mapper import place
+def _tell_preemption_when_running(self: LeaseScheduler, lease: Lease, vm: Reservation,
+                                  last: Reservation) -> None:
+    """A resumption planned to end in a suspension is a preemption planned from the start:
+    told once its VMs run, if the plan was adopted and still holds."""
+    def preempted(at: float) -> None:
+        if lease.holds(last) or last in lease.allocations:
+            lease.preemptions += 1
+            self._emit("lease_preempted", lease=lease, now=at)
 
-    return place(self.table, lease.vms, start, end, order)
+    self.timeline.push(vm.start, EventKind.CALL, preempted)
