@@ -197,6 +197,8 @@ class LeaseScheduler:
         #: ending early at one instant can be taken in Haizea's order (replan.py)
         self.predicted_ends = False
         self._replanning = False
+        #: a re-plan is planning a suspended lease again (haizea_resumption.py)
+        self._replanning_lease = False
         self._enactment = enactment or Enactment()
         self._emit = emit or (lambda hook, **kw: None)
         #: QUEUED leases, in queue order

@@ -96,10 +96,18 @@ def haizea_map(self: LeaseScheduler, lease: Lease, start: float, duration: float
 
 
 def future_starts(self: LeaseScheduler, after: float) -> list[float]:
-    """Haizea's future candidates: the ends of VM reservations (and of suspensions, a VM
-    reservation's last part) after ``after``."""
-    return sorted({r.end for r in self.table.reservations_between(after, math.inf)
-                   if r.kind in (K.VM, K.SUSPEND) and r.end > after})
+    """Haizea's future candidates: the final ends of VM reservations after ``after`` (a VM
+    reservation followed by its suspension ends when the suspension does)."""
+    ends = set()
+    for r in self.table.reservations_between(after, math.inf):
+        if r.end <= after or r.kind not in (K.VM, K.SUSPEND):
+            continue
+        if r.kind == K.VM and r.lease is not None and any(
+                later.kind == K.SUSPEND and later.start == r.end
+                for later in r.lease.reservations):
+            continue   # its suspension's end counts instead
+        ends.add(r.end)
+    return sorted(ends)
 
 
 def plan(self: LeaseScheduler, lease: Lease, now: float, allow_future: bool,

@@ -118,9 +118,11 @@ def _haizea_resumption(self: LeaseScheduler, lease: Lease, now: float,
     duration = length + resume_estimate
     only = None if bandwidth is not None else set(image.nodes.tolist())
     strict = not self._can_suspend(lease)
-    # Haizea's threshold for a suspended lease counts its resumption too
-    safe = (model.estimate(lease, model.suspend_rate, model.suspend_override)
-            + resume_estimate)
+    # Haizea's threshold for a suspended lease counts its resumption too, when the lease is
+    # planned from the queue (not when a re-plan takes it off its plan)
+    safe = model.estimate(lease, model.suspend_rate, model.suspend_override)
+    if not self._replanning_lease:
+        safe += resume_estimate
     shortest = 0.0 if strict else (self.forced_threshold if self.forced_threshold is not None
                                    else safe + safe * self.threshold_factor)
     tries = [earliest] + (haizea_asap.future_starts(self, earliest) if allow_future else [])

@@ -88,7 +88,11 @@ def _replan(self: LeaseScheduler, lease: Lease, now: float) -> None:
     in_future: bool | None = None   # (known here only for a lease planned with its image)
     plan: list[Reservation] | None
     if lease.image_nodes:
-        plan = self._resumption_plan(lease, now, allow_future)
+        self._replanning_lease = True   # (Haizea's threshold then omits the resumption)
+        try:
+            plan = self._resumption_plan(lease, now, allow_future)
+        finally:
+            self._replanning_lease = False
     elif self.preparation is not None and self.preparation.manages(lease):
         found = image_transfer.plan_asap(self, lease, now, allow_future)
         plan, in_future = (None, False) if found is None else found
