@@ -16,8 +16,8 @@ from support import ROOT
 REFERENCE = ROOT / "tests" / "reference" / "haizea10-sdsc-blue-30days-starts.txt"
 
 
-def haizea_starts() -> list[float]:
-    lines = REFERENCE.read_text().splitlines()
+def haizea_starts(reference=REFERENCE) -> list[float]:
+    lines = reference.read_text().splitlines()
     return [float(line) for line in lines if line and not line.startswith("#")]
 
 
@@ -74,11 +74,14 @@ probes: best-effort
 
 
 @pytest.mark.skipif(not os.environ.get("LM_HAIZEA_FULL"),
-                    reason="about 25 CPU-s: set LM_HAIZEA_FULL=1 to run it")
-def test_haizeas_own_configuration_gives_its_starts(tmp_path):
-    """The configuration Haizea 1.0 ran (the reference file's header), as a Haizea file, on
-    the trace converted to LWF as it was: every start is Haizea's (Haizea's planning and
-    greedy score, not only its re-evaluation)."""
+                    reason="about 45 CPU-s: set LM_HAIZEA_FULL=1 to run it")
+@pytest.mark.parametrize("suspension, reference", [
+    ("none", REFERENCE),
+    ("all", REFERENCE.with_name("haizea10-sdsc-blue-30days-suspension-starts.txt"))])
+def test_haizeas_own_configuration_gives_its_starts(tmp_path, suspension, reference):
+    """The configuration Haizea 1.0 ran (the reference files' headers), as a Haizea file, on
+    the trace converted to LWF as it was: every start is Haizea's (Haizea's planning, greedy
+    score and, with suspension, its suspensions and resumptions, not only its re-evaluation)."""
     import subprocess
     import sys
 
@@ -87,10 +90,13 @@ def test_haizeas_own_configuration_gives_its_starts(tmp_path):
     subprocess.run([sys.executable, "-m", "lease_manager.cli", "convert",
                     str(ROOT / "traces" / "sdsc-blue-30days.swf"), str(tmp_path / "blue30.lwf"),
                     "-c", str(tmp_path / "conv.ini")], check=True, capture_output=True)
-    (tmp_path / "haizea.conf").write_text(HAIZEA_FILE)
+    (tmp_path / "haizea.conf").write_text(HAIZEA_FILE.replace("suspension: none",
+                                                              f"suspension: {suspension}\n"
+                                                              "suspend-rate: 32\n"
+                                                              "resume-rate: 32"))
     run = load_run(tmp_path / "haizea.conf")
     run.run()
     run.write(tmp_path / "out")
     with open(tmp_path / "out" / "leases.csv") as fh:
         rows = sorted(csv.DictReader(fh), key=lambda row: int(row["lease_id"]))
-    assert [float(row["start"]) for row in rows] == haizea_starts()
+    assert [float(row["start"]) for row in rows] == haizea_starts(reference)
