@@ -21,7 +21,9 @@ def _simulate(args: argparse.Namespace) -> int:
     from lease_manager.run import default_out_dir, load_run
 
     run = load_run(args.config, args.set)
-    out = Path(args.out) if args.out else fresh_folder(default_out_dir(args.config))
+    datafile = run.config.get("accounting", "datafile")   # Haizea's: the run folder's name
+    default = Path(datafile).with_suffix("") if datafile else default_out_dir(args.config)
+    out = Path(args.out) if args.out else fresh_folder(default)
     existed = out.exists()
     claim(out, args.force)   # before the run: a bad output folder should not cost a simulation
     try:
@@ -155,11 +157,11 @@ def _plugins(args: argparse.Namespace) -> int:
 
 def _convert(args: argparse.Namespace) -> int:
     from lease_manager.config.schema import load_config
-    from lease_manager.kernel.resources import parse_site
     from lease_manager.plugins import Plugins
     from lease_manager.run import swf_conversion, vm_vector
     from lease_manager.workload.convert import ConversionStats, lwf_to_swf, swf_to_lwf
     from lease_manager.workload.lwf import is_lwf
+    from lease_manager.workload.site_source import site_nodes
     from lease_manager.workload.swf import TraceStats
 
     if not Path(args.input).is_file():   # before the configuration: the first thing to fix
@@ -167,7 +169,7 @@ def _convert(args: argparse.Namespace) -> int:
                                                      if Path(args.input).is_dir()
                                                      else "file not found"))
     config = load_config(args.config, Plugins().schema, args.set)
-    nodes = parse_site(config.get("simulation", "resources"))
+    nodes = site_nodes(config)
     output = Path(args.output)
     if not output.parent.is_dir():
         raise LeaseManagerError(f"cannot write {output}: folder {output.parent} does not exist")

@@ -33,6 +33,26 @@ class ConfigError(InputError):
     """An invalid configuration file or command-line override."""
 
 
+class ConfigErrors(ConfigError):
+    """Every error of a configuration file, one line each (``FILE:LINE: [section] option:
+    message``); as a :class:`ConfigError` it is the first of them."""
+
+    def __init__(self, errors: list[ConfigError]) -> None:
+        first = errors[0]
+        super().__init__(first.detail, file=first.file, line=first.line, field=first.field)
+        self.errors = errors
+
+    def __str__(self) -> str:
+        return "\n".join(str(e) for e in self.errors)
+
+
+def all_errors(errors: list[ConfigError]) -> ConfigError:
+    """One error as itself, several as :class:`ConfigErrors` (in the file's order)."""
+    if len(errors) == 1:
+        return errors[0]
+    return ConfigErrors(sorted(errors, key=lambda e: (e.file == "--set", e.line or 0)))
+
+
 class TraceError(InputError):
     """A malformed workload trace."""
 

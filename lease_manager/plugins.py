@@ -29,6 +29,7 @@ BUILTIN_PLUGINS = (
     "lease_manager.policies.defaults",
     "lease_manager.policies.host_selection",
     "lease_manager.policies.probes",
+    "lease_manager.policies.haizea_probes",
     "lease_manager.policies.preemption",
     "lease_manager.policies.admission",
     "lease_manager.policies.pricing",

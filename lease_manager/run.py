@@ -9,6 +9,7 @@ serves any number of runs, one after another.
 
 from __future__ import annotations
 
+import math
 import resource
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -32,8 +33,10 @@ from lease_manager.kernel.clock import RealClock, SimulatedClock
 from lease_manager.kernel.count_table import CountTable
 from lease_manager.kernel.engine import Engine, ReplayEnactment
 from lease_manager.kernel.events import Timeline
-from lease_manager.kernel.resources import NodeSet, parse_amounts, parse_site
+from lease_manager.kernel.resources import NodeSet, parse_amounts
 from lease_manager.kernel.scheduler import LeaseScheduler, SuspendResume
+from lease_manager.kernel.scheduler.haizea_resumption import HaizeaSuspendResume
+from lease_manager.kernel.scheduler.image_transfer import ImageTransfers
 from lease_manager.kernel.slottable import SlotTable
 from lease_manager.multisite import (
     Site,
@@ -48,6 +51,8 @@ from lease_manager.observers.invariants import InvariantChecker, stranded
 from lease_manager.observers.metrics import Metrics
 from lease_manager.plugins import ACCOUNTING_PLUGIN, ENERGY_PLUGIN, INVARIANTS_PLUGIN, Plugins
 from lease_manager.workload.lwf import is_lwf, read_lwf
+from lease_manager.workload.overheads import read_image_file, with_images, with_overheads
+from lease_manager.workload.site_source import site_nodes
 from lease_manager.workload.swf import SWFConversion, SWFReader, TraceStats, swf_leases
 
 if TYPE_CHECKING:
@@ -90,7 +95,7 @@ class Run:
             check_sites(self.sites)
             self.nodes, self.table = self.sites[0].nodes, self.sites[0].table
         else:
-            self.nodes = parse_site(config.get("simulation", "resources"))
+            self.nodes = site_nodes(config)
             self.table = self._new_table(config, self.nodes, serve, leases is None)
         #: what plugins see of this run
         self.ctx = self._context(config, self.nodes, self.table)
@@ -174,7 +179,7 @@ class Run:
 
     def _site(self, name: str, serve: bool, from_trace: bool) -> Site:
         config = self.config.for_site(name)
-        nodes = parse_site(config.get("simulation", "resources"))
+        nodes = site_nodes(config)
         table = self._new_table(config, nodes, serve, from_trace)
         return Site(name, config, nodes, table, self._context(config, nodes, table))
 
@@ -297,12 +302,17 @@ class Run:
         relay."""
         table = table if table is not None else self.table
         names = table.nodes.types.names
-        suspend_resume = SuspendResume(
+        model = (HaizeaSuspendResume if config.get("scheduling", "suspendresume-model")
+                 == "haizea" else SuspendResume)
+        suspend_resume = model(
             names.index("Memory") if "Memory" in names else None,
             config.get("scheduling", "suspend-rate"), config.get("scheduling", "resume-rate"),
             config.get("scheduling", "suspendresume-exclusion"),
-            config.get("scheduling", "enactment-overhead"))
-        return LeaseScheduler(
+            config.get("scheduling", "enactment-overhead"),
+            suspend_override=config.get("scheduling", "override-suspend-time"),
+            resume_override=config.get("scheduling", "override-resume-time"))
+        migration = config.get("scheduling", "migration")
+        scheduler = LeaseScheduler(
             table, self.timeline,
             admission=self.policies["admission"], pricing=self.policies["pricing"],
             queue=self.policies["queue"], host_selection=self.policies["host-selection"],
@@ -312,9 +322,31 @@ class Run:
             suspension=config.get("scheduling", "suspension"), suspend_resume=suspend_resume,
             shutdown=config.get("scheduling", "shutdown-time"),
             threshold_factor=config.get("scheduling", "scheduling-threshold-factor"),
-            migration_bandwidth=(config.get("scheduling", "migration-bandwidth")
-                                 if config.get("scheduling", "migration") == "yes" else None),
+            migration_bandwidth=(None if migration == "no" else math.inf
+                                 if migration == "yes-notransfer"
+                                 else config.get("scheduling", "migration-bandwidth")),
+            reevaluation=config.get("scheduling", "reevaluation"),
             enactment=self.enactment, emit=self._hooks)
+        # a replay knows when every lease's work ends (Haizea's re-plan takes simultaneous
+        # early ends in its own order)
+        scheduler.predicted_ends = isinstance(self.enactment, ReplayEnactment)
+        if config.get("scheduling", "overhead-in-shutdown"):   # Haizea's shutdown time
+            scheduler.shutdown_per_vm = config.get("scheduling", "enactment-overhead")
+        scheduler.preemption_order = config.get("scheduling", "preemption-order")
+        scheduler.forced_threshold = config.get("scheduling", "force-scheduling-threshold")
+        scheduler.haizea_planning = isinstance(suspend_resume, HaizeaSuspendResume)
+        if config.get("preparation", "lease-preparation") == "imagetransfer":
+            scheduler.preparation = ImageTransfers(
+                len(table.capacity),
+                bandwidth=config.get("preparation", "imagetransfer-bandwidth"),
+                mechanism=config.get("preparation", "transfer-mechanism"),
+                avoid_redundant=config.get("preparation", "avoid-redundant-transfers"),
+                reuse=config.get("preparation", "diskimage-reuse"),
+                cache_size=config.get("preparation", "diskimage-cache-size"),
+                force_time=config.get("preparation", "force-imagetransfer-time"))
+        scheduler.shutdown_after_early_end = config.get("scheduling",
+                                                        "shutdown-after-early-end")
+        return scheduler
 
     def _instantiate(self, kind: str, name: str) -> Any:
         policy = self.plugins.policy(kind, name)(self.ctx)
@@ -383,6 +415,16 @@ class Run:
             from lease_manager.workload.convert import merge_workloads
 
             leases = merge_workloads(leases, read_lwf(injection, self.nodes.types).leases)
+        imagefile = cfg.get("tracefile", "imagefile")
+        if imagefile:   # Haizea's: disk images given to the leases in order
+            leases = with_images(leases, read_image_file(imagefile))
+        add, memory = cfg.get("tracefile", "add-overhead"), cfg.get("tracefile", "override-memory")
+        if add != "none" or memory >= 0:   # Haizea's overheads (workload/overheads.py)
+            names = self.nodes.types.names
+            leases = with_overheads(
+                leases, add=add, slowdown_percent=cfg.get("tracefile", "runtime-slowdown-overhead"),
+                boot=cfg.get("tracefile", "bootshutdown-overhead"), memory=memory,
+                memory_index=names.index("Memory") if "Memory" in names else None)
         return iter(leases)
 
     def _checked(self, leases: Iterable[Lease]) -> Iterator[Lease]:

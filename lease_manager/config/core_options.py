@@ -66,6 +66,9 @@ def core_options(policy_names: Mapping[str, tuple[str, ...]]) -> list[Option]:
             (Garg et al. use 50 s) gathers the leases that arrive in each cycle of that length
             (from the start of the run) and lets the site-selection policy decide them
             together at the cycle's end."""),
+        Option("simulation", "starttime", STRING, "", doc="""
+            The date and time the run's time 0 stands for (Haizea's `starttime`, e.g.
+            `2006-11-25 13:00:00`). Outputs stay in seconds from it; `run.json` records it."""),
         Option("simulation", "seed", INTEGER, 0, minimum=0, doc="""
             Seed of the run's random numbers: policies and annotators draw from independent
             streams derived from it, so the same seed gives the same results."""),
@@ -108,6 +111,25 @@ def core_options(policy_names: Mapping[str, tuple[str, ...]]) -> list[Option]:
         Option("tracefile", "oversized", STRING, "reject", choices=("reject", "error"), doc="""
             A job larger than the site: `reject` it (it is counted and listed in leases.csv) or
             stop with an `error` naming its line."""),
+        Option("tracefile", "imagefile", PATH, "", doc="""
+            Haizea 1.0's image file: `IMAGE SIZE-MB` lines, a line starting with `#`, then one
+            image name per line, given in that order to the leases read (their disk images,
+            as an LWF `<disk-image>` gives them; see `[preparation]`)."""),
+        Option("tracefile", "runtime-slowdown-overhead", FLOAT, 0.0, minimum=0, maximum=1e6,
+               doc="""
+            Haizea's runtime overhead: the leases `add-overhead` names run this many percent
+            longer (requested and actual durations, rounded up to a second)."""),
+        Option("tracefile", "add-overhead", STRING, "none",
+               choices=("none", "besteffort", "all"), doc="""
+            Which leases of the trace get `runtime-slowdown-overhead` and
+            `bootshutdown-overhead` added: `none`, `besteffort` leases or `all`."""),
+        Option("tracefile", "bootshutdown-overhead", DURATION, 0, minimum=0, maximum=1e9,
+               doc="""
+            Haizea's boot and shutdown overhead: seconds added to the requested and actual
+            durations of the leases `add-overhead` names."""),
+        Option("tracefile", "override-memory", FLOAT, -1.0, minimum=-1, maximum=1e12, doc="""
+            Haizea's `override-memory`: every VM of the trace needs this much `Memory` (MB)
+            instead of what the trace says (-1: as the trace says)."""),
         # -------------------------------------------------------------------- [scheduling]
         Option("scheduling", "backfilling", STRING, "aggressive", choices=BACKFILLING, doc="""
             `off`: the head of the queue blocks; `aggressive` (EASY): at most one queued lease
@@ -154,20 +176,103 @@ def core_options(policy_names: Mapping[str, tuple[str, ...]]) -> list[Option]:
             the slot in front of it, suspending itself before the reservation starts, if the
             slot lasts at least (1 + F) x (its suspend + resume time) and it may be suspended
             (see `suspension`)."""),
+        Option("scheduling", "force-scheduling-threshold", DURATION, None, minimum=0, doc="""
+            Haizea's `force-scheduling-threshold`: the shortest slot a queued lease may run
+            in before suspending for an advance reservation, in seconds, instead of the one
+            `scheduling-threshold-factor` gives (not set: the factor's)."""),
         Option("scheduling", "enactment-overhead", DURATION, 0, doc="""
             Extra time for each VM's suspension or resumption command."""),
+        Option("scheduling", "overhead-in-shutdown", BOOLEAN, False, doc="""
+            Haizea's shutdown time: `enactment-overhead` is also spent once per VM when a
+            lease shuts down, so its shutdown takes `shutdown-time` + VMs x
+            `enactment-overhead` (Haizea files set this)."""),
+        Option("scheduling", "shutdown-after-early-end", BOOLEAN, True, doc="""
+            Whether a lease whose work ends before its reservation does still spends its
+            shutdown time (`no`: it ends when its work does, as in Haizea, whose premature
+            ends remove the planned shutdown; Haizea files set this)."""),
+        Option("scheduling", "override-suspend-time", DURATION, None, minimum=0, doc="""
+            Haizea's `override-suspend-time`: each VM suspends in this many seconds (plus
+            `enactment-overhead`) whatever its memory (not set: memory / `suspend-rate`)."""),
+        Option("scheduling", "override-resume-time", DURATION, None, minimum=0, doc="""
+            Haizea's `override-resume-time`: each VM resumes in this many seconds (plus
+            `enactment-overhead`) whatever its memory (not set: memory / `resume-rate`)."""),
+        Option("scheduling", "suspendresume-model", STRING, "lease-manager",
+               choices=("lease-manager", "haizea"), doc="""
+            How suspensions and resumptions are timed and planned. `lease-manager`: each VM
+            takes memory / rate + `enactment-overhead`, one after another per node (`local`)
+            or across the site (`global`); a suspended lease resumes on the nodes holding
+            its images, or elsewhere after moving them if that is earlier. `haizea` (Haizea
+            1.0's model): each VM's time is rounded up to a second and `local` exclusion
+            spends the overhead once per VM in each round of simultaneous operations; a
+            suspended lease is planned again like a new one, on any nodes with migration (no
+            earlier than now + the time to move its images) or on its own nodes without,
+            reserving Haizea's estimate of its resumption; best-effort leases are planned by
+            Haizea's greedy mapper, which lets a lease that may be suspended run in front of
+            any reservation and suspend before it, if it runs Haizea's scheduling threshold;
+            and a preempted lease that has not run that threshold is cancelled and requeued
+            (Haizea files set this)."""),
+        Option("scheduling", "preemption-order", STRING, "most-preemptable-first",
+               choices=("most-preemptable-first", "least-preemptable-first"), doc="""
+            The order in which an advance reservation takes its victims, one more at a time
+            until it fits: the preemption policy's highest scores first (younger leases
+            first with the age scores), or Haizea's order, which takes the lowest scores
+            first (its mapper pops the end of the list sorted most preemptable first: the
+            oldest lease younger than a week first)."""),
         Option("scheduling", "shutdown-time", DURATION, 0, doc="""
             Time to shut a lease's VMs down: added to the reservation of best-effort, immediate
             and deadline leases, carved out of the end of an advance reservation's interval."""),
-        Option("scheduling", "migration", STRING, "no", choices=("no", "yes"), doc="""
+        Option("scheduling", "reevaluation", STRING, "move-earlier",
+               choices=("move-earlier", "replan"), doc="""
+            What happens to future reservations when a lease ends before its reservation
+            does (or is cancelled): `move-earlier` moves each one earlier where it can, keeping
+            its nodes otherwise, pass after pass, never later than the start it was promised;
+            `replan` (Haizea's `reevaluate_schedule`) gives up every backfilling reservation
+            that has not started and plans each lease again from scratch, with a fresh host
+            ordering, at each early end (Haizea's exact schedules)."""),
+        Option("scheduling", "migration", STRING, "no", choices=("no", "yes", "yes-notransfer"),
+               doc="""
             `yes`: a suspended lease may resume on other nodes after its memory images are
-            moved there (see `migration-bandwidth`), when that lets it resume earlier."""),
+            moved there (see `migration-bandwidth`), when that lets it resume earlier;
+            `yes-notransfer` (Haizea's): it may, and moving the images takes no time."""),
         Option("scheduling", "migration-bandwidth", FLOAT, 100.0, minimum=1e-9, doc="""
             MB per second at which a suspended lease's memory images move to other nodes."""),
+        # ------------------------------------------------------------------- [preparation]
+        Option("preparation", "lease-preparation", STRING, "unmanaged",
+               choices=("unmanaged", "imagetransfer"), doc="""
+            `unmanaged`: leases start without any preparation (their images are assumed to be
+            on the nodes). `imagetransfer` (Haizea's): a lease with a disk image (LWF
+            `<disk-image>`) waits until its image is sent from the image repository to its
+            nodes; transfers are reservations of kind `transfer`, one at a time on the
+            repository's link: the next free slot for best-effort and immediate leases, the
+            last free slot before an advance reservation's start."""),
+        Option("preparation", "imagetransfer-bandwidth", FLOAT, 100.0, minimum=1e-9,
+               maximum=1e12, doc="""
+            Mb/s of the image repository's outbound link (Haizea's unit: a 1,024 MB image takes
+            81.92 s at 100 Mb/s, rounded up to 82 s as Haizea rounds)."""),
+        Option("preparation", "transfer-mechanism", STRING, "multicast",
+               choices=("unicast", "multicast"), doc="""
+            `multicast`: one transfer feeds all of a lease's nodes; `unicast`: one transfer
+            per node, one after another."""),
+        Option("preparation", "avoid-redundant-transfers", BOOLEAN, True, doc="""
+            With multicast, a lease whose image is already being sent starts when that
+            transfer ends, on any node, without one of its own."""),
+        Option("preparation", "diskimage-reuse", STRING, "none",
+               choices=("none", "image-caches"), doc="""
+            `image-caches`: each node keeps the images it received (up to
+            `diskimage-cache-size`, the oldest evicted first), and a lease whose image a node
+            holds may start there at once."""),
+        Option("preparation", "diskimage-cache-size", FLOAT, 20480.0, minimum=0,
+               maximum=1e12, doc="MB of each node's image cache (with `image-caches`)."),
+        Option("preparation", "force-imagetransfer-time", DURATION, None, minimum=0, doc="""
+            Every image transfer takes this long, whatever the image's size (not set: size /
+            bandwidth)."""),
         # -------------------------------------------------------------------- [accounting]
         Option("accounting", "probes", NAMES, (), doc=f"""
             Probes that record extra metrics and time series
             (installed: {', '.join(names('probe')) or 'none'})."""),
+        Option("accounting", "datafile", PATH, "", doc="""
+            Haizea's data file: `simulate` without `--out` writes the run folder here, its
+            name without the suffix (`results.dat` -> `results/`)."""),
         Option("accounting", "check-invariants", BOOLEAN, True, doc="""
             Check at the end of the run that no node was ever over-committed and that every
             lease is accounted for exactly once (a failed check is an error)."""),

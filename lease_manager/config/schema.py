@@ -18,7 +18,7 @@ from typing import Any
 
 import attrs
 
-from lease_manager.errors import ConfigError
+from lease_manager.errors import ConfigError, all_errors
 from lease_manager.kernel.resources import parse_amounts, parse_site
 from lease_manager.kernel.timeutil import format_duration, parse_duration
 from lease_manager.numbers import is_plain, parse_float, parse_int
@@ -84,8 +84,11 @@ def _parse_int_list(text: str) -> tuple[int, ...]:
 
 
 def _parse_site(text: str) -> str:
+    word = text.strip()
+    if word == "in-tracefile" or word.startswith("file:"):
+        return word   # the LWF trace's <site>, or a site file (workload/site_source.py)
     parse_site(text)   # validate; the site is built from the text later
-    return text.strip()
+    return word
 
 
 def _parse_amounts(text: str) -> str:
@@ -191,7 +194,9 @@ COP = OptionType("number above 0 (inf: no cooling), or uniform:LOW:HIGH or norma
                  _parse_cop, _format_value)
 NAMES = OptionType("list of names", _parse_list, lambda v: ", ".join(v))
 INTEGERS = OptionType("list of integers", _parse_int_list, lambda v: ", ".join(map(str, v)))
-SITE = OptionType("nodes (e.g. '144 CPU:8 Memory:16384'; groups separated by ';')", _parse_site)
+SITE = OptionType("nodes (e.g. '144 CPU:8 Memory:16384'; groups separated by ';'), "
+                  "in-tracefile (the LWF trace's <site>) or file:PATH (an XML <site> file)",
+                  _parse_site)
 AMOUNTS = OptionType("resource amounts (e.g. 'CPU:1 Memory:1024')", _parse_amounts)
 
 
@@ -463,29 +468,65 @@ def read_sites_file(path: Path, schema: Schema) -> dict[tuple[str, str], tuple[s
     return out
 
 
+def _haizea_settings(path: Path, parser: configparser.ConfigParser,
+                     where: dict[tuple[str, str], int], schema: Schema
+                     ) -> dict[tuple[str, str], tuple[str, str]]:
+    """A Haizea configuration file's settings in lease_manager's options; every error of the
+    file at once (:class:`~lease_manager.config.haizea.ConfigErrors`)."""
+    from lease_manager.config.haizea import translate
+
+    raw, errors = translate(path, parser, where, schema.sections)
+    for (section, name), (text, source) in raw.items():
+        opt = schema.option(section, name)
+        file, _, line = source.rpartition(":")
+        if opt is None:
+            errors.append(ConfigError("unknown option", file=file, line=int(line),
+                                      field=f"[{section}] {name}"))
+            continue
+        try:
+            opt.convert(text)
+        except ValueError as exc:
+            errors.append(ConfigError(str(exc), file=file, line=int(line),
+                                      field=f"[{section}] {name}"))
+    if errors:
+        raise all_errors(errors)
+    return raw
+
+
 def load_config(path: str | Path | None, schema: Schema,
                 overrides: Iterable[str] = ()) -> Config:
     """Read, validate and complete a configuration file; apply ``section.option=value``
     overrides."""
     raw: dict[tuple[str, str], tuple[str, str]] = {}
     site_sections: dict[str, int | None] = {}
+    #: every error of the file, reported together
+    errors: list[ConfigError] = []
     base = Path.cwd()
     cfg_path = None
     if path is not None:
         cfg_path = Path(path)
         base = cfg_path.resolve().parent
         parser, where = read_ini(cfg_path, "configuration file")
+        if "general" not in schema.sections and parser.has_section("general"):
+            raw = _haizea_settings(cfg_path, parser, where, schema)   # a Haizea file
+            parser = configparser.ConfigParser()
         for section in parser.sections():
             sec_line = where.get((section, ""))
             if section.startswith(SITE_PREFIX):
                 if not section[len(SITE_PREFIX):].strip():
-                    raise ConfigError("a site section needs a name: [site:NAME]",
-                                      file=str(path), line=sec_line)
+                    errors.append(ConfigError("a site section needs a name: [site:NAME]",
+                                              file=str(path), line=sec_line))
+                    continue
                 site_sections.setdefault(section, sec_line)
+            elif section == "multi" or section.startswith("common:"):
+                raise ConfigError("a Haizea multi-configuration file ([multi]) or a sweep "
+                                  "file is run with `lease-manager sweep`", file=str(path),
+                                  line=sec_line, field=f"[{section}]")
             elif section not in schema.sections:
                 hint = _suggest(section, schema.sections)
-                raise ConfigError(f"unknown section [{section}]{hint}", file=str(path),
-                                  line=sec_line)
+                errors.append(ConfigError(f"unknown section [{section}]{hint}", file=str(path),
+                                          line=sec_line))
+                continue
             for name, value in parser.items(section):
                 line = where.get((section, name), sec_line)
                 raw[(section, name)] = (value, f"{path}:{line}")
@@ -526,17 +567,21 @@ def load_config(path: str | Path | None, schema: Schema,
         if opt is None and is_site:
             names = list(SITE_OPTIONS) + [o.name for s in SITE_SECTIONS
                                           for o in schema.options_in(s)]
-            raise ConfigError(f"not an option a site may set{_suggest(name, names)} (a site "
-                              f"sets: resources, backfilling, backfilling-reservations and "
-                              f"the [power] options)", field=f"[{section}] {name}", **loc)
+            errors.append(ConfigError(f"not an option a site may set{_suggest(name, names)} (a "
+                                      f"site sets: resources, backfilling, "
+                                      f"backfilling-reservations and the [power] options)",
+                                      field=f"[{section}] {name}", **loc))
+            continue
         if opt is None:
             names = [o.name for o in schema.options_in(section)]
-            raise ConfigError(f"unknown option{_suggest(name, names)}", field=f"[{section}] {name}",
-                              **loc)
+            errors.append(ConfigError(f"unknown option{_suggest(name, names)}",
+                                      field=f"[{section}] {name}", **loc))
+            continue
         try:
             value = opt.convert(text)
         except ValueError as exc:
-            raise ConfigError(str(exc), field=f"[{section}] {name}", **loc) from None
+            errors.append(ConfigError(str(exc), field=f"[{section}] {name}", **loc))
+            continue
         if opt.type.is_path(value):
             origin = bases.get((section, name), base if source != "--set" else Path.cwd())
             value = str(origin / value)
@@ -545,6 +590,8 @@ def load_config(path: str | Path | None, schema: Schema,
         else:
             values[(section, name)] = value
         sources[(section, name)] = source
+    if errors:
+        raise all_errors(errors)
     for opt in schema:
         option_key = (opt.section, opt.name)
         if option_key in values:

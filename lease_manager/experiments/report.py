@@ -36,6 +36,7 @@ CORE_METRICS = ("avg_wait", "makespan", "utilization", "avg_bounded_slowdown")
 CORE_FIELDS = frozenset({
     "leases_total", "leases_completed", "leases_rejected", "leases_cancelled", "leases_failed",
     "leases_unfinished", "max_wait", "avg_slowdown", "revenue", "held_leases_force_released",
+    "avg_slowdown_requested", "avg_bounded_slowdown_requested",
     *CORE_METRICS})
 UNITS = {"avg_wait": "s", "makespan": "s", "max_wait": "s"}
 

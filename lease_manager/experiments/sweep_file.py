@@ -1,6 +1,7 @@
 """Sweep files: many runs of the same traces under named profiles and seeds.
 
-A *sweep file* is Haizea's multi-configuration file with a ``[sweep]`` control section::
+A *sweep file* is Haizea's multi-configuration file with a ``[sweep]`` control section (a
+Haizea ``[multi]`` file runs as it is: :mod:`lease_manager.experiments.haizea_multi`)::
 
     [sweep]
     base = sample.ini                 # optional: a configuration the overrides apply to
@@ -403,6 +404,8 @@ def load_sweep(path: str | Path, plugins: Any = None) -> Sweep:
 
     plugins = plugins if plugins is not None else Plugins()
     reader = _Reader(Path(path), plugins)
+    if reader.parser.has_section("multi") and not reader.parser.has_section(SWEEP_SECTION):
+        return _load_multi(reader)   # Haizea's multi-configuration file
     control = reader.control()
     base = reader.base(control)
     traces, resolved = reader.traces(control)
@@ -432,6 +435,28 @@ def load_sweep(path: str | Path, plugins: Any = None) -> Sweep:
     all_seeds = tuple(dict.fromkeys(r.seed for r in runs))
     return Sweep(path=reader.path, base=base, profiles=tuple(profiles), traces=tuple(traces),
                  seeds=all_seeds, runs=tuple(runs))
+
+
+def _load_multi(reader: _Reader) -> Sweep:
+    """Haizea's ``[multi]`` file as a sweep (:mod:`lease_manager.experiments.haizea_multi`)."""
+    from lease_manager.experiments.haizea_multi import multi_runs
+
+    profiles, traces, resolved, settings = multi_runs(reader)
+    runs: list[RunSpec] = []
+    for profile in profiles:
+        overrides, merged = settings[profile]
+        config = _checked_config(reader, profile, None, merged, overrides,
+                                 resolved[traces[0][0]])
+        seed = config.get("simulation", "seed")
+        for name, written in traces:
+            runs.append(RunSpec(
+                run_id=f"{profile}/{name}/seed-{seed}", profile=profile, trace=name,
+                trace_path=written, seed=seed, base=None,
+                settings=tuple((key, text) for key, (text, _, _) in merged.items()),
+                overrides=tuple(overrides + [f"tracefile.tracefile={resolved[name]}",
+                                             f"simulation.seed={seed}"])))
+    return Sweep(path=reader.path, base=None, profiles=tuple(profiles), traces=tuple(traces),
+                 seeds=tuple(dict.fromkeys(r.seed for r in runs)), runs=tuple(runs))
 
 
 def _checked_config(reader: _Reader, profile: str, base: Path | None,

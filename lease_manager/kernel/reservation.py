@@ -29,6 +29,8 @@ class ReservationKind(enum.StrEnum):
     SWITCHING_OFF = "switching-off"  #: the node shuts down
     #: the site's power held for a node that is (or will be) on, under a power cap (no cores)
     POWER_HOLD = "power-hold"
+    #: a disk image sent from the image repository to the nodes (no cores, no memory)
+    TRANSFER = "transfer"
 
 
 #: the kinds that hold a whole node for its power state, not for a lease

@@ -120,6 +120,10 @@ class Accounting:
         self.max_wait = 0.0
         self._slowdown = 0.0
         self._bounded_slowdown = 0.0
+        #: Haizea's slowdown: time in the system over the requested duration (and bounded)
+        self._slowdown_requested = 0.0
+        self._bounded_slowdown_requested = 0.0
+        self._requested_counted = 0
         self._completed = 0
         self.first_submit = math.inf
         self.last_end = -math.inf
@@ -190,6 +194,12 @@ class Accounting:
             if run_time > 0:
                 self._slowdown += (wait + run_time) / run_time
             self._bounded_slowdown += max(1.0, (wait + run_time) / max(run_time, SLOWDOWN_BOUND))
+            requested = lease.requested_duration
+            if math.isfinite(requested) and requested > 0:
+                self._requested_counted += 1
+                self._slowdown_requested += (end - lease.submit) / requested
+                self._bounded_slowdown_requested += (end - lease.submit) / max(requested,
+                                                                              SLOWDOWN_BOUND)
             self.last_end = max(self.last_end, end)
             if lease.price and math.isfinite(lease.price):
                 self.revenue += lease.price
@@ -261,6 +271,11 @@ class Accounting:
             "max_wait": self.max_wait,
             "avg_slowdown": self._slowdown / done if done else 0.0,
             "avg_bounded_slowdown": self._bounded_slowdown / done if done else 0.0,
+            "avg_slowdown_requested": (self._slowdown_requested / self._requested_counted
+                                       if self._requested_counted else 0.0),
+            "avg_bounded_slowdown_requested": (self._bounded_slowdown_requested
+                                               / self._requested_counted
+                                               if self._requested_counted else 0.0),
             "utilization": util.get(main, 0.0),
             "utilization_by_resource": util,
             "revenue": self.revenue,

@@ -1,4 +1,5 @@
-"""Built-in host selection: Haizea's ``greedy`` and ``no-policy`` (node order)."""
+"""Built-in host selection: Haizea's ``greedy`` (and ``haizea-greedy``, its score exactly) and
+``no-policy`` (node order)."""
 
 from __future__ import annotations
 
@@ -57,6 +58,32 @@ class GreedyPolicy(HostSelectionPolicy):
         return np.argsort(-score, kind="stable")   # ties by node index
 
 
+class HaizeaGreedyPolicy(HostSelectionPolicy):
+    """Haizea's greedy score exactly (Haizea files use it for ``greedy``): 0.5 x (4 - min(leases
+    on the host at the start, 4)) / 4 + 0.25 + 0.25 x min(1, time until the host's next change
+    of any kind (a reservation on it starting or ending) / the lease's requested duration);
+    highest first, ties by node index. ``greedy`` counts only the time the host's free
+    capacity lasts, over the interval asked for."""
+
+    name = "haizea-greedy"
+    orders_every_node = True
+    HORIZON = 4
+
+    def order_hosts(self, lease: Lease, start: float, end: float,
+                    table: SlotTableView) -> np.ndarray:
+        counts = np.minimum(table.lease_counts_at(start), self.HORIZON)
+        lease_score = (self.HORIZON - counts) / self.HORIZON
+        requested = lease.requested_duration
+        duration_score = np.ones(len(counts))
+        if requested > 0 and not np.isinf(requested):
+            for node in range(len(counts)):
+                later = table.change_points(start, node=node)
+                if later:
+                    duration_score[node] = min(1.0, (later[0] - start) / requested)
+        score = 0.5 * lease_score + 0.25 + 0.25 * duration_score
+        return np.argsort(-score, kind="stable")
+
+
 @hookimpl
 def register_policies():
-    return [GreedyPolicy, NoPolicy]
+    return [GreedyPolicy, NoPolicy, HaizeaGreedyPolicy]

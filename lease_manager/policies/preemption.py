@@ -1,4 +1,5 @@
-"""Built-in preemption policies: ``no-preemption``, ``ar-preempts-be``, ``ar-preempts-everything``.
+"""Built-in preemption policies: ``no-preemption``, ``ar-preempts-be``, ``ar-preempts-everything``
+and Haizea 1.1's ``deadline``.
 
 As in Haizea, a preemptable lease is scored by age: a lease submitted a week or more before is
 not preempted; younger leases score higher and are preempted first.
@@ -64,6 +65,36 @@ class ARPreemptsEverything(PreemptionPolicy):
         return age_score(preemptee, now)
 
 
+class DeadlinePreemption(PreemptionPolicy):
+    """Haizea 1.1's ``deadline`` policy: advance reservations and deadline leases may preempt
+    best-effort leases (always, before anything else) and deadline leases that would still
+    meet their deadline after waiting for the preemptor (those with the most slack first);
+    advance reservations and immediate leases are never preempted, nor leases marked
+    ``preemptible = no``.
+
+    A deadline preemptee's slack is (deadline - (now + the preemptor's duration)) / its
+    remaining requested time (Haizea's, without its suspend and resume estimates)."""
+
+    name = "deadline"
+    #: the score of a best-effort lease: above any slack, so taken first
+    BEST_EFFORT = 1e18
+
+    def score(self, preemptor: Lease, preemptee: Lease, now: float) -> float | None:
+        if preemptor.type not in (LeaseType.ADVANCE_RESERVATION, LeaseType.DEADLINE):
+            return None
+        if preemptee.extra.get("preemptible") is False:
+            return None
+        if preemptee.type is LeaseType.BEST_EFFORT:
+            return self.BEST_EFFORT
+        if preemptee.type is not LeaseType.DEADLINE or preemptee.deadline is None:
+            return None
+        remaining = preemptee.remaining_requested
+        delayed = now + preemptor.requested_duration
+        if remaining <= 0 or delayed + remaining >= preemptee.deadline:
+            return None
+        return (preemptee.deadline - delayed) / remaining
+
+
 @hookimpl
 def register_policies():
-    return [NoPreemption, ARPreemptsBE, ARPreemptsEverything]
+    return [NoPreemption, ARPreemptsBE, ARPreemptsEverything, DeadlinePreemption]

@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from lease_manager.config.schema import FLOAT, Option, OptionType
+from lease_manager.config.schema import FLOAT, STRING, Option, OptionType
 from lease_manager.hookspecs import hookimpl
 from lease_manager.numbers import parse_float
 from lease_manager.policies import PricingPolicy
@@ -67,10 +67,14 @@ class CPUHourPricing(PricingPolicy):
         cfg = ctx.config
         self.cpu_unit = float(cfg.get("pricing", "cpu-unit"))
         self.suspension_rate = float(cfg.get("pricing", "suspension-surcharge"))
+        self.per_node = cfg.get("pricing", "unit") == "node-hour"
         self._cpu = cpu_index(ctx.site.types)
 
     def cpus(self, lease: Lease) -> float:
-        """The lease's CPUs: its total CPU amount over ``[pricing] cpu-unit``."""
+        """What the rate multiplies: the lease's CPUs (its total CPU amount over ``[pricing]
+        cpu-unit``), or with ``[pricing] unit = node-hour`` its VMs (Haizea's nodes)."""
+        if self.per_node:
+            return float(lease.vms.count)
         return float(lease.vms.total[self._cpu]) / self.cpu_unit
 
     def rate(self, lease: Lease, now: float) -> float:
@@ -162,6 +166,10 @@ def register_options():
         Option("pricing", "cpu-unit", FLOAT, 1.0, minimum=1e-9, maximum=1e9, doc="""
             The `CPU` amount that counts as one CPU in prices (Haizea's sites give `CPU:100`
             per core: set 100)."""),
+        Option("pricing", "unit", STRING, "cpu-hour", choices=("cpu-hour", "node-hour"), doc="""
+            What a rate is the price of: one CPU-hour (see `cpu-unit`), or one node-hour,
+            a VM for an hour whatever its size (Haizea 1.1's prices: rate x nodes x hours;
+            Haizea files set this)."""),
         Option("pricing", "adaptive-factor", FLOAT, 1.0, minimum=0.0, maximum=1e6, doc="""
             `adaptive` pricing: the rate is `rate` x (1 + factor x U), U the projected CPU
             utilisation of the lease's interval (0 to 1) with the lease."""),

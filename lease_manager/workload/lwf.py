@@ -21,8 +21,9 @@ read). Unlike SWF it expresses every lease type, VMs of several sizes, and free 
   ``<extra><attr name= value=>`` as a string. Those three names are reserved; the attribute
   ``max-price`` sets ``lease.max_price`` (the user's maximum price) instead.
 
-Requests must be in arrival order (equal arrivals keep file order), as SWF jobs must be in
-submit order: a request that arrives before the previous one is an error naming its line.
+Requests out of arrival order are sorted by arrival (equal arrivals keep file order; ids follow
+the sorted order), with a warning naming the first one's line (``LWFWorkload.warnings``), as
+Haizea 1.1 sorts them.
 Every error (malformed XML, schema violation, bad time, resource type the site does not have,
 ...) is a :class:`TraceError` naming the file, the line and the element or attribute.
 
@@ -35,6 +36,7 @@ from __future__ import annotations
 import functools
 import gzip
 import importlib.resources
+import logging
 import math
 import re
 import zlib
@@ -48,6 +50,8 @@ from lease_manager.errors import TraceError
 from lease_manager.kernel.lease import Lease, LeaseType, VMRequest
 from lease_manager.kernel.resources import NodeSet, ResourceTypes
 from lease_manager.kernel.timeutil import MIN_DURATION, parse_duration
+
+log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from lxml import etree
@@ -69,6 +73,8 @@ class LWFWorkload:
     site: NodeSet | None
     leases: list[Lease]
     description: str | None = None
+    #: what was read but not as written (requests out of arrival order, sorted), one line each
+    warnings: list[str] = attrs.field(factory=list)
 
 
 # ------------------------------------------------------------------------------ schema
@@ -122,8 +128,18 @@ def read_lwf(path: str | Path, types: ResourceTypes | None = None, *,
     description = root.findtext("description")
     reader = _LeaseReader(file, types, first_id)
     leases = [reader.lease(request) for request in root.iterfind("lease-requests/lease-request")]
+    warnings = []
+    if reader.out_of_order:   # Haizea 1.1 sorts them too: sort, keeping equal arrivals in order
+        line, arrival, before = reader.out_of_order[0]
+        warnings.append(f"{file}:{line}: {len(reader.out_of_order)} lease request(s) out of "
+                        f"arrival order (the first arrives at {arrival:g} s, after "
+                        f"{before:g} s): sorted by arrival time")
+        log.warning("%s", warnings[-1])
+        leases.sort(key=lambda lease: lease.submit)
+        for number, lease in enumerate(leases, first_id):
+            lease.id = number
     return LWFWorkload(root.get("name"), site, leases,
-                       description.strip() if description is not None else None)
+                       description.strip() if description is not None else None, warnings)
 
 
 def _parse(file: str, raw: bytes | None = None) -> etree._Element:
@@ -298,6 +314,8 @@ class _LeaseReader:
         self.types = types
         self.next_id = first_id
         self.last_arrival = -math.inf
+        #: ``(line, arrival, latest arrival before it)`` of each request out of order
+        self.out_of_order: list[tuple[int, float, float]] = []
         self._uniform: dict[tuple[int, bytes], VMRequest] = {}
 
     def error(self, elem: etree._Element, field: str, message: str) -> TraceError:
@@ -337,10 +355,8 @@ class _LeaseReader:
     def lease(self, request: etree._Element) -> Lease:
         arrival = self.time(request, "arrival")
         if arrival < self.last_arrival:
-            raise self.error(request, "<lease-request arrival>",
-                             f"lease requests are not in arrival order ({arrival:g} s after "
-                             f"{self.last_arrival:g} s)")
-        self.last_arrival = arrival
+            self.out_of_order.append((request.sourceline, arrival, self.last_arrival))
+        self.last_arrival = max(arrival, self.last_arrival)
         elem = request.find("lease")
         vms = self.vms(elem.find("nodes"))
         duration = self.time(elem.find("duration"), unlimited=True, positive=True)

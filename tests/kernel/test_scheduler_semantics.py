@@ -347,3 +347,14 @@ def test_an_advance_reservation_with_a_shutdown_ends_with_its_interval():
     a = ar(1, 1, 0.2, 0.5, 0)
     run([a], "scheduling.shutdown-time=0.1")
     assert a.state is LeaseState.DONE and (a.start, a.end) == (0.2, 0.7)
+
+
+@pytest.mark.parametrize("threshold, runs_before_the_ar", [(3599, True), (3600, False)])
+def test_a_forced_scheduling_threshold_replaces_the_factor(threshold, runs_before_the_ar):
+    """As above with F = 100 (6,464 s needed), but Haizea's force-scheduling-threshold sets
+    the shortest slot: the 3,599 s slot is long enough for a threshold of 3,599 s (it runs in
+    front of the AR), not for 3,600 s (it waits until 1:30)."""
+    a, b = ar(1, 4, HOUR, 30 * MIN, 0), be(2, 1, HOUR, 1)
+    run([a, b], "scheduling.scheduling-threshold-factor=100",
+        f"scheduling.force-scheduling-threshold={threshold}")
+    assert (segments(b)[0] == ("vm", 1, 3568)) is runs_before_the_ar

@@ -296,11 +296,17 @@ def test_amount_and_instances(tmp_path):
     assert "every resource amount is 0" in str(error(write(tmp_path, text)))
 
 
-def test_requests_out_of_arrival_order(tmp_path):
+def test_requests_out_of_arrival_order_are_sorted_with_a_warning(tmp_path, caplog):
     text = doc(request("00:10:00") + request("00:10:00") + request("00:05:00"))
-    err = error(write(tmp_path, text))
-    assert (err.line, err.field) == (line_of(text, "00:05:00"), "<lease-request arrival>")
-    assert "not in arrival order (300 s after 600 s)" in str(err)
+    path = write(tmp_path, text)
+    workload = read_lwf(path, TYPES)
+    assert [lease.submit for lease in workload.leases] == [300, 600, 600]
+    assert [lease.id for lease in workload.leases] == [1, 2, 3]
+    assert workload.leases[0].origin == f"{path}:{line_of(text, '00:05:00')}"
+    assert workload.warnings == [
+        f"{path}:{line_of(text, '00:05:00')}: 1 lease request(s) out of arrival order (the "
+        f"first arrives at 300 s, after 600 s): sorted by arrival time"]
+    assert workload.warnings[0] in caplog.text
 
 
 def test_reserved_and_repeated_attribute_names(tmp_path):

@@ -6,7 +6,7 @@ earliest time it fits if the backfilling mode allows one more future reservation
 (``off``: none, and the head of the queue blocks the rest; ``aggressive``: one; ``intermediate``:
 N; ``conservative``: all). When a lease ends before its reservation does, every future
 reservation is re-evaluated and moved earlier if it can be; it is never moved later than the
-start it was promised.
+start it was promised (``reevaluation = replan``: Haizea's re-plan instead, replan.py).
 
 Advance reservations get their exact interval or are rejected; if the interval is not free,
 leases the preemption policy allows are preempted, most preemptable first, until it is. A
@@ -25,8 +25,10 @@ fails) and adopts a new plan through one method (``_adopt``: announce, timeline,
 The scheduler is one class assembled from one mixin per concern: ``queue`` (the cycle, the queue
 and backfilling), ``reservations`` (immediate, advance-reservation and deadline leases),
 ``preemption``, ``suspension`` (suspend, resume, migrate), ``reevaluation`` (moving plans earlier
-after early ends), ``lifecycle`` (segment and work events, cancellation, failure), ``restore``
-(after a daemon restart) and ``planning`` (placing a plan and adopting it).
+after early ends; ``replan``: Haizea's), ``lifecycle`` (segment and work events, cancellation,
+failure), ``restore`` (after a daemon restart) and ``planning`` (placing a plan and adopting
+it); Haizea's suspension model (``haizea_resumption``), image transfers (``image_transfer``)
+and deadline leases preempting (``deadline_preemption``) are modules of their own.
 """
 
 
@@ -44,15 +46,18 @@ from lease_manager.kernel.events import Timeline
 from lease_manager.kernel.lease import Lease, LeaseState, LeaseType
 from lease_manager.kernel.mapper import place_on
 from lease_manager.kernel.scheduler import (
+    haizea_resumption,
     lifecycle,
     planning,
     preemption,
     queue,
     reevaluation,
+    replan,
     reservations,
     restore,
     suspension,
 )
+from lease_manager.kernel.scheduler.image_transfer import ImageTransfers
 from lease_manager.kernel.scheduler.suspension import SuspendResume
 from lease_manager.kernel.slottable import Reservation
 
@@ -151,7 +156,7 @@ class LeaseScheduler:
                  backfilling: str = "aggressive", backfilling_reservations: int = 1,
                  suspension: str = "all", suspend_resume: SuspendResume | None = None,
                  shutdown: float = 0.0, migration_bandwidth: float | None = None,
-                 threshold_factor: float = 1.0,
+                 threshold_factor: float = 1.0, reevaluation: str = "move-earlier",
                  enactment: Enactment | None = None,
                  emit: Callable[..., None] | None = None) -> None:
         self.table = table
@@ -169,10 +174,32 @@ class LeaseScheduler:
         self.suspend_resume = suspend_resume or SuspendResume(None, 1.0, 1.0)
         #: seconds to shut VMs down (added to non-AR reservations, carved out of ARs)
         self.shutdown = shutdown
+        #: seconds added to the shutdown per VM (Haizea spends its enactment overhead there)
+        self.shutdown_per_vm = 0.0
+        #: whether a lease whose work ends early still spends its shutdown time (Haizea's
+        #: does not: its premature end removes the shutdown)
+        self.shutdown_after_early_end = True
+        #: plan best-effort leases as Haizea does (haizea_asap.py; with Haizea's model)
+        self.haizea_planning = False
+        #: disk-image transfers before leases start (image_transfer.py; None: unmanaged)
+        self.preparation: ImageTransfers | None = None
+        #: the order an advance reservation takes its victims in (preemption.py)
+        self.preemption_order = "most-preemptable-first"
         #: MB/s for moving memory images (None: suspended leases resume where they were)
         self.migration_bandwidth = migration_bandwidth
         #: a slot ending in a suspension must last (1 + factor) x (suspend + resume time)
         self.threshold_factor = threshold_factor
+        #: a fixed shortest slot instead (Haizea's force-scheduling-threshold; None: factor)
+        self.forced_threshold: float | None = None
+        #: what happens to future reservations when resources free up early: ``move-earlier``
+        #: (reevaluation.py) or Haizea's ``replan`` (replan.py)
+        self.reevaluation = reevaluation
+        #: whether every lease's END event is known in advance (a replay), so that the leases
+        #: ending early at one instant can be taken in Haizea's order (replan.py)
+        self.predicted_ends = False
+        self._replanning = False
+        #: a re-plan is planning a suspended lease again (haizea_resumption.py)
+        self._replanning_lease = False
         self._enactment = enactment or Enactment()
         self._emit = emit or (lambda hook, **kw: None)
         #: QUEUED leases, in queue order
@@ -362,16 +389,26 @@ class LeaseScheduler:
         for)."""
         if lease.type is LeaseType.ADVANCE_RESERVATION:
             return lease.requested_duration
-        return lease.remaining_requested * lease.stretch + self.shutdown
+        return lease.remaining_requested * lease.stretch + self.shutdown_of(lease)
+
+    def shutdown_of(self, lease: Lease) -> float:
+        """How long shutting ``lease``'s VMs down takes."""
+        if self.shutdown_per_vm:
+            return self.shutdown + self.shutdown_per_vm * lease.vms.count
+        return self.shutdown
 
     def work_end(self, lease: Lease, start: float) -> float:
         """When the lease, running from ``start``, really ends (work, then shutdown)."""
         work = lease.remaining_actual * lease.stretch
+        shutdown = self.shutdown_of(lease)
+        if not self.shutdown_after_early_end and lease.remaining_actual < \
+                lease.remaining_requested:
+            shutdown = 0.0   # Haizea: a lease whose VMs end early ends then
         if (lease.type is LeaseType.ADVANCE_RESERVATION
-                and work + self.shutdown >= lease.requested_duration):
+                and work + shutdown >= lease.requested_duration):
             return start + lease.requested_duration   # its interval's end, exactly
         # summed as length() is: a run of the whole request ends exactly with its reservation
-        return start + (work + self.shutdown)
+        return start + (work + shutdown)
 
     # The scheduler's concerns, one module each; their functions are this class's methods.
 
@@ -404,12 +441,16 @@ class LeaseScheduler:
     # suspension, resumption, migration (suspension.py)
     _can_suspend = suspension._can_suspend
     _begin_suspension = suspension._begin_suspension
-    _resumption_plan = suspension._resumption_plan
+    _resumption_plan = haizea_resumption.resumption_plan   # (ours unless Haizea's model)
     _resumption_plan_after = suspension._resumption_plan_after
     _migrated = suspension._migrated
 
-    # re-evaluation after early ends (reevaluation.py)
-    _reevaluate_future = reevaluation._reevaluate_future
+    # re-evaluation after early ends (reevaluation.py; Haizea's re-plan in replan.py)
+    _reevaluate_future = replan.reevaluate
+    _move_future_earlier = reevaluation._reevaluate_future
+    _premature_end = replan._premature_end
+    _replan_future = replan._replan_future
+    _replan = replan._replan
     _move_earlier = reevaluation._move_earlier
     _move_resumption_earlier = reevaluation._move_resumption_earlier
 

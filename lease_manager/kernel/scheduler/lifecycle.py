@@ -22,6 +22,8 @@ def segment_started(self: LeaseScheduler, res: Reservation, now: float) -> None:
         return
     kind = res.kind
     if kind == K.VM:
+        if lease.state is S.MIGRATING:   # moved, with nothing to read back: resumed at once
+            self._move(lease, S.RESUMING, now)
         if lease.state not in (S.SCHEDULED, S.RESUMING):
             return
         if res.pending:
@@ -32,6 +34,7 @@ def segment_started(self: LeaseScheduler, res: Reservation, now: float) -> None:
             self._drop_future(lease)
             if lease.start is None:
                 lease.start = now
+        self._backfill_reserved.discard(lease.id)   # (Haizea's: held until the VMs start)
         if lease.suspended_at is not None:   # a resumption (taking time or not) is over
             lease.time_suspended += now - lease.suspended_at
             lease.suspended_at = None
@@ -40,15 +43,24 @@ def segment_started(self: LeaseScheduler, res: Reservation, now: float) -> None:
         self._emit("lease_started", lease=lease, now=now)
         self._enactment.start(lease, res, self.work_end(lease, now))
     elif kind == K.MIGRATE and lease.state is S.SCHEDULED:
-        self._drop_future(lease)
+        _leave_future(self, lease)
         self._move(lease, S.MIGRATING, now)
         self.running[lease.id] = lease
     elif kind == K.RESUME and lease.state in (S.SCHEDULED, S.MIGRATING):
-        self._drop_future(lease)
+        _leave_future(self, lease)
         self._move(lease, S.RESUMING, now)
         self.running[lease.id] = lease
     elif kind == K.SUSPEND and lease.state is S.ACTIVE:
         self._begin_suspension(lease, now)
+
+
+def _leave_future(self: LeaseScheduler, lease: Lease) -> None:
+    """A planned resumption begins: the lease is no longer planned. With Haizea's model its
+    backfilling reservation counts until its VMs start, as Haizea's future leases do."""
+    if self.haizea_planning:
+        self.future.pop(lease.id, None)
+    else:
+        self._drop_future(lease)
 
 
 def segment_ended(self: LeaseScheduler, res: Reservation, now: float) -> None:
@@ -74,6 +86,9 @@ def work_finished(self: LeaseScheduler, res: Reservation, now: float) -> None:
     lease = res.lease
     if (lease is None or lease.state is not S.ACTIVE or not lease.reservations
             or lease.reservations[0] is not res or now > res.end):
+        return
+    if now < res.end and self.reevaluation == "replan" and not self._replanning:
+        self._premature_end(res, now)   # Haizea's re-plan, at once (replan.py)
         return
     if now < res.end:
         self.table.truncate(res, now)

@@ -115,8 +115,9 @@ def _adopt(self: LeaseScheduler, lease: Lease, plan: list[Reservation], now: flo
     lease.reservations = plan
     if self.power is not None:
         self.power.sync(now)   # boot its nodes and hold their power before the next plan
-    if lease.promised_start is None:
-        lease.promised_start = plan[0].start
+    if lease.promised_start is None:   # (when its VMs start: an image transfer comes first)
+        lease.promised_start = next((r.start for r in plan if r.kind != K.TRANSFER),
+                                    plan[0].start)
     self._emit("lease_scheduled", lease=lease, now=now)
     self.future[lease.id] = lease
     for res in plan:

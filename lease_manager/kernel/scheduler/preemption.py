@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from lease_manager.kernel.events import EventKind
 from lease_manager.kernel.lease import Lease, LeaseState
+from lease_manager.kernel.scheduler import haizea_asap
 from lease_manager.kernel.slottable import Reservation
 from lease_manager.kernel.slottable import ReservationKind as K
 
@@ -35,7 +36,9 @@ def _victims(self: LeaseScheduler, lease: Lease, start: float, duration: float,
             scored[other.id] = (score, other)
     chosen: list[Lease] = []
     released: list[Reservation] = []
-    for _, other in sorted(scored.values(), key=lambda item: (-item[0], item[1].id)):
+    haizea = self.preemption_order == "least-preemptable-first"   # Haizea's mapper's order
+    for _, other in sorted(scored.values(), key=lambda item: (item[0] if haizea else -item[0],
+                                                              item[1].id)):
         chosen.append(other)
         released.extend(other.reservations)
         if self.table.earliest_fit(lease.vms, duration, start, not_after=start,
@@ -58,6 +61,10 @@ def _preempt(self: LeaseScheduler, lease: Lease, by_start: float, now: float) ->
     else:                              # running
         res = lease.reservations[0]
         suspend = self.suspend_resume.suspend_time(res) if self._can_suspend(lease) else None
+        if (suspend is not None and self.haizea_planning
+                and by_start - res.start < haizea_asap.threshold(self, lease)):
+            suspend = None   # Haizea's can_suspend_at: it has not run long enough
+
         if suspend is not None and by_start - suspend >= now:
             stop = by_start - suspend
             for later in lease.reservations[1:]:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, cast
 import numpy as np
 
 from lease_manager.kernel.lease import Lease, LeaseState, LeaseType
+from lease_manager.kernel.scheduler import haizea_asap, image_transfer
 from lease_manager.kernel.slottable import Reservation
 from lease_manager.kernel.slottable import ReservationKind as K
 
@@ -280,6 +281,11 @@ class _Failures:
 
 def _schedule(self: LeaseScheduler, lease: Lease, now: float, allow_future: bool) -> bool:
     """Plan a queued lease: now, or (if allowed) at the earliest time it fits."""
+    if self.preparation is not None and not lease.image_nodes and \
+            self.preparation.manages(lease):   # its disk image is sent first
+        return image_transfer.schedule_queued(self, lease, now, allow_future)
+    if self.haizea_planning and not lease.image_nodes:   # Haizea's own planning
+        return haizea_asap.schedule_queued(self, lease, now, allow_future)
     booted = False
     if lease.image_nodes:
         plan = self._resumption_plan(lease, now, allow_future)
@@ -347,7 +353,9 @@ def _run_until_a_reservation(self: LeaseScheduler, lease: Lease, now: float,
         return None
     suspend = self.suspend_resume.suspend_time(res)
     resume = self.suspend_resume.resume_time(res)
-    if best - now < (1 + self.threshold_factor) * (suspend + resume) or best - suspend <= now:
+    threshold = (self.forced_threshold if self.forced_threshold is not None
+                 else (1 + self.threshold_factor) * (suspend + resume))
+    if best - now < threshold or best - suspend <= now:
         return None
     run = Reservation(lease, now, best - suspend, res.nodes, res.amounts, None, K.VM,
                       res.vm_nodes, res.vm_shape)

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from lease_manager.kernel.lease import Lease, LeaseType
+from lease_manager.kernel.scheduler import deadline_preemption, image_transfer
 from lease_manager.kernel.scheduler.transaction import PlanChange
 from lease_manager.kernel.slottable import Reservation
 
@@ -16,6 +17,14 @@ if TYPE_CHECKING:
 
 
 def _schedule_immediate(self: LeaseScheduler, lease: Lease, now: float) -> None:
+    if self.preparation is not None and self.preparation.manages(lease):
+        found = image_transfer.plan_asap(self, lease, now, False)   # after its image
+        if found is None:
+            self.reject(lease, now, "no room once its image is sent (an immediate lease is "
+                                    "never queued)")
+            return
+        self._commit(lease, found[0], now)
+        return
     duration = self.length(lease)
     res = None
     if self.table.fits_at(lease.vms, duration, now):
@@ -39,6 +48,9 @@ def _schedule_deadline(self: LeaseScheduler, lease: Lease, now: float) -> None:
         return self._find_slot(lease, duration, earliest, latest)
 
     res = slot() or self._make_room(lease, slot, earliest, deadline, now)
+    if res is None and latest >= earliest:   # preempting what the policy allows
+        res = deadline_preemption.preempt_for_deadline(self, lease, duration, earliest,
+                                                       latest, now)
     if res is None:
         self.reject(lease, now, f"cannot finish by its deadline {deadline:g}")
         return
@@ -50,7 +62,7 @@ def _schedule_ar(self: LeaseScheduler, lease: Lease, now: float) -> None:
     if start is None or start < now:
         self.reject(lease, now, f"its start time {start} has already passed")
         return
-    if duration <= self.shutdown:
+    if duration <= self.shutdown_of(lease):
         self.reject(lease, now, "its interval is no longer than the shutdown time")
         return
 
@@ -72,7 +84,10 @@ def _schedule_ar(self: LeaseScheduler, lease: Lease, now: float) -> None:
         if res is None:   # only possible for leases of several VM shapes
             self.reject(lease, now, "the requested interval could not be freed")
             return
-    self._commit(lease, [res], now)
+    plan = [res]
+    if self.preparation is not None and self.preparation.manages(lease):
+        plan = image_transfer.prepare_exact(self, lease, res)   # its image by its start
+    self._commit(lease, plan, now)
     self._ars.add(lease.id)
 
 

@@ -25,14 +25,19 @@ class SuspendResume:
     """
 
     def __init__(self, memory_index: int | None, suspend_rate: float, resume_rate: float,
-                 exclusion: str = "local", overhead: float = 0.0) -> None:
+                 exclusion: str = "local", overhead: float = 0.0, *,
+                 suspend_override: float | None = None,
+                 resume_override: float | None = None) -> None:
         self.memory_index = memory_index
         self.suspend_rate = suspend_rate
         self.resume_rate = resume_rate
         self.exclusion = exclusion
         self.overhead = overhead
+        #: a fixed time per VM instead of memory / rate (Haizea's override-suspend-time)
+        self.suspend_override = suspend_override
+        self.resume_override = resume_override
 
-    def _time(self, res: Reservation, rate: float) -> float:
+    def _time(self, res: Reservation, rate: float, override: float | None = None) -> float:
         vm_nodes = res.vm_nodes or tuple(res.nodes.tolist())
         lease = res.lease
         per_vm = lease.vms.per_vm() if lease is not None else None
@@ -41,16 +46,17 @@ class SuspendResume:
             memory = 0.0
             if self.memory_index is not None and per_vm is not None and i < len(per_vm):
                 memory = float(per_vm[i][self.memory_index])
-            times[node] = times.get(node, 0.0) + memory / rate + self.overhead
+            one = memory / rate if override is None else override
+            times[node] = times.get(node, 0.0) + one + self.overhead
         if not times:
             return 0.0
         return sum(times.values()) if self.exclusion == "global" else max(times.values())
 
     def suspend_time(self, res: Reservation) -> float:
-        return self._time(res, self.suspend_rate)
+        return self._time(res, self.suspend_rate, self.suspend_override)
 
     def resume_time(self, res: Reservation) -> float:
-        return self._time(res, self.resume_rate)
+        return self._time(res, self.resume_rate, self.resume_override)
 
 
 def _can_suspend(self: LeaseScheduler, lease: Lease) -> bool:
@@ -136,6 +142,10 @@ def _migrated(self: LeaseScheduler, lease: Lease, image: Reservation, rest: floa
             continue
         moved = sum(float(v[memory]) for v, a, b in zip(per_vm, image.vm_nodes, res.vm_nodes)
                     if a != b) if memory is not None else 0.0
+        if self.preparation is not None and self.preparation.manages(lease):
+            # its disk images move with it (image_transfer.py)
+            moved += float(lease.extra.get("disk-image-size", 0)) * sum(
+                a != b for a, b in zip(image.vm_nodes, res.vm_nodes))
         if moved == 0:
             continue   # the same nodes: that is the plain resumption
         return (start, res.nodes, res.amounts, res.vm_nodes, res.vm_shape,

@@ -1,0 +1,49 @@
+"""A deadline lease that finds no slot ending by its deadline may preempt the leases the
+preemption policy allows (Haizea 1.1's ``deadline`` policy: best-effort leases, and deadline
+leases with slack), planned around their suspensions: it starts at the earliest time in its
+window where, with its victims gone, it fits, and no sooner than a running victim can finish
+suspending."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from lease_manager.kernel.lease import Lease, LeaseState
+from lease_manager.kernel.slottable import Reservation
+
+if TYPE_CHECKING:
+    from lease_manager.kernel.scheduler.core import LeaseScheduler
+
+S = LeaseState
+
+
+def preempt_for_deadline(self: LeaseScheduler, lease: Lease, duration: float,
+                         earliest: float, latest: float, now: float) -> Reservation | None:
+    """Preempt what the policy allows so that ``lease`` fits at the earliest start in
+    ``[earliest, latest]``; its slot (to commit), or None (nothing changed)."""
+    if self.preemption is None:
+        return None
+    candidates = [earliest, *self.table.change_points(earliest, latest + 1e-9)]
+    for start in candidates:
+        if start > latest:
+            break
+        victims = self._victims(lease, start, duration, now)
+        if not victims:
+            continue
+        # a running victim suspends before the lease starts: plan around its suspension
+        ready = max((now + self.suspend_resume.suspend_time(v.reservations[0])
+                     for v in victims if v.state is S.ACTIVE and v.reservations
+                     and self._can_suspend(v)), default=now)
+        if ready > start:
+            if ready > latest:
+                continue
+            start = ready
+            victims = self._victims(lease, start, duration, now)
+            if not victims:
+                continue
+        for victim in victims:
+            self._preempt(victim, start, now)
+        res = self._place_at(lease, start, duration)
+        if res is not None:
+            return res
+    return None

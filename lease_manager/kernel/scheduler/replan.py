@@ -1,0 +1,124 @@
+"""Haizea's re-evaluation (``[scheduling] reevaluation = replan``): when a lease ends before
+its reservation does, every lease holding a future reservation from the queue gives it up and
+is planned again from scratch, with a fresh host ordering, as Haizea 1.0's
+``LeaseScheduler.reevaluate_schedule`` does.
+
+Haizea re-plans at each premature end as it happens (before the instant's planned starts), so
+when several leases end early at one instant, each re-plan sees the leases not yet ended still
+holding their nodes. Haizea takes those ends in the order of their reservations' scheduled ends
+(ties: the order the reservations were made); a replay does the same here. Leases re-planned
+are Haizea's "future leases": those whose reservation came from the queue and started later
+than the cycle that made it (backfilling reservations), in scheduling order. Advance
+reservations, immediate and deadline leases keep their plans.
+
+Unlike ``move-earlier``, a re-planned lease is not held to the start it was promised: with
+several future reservations (``conservative``), re-planning one can push another later.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from lease_manager.kernel.lease import Lease, LeaseState
+from lease_manager.kernel.scheduler import haizea_asap, image_transfer
+from lease_manager.kernel.slottable import Reservation
+from lease_manager.kernel.slottable import ReservationKind as K
+
+if TYPE_CHECKING:
+    from lease_manager.kernel.scheduler.core import LeaseScheduler
+
+S = LeaseState
+#: the values of ``[scheduling] reevaluation``
+REEVALUATIONS = ("move-earlier", "replan")
+
+
+def reevaluate(self: LeaseScheduler, now: float) -> None:
+    """Re-evaluate the future after resources were freed (a cancellation, or an early end in
+    the daemon), by the scheduler's ``reevaluation`` mode."""
+    if self.reevaluation == "replan":
+        self._replan_future(now)
+    else:
+        self._move_future_earlier(now)
+
+
+def _premature_end(self: LeaseScheduler, res: Reservation, now: float) -> None:
+    """``res``'s lease finished at ``now``, before ``res`` ends: end it, and every other lease
+    a replay knows ends early at this instant, one by one in Haizea's order, re-planning the
+    future reservations after each."""
+    batch = [res]
+    if self.predicted_ends:   # a replay: the other leases ending early now are known
+        for lease in self.running.values():
+            other = lease.reservations[0] if lease.reservations else None
+            if (other is None or other is res or lease.state is not S.ACTIVE
+                    or other.kind != K.VM or not other.start <= now < other.end):
+                continue
+            if self.work_end(lease, other.start) == now:
+                batch.append(other)
+    batch.sort(key=lambda r: (r.end, r.id))
+    self._replanning = True
+    try:
+        for ended in batch:
+            self.work_finished(ended, now)
+            self._reevaluate = False
+            self._replan_future(now)
+    finally:
+        self._replanning = False
+
+
+def _replan_future(self: LeaseScheduler, now: float) -> None:
+    """Give up every backfilling reservation that has not started and plan each lease again,
+    in scheduling order (Haizea's ``reevaluate_schedule``)."""
+    future = [lease for lease in self.future.values() if lease.id in self._backfill_reserved]
+    for lease in future:
+        if lease.id in self._backfill_reserved and lease.state is S.SCHEDULED:
+            self._replan(lease, now)
+
+
+def _replan(self: LeaseScheduler, lease: Lease, now: float) -> None:
+    """Plan ``lease`` again from scratch at ``now``: now if it fits, else (as the backfilling
+    mode allows) at the earliest time it fits. Its old slot is free meanwhile, so a plan is
+    always found while it may reserve; if it may not (a third-party path), it is requeued."""
+    for old in lease.reservations:
+        self.table.remove(old)
+    lease.reservations = []
+    self._drop_future(lease)
+    lease.promised_start = None
+    allow_future = self._may_reserve()
+    booted = False
+    in_future: bool | None = None   # (known here only for a lease planned with its image)
+    plan: list[Reservation] | None
+    if lease.image_nodes:
+        self._replanning_lease = True   # (Haizea's threshold then omits the resumption)
+        try:
+            plan = self._resumption_plan(lease, now, allow_future)
+        finally:
+            self._replanning_lease = False
+    elif self.preparation is not None and self.preparation.manages(lease):
+        found = image_transfer.plan_asap(self, lease, now, allow_future)
+        plan, in_future = (None, False) if found is None else found
+    elif self.haizea_planning:
+        found = haizea_asap.plan(self, lease, now, allow_future)
+        plan, in_future = (None, False) if found is None else found
+    else:
+        duration = self.length(lease)
+        res: Reservation | None = None
+        plan = None
+        if self.table.fits_at(lease.vms, duration, now):
+            res = self._place_at(lease, now, duration)
+        if res is None:
+            plan = self._run_until_a_reservation(lease, now, duration)
+        if plan is None and res is None and self.bootable:
+            res = self._start_when_booted(lease, duration, now)
+            booted = res is not None
+        if plan is None and res is None and allow_future:
+            res = self._find_slot(lease, duration, now, None)
+        if plan is None and res is not None:
+            plan = [res]
+    if plan is None:
+        self._move(lease, S.QUEUED, now)
+        self._requeue(lease)
+        return
+    reserved = in_future if in_future is not None else (plan[0].start > now and not booted)
+    if reserved:
+        self._backfill_reserved.add(lease.id)
+    self._commit(lease, plan, now)
