@@ -107,10 +107,26 @@ class EnergyAccounting:
             out.append((nodes, res.start, end, share, model.full[nodes, level]))
         return out
 
+    def _overheads(self, lease: Lease) -> list[tuple[np.ndarray, float, float, float]]:
+        """Per reservation drawing power on top of its cores (a migration): nodes, start,
+        end (clipped to :attr:`until`), watts per node."""
+        out = []
+        for res in (*lease.allocations, *lease.reservations):
+            if res.overhead is None:
+                continue
+            until, watts = res.overhead
+            end = min(until, res.end, self.until)
+            if end > res.start:
+                out.append((res.nodes, res.start, end, watts / len(res.nodes)))
+        return out
+
     def energy_of(self, lease: Lease) -> float:
-        """The energy of the cores ``lease`` held, at its level, while it held them (J)."""
+        """The energy of the cores ``lease`` held, at its level, while it held them, and of
+        its migrations (J)."""
         return float(sum(float(np.dot(share, full)) * (end - start)
-                         for _, start, end, share, full in self._pieces(lease)))
+                         for _, start, end, share, full in self._pieces(lease))
+                     + sum(watts * len(nodes) * (end - start)
+                           for nodes, start, end, watts in self._overheads(lease)))
 
     #: the columns :meth:`lease_values` adds to ``leases.csv``
     LEASE_COLUMNS = ("level", "ghz", "stretched_requested", "energy_joules")
@@ -131,6 +147,12 @@ class EnergyAccounting:
             self._starts.append(np.full(k, start))
             self._ends.append(np.full(k, end))
             self._deltas.append(share * (full - idle[nodes]))
+        for nodes, start, end, watts in self._overheads(lease):
+            k = len(nodes)
+            self._nodes.append(nodes)
+            self._starts.append(np.full(k, start))
+            self._ends.append(np.full(k, end))
+            self._deltas.append(np.full(k, watts))
 
     @hookimpl(tryfirst=True)
     def lease_submitted(self, ctx: RunContext, lease: Lease, now: float) -> None:

@@ -38,6 +38,11 @@ class ReplayEnactment(Enactment):
         if end <= res.end and not math.isinf(end):
             self.timeline.push(end, EventKind.END, res)
 
+    def resize(self, lease: Lease, res: Reservation, end: float) -> None:
+        """A malleable lease's work goes on in ``res``, ending at ``end`` (its END event in the
+        old reservation is stale from now on)."""
+        self.start(lease, res, end)
+
 
 class Engine:
     """Steps one site's scheduler through time until the stop condition holds."""

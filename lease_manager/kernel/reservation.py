@@ -57,6 +57,9 @@ class Reservation:
     vm_nodes: tuple[int, ...] = ()
     #: ``vector.tobytes()`` when every VM of the reservation has that one shape
     vm_shape: bytes | None = None
+    #: ``(until, watts)``: power drawn on top of the cores' from the start until ``until``,
+    #: spread evenly over the nodes (a malleable lease's migration)
+    overhead: tuple[float, float] | None = None
     id: int = attrs.field(factory=lambda: next(_ids))
 
     def amount_on(self, node: int) -> np.ndarray:

@@ -2,8 +2,9 @@
 
 The checker records what each lease really held (its final allocations) and at the end sweeps
 them node by node: no node may ever hold more than its capacity. It also checks that no lease
-starts twice without being preempted in between, and that a best-effort lease that was never
-preempted starts no later than the start it was first promised.
+starts twice without being preempted in between, that a best-effort lease that was never
+preempted starts no later than the start it was first promised, and that a malleable lease's
+allocations, at their rates, did its work exactly once.
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from lease_manager.hookspecs import hookimpl
-from lease_manager.kernel.lease import LeaseType
+from lease_manager.kernel.lease import LeaseState, LeaseType
+from lease_manager.kernel.malleable import work_of
 
 if TYPE_CHECKING:
     from lease_manager.context import RunContext
@@ -62,6 +64,15 @@ class InvariantChecker:
         self._running.discard(lease.id)
         if self.only is not None and lease.site != self.only:
             return
+        m = lease.malleable
+        if m is not None and lease.state is LeaseState.DONE:
+            # every single-server second of its work done once, at the rates of its
+            # allocations as they really ran
+            done = work_of(lease, ctx.config.get("scheduling", "shutdown-time"))
+            work = m.single_server(lease.run_duration)
+            if abs(done - work) > TOLERANCE * max(work, 1.0):
+                self.violations.append(f"malleable lease {lease.id} did {done!r} single-server "
+                                       f"seconds of work in its allocations, not {work!r}")
         for res in lease.allocations:
             k = len(res.nodes)
             self._nodes.append(res.nodes)
