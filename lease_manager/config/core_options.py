@@ -221,6 +221,14 @@ def core_options(policy_names: Mapping[str, tuple[str, ...]]) -> list[Option]:
             The site's green (solar, wind) production: a CSV file of `time,watts` rows. Green
             power is used first; only the rest is drawn from the grid, priced and counted as
             carbon (`green_used_joules`, `brown_joules`)."""),
+        Option("power", "green-forecast", PATH, "", doc="""
+            Forecasts of the green production, revised as time passes: a CSV file of
+            `issued,time,watts` rows (the forecast issued at `issued` says `watts` from `time`
+            on; at any instant the latest issued counts). Policies read it
+            (`ctx.power.forecast`); the accounting uses the actual `green-production`."""),
+        Option("power", "green-scale", FLOAT, 1.0, minimum=0, maximum=1e6, doc="""
+            Factor applied to `green-production` and `green-forecast` (a larger or smaller
+            solar plant with the same weather)."""),
         Option("power", "power-cap", POWER_CAP, "none", doc="""
             The power envelope: no plan may make the site's IT power (the static power of the
             nodes that are on or switching plus the running leases' dynamic power) exceed it at

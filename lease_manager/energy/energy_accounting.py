@@ -84,6 +84,7 @@ class EnergyAccounting:
         self._direct = 0.0
         self._rows_t = self._rows_it = self._rows_green = self._rows_cap = np.zeros(0)
         self.green_used = self.brown = self.cost = self.carbon = 0.0
+        self.green_produced = 0.0
         #: each node's IT energy over the run (J)
         self.node_energy: np.ndarray = np.zeros(0)
 
@@ -241,6 +242,8 @@ class EnergyAccounting:
                       else np.zeros(len(fine)))
         grid = total - from_green
         self.green_used = float(np.dot(from_green, dt))
+        self.green_produced = (float(np.dot(green.at(fine), dt)) if green is not None
+                               else 0.0)
         self.brown = float(np.dot(grid, dt))
         self.cost = float(np.dot(grid * model.price.at(fine), dt)) / JOULES_PER_KWH
         self.carbon = float(np.dot(grid * model.carbon.at(fine), dt)) / JOULES_PER_KWH
@@ -314,6 +317,9 @@ class EnergyAccounting:
         by_node = float(self.node_energy.sum())
         if abs(by_node - direct) > ENERGY_TOLERANCE * max(abs(direct), 1.0):
             out.append(f"the nodes' energies add up to {by_node!r} J, not {direct!r} J")
+        if self.green_used > self.green_produced * (1 + ENERGY_TOLERANCE) + 1e-6:
+            out.append(f"the site used {self.green_used!r} J of green energy, more than the "
+                       f"{self.green_produced!r} J produced")
         if (self.profile.watts < -1e-6).any():
             out.append("the site's power goes below zero")
         over = np.flatnonzero(self._rows_it > self._rows_cap * (1 + CAP_TOLERANCE) + 1e-6)
