@@ -130,6 +130,8 @@ class Run:
                              stop_when=config.get("simulation", "stop-when"),
                              runtime=config.get("simulation", "runtime"), serve=serve)
         self.started_at = clock.now()
+        if not serve:
+            self.ctx._peek = self.engine.peek_arrivals
         if self.sites:
             self.scheduler.origin = self.started_at   # site-selection cycles count from it
         if self.sites:

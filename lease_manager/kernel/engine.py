@@ -90,6 +90,13 @@ class Engine:
         self._posted.append(fn)
         self.clock.wake()
 
+    def peek_arrivals(self) -> list[Lease]:
+        """Every lease still to arrive from the workload, read ahead (an oracle policy's view
+        of the future; they are submitted at their times as before)."""
+        rest = list(self._arrivals)
+        self._arrivals = iter(rest)
+        return rest
+
     def call_at(self, time: float, fn: Callable[[float], None]) -> None:
         """Call ``fn(now)`` at ``time`` (a decision point of its own; not thread-safe)."""
         self.timeline.push(time, EventKind.CALL, fn)

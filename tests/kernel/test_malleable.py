@@ -112,16 +112,18 @@ def test_without_migration_time_the_end_follows_the_rates():
 
 
 def test_a_resize_that_does_not_fit_changes_nothing():
-    """Lease 2 (2 VMs of CPU 2, nodes 2-3, 0:00-2:00) leaves no room for lease 1 to grow to
-    4 nodes at 0:10: the grow is refused; lease 1 runs on at 2 nodes to 1:00. Its shrink at
-    0:20 (to 1 node) goes through: 1,200 + 600 x 2 = 2,400 by 0:20, the remaining 4,800 at
-    1.2 take 4,000 s: it ends at 5,200 s."""
-    one, two = four_vms(), be(2, 2, 2 * HOUR, 0, cpu=2)
-    r = run([one, two], {600: 4, 1200: 1})
+    """Leases 2 (0:00-0:15) and 3 (0:15-2:15), 2 VMs of CPU 2 on nodes 2-3, leave no room
+    for lease 1 to grow to 4 nodes at 0:20 (the table has forgotten the time before 0:15,
+    when lease 1's reservation had begun: the refused change is undone all the same): lease 1
+    runs on at 2 nodes. Its shrink at 0:30 (to 1 node) goes through: 1,800 x 2 = 3,600 by 0:30, the
+    remaining 3,600 at 1.2 take 3,000 s: it ends at 4,800 s."""
+    one, two, three = four_vms(), be(2, 2, 900, 0, cpu=2), be(3, 2, 2 * HOUR, 900, cpu=2)
+    r = run([one, two, three], {1200: 4, 1800: 1})
     assert [(a.start, a.end, a.nodes.tolist()) for a in one.allocations] == [
-        (0, 1200, [0, 1]), (1200, 5200, [0])]
+        (0, 1800, [0, 1]), (1800, 4800, [0])]
     assert r.summary["resizes"] == 1 and r.summary["resizes_refused"] == 1
     assert r.summary["malleable_leases"] == 1
+    assert three.start == 900
 
 
 def test_leases_csv_history_and_columns(tmp_path):
