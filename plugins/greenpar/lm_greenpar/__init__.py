@@ -110,12 +110,14 @@ def register_options():
             first range that holds it, Table-2 style; the job asks for cores / 2 dual-core
             servers and runs 2 VMs per server. The default suits SDSC Blue Horizon's 8-way
             nodes (GreenPar's Intrepid map is `256-512:4 1024-2048:8 4096:16 *:32`)."""),
-        Option("greenpar", "solve-time-limit", DURATION, 10.0, doc="""
-            Aggressive: the longest one MILP solve may take (seconds); a solve that hits it
-            uses the best plan found and is counted (`greenpar_solves_time_limited`)."""),
+        Option("greenpar", "solve-time-limit", DURATION, 30.0, doc="""
+            Aggressive: the longest one MILP solve may take (wall-clock seconds); a solve that
+            hits it uses the best plan found and is counted (`greenpar_solves_time_limited`).
+            A run none of whose solves hit a limit is reproducible; one whose solves do depends
+            on the machine's speed and load."""),
         Option("greenpar", "mip-gap", FLOAT, 0.01, minimum=0, maximum=1, doc="""
             Aggressive and Offline: a MILP solve stops once its plan is within this
             relative gap of the best possible (HiGHS' mip_rel_gap; 0.01: within 1%)."""),
-        Option("greenpar", "offline-time-limit", DURATION, 300.0, doc="""
+        Option("greenpar", "offline-time-limit", DURATION, 600.0, doc="""
             Offline: the longest its one MILP solve over the whole workload may take."""),
     ]
