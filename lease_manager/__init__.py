@@ -40,11 +40,13 @@ from lease_manager.errors import (  # noqa: E402
 )
 from lease_manager.hookspecs import hookimpl  # noqa: E402
 from lease_manager.kernel.lease import Lease, LeaseState, LeaseType, VMRequest  # noqa: E402
+from lease_manager.kernel.malleable import Allocation, Malleability  # noqa: E402
 from lease_manager.kernel.slottable import Reservation, ReservationKind, SlotTable  # noqa: E402
 from lease_manager.observers.metrics import bin_means, read_series  # noqa: E402
 from lease_manager.plugins import Plugins  # noqa: E402
 from lease_manager.policies import (  # noqa: E402
     AdmissionPolicy,
+    AllocationPolicy,
     Annotator,
     HostSelectionPolicy,
     NodePowerPolicy,
@@ -63,7 +65,7 @@ __all__ = [
     "NAMES", "PATH", "SITE", "STRING",
     "Policy", "AdmissionPolicy", "Annotator", "HostSelectionPolicy", "PreemptionPolicy",
     "PricingPolicy", "QueuePolicy", "NodePowerPolicy", "OperatingPointPolicy",
-    "SiteSelectionPolicy",
+    "SiteSelectionPolicy", "AllocationPolicy", "Allocation", "Malleability",
     "Lease", "LeaseState", "LeaseType", "VMRequest", "Reservation", "ReservationKind",
     "SlotTable", "characteristics",
     "LeaseManagerError", "InputError", "ConfigError", "TraceError",

@@ -104,10 +104,18 @@ class RunContext:
         #: in a run with several sites, each site's own context by name (its configuration,
         #: nodes, slot table, power model and leases); empty in a run with one site
         self.sites: dict[str, RunContext] = {}
+        #: reads the workload's future arrivals ahead (set by a replay)
+        self._peek: Callable[[], list[Lease]] | None = None
 
     @property
     def now(self) -> float:
         return self._now()
+
+    def peek_arrivals(self) -> list[Lease]:
+        """Every lease still to arrive in a replay (the workload is read ahead; annotators
+        have run on them), for policies that assume knowledge of the future (an offline
+        bound). Empty in a run that takes its leases as they come (a daemon)."""
+        return self._peek() if self._peek is not None else []
 
     def call_at(self, time: float, fn: Callable[[float], None]) -> None:
         """Call ``fn(now)`` at ``time``, a decision point of its own (a policy's timer: a

@@ -165,6 +165,14 @@ def lease_preempted(ctx: RunContext, lease: Lease, now: float) -> None:
 
 
 @hookspec
+def lease_resized(ctx: RunContext, lease: Lease, old_nodes: int, old_vms: int,
+                  now: float) -> None:
+    """Running malleable ``lease`` got a new allocation from ``now`` on (it had ``old_vms``
+    VMs on ``old_nodes`` nodes): ``lease.reservations[0]`` is the new one, the old one is the
+    last of ``lease.allocations``, ``lease.malleable`` has its new rate and history."""
+
+
+@hookspec
 def lease_ended(ctx: RunContext, lease: Lease, now: float) -> None:
     """``lease`` reached DONE, CANCELLED or FAILED; its resources are free from ``now``. It is
     final: no other hook follows for this lease."""

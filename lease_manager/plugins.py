@@ -45,6 +45,7 @@ ACCOUNTING_PLUGIN = "lease_manager.accounting"
 INVARIANTS_PLUGIN = "lease_manager.invariants"
 DAEMON_PLUGIN = "lease_manager.daemon"
 ENERGY_PLUGIN = "lease_manager.energy"
+MALLEABLE_PLUGIN = "lease_manager.malleable"
 #: built-in plugins that are objects of one run (registered while it runs, under these names):
 #: name -> (module:class, when)
 RUN_PLUGINS = {
@@ -54,6 +55,8 @@ RUN_PLUGINS = {
     ENERGY_PLUGIN: ("lease_manager.energy.energy_accounting:EnergyAccounting",
                     "runs with a [power] model"),
     DAEMON_PLUGIN: ("lease_manager.daemon.service:DaemonObserver", "the daemon"),
+    MALLEABLE_PLUGIN: ("lease_manager.kernel.reallocation:Reallocation",
+                       "runs with a [malleable] policy-allocation"),
 }
 
 

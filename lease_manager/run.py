@@ -33,6 +33,7 @@ from lease_manager.kernel.clock import RealClock, SimulatedClock
 from lease_manager.kernel.count_table import CountTable
 from lease_manager.kernel.engine import Engine, ReplayEnactment
 from lease_manager.kernel.events import Timeline
+from lease_manager.kernel.reallocation import LEASE_COLUMNS, Reallocation
 from lease_manager.kernel.resources import NodeSet, parse_amounts
 from lease_manager.kernel.scheduler import LeaseScheduler, SuspendResume
 from lease_manager.kernel.scheduler.haizea_resumption import HaizeaSuspendResume
@@ -49,7 +50,13 @@ from lease_manager.multisite import (
 from lease_manager.observers.accounting import Accounting, write_summary
 from lease_manager.observers.invariants import InvariantChecker, stranded
 from lease_manager.observers.metrics import Metrics
-from lease_manager.plugins import ACCOUNTING_PLUGIN, ENERGY_PLUGIN, INVARIANTS_PLUGIN, Plugins
+from lease_manager.plugins import (
+    ACCOUNTING_PLUGIN,
+    ENERGY_PLUGIN,
+    INVARIANTS_PLUGIN,
+    MALLEABLE_PLUGIN,
+    Plugins,
+)
 from lease_manager.workload.lwf import is_lwf, read_lwf
 from lease_manager.workload.overheads import read_image_file, with_images, with_overheads
 from lease_manager.workload.site_source import site_nodes
@@ -133,12 +140,17 @@ class Run:
         for counted in self._counted:   # what nodes have free is kept for the clock's now
             counted.set_now(self.started_at)
             self.engine.before_step.insert(0, counted.set_now)
+        if not serve:
+            self.ctx._peek = self.engine.peek_arrivals
         if self.sites:
             self.scheduler.origin = self.started_at   # site-selection cycles count from it
         if self.sites:
             self._build_sites_energy()
         elif self.power is not None:
             self._build_energy(config, self.power)
+        self.reallocation: Reallocation | None = None
+        if config.get("malleable", "policy-allocation") != "none":
+            self._build_reallocation(config)
         self.summary: dict[str, Any] = {}
 
     def _new_table(self, config: Config, nodes: NodeSet, serve: bool,
@@ -172,6 +184,30 @@ class Run:
         if config.get("tracefile", "injectionfile"):
             return "takes no injection file: its leases may have other VM shapes (use when-planned)"
         return ""
+
+    def _build_reallocation(self, config: Config) -> None:
+        """Malleable leases: the allocation policy and what carries its decisions out, with
+        their ``leases.csv`` columns after any others."""
+        if self.sites:
+            raise config.error("malleable", "policy-allocation", "malleable leases need a "
+                               "run with one site")
+        policy = self._instantiate("allocation", config.get("malleable", "policy-allocation"))
+        try:
+            self.reallocation = Reallocation(
+                self.scheduler, policy, epoch=config.get("malleable", "epoch"),
+                migration_time=config.get("malleable", "migration-time"),
+                migration_energy=config.get("malleable", "migration-energy"),
+                origin=self.started_at)
+        except ValueError as exc:
+            raise config.error("malleable", "migration-energy", str(exc)) from None
+        self._register(self.reallocation, MALLEABLE_PLUGIN)
+        self.engine.soft_wake.append(self.reallocation.next_wake)
+        accounting = self.accounting
+        before, values = accounting.extra_columns, accounting.extra_values
+        accounting.extra_columns = before + LEASE_COLUMNS
+        accounting.extra_values = (
+            (lambda lease: values(lease) + Reallocation.lease_values(lease)) if values
+            else Reallocation.lease_values)
 
     def _context(self, config: Config, nodes: NodeSet, table: SlotTable) -> RunContext:
         return RunContext(config, nodes, table, self.metrics, lambda: self.clock.now(),

@@ -337,12 +337,39 @@ def core_options(policy_names: Mapping[str, tuple[str, ...]]) -> list[Option]:
             The site's green (solar, wind) production: a CSV file of `time,watts` rows. Green
             power is used first; only the rest is drawn from the grid, priced and counted as
             carbon (`green_used_joules`, `brown_joules`)."""),
+        Option("power", "green-forecast", PATH, "", doc="""
+            Forecasts of the green production, revised as time passes: a CSV file of
+            `issued,time,watts` rows (the forecast issued at `issued` says `watts` from `time`
+            on; at any instant the latest issued counts). Policies read it
+            (`ctx.power.forecast`); the accounting uses the actual `green-production`."""),
+        Option("power", "green-scale", FLOAT, 1.0, minimum=0, maximum=1e6, doc="""
+            Factor applied to `green-production` and `green-forecast` (a larger or smaller
+            solar plant with the same weather)."""),
         Option("power", "power-cap", POWER_CAP, "none", doc="""
             The power envelope: no plan may make the site's IT power (the static power of the
             nodes that are on or switching plus the running leases' dynamic power) exceed it at
             any instant. `none`, a number of watts, `green` (the `green-production` series), or
             a CSV file of `time,watts` rows. Leases wait (or are rejected, if they cannot wait)
             until the envelope has room; nodes stay off unless it has room for them."""),
+        # ---------------------------------------------------------------------- [malleable]
+        Option("malleable", "policy-allocation", STRING, "none",
+               choices=("none",) + names("allocation"), doc=f"""
+            The policy that makes leases malleable and changes the allocation (nodes, VMs per
+            node) of running ones (installed: {', '.join(names('allocation')) or 'none'}).
+            `none`: every lease keeps the VMs it asked for. With a policy, it is asked at
+            arrivals, ends, every `epoch` and when it asks; `leases.csv` gets the columns
+            `resizes`, `allocations` (`TIME:NODESxVMS` of each allocation) and
+            `work_single_server`, and `summary.json` the number of resizes."""),
+        Option("malleable", "epoch", DURATION, 900.0, doc="""
+            Seconds between two regular decisions of the allocation policy (epochs start at
+            the run's start; GreenPar uses 15 minutes)."""),
+        Option("malleable", "migration-time", DURATION, 0.0, doc="""
+            Seconds a resized lease makes no progress when any of its VMs moves, is added or
+            removed (its VMs migrate); its new reservation is that much longer."""),
+        Option("malleable", "migration-energy", FLOAT, 0.0, minimum=0, maximum=1e12, doc="""
+            Joules a migration draws per node gained or lost (GreenPar's ME(n), linear), drawn
+            evenly over the migration time on the lease's new nodes (needs a migration time
+            above 0, and a `[power]` model to be counted)."""),
             # ------------------------------------------------------------------------ [daemon]
         Option("daemon", "enactment", STRING, "process", choices=names("enactment"), doc=f"""
             How `lease-manager serve` carries out leases: the enactment backend

@@ -76,6 +76,14 @@ class EnactmentDriver(Enactment):
         except EnactmentError as exc:
             self._failed(lease, "starting its work", exc)
 
+    def resize(self, lease: Lease, res: Reservation, end: float) -> None:
+        if end <= res.end and not math.isinf(end):
+            self.run.timeline.push(end, EventKind.END, res)
+        try:
+            self.backend.resize(self.work(lease, res))
+        except EnactmentError as exc:
+            self._failed(lease, "resizing its work", exc)
+
     def suspend(self, lease: Lease, now: float) -> None:
         try:
             self.backend.suspend(lease.id)

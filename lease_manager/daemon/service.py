@@ -72,6 +72,15 @@ class DaemonObserver:
         self.daemon.store.log(lease.id, now, lease.state.value, "preempted")
 
     @hookimpl
+    def lease_resized(self, ctx: RunContext, lease: Lease, old_nodes: int, old_vms: int,
+                      now: float) -> None:
+        self.daemon.store.update(lease, now)
+        self.daemon.store.log(lease.id, now, lease.state.value,
+                              f"resized: {lease.vms.count} VMs on "
+                              f"{len(lease.reservations[0].nodes)} nodes (was {old_vms} on "
+                              f"{old_nodes})")
+
+    @hookimpl
     def lease_ended(self, ctx: RunContext, lease: Lease, now: float) -> None:
         self.daemon.leases.pop(lease.id, None)   # the database keeps it; memory need not
 

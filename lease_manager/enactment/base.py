@@ -120,6 +120,13 @@ class EnactmentBackend:
         """Continue the lease's suspended work."""
         raise NotImplementedError
 
+    def resize(self, work: Work) -> None:
+        """A running malleable lease's work goes on, from now, on ``work.vms`` (VMs added,
+        removed or moved to other nodes; ``work.end`` is its new latest end). Backends that
+        cannot change running work refuse with :class:`EnactmentError`, which fails the
+        lease."""
+        raise EnactmentError(f"the {self.name} backend cannot resize a running lease")
+
     def stop(self, lease_id: int) -> None:
         """End the lease's work and release whatever the backend holds for it (processes,
         reservations). Idempotent: stopping an absent lease does nothing. Also called when a

@@ -325,6 +325,52 @@ class ProcessBackend(EnactmentBackend):
                                      f"{timeout:g} s")
             time.sleep(0.002)
 
+    def resize(self, work: Work) -> None:
+        """Start the processes of VMs the lease gains, stop those of VMs it loses (SIGTERM,
+        then SIGKILL after the grace, as :meth:`stop`); the others go on where they are
+        (every node is this machine: a VM that moves keeps its process)."""
+        with self._lock:
+            record = self._live_record(work.lease_id, "resize")
+            if record.get("state") != "running":
+                raise EnactmentError(f"lease {work.lease_id} is not running: it cannot be "
+                                     f"resized")
+            wanted = {vm.index for vm in work.vms}
+            gone = [vm for vm in record["vms"] if vm["index"] not in wanted]
+            for vm in gone:
+                self._signal_vm(vm, signal.SIGTERM)
+                signal_pids(group_pids(vm["cgroups"]), signal.SIGTERM)
+            deadline = time.monotonic() + self.grace
+            while any(self._vm_live_group(vm) for vm in gone):
+                if time.monotonic() >= deadline:
+                    for vm in gone:
+                        self._signal_vm(vm, signal.SIGKILL)
+                        kill_groups(vm.get("cgroups", {}))
+                    break
+                time.sleep(0.005)
+            for vm in gone:
+                self._reap(vm["pid"])
+                remove_groups(vm.get("cgroups", {}), retry=1.0)
+            record["vms"] = [vm for vm in record["vms"] if vm["index"] in wanted]
+            record["end"] = work.end
+            self._save(record)
+            have = {vm["index"] for vm in record["vms"]}
+            lease_dir = self._lease_dir(work.lease_id)
+            for vm in work.vms:
+                if vm.index in have:
+                    continue
+                entry = self._prepare_vm(work, vm, lease_dir)
+                record["vms"].append(entry)
+                self._save(record)
+                try:
+                    self._spawn_vm(work, vm, entry)
+                except EnactmentError:
+                    record["vms"].remove(entry)
+                    remove_groups(entry.get("cgroups", {}), retry=0)
+                    self._save(record)
+                    raise
+                self._save(record)
+                self._wait_joined(entry)
+
     def _live_record(self, lease_id: int, action: str) -> dict:
         record = self._load(lease_id)
         if record is None or record.get("state") == "stopping":

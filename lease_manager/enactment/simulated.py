@@ -70,6 +70,11 @@ class SimulatedBackend(EnactmentBackend):
             raise EnactmentError(f"lease {lease_id} has no suspended work to resume")
         self._set("resume", lease_id, "running")
 
+    def resize(self, work: Work) -> None:
+        if self.states.get(work.lease_id) != "running":
+            raise EnactmentError(f"lease {work.lease_id} has no running work to resize")
+        self._set("resize", work.lease_id, "running")
+
     def stop(self, lease_id: int) -> None:
         if lease_id in self.states:
             self._set("stop", lease_id, None)

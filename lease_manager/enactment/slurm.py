@@ -495,6 +495,17 @@ class SlurmBackend(EnactmentBackend):
         if job is not None:
             self._fix_end(lease_id, job)
 
+    def resize(self, work: Work) -> None:
+        """Refused: a lease is a batch job in an advance reservation, and Slurm can take nodes
+        away from a running job (``scontrol update JobId=... NumNodes=``) but not give it
+        more or move its tasks; a shrink alone would leave the reservation, and the other
+        leases planned in it, out of step with the plan. Malleable leases need the
+        ``process`` backend."""
+        raise EnactmentError(
+            f"the slurm backend cannot resize running lease {work.lease_id}: Slurm can only "
+            f"shrink a running job, not grow it or move its tasks to other nodes (use the "
+            f"process backend for malleable leases)")
+
     def _delete_reservation(self, name: str) -> None:
         """Delete a reservation; absent is fine; wait a little for cancelled jobs to go."""
         deadline = time.monotonic() + min(self.timeout, 15.0)

@@ -84,6 +84,7 @@ class EnergyAccounting:
         self._direct = 0.0
         self._rows_t = self._rows_it = self._rows_green = self._rows_cap = np.zeros(0)
         self.green_used = self.brown = self.cost = self.carbon = 0.0
+        self.green_produced = 0.0
         #: each node's IT energy over the run (J)
         self.node_energy: np.ndarray = np.zeros(0)
 
@@ -107,10 +108,26 @@ class EnergyAccounting:
             out.append((nodes, res.start, end, share, model.full[nodes, level]))
         return out
 
+    def _overheads(self, lease: Lease) -> list[tuple[np.ndarray, float, float, float]]:
+        """Per reservation drawing power on top of its cores (a migration): nodes, start,
+        end (clipped to :attr:`until`), watts per node."""
+        out = []
+        for res in (*lease.allocations, *lease.reservations):
+            if res.overhead is None:
+                continue
+            until, watts = res.overhead
+            end = min(until, res.end, self.until)
+            if end > res.start:
+                out.append((res.nodes, res.start, end, watts / len(res.nodes)))
+        return out
+
     def energy_of(self, lease: Lease) -> float:
-        """The energy of the cores ``lease`` held, at its level, while it held them (J)."""
+        """The energy of the cores ``lease`` held, at its level, while it held them, and of
+        its migrations (J)."""
         return float(sum(float(np.dot(share, full)) * (end - start)
-                         for _, start, end, share, full in self._pieces(lease)))
+                         for _, start, end, share, full in self._pieces(lease))
+                     + sum(watts * len(nodes) * (end - start)
+                           for nodes, start, end, watts in self._overheads(lease)))
 
     #: the columns :meth:`lease_values` adds to ``leases.csv``
     LEASE_COLUMNS = ("level", "ghz", "stretched_requested", "energy_joules")
@@ -131,6 +148,12 @@ class EnergyAccounting:
             self._starts.append(np.full(k, start))
             self._ends.append(np.full(k, end))
             self._deltas.append(share * (full - idle[nodes]))
+        for nodes, start, end, watts in self._overheads(lease):
+            k = len(nodes)
+            self._nodes.append(nodes)
+            self._starts.append(np.full(k, start))
+            self._ends.append(np.full(k, end))
+            self._deltas.append(np.full(k, watts))
 
     @hookimpl(tryfirst=True)
     def lease_submitted(self, ctx: RunContext, lease: Lease, now: float) -> None:
@@ -219,6 +242,8 @@ class EnergyAccounting:
                       else np.zeros(len(fine)))
         grid = total - from_green
         self.green_used = float(np.dot(from_green, dt))
+        self.green_produced = (float(np.dot(green.at(fine), dt)) if green is not None
+                               else 0.0)
         self.brown = float(np.dot(grid, dt))
         self.cost = float(np.dot(grid * model.price.at(fine), dt)) / JOULES_PER_KWH
         self.carbon = float(np.dot(grid * model.carbon.at(fine), dt)) / JOULES_PER_KWH
@@ -292,6 +317,9 @@ class EnergyAccounting:
         by_node = float(self.node_energy.sum())
         if abs(by_node - direct) > ENERGY_TOLERANCE * max(abs(direct), 1.0):
             out.append(f"the nodes' energies add up to {by_node!r} J, not {direct!r} J")
+        if self.green_used > self.green_produced * (1 + ENERGY_TOLERANCE) + 1e-6:
+            out.append(f"the site used {self.green_used!r} J of green energy, more than the "
+                       f"{self.green_produced!r} J produced")
         if (self.profile.watts < -1e-6).any():
             out.append("the site's power goes below zero")
         over = np.flatnonzero(self._rows_it > self._rows_cap * (1 + CAP_TOLERANCE) + 1e-6)

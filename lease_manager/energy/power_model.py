@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 import attrs
 import numpy as np
 
+from lease_manager.energy.forecast import GreenForecast, read_forecast
 from lease_manager.energy.series import StepSeries, read_step_series
 from lease_manager.numbers import parse_float
 
@@ -63,7 +64,8 @@ class PowerModel:
 
     def __init__(self, groups: Sequence[GroupPower], sizes: Sequence[int], cpu: int,
                  *, cop: float = float("inf"), price: StepSeries | None = None,
-                 carbon: StepSeries | None = None, green: StepSeries | None = None) -> None:
+                 carbon: StepSeries | None = None, green: StepSeries | None = None,
+                 forecast: GreenForecast | None = None) -> None:
         self.groups = tuple(groups)
         #: which group every node belongs to
         self.group_of = np.repeat(np.arange(len(sizes)), sizes)
@@ -91,6 +93,9 @@ class PowerModel:
         self.carbon = carbon or StepSeries.constant(0.0)
         #: the site's green production (W) over time, if it has any
         self.green = green
+        #: forecasts of the green production, revised as time passes (``[power]
+        #: green-forecast``), if the site has them
+        self.forecast = forecast
 
     @property
     def top_level(self) -> int:
@@ -231,11 +236,22 @@ def power_model_from_config(config: Config, nodes: NodeSet) -> PowerModel | None
     green_path = config.get("power", "green-production")
     if green_path and not Path(green_path).is_file():
         raise config.error("power", "green-production", f"file not found: {green_path}")
+    green = (read_step_series(green_path, "watts", maximum=MAX_WATTS * 1e3) if green_path
+             else None)
+    forecast_path = config.get("power", "green-forecast")
+    if forecast_path and not Path(forecast_path).is_file():
+        raise config.error("power", "green-forecast", f"file not found: {forecast_path}")
+    forecast = (read_forecast(forecast_path, maximum=MAX_WATTS * 1e3) if forecast_path
+                else None)
+    scale = config.get("power", "green-scale")
+    if scale != 1.0:
+        if green is not None:
+            green = StepSeries(green.times, green.values * scale)
+        if forecast is not None:
+            forecast = forecast.scaled(scale)
     return PowerModel(groups, sizes, cpu, cop=cop_from_config(config),
                       price=series("electricity-price", "price"),
-                      carbon=series("carbon-rate", "rate"),
-                      green=read_step_series(green_path, "watts", maximum=MAX_WATTS * 1e3)
-                      if green_path else None)
+                      carbon=series("carbon-rate", "rate"), green=green, forecast=forecast)
 
 
 def drawn(config: Config, option: str, value: tuple[str, float, float],

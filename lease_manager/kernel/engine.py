@@ -38,6 +38,11 @@ class ReplayEnactment(Enactment):
         if end <= res.end and not math.isinf(end):
             self.timeline.push(end, EventKind.END, res)
 
+    def resize(self, lease: Lease, res: Reservation, end: float) -> None:
+        """A malleable lease's work goes on in ``res``, ending at ``end`` (its END event in the
+        old reservation is stale from now on)."""
+        self.start(lease, res, end)
+
 
 class Engine:
     """Steps one site's scheduler through time until the stop condition holds."""
@@ -86,6 +91,13 @@ class Engine:
         a daemon's API and backends act on the scheduler without locks."""
         self._posted.append(fn)
         self.clock.wake()
+
+    def peek_arrivals(self) -> list[Lease]:
+        """Every lease still to arrive from the workload, read ahead (an oracle policy's view
+        of the future; they are submitted at their times as before)."""
+        rest = list(self._arrivals)
+        self._arrivals = iter(rest)
+        return rest
 
     def call_at(self, time: float, fn: Callable[[float], None]) -> None:
         """Call ``fn(now)`` at ``time`` (a decision point of its own; not thread-safe)."""

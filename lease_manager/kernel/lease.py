@@ -17,6 +17,7 @@ import numpy as np
 from lease_manager.errors import IllegalTransition
 
 if TYPE_CHECKING:
+    from lease_manager.kernel.malleable import Malleability
     from lease_manager.kernel.slottable import Reservation
 
 
@@ -184,6 +185,9 @@ class Lease:
     end: float | None = None
     price: float | None = None
     reason: str = ""
+    #: how a malleable lease's allocation and speed changed (None: the lease is rigid; see
+    #: :mod:`lease_manager.kernel.malleable`)
+    malleable: Malleability | None = None
 
     def holds(self, res: Reservation) -> bool:
         """Whether ``res`` is part of the lease's current plan: the test that tells a live

@@ -62,6 +62,9 @@ class Reservation:
     #: VMs not placed on nodes yet: a future reservation of a table that counts VMs
     #: (``placement = at-start``; no nodes until it starts)
     pending: int = 0
+    #: ``(until, watts)``: power drawn on top of the cores' from the start until ``until``,
+    #: spread evenly over the nodes (a malleable lease's migration)
+    overhead: tuple[float, float] | None = None
     id: int = attrs.field(factory=lambda: next(_ids))
 
     def amount_on(self, node: int) -> np.ndarray:

@@ -7,7 +7,8 @@ the sweep moves on as leases end and keeps only what it has not passed yet (its 
 not grow with the trace). It also checks that no lease
 starts twice without being preempted in between, that a best-effort lease that was never
 preempted starts no later than the start it was first promised, and that no lease is left
-running when a run ends because nothing more was to happen (:func:`stranded`).
+running when a run ends because nothing more was to happen (:func:`stranded`), and that a
+malleable lease's allocations, at their rates, did its work exactly once.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import numpy as np
 
 from lease_manager.hookspecs import hookimpl
 from lease_manager.kernel.lease import LeaseState, LeaseType
+from lease_manager.kernel.malleable import work_of
 
 if TYPE_CHECKING:
     from lease_manager.context import RunContext
@@ -94,6 +96,15 @@ class InvariantChecker:
         if self.only is not None and lease.site != self.only:
             return
         self._started.pop(lease.id, None)
+        m = lease.malleable
+        if m is not None and lease.state is LeaseState.DONE:
+            # every single-server second of its work done once, at the rates of its
+            # allocations as they really ran
+            done = work_of(lease, ctx.config.get("scheduling", "shutdown-time"))
+            work = m.single_server(lease.run_duration)
+            if abs(done - work) > TOLERANCE * max(work, 1.0):
+                self.violations.append(f"malleable lease {lease.id} did {done!r} single-server "
+                                       f"seconds of work in its allocations, not {work!r}")
         for res in lease.allocations:
             if res.end < res.start:
                 self.violations.append(f"an allocation of lease {lease.id} ends before it "

@@ -15,12 +15,14 @@ import numpy as np
 if TYPE_CHECKING:
     from lease_manager.context import RunContext
     from lease_manager.kernel.lease import Lease
+    from lease_manager.kernel.malleable import Allocation
     from lease_manager.kernel.slottable import SlotTableView
     from lease_manager.multisite import SiteView
 
 #: The kinds of policy the core selects by name from the ini file.
 POLICY_KINDS = ("admission", "pricing", "queue", "host-selection", "preemption", "probe",
-                "annotator", "enactment", "node-power", "operating-point", "site-selection")
+                "annotator", "enactment", "node-power", "operating-point", "site-selection",
+                "allocation")
 
 
 class Policy:
@@ -184,3 +186,31 @@ class SiteSelectionPolicy(Policy):
         once. By default each lease in turn goes where :meth:`select` says."""
         for lease in leases:
             send(lease, self.select(lease, sites, sites[0].length(lease), now))
+
+
+class AllocationPolicy(Policy):
+    """Decides the allocations of malleable leases (kind ``allocation``, ``[malleable]
+    policy-allocation``): which arriving leases are malleable and with what VMs they start,
+    and, at arrivals, ends, every epoch and the times the policy asks for, the allocation of
+    every running malleable lease from now on (see :mod:`lease_manager.kernel.malleable`).
+    The core carries the decisions out (shrinks first), and says how many it could not
+    (``resizes_refused`` in ``summary.json``)."""
+
+    kind = "allocation"
+
+    def initial(self, lease: Lease, now: float) -> Allocation | None:
+        """``lease`` arrives: its VMs and rate, with the ``reference_rate`` of the allocation
+        its durations describe, or None to leave it rigid."""
+        return None
+
+    def reallocate(self, now: float, reasons: frozenset[str]
+                   ) -> Iterable[tuple[Lease, Allocation]]:
+        """New allocations from ``now`` on for running malleable leases (those left out keep
+        theirs). ``reasons``: some of ``arrival``, ``end``, ``epoch`` and ``policy`` (a time
+        :meth:`next_event` asked for)."""
+        return ()
+
+    def next_event(self, now: float) -> float:
+        """The next time after ``now`` the policy wants to decide again for a reason of its
+        own, such as a revised forecast (inf: none)."""
+        return float("inf")

@@ -476,3 +476,29 @@ def test_cgroups_no_lease_owns_are_swept(tmp_path):
         backend.stop(3)
         for folder in foreign:
             folder.rmdir()
+
+
+def test_resize_starts_and_stops_vm_processes(tmp_path, backends):
+    """A malleable lease grows from 2 VMs to 4 (two more processes, the first two untouched),
+    then shrinks to 1 (VMs 1-3 stopped); a resize of work that is not running is refused."""
+    b = make_backend(tmp_path, "process.cgroups=none")
+    backends.append(b)
+    out = tmp_path / "out"
+    command = f'echo "$LM_VM_INDEX" >> {out}; sleep 30'
+    b.start(work(8, command, vms=2))
+    wait_for(lambda: out.exists() and len(out.read_text().splitlines()) == 2, what="2 VMs")
+    first = {vm["index"]: vm["pid"] for vm in record(b, 8)["vms"]}
+    b.resize(work(8, command, vms=4))
+    wait_for(lambda: len(out.read_text().splitlines()) == 4, what="4 VMs")
+    assert sorted(out.read_text().split()) == ["0", "1", "2", "3"]
+    now = {vm["index"]: vm["pid"] for vm in record(b, 8)["vms"]}
+    assert now[0] == first[0] and now[1] == first[1] and len(now) == 4
+    b.resize(work(8, command, vms=1))
+    assert [vm["index"] for vm in record(b, 8)["vms"]] == [0]
+    for index in (1, 2, 3):
+        wait_for(lambda pid=now[index]: group_gone(pid), 5, f"VM {index} to stop")
+    assert not gone(now[0])
+    assert b.status(8).state == "running"
+    with pytest.raises(EnactmentError, match="no work to resize"):
+        b.resize(work(9, command, vms=1))
+    b.stop(8)

@@ -289,3 +289,12 @@ def test_power_off_and_on_go_through_slurms_power_saving(backend, slurm_node, le
                       "work on the node that was booted again")
     assert status.exit_code == 4
     backend.stop(lease)
+
+
+def test_resize_is_refused_naming_what_slurm_cannot_do():
+    """Slurm can shrink a running job but not grow it or move its tasks: malleable leases are
+    refused with the reason (no Slurm needed: nothing is asked of it)."""
+    w = Work(5, "true", (VMWork(0, 0, "n1", 1, 0),), 0.0, 60.0)
+    with pytest.raises(EnactmentError, match="cannot resize running lease 5: Slurm can only "
+                                             "shrink"):
+        SlurmBackend.resize(types.SimpleNamespace(), w)   # type: ignore[arg-type]

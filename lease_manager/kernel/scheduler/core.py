@@ -54,6 +54,7 @@ from lease_manager.kernel.scheduler import (
     reevaluation,
     replan,
     reservations,
+    resize,
     restore,
     suspension,
 )
@@ -104,6 +105,15 @@ class PowerGate(Protocol):
         """Boot the nodes of the plans just made and hold the power they will draw."""
 
 
+class Malleability(Protocol):
+    """Makes arriving leases malleable (:class:`~lease_manager.kernel.reallocation.
+    Reallocation`)."""
+
+    def arrived(self, lease: Lease, now: float) -> str:
+        """Give ``lease`` its first allocation if the allocation policy makes it malleable
+        (why not, if it cannot run)."""
+
+
 class LevelSetter(Protocol):
     """Sets a lease's DVFS level and stretch (:class:`~lease_manager.energy.operating_points.
     OperatingPoints`)."""
@@ -130,6 +140,11 @@ class Enactment:
 
     def stop(self, lease: Lease, now: float) -> None:
         """``lease``'s work ends at ``now`` (any state it has is discarded)."""
+
+    def resize(self, lease: Lease, res: Reservation, end: float) -> None:
+        """Malleable ``lease``'s VMs run in ``res`` from now on, in place of its previous
+        reservation (VMs may have been added, removed or moved); its work ends at ``end`` at
+        the latest."""
 
     #: whether :meth:`power_off` and :meth:`power_on` should be called (a replay needs none)
     power_calls = False
@@ -237,6 +252,8 @@ class LeaseScheduler:
         self.operating_point: LevelSetter | None = None
         #: the site's power cap, if it has one: plans are placed only where it has room
         self.power: PowerGate | None = None
+        #: gives arriving leases their first allocation (with an allocation policy)
+        self.malleability: Malleability | None = None
         self._what_if_memo: tuple[tuple, tuple[int | None, float, float] | None] | None = None
         self._reevaluate = False
         self._site_max: dict[Any, int] = {}
@@ -264,6 +281,11 @@ class LeaseScheduler:
             return
         if self.operating_point is not None:
             reason = self.operating_point(lease, now)
+            if reason:
+                self.reject(lease, now, reason)
+                return
+        if self.malleability is not None:
+            reason = self.malleability.arrived(lease, now)
             if reason:
                 self.reject(lease, now, reason)
                 return
@@ -462,6 +484,9 @@ class LeaseScheduler:
     cancel = lifecycle.cancel
     fail = lifecycle.fail
     _end_early = lifecycle._end_early
+
+    # resizing a running malleable lease (resize.py)
+    resize = resize.resize
 
     # restore after a daemon restart (restore.py)
     restore_running = restore.restore_running

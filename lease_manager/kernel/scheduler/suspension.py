@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from lease_manager.kernel.lease import Lease, LeaseState
+from lease_manager.kernel.malleable import progress
 from lease_manager.kernel.slottable import Reservation
 from lease_manager.kernel.slottable import ReservationKind as K
 
@@ -66,7 +67,7 @@ def _can_suspend(self: LeaseScheduler, lease: Lease) -> bool:
 
 
 def _begin_suspension(self: LeaseScheduler, lease: Lease, now: float) -> None:
-    lease.work_done += (now - lease.reservations[0].start) / lease.stretch
+    lease.work_done += progress(lease, lease.reservations[0], now)
     lease.suspensions += 1
     if lease.suspended_at is None:
         lease.suspended_at = now

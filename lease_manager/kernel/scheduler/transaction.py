@@ -61,10 +61,11 @@ class PlanChange:
             if res.id in self._removed:
                 res.end = end     # put back whole below
                 continue
-            if not dropped:
-                table.remove(res)
-            res.end = end
-            table.add(res)
+            if dropped:
+                res.end = end
+                table.add(res)
+            else:   # extended back (it may have started before the table's horizon)
+                table.extend(res, end)
         for res in self._removed.values():
             table.add(res)
         self.keep()

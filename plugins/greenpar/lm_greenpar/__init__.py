@@ -1,0 +1,123 @@
+"""lm_greenpar: green-energy-driven malleable leases (GreenPar: Haque, Goiri, Bianchini and
+Nguyen, ICS 2015).
+
+A lease_manager plugin (entry point ``greenpar``):
+
+- allocation policies (``[malleable] policy-allocation``): ``baseline``, ``reactive``,
+  ``nebulous`` (:mod:`.heuristics`), ``aggressive`` and ``offline`` (:mod:`.optimizing`, the
+  MILP of Fig. 3 in :mod:`.milp`);
+- the annotator ``greenpar-apps`` (:mod:`.apps`): trace jobs to NPB applications and server
+  counts;
+- the probe ``greenpar-accounting`` (:mod:`.accounting`): run times, SLA, VMs, resizes, and
+  each policy's solver time;
+- speedup profiles (:mod:`.speedups`, ``data/speedups.csv``), solar series from pvlib's TMY3
+  data (:mod:`.solar`, ``lm-greenpar-solar``) and ``lm-greenpar-figures`` (:mod:`.figures`).
+
+Options live in the ``[greenpar]`` section.
+"""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+import math
+
+from lease_manager import DURATION, FLOAT, PATH, Option, OptionType, hookimpl
+
+from .accounting import GreenParAccounting
+from .apps import GreenParApps
+from .heuristics import Baseline, Nebulous, Reactive
+from .optimizing import Aggressive, Offline
+from .speedups import SpeedupProfiles
+
+__all__ = ["__version__", "Baseline", "Reactive", "Nebulous", "Aggressive", "Offline",
+           "GreenParApps", "GreenParAccounting", "SpeedupProfiles", "APPS", "CORE_MAP"]
+
+
+def _parse_apps(text: str) -> tuple[tuple[str, float], ...]:
+    out: list[tuple[str, float]] = []
+    for item in text.replace(",", " ").split():
+        app, sep, weight = item.partition(":")
+        try:
+            w = float(weight) if sep else 1.0
+        except ValueError:
+            raise ValueError(f"{item!r}: {weight!r} is not a number") from None
+        if not app or not (math.isfinite(w) and 0 < w <= 1e6):
+            raise ValueError(f"{item!r} is not APP:WEIGHT with a weight in (0, 1e6]")
+        out.append((app, w))
+    if not out:
+        raise ValueError("no applications given")
+    return tuple(out)
+
+
+def _parse_core_map(text: str) -> tuple[tuple[int, int, int], ...]:
+    out: list[tuple[int, int, int]] = []
+    for item in text.replace(",", " ").split():
+        sizes, sep, cores = item.partition(":")
+        low, dash, high = sizes.partition("-")
+        try:
+            c = int(cores)
+            a = 1 if low == "*" else int(low)
+            b = (10 ** 9 if low == "*" else int(high)) if dash or low == "*" else a
+        except ValueError:
+            raise ValueError(f"{item!r} is not SIZES:CORES (SIZES: N, LOW-HIGH or *)") from None
+        if not sep or c < 2 or c % 2 or not (1 <= a <= b):
+            raise ValueError(f"{item!r}: cores must be an even number >= 2 and sizes >= 1")
+        out.append((a, b, c))
+    if not out:
+        raise ValueError("no ranges given")
+    return tuple(out)
+
+
+#: an option type: applications and their weights, "FT:12 LU:6 ..."
+APPS = OptionType("applications with weights (e.g. 'FT:12 LU:6 EP:1')", _parse_apps,
+                  lambda v: " ".join(f"{a}:{w:g}" for a, w in v))
+#: an option type: job sizes to cores, "2:2 3-8:4 ... *:32" (first match)
+CORE_MAP = OptionType("job sizes to cores (e.g. '2:2 3-8:4 *:32')", _parse_core_map,
+                      lambda v: " ".join(f"{a}-{b}:{c}" for a, b, c in v))
+
+
+@hookimpl
+def register_policies():
+    return [Baseline, Reactive, Nebulous, Aggressive, Offline, GreenParApps,
+            GreenParAccounting]
+
+
+@hookimpl
+def register_options():
+    return [
+        Option("greenpar", "slowdown", FLOAT, 1.1, minimum=1.0, maximum=10.0, doc="""
+            F: a job may take at most F times its run time on the servers it asked for
+            (GreenPar's SLA; 1.1 in the paper, 1.0-1.5 studied). Nebulous keeps instead
+            each job's average allocation at least 1/F of the servers it asked for."""),
+        Option("greenpar", "beta", FLOAT, 8.0, minimum=0, maximum=1e6, doc="""
+            beta: the weight of the average run time against the brown energy cost in the
+            MILP's objective (Aggressive, Offline). A run-time hour costs beta x 0.3 kWh x
+            the brown price (GreenPar's reading: beta = 8 prices an hour like an EC2 large
+            instance)."""),
+        Option("greenpar", "speedups", PATH, "", doc="""
+            A CSV file of speedup profiles `app,vms,servers,speedup` (SP(n, v) relative to
+            one server); empty: the shipped NPB-like table (`lm_greenpar/data/speedups.csv`,
+            a model, not measurements; see the README)."""),
+        Option("greenpar", "apps", APPS, (("FT", 12.0), ("LU", 6.0), ("MG", 3.0),
+                                          ("CG", 2.0), ("SP", 1.0), ("EP", 1.0),
+                                          ("IS", 1.0)), doc="""
+            Annotator `greenpar-apps`: the applications trace jobs are drawn from, with
+            weights (default: GreenPar's Grid5k mix)."""),
+        Option("greenpar", "core-map", CORE_MAP, ((1, 2, 2), (3, 8, 4), (9, 16, 8),
+                                                  (17, 64, 16), (65, 10 ** 9, 32)), doc="""
+            Annotator `greenpar-apps`: a job's requested size (nodes, or VMs) to cores, the
+            first range that holds it, Table-2 style; the job asks for cores / 2 dual-core
+            servers and runs 2 VMs per server. The default suits SDSC Blue Horizon's 8-way
+            nodes (GreenPar's Intrepid map is `256-512:4 1024-2048:8 4096:16 *:32`)."""),
+        Option("greenpar", "solve-time-limit", DURATION, 30.0, doc="""
+            Aggressive: the longest one MILP solve may take (wall-clock seconds); a solve that
+            hits it uses the best plan found and is counted (`greenpar_solves_time_limited`).
+            A run none of whose solves hit a limit is reproducible; one whose solves do depends
+            on the machine's speed and load."""),
+        Option("greenpar", "mip-gap", FLOAT, 0.01, minimum=0, maximum=1, doc="""
+            Aggressive and Offline: a MILP solve stops once its plan is within this
+            relative gap of the best possible (HiGHS' mip_rel_gap; 0.01: within 1%)."""),
+        Option("greenpar", "offline-time-limit", DURATION, 600.0, doc="""
+            Offline: the longest its one MILP solve over the whole workload may take."""),
+    ]

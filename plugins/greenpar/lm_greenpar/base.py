@@ -1,0 +1,180 @@
+"""What every GreenPar policy shares: a job's shape, speed and SLA, and the site's green power.
+
+A job (a lease annotated by ``greenpar-apps``) asks for N servers; it runs V VMs (2N or 4N,
+chosen when it starts) on n servers, a power of 2 with V/4 <= n <= V, each server holding V/n
+VMs: its VMs then hold the whole of its n servers (a server a job does not use sleeps). Its
+speed is SP(n, V) single-server seconds per second; its run time in the trace is at (N, 2N),
+the *reference*. The SLA (GreenPar's AvgSpeedup >= SP(N)/F) is kept in its cumulative form: at
+every instant a job has done at least elapsed x SP(N, 2N) / F single-server seconds, so that
+when it ends its run time is at most F times its reference run time.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+
+import numpy as np
+
+from lease_manager import (
+    Allocation,
+    AllocationPolicy,
+    ConfigError,
+    Lease,
+    LeaseState,
+    VMRequest,
+)
+
+from .speedups import SpeedupProfiles
+
+#: VMs per requested server a job may run (GreenPar: 2N or 4N)
+VM_FACTORS = (2, 4)
+
+
+class GreenParPolicy(AllocationPolicy):
+    """Base of GreenPar's allocation policies (see the module docstring)."""
+
+    def __init__(self, ctx):
+        super().__init__(ctx)
+        cfg = ctx.config
+        power = ctx.power
+        if power is None:
+            raise ConfigError(f"allocation policy {self.name!r} needs a [power] model (the "
+                              f"servers' watts and the green production)")
+        self.slowdown: float = cfg.get("greenpar", "slowdown")
+        self.profiles = SpeedupProfiles.read(cfg.get("greenpar", "speedups") or None)
+        self.epoch: float = cfg.get("malleable", "epoch")
+        self.migration_time: float = cfg.get("malleable", "migration-time")
+        self.migration_energy: float = cfg.get("malleable", "migration-energy")
+        self.node = np.asarray(ctx.site.capacity[0], dtype=float)
+        self.servers = len(ctx.site.capacity)
+        #: a busy server's watts, and an idle (sleeping) one's
+        self.busy_watts = float(power.full[0, power.top_level])
+        self.idle_watts = float(power.idle[0])
+        self.power = power
+        #: decisions made at an arrival for the running jobs, carried out at that instant
+        self._stored: tuple[float, dict[int, tuple[int, int]]] | None = None
+
+    # ------------------------------------------------------------------------- a job
+    @staticmethod
+    def is_job(lease: Lease) -> bool:
+        return "servers" in lease.extra and "app" in lease.extra
+
+    @staticmethod
+    def requested(lease: Lease) -> int:
+        return int(lease.extra["servers"])
+
+    def sp(self, lease: Lease, n: int, v: int) -> float:
+        return self.profiles.sp(str(lease.extra["app"]), n, v)
+
+    def reference(self, lease: Lease) -> float:
+        n = self.requested(lease)
+        return self.sp(lease, n, 2 * n)
+
+    def options(self, lease: Lease, v: int) -> list[tuple[int, float]]:
+        """``(servers, speedup)`` for the server counts a job of ``v`` VMs may have, that fit
+        the site."""
+        return [(n, sp) for n, sp in self.profiles.options(str(lease.extra["app"]), v)
+                if n <= self.servers]
+
+    def shape(self, lease: Lease, n: int, v: int) -> Allocation:
+        """``v`` VMs filling ``n`` servers, at SP(n, v)."""
+        per_node = v // n
+        vms = VMRequest.uniform(v, self.node / per_node)
+        return Allocation(vms, self.sp(lease, n, v), self.reference(lease))
+
+    def sla_rate(self, lease: Lease) -> float:
+        """Single-server seconds per second the cumulative SLA needs."""
+        return self.reference(lease) / self.slowdown
+
+    def total_work(self, lease: Lease) -> float:
+        return lease.run_duration * self.reference(lease)
+
+    # --------------------------------------------------------------- a running job
+    def running(self) -> list[Lease]:
+        """Running malleable jobs, oldest first."""
+        return sorted((l for l in self.ctx.scheduler.running()
+                       if l.malleable is not None and l.state is LeaseState.ACTIVE
+                       and l.reservations), key=lambda l: l.id)
+
+    @staticmethod
+    def nodes(lease: Lease) -> int:
+        return len(lease.reservations[0].nodes)
+
+    @staticmethod
+    def done(lease: Lease, now: float) -> float:
+        """Single-server seconds of work done by ``now``."""
+        m = lease.malleable
+        assert m is not None
+        res = lease.reservations[0]
+        rate, begin = m.rate_of(res)
+        return (m.single_server(lease.work_done)
+                + rate * max(0.0, now - max(res.start, begin)) / m.base_stretch)
+
+    def elapsed(self, lease: Lease, now: float) -> float:
+        return now - (lease.start if lease.start is not None else now)
+
+    def keeps_sla(self, lease: Lease, now: float, n: int, v: int, span: float) -> bool:
+        """Does running on ``n`` servers for ``span`` seconds from ``now`` keep the cumulative
+        SLA at its end (a change of allocation first pauses the job for the migration)?"""
+        pause = self.migration_time if n != self.nodes(lease) else 0.0
+        done = self.done(lease, now) + self.sp(lease, n, v) * max(0.0, span - pause)
+        return done >= self.sla_rate(lease) * (self.elapsed(lease, now) + span) - 1e-9
+
+    def least_servers(self, lease: Lease, now: float, span: float | None = None) -> int:
+        """The fewest servers that keep the SLA over the next ``span`` (an epoch), or the
+        most the job may have if none does."""
+        v = lease.vms.count
+        span = self.epoch if span is None else span
+        options = self.options(lease, v)
+        for n, _ in options:
+            if self.keeps_sla(lease, now, n, v, span):
+                return n
+        return options[-1][0]
+
+    # ------------------------------------------------------------------ the site
+    def free_servers(self, now: float) -> int:
+        """Servers no reservation holds at ``now``."""
+        free = self.ctx.table.free_at(now)
+        return int((free >= self.ctx.site.capacity - 1e-9).all(axis=1).sum())
+
+    def green(self, start: float, end: float, actual: bool = False) -> float:
+        """Mean green watts over ``[start, end)``: forecast at ``start`` (or the actual)."""
+        power = self.power
+        series = power.green if actual or power.forecast is None else power.forecast.at(start)
+        if series is None:
+            return 0.0
+        return mean_over(series, start, end)
+
+    def next_event(self, now: float) -> float:
+        forecast = self.power.forecast
+        return forecast.next_issue(now) if forecast is not None else math.inf
+
+    # ------------------------------------------------------------------ decisions
+    def decisions(self, wanted: dict[int, tuple[int, int]], leases: Iterable[Lease]
+                  ) -> list[tuple[Lease, Allocation]]:
+        """Allocations for the jobs whose (servers, VMs) change."""
+        out = []
+        for lease in leases:
+            if lease.id in wanted:
+                n, v = wanted[lease.id]
+                if n != self.nodes(lease) or v != lease.vms.count:
+                    out.append((lease, self.shape(lease, n, v)))
+        return out
+
+    def store(self, now: float, wanted: dict[int, tuple[int, int]]) -> None:
+        self._stored = (now, wanted)
+
+    def stored(self, now: float) -> dict[int, tuple[int, int]] | None:
+        if self._stored is not None and self._stored[0] == now:
+            return self._stored[1]
+        return None
+
+
+def mean_over(series, start: float, end: float) -> float:
+    """The mean of a step series over ``[start, end)``."""
+    if end <= start:
+        return float(series.at(start))
+    cuts = np.concatenate([[start], series.breakpoints(start, end), [end]])
+    values = series.at(cuts[:-1])
+    return float(np.dot(values, np.diff(cuts)) / (end - start))

@@ -1,0 +1,230 @@
+"""GreenPar's heuristic policies: ``baseline``, ``reactive`` (Fig. 2) and ``nebulous``.
+
+All of them fall back to the requested allocation (2N VMs on N servers) when the job could not
+start at once otherwise.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections import defaultdict
+
+from lease_manager import Allocation, Lease, hookimpl
+
+from .base import GreenParPolicy
+
+HINTS = ("excellent", "good", "fair", "poor")
+
+
+class Baseline(GreenParPolicy):
+    """GreenPar's baseline: every job runs 2N VMs on its N servers, never resized."""
+
+    name = "baseline"
+
+    def initial(self, lease: Lease, now: float) -> Allocation | None:
+        if not self.is_job(lease):
+            return None
+        n = self.requested(lease)
+        return self.shape(lease, n, 2 * n)
+
+
+class Reactive(GreenParPolicy):
+    """GreenPar's Reactive (Fig. 2): every job at the fewest servers that keep its SLA over
+    the next epoch, then, while the green power predicted for the next epoch powers more
+    servers, the job with the best marginal speedup per added server doubles its servers.
+    2N VMs always."""
+
+    name = "reactive"
+
+    def __init__(self, ctx):
+        super().__init__(ctx)
+        #: servers given to the jobs that arrived at ``_arrived_at`` (not running yet)
+        self._arrived: dict[int, int] = {}
+        self._arrived_at = -math.inf
+
+    def initial(self, lease: Lease, now: float) -> Allocation | None:
+        if not self.is_job(lease):
+            return None
+        n_req = self.requested(lease)
+        if now != self._arrived_at:     # jobs that arrived earlier at this instant keep theirs
+            self._arrived, self._arrived_at = {}, now
+        running = self.running()
+        plan = self.plan(now, running, [lease], self._arrived)
+        n = plan[lease.id][0]
+        needed = sum(plan[l.id][0] for l in running) + sum(self._arrived.values()) + n
+        if needed > self.free_servers(now) + sum(self.nodes(l) for l in running):
+            n = n_req   # cannot start at once: as asked
+        else:
+            self.store(now, plan)
+        self._arrived[lease.id] = n
+        return self.shape(lease, n, 2 * n_req)
+
+    def reallocate(self, now, reasons):
+        running = self.running()
+        plan = self.stored(now) or self.plan(now, running, [])
+        return self.decisions(plan, running)
+
+    def minimum(self, lease: Lease, now: float, new: bool) -> int:
+        """Fig. 2, lines 14-20: the fewest servers keeping the average speedup at SP(N)/F
+        after another epoch (a new job: as if it had run at that speed from the start)."""
+        if not new:
+            return self.least_servers(lease, now)
+        v = 2 * self.requested(lease)
+        target = self.sla_rate(lease)
+        options = self.options(lease, v)
+        return next((n for n, sp in options if sp >= target - 1e-12), options[-1][0])
+
+    def plan(self, now: float, running: list[Lease], new: list[Lease],
+             fixed: dict[int, int] | None = None) -> dict[int, tuple[int, int]]:
+        """Servers and VMs for every running and new job (``fixed``: servers of jobs that
+        are neither, already decided)."""
+        jobs = [(l, False) for l in running] + [(l, True) for l in new]
+        n = {l.id: self.minimum(l, now, fresh) for l, fresh in jobs}
+        vms = {l.id: (l.vms.count if not fresh else 2 * self.requested(l)) for l, fresh in jobs}
+        used = sum(n.values()) + sum((fixed or {}).values())
+        green_servers = math.floor(self.green(now, now + self.epoch) / self.busy_watts + 1e-9)
+        limit = min(green_servers, self.servers)
+        while used < limit:
+            best = None
+            for lease, _ in jobs:
+                options = dict(self.options(lease, vms[lease.id]))
+                now_n = n[lease.id]
+                bigger = 2 * now_n
+                if bigger not in options or used + now_n > limit:
+                    continue
+                gain = (options[bigger] - options[now_n]) / now_n
+                if gain > 0 and (best is None or gain > best[0]):
+                    best = (gain, lease.id, now_n)
+            if best is None:
+                break
+            n[best[1]] += best[2]
+            used += best[2]
+        return {i: (n[i], vms[i]) for i in n}
+
+
+class Nebulous(GreenParPolicy):
+    """GreenPar's Nebulous: only a speedup hint (excellent, good, fair, poor) and a run-time
+    estimate (the mean run time of the application's earlier jobs; none for its first). A
+    job starts with 4N VMs on 2N servers if the predicted green power covers 2N more servers
+    for its estimated run time, else 2N VMs on N. Each epoch, green power above what the
+    jobs draw goes one step (a doubling) at a time to the jobs with the best hint and the
+    lowest average allocation against N; a deficit takes servers back in the reverse order;
+    a job's average allocation never falls below N/F."""
+
+    name = "nebulous"
+
+    def __init__(self, ctx):
+        super().__init__(ctx)
+        self.history: dict[str, list[float]] = defaultdict(list)
+        #: servers of the jobs that arrived at ``_arrived_at`` (not running yet)
+        self._arrived: dict[int, int] = {}
+        self._arrived_at = -math.inf
+
+    def hint(self, lease: Lease) -> int:
+        """0 (excellent) to 3 (poor): what doubling its servers at the reference gives."""
+        n = self.requested(lease)
+        options = dict(self.options(lease, 2 * n))
+        gain = options.get(2 * n, options[n]) / options[n]
+        return 0 if gain >= 1.7 else 1 if gain >= 1.4 else 2 if gain >= 1.15 else 3
+
+    def estimate(self, lease: Lease) -> float | None:
+        runs = self.history.get(str(lease.extra["app"]))
+        return statistics.fmean(runs) if runs else None
+
+    @hookimpl
+    def lease_ended(self, lease: Lease, now: float) -> None:
+        if lease.malleable is not None and self.is_job(lease) and lease.state.value == "done":
+            self.history[str(lease.extra["app"])].append(lease.run_duration)
+
+    def initial(self, lease: Lease, now: float) -> Allocation | None:
+        if not self.is_job(lease):
+            return None
+        n = self.requested(lease)
+        if now != self._arrived_at:
+            self._arrived, self._arrived_at = {}, now
+        free = self.free_servers(now) - sum(self._arrived.values())
+        estimate = self.estimate(lease)
+        k, v = n, 2 * n
+        if estimate is not None and free >= 2 * n and 4 * n in dict(
+                self.profiles.options(str(lease.extra["app"]), 4 * n)):
+            busy = sum(self.nodes(l) for l in self.running()) + sum(self._arrived.values())
+            surplus = self.green_min(now, now + estimate) - busy * self.busy_watts
+            if surplus >= 2 * n * self.busy_watts and 2 * n <= self.servers:
+                k, v = 2 * n, 4 * n
+        self._arrived[lease.id] = k
+        return self.shape(lease, k, v)
+
+    def green_min(self, start: float, end: float) -> float:
+        """The least hourly mean green power predicted over ``[start, end)``."""
+        t, least = start, math.inf
+        while t < end:
+            least = min(least, _mean_forecast(self, start, t, min(t + 3600.0, end)))
+            t += 3600.0
+        return 0.0 if math.isinf(least) else least
+
+    def allocation_so_far(self, lease: Lease, now: float) -> float:
+        """Server-seconds the job has had."""
+        m = lease.malleable
+        assert m is not None
+        times = [t for t, _, _, _ in m.history] + [now]
+        return sum(n * (b - a) for (a, n, _, _), b in zip(m.history, times[1:]))
+
+    def floor(self, lease: Lease, now: float) -> int:
+        """The fewest servers keeping the average allocation at N/F after another epoch."""
+        v = lease.vms.count
+        have = self.allocation_so_far(lease, now)
+        need = self.requested(lease) / self.slowdown * (self.elapsed(lease, now) + self.epoch)
+        for n, _ in self.options(lease, v):
+            if have + n * self.epoch >= need - 1e-9:
+                return n
+        return self.options(lease, v)[-1][0]
+
+    def reallocate(self, now, reasons):
+        running = self.running()
+        if not running:
+            return []
+        n = {l.id: max(self.nodes(l), self.floor(l, now)) for l in running}
+        allowed = {l.id: [k for k, _ in self.options(l, l.vms.count)] for l in running}
+
+        def slack(l: Lease) -> float:
+            elapsed = max(self.elapsed(l, now), 1.0)
+            return self.allocation_so_far(l, now) / elapsed / self.requested(l)
+
+        green_servers = math.floor(self.green(now, now + self.epoch) / self.busy_watts + 1e-9)
+        used = sum(n.values())
+        if used < green_servers:
+            order = sorted(running, key=lambda l: (self.hint(l), slack(l), l.id))
+            grew = True
+            while grew:
+                grew = False
+                for l in order:
+                    step = n[l.id]
+                    if (2 * n[l.id] in allowed[l.id] and used + step <= min(green_servers,
+                                                                            self.servers)):
+                        n[l.id] *= 2
+                        used += step
+                        grew = True
+        elif used > green_servers:
+            order = sorted(running, key=lambda l: (-self.hint(l), -slack(l), l.id))
+            shrank = True
+            while shrank and used > green_servers:
+                shrank = False
+                for l in order:
+                    half = n[l.id] // 2
+                    if (half in allowed[l.id] and half >= self.floor(l, now)
+                            and used > green_servers):
+                        n[l.id] = half
+                        used -= half
+                        shrank = True
+        return self.decisions({i: (k, l.vms.count) for l in running
+                               for i, k in [(l.id, n[l.id])]}, running)
+
+
+def _mean_forecast(policy: GreenParPolicy, issued: float, start: float, end: float) -> float:
+    """The mean green power over ``[start, end)`` of the forecast in force at ``issued``."""
+    from .base import mean_over
+
+    power = policy.power
+    series = power.forecast.at(issued) if power.forecast is not None else power.green
+    return 0.0 if series is None else mean_over(series, start, end)

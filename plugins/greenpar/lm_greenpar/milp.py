@@ -1,0 +1,294 @@
+"""GreenPar's optimisation (Fig. 3, Table 1) as a MILP, solved by HiGHS (``scipy.optimize.milp``).
+
+Time is cut into epochs ``k = 0..K-1`` of ``epoch`` seconds from ``t0`` (epoch 0 may be shorter:
+``first_length``). A job ``j`` chooses, in each epoch from its first, one allocation ``o``
+(servers n, VMs v, speedup SP) or none (binaries ``x[j,k,o]``); running is ``r[j,k] =
+sum_o x[j,k,o]``.
+
+- no preemption: a job runs in its first epoch and, once stopped, stays stopped
+  (``r[j,k+1] <= r[j,k]``);
+- V fixed: a job not started yet picks one VM count (binaries ``y[j,v]``, ``x <= y``);
+- completion: ``sum SP x len >= work`` (single-server seconds);
+- SLA, cumulative (stronger than the paper's bound on the total run time, so that a plan
+  followed until the work ends keeps it): at the end of every epoch in which the job runs,
+  ``done + sum_{k'<=k} SP x len >= rate x (elapsed + sum_{k'<=k} len) x r[j,k] - slack_j``;
+  ``slack_j >= 0`` costs a large penalty (it is positive only when the SLA cannot be met);
+- capacity: ``sum_j n x <= C`` per epoch;
+- migrations: ``d[j,k] >= |S[j,k] - S[j,k-1]|`` while the job runs in both epochs
+  (S = sum n x; the running jobs' allocation before epoch 0 is known), energy ME x d;
+- brown energy (kWh): ``b[k] >= (base + P sum n x) len + ME sum d - GE len``, ``b >= 0``;
+- objective (1): ``sum_k PB[k] b[k] + beta_cost x (1/|J|) sum r len / 3600`` (eq. 6: the
+  average run time in hours, the jobs' earlier run time being a constant).
+
+Pow(n) = P n (P = a busy server's watts minus a sleeping one's, ``base`` = all servers
+sleeping) and ME(n) = ME n are linear, as the paper's.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Sequence
+
+import attrs
+import numpy as np
+from scipy import sparse
+from scipy.optimize import Bounds, LinearConstraint, milp
+
+JOULES_PER_KWH = 3.6e6
+#: $ per single-server second of SLA slack: far above any energy or run-time saving
+SLACK_PENALTY = 1e3
+
+
+@attrs.frozen
+class Job:
+    """One job of the problem."""
+
+    key: int
+    #: allowed allocations: (servers, VMs, speedup)
+    options: tuple[tuple[int, int, float], ...]
+    work: float              #: single-server seconds still to do
+    done: float = 0.0        #: single-server seconds done
+    elapsed: float = 0.0     #: seconds it has run
+    sla_rate: float = 0.0    #: single-server seconds per second the SLA needs
+    first: int = 0           #: the epoch it starts (or goes on) in
+    first_length: float | None = None   #: seconds of its first epoch (None: an epoch)
+    current: int | None = None          #: servers it has now (None: not started)
+    slowdown: float = 1.1    #: F (bounds how many epochs it may run)
+
+
+@attrs.frozen
+class Problem:
+    epoch: float
+    green: Sequence[float]          #: mean green watts of each epoch
+    price: Sequence[float]          #: brown $/kWh of each epoch
+    base_watts: float               #: every server asleep
+    server_watts: float             #: a busy server's watts above a sleeping one's
+    migration_joules: float         #: per server gained or lost
+    capacity: int
+    beta_cost: float                #: $ per hour of average run time
+    first_length: float | None = None   #: seconds of epoch 0 (None: an epoch)
+
+
+@attrs.frozen
+class Solution:
+    status: int                     #: scipy's: 0 optimal, 1 time limit, 2 infeasible...
+    message: str
+    time_limited: bool
+    seconds: float
+    objective: float
+    #: per job key: VMs chosen, and servers in each epoch (0: not running)
+    vms: dict[int, int]
+    servers: dict[int, list[int]]
+    slack: dict[int, float]
+
+    @property
+    def ok(self) -> bool:
+        return bool(self.servers)
+
+
+def epochs_needed(job: Job, epoch: float) -> int:
+    """The most epochs the job may run: its SLA bounds its run time (with one to spare for a
+    partial first epoch); without an SLA rate, until its work is done at its slowest."""
+    total = job.done + job.work
+    if job.sla_rate > 0:
+        seconds = total / job.sla_rate - job.elapsed
+    else:
+        seconds = job.work / min(sp for _, _, sp in job.options)
+    return max(1, math.ceil(seconds / epoch - 1e-9) + 1)
+
+
+def solve(problem: Problem, jobs: Sequence[Job], time_limit: float, gap: float = 1e-4
+          ) -> Solution:
+    """Solve the MILP (see the module docstring) within ``time_limit`` seconds."""
+    t_start = time.process_time()
+    epoch = problem.epoch
+    horizon = len(problem.green)
+    lengths = np.full(horizon, epoch)
+    if problem.first_length is not None:
+        lengths[0] = problem.first_length
+    cols: list[float] = []            # objective coefficients
+    lower: list[float] = []
+    upper: list[float] = []
+    integer: list[int] = []
+
+    def var(cost: float, lo: float = 0.0, hi: float = 1.0, integral: bool = True) -> int:
+        cols.append(cost)
+        lower.append(lo)
+        upper.append(hi)
+        integer.append(1 if integral else 0)
+        return len(cols) - 1
+
+    rows: list[tuple[dict[int, float], float, float]] = []
+
+    def row(coefs: dict[int, float], lo: float, hi: float) -> None:
+        rows.append((coefs, lo, hi))
+
+    n_jobs = max(len(jobs), 1)
+    xs: dict[int, dict[int, list[tuple[int, int, int, float]]]] = {}   # job -> k -> vars
+    slack: dict[int, int] = {}
+    ys: dict[int, dict[int, int]] = {}
+    per_epoch_servers: list[dict[int, float]] = [dict() for _ in range(horizon)]
+    per_epoch_seconds: list[dict[int, float]] = [dict() for _ in range(horizon)]
+    per_epoch_d: list[dict[int, float]] = [dict() for _ in range(horizon)]
+    for job in jobs:
+        last = min(horizon, job.first + epochs_needed(job, epoch))
+        vm_counts = sorted({v for _, v, _ in job.options})
+        if len(vm_counts) > 1:
+            ys[job.key] = {v: var(0.0) for v in vm_counts}
+            row({y: 1.0 for y in ys[job.key].values()}, 1.0, 1.0)
+        slack[job.key] = var(SLACK_PENALTY, 0.0, math.inf, integral=False)
+        xs[job.key] = {}
+        n_max = max(n for n, _, _ in job.options)
+        progress: dict[int, float] = {}
+        elapsed = job.elapsed
+        prev_servers: dict[int, float] | None = None
+        for k in range(job.first, last):
+            length = (job.first_length if k == job.first and job.first_length is not None
+                      else lengths[k])
+            hours = length / 3600.0
+            here = []
+            for n, v, sp in job.options:
+                i = var(problem.beta_cost * hours / n_jobs)
+                here.append((i, n, v, sp))
+                if job.key in ys:
+                    row({i: 1.0, ys[job.key][v]: -1.0}, -math.inf, 0.0)
+                per_epoch_servers[k][i] = float(n)
+                per_epoch_seconds[k][i] = n * length
+            xs[job.key][k] = here
+            running = {i: 1.0 for i, _, _, _ in here}
+            row(running, 0.0 if k > job.first else 1.0, 1.0)       # one option; first: run
+            if k > job.first:
+                before = {i: -1.0 for i, _, _, _ in xs[job.key][k - 1]}
+                row({**running, **before}, -math.inf, 0.0)         # contiguous
+            for i, _, _, sp in here:
+                progress[i] = sp * length
+            elapsed += length
+            # cumulative SLA at the end of epoch k, if the job runs in it
+            sla = dict(progress)
+            for i, _, _, _ in here:
+                sla[i] = sla.get(i, 0.0) - job.sla_rate * elapsed
+            sla[slack[job.key]] = 1.0
+            if job.sla_rate > 0:
+                row(sla, -job.done, math.inf)
+            # migrations while it runs on
+            servers = {i: float(n) for i, n, _, _ in here}
+            if prev_servers is not None or job.current is not None:
+                d = var(0.0, 0.0, math.inf, integral=False)
+                per_epoch_d[k][d] = problem.migration_joules
+                big = float(n_max)
+                for sign in (1.0, -1.0):
+                    coefs = {i: sign * s for i, s in servers.items()}
+                    const = 0.0
+                    if prev_servers is not None:
+                        for i, s in prev_servers.items():
+                            coefs[i] = coefs.get(i, 0.0) - sign * s
+                    else:
+                        const = sign * float(job.current or 0)
+                    for i in servers:
+                        coefs[i] = coefs.get(i, 0.0) + big
+                    coefs[d] = -1.0
+                    row(coefs, -math.inf, big + const)
+            prev_servers = servers
+        row(dict(progress), job.work, math.inf)                    # completion
+    # capacity and brown energy per epoch
+    for k in range(horizon):
+        if per_epoch_servers[k]:
+            row(per_epoch_servers[k], -math.inf, problem.capacity)
+        b = var(problem.price[k], 0.0, math.inf, integral=False)
+        coefs = {i: problem.server_watts * s / JOULES_PER_KWH
+                 for i, s in per_epoch_seconds[k].items()}
+        for d, joules in per_epoch_d[k].items():
+            coefs[d] = joules / JOULES_PER_KWH
+        coefs[b] = -1.0
+        row(coefs, -math.inf,
+            (problem.green[k] - problem.base_watts) * lengths[k] / JOULES_PER_KWH)
+    # assemble
+    data: list[float] = []
+    ri: list[int] = []
+    ci: list[int] = []
+    lo: list[float] = []
+    hi: list[float] = []
+    for r, (coefs, a, upper_bound) in enumerate(rows):
+        for c, value in coefs.items():
+            ri.append(r)
+            ci.append(c)
+            data.append(value)
+        lo.append(a)
+        hi.append(upper_bound)
+    matrix = sparse.csr_array((data, (ri, ci)), shape=(len(rows), len(cols)))
+    result = milp(np.array(cols), constraints=LinearConstraint(matrix, lo, hi),
+                  integrality=np.array(integer), bounds=Bounds(lower, upper),
+                  options={"time_limit": max(time_limit, 0.1), "disp": False,
+                           "mip_rel_gap": gap})
+    seconds = time.process_time() - t_start
+    limited = result.status == 1
+    if result.x is None:
+        return Solution(result.status, str(result.message), limited, seconds, math.nan, {}, {},
+                        {})
+    x = result.x
+    vms: dict[int, int] = {}
+    plans: dict[int, list[int]] = {}
+    for job in jobs:
+        plan = [0] * horizon
+        for k, here in xs[job.key].items():
+            for i, n, v, _ in here:
+                if x[i] > 0.5:
+                    plan[k] = n
+                    vms.setdefault(job.key, v)
+        plans[job.key] = plan
+        vms.setdefault(job.key, job.options[0][1])
+    return Solution(result.status, str(result.message), limited, seconds, float(result.fun),
+                    vms, plans, {j: float(x[s]) for j, s in slack.items()})
+
+
+def enumerate_best(problem: Problem, jobs: Sequence[Job]) -> tuple[float, dict[int, list[int]]]:
+    """The same problem by brute force over every plan (tests: tiny instances only)."""
+    import itertools
+
+    horizon = len(problem.green)
+    lengths = np.full(horizon, problem.epoch)
+    if problem.first_length is not None:
+        lengths[0] = problem.first_length
+    choices = []
+    for job in jobs:
+        plans = []
+        for v in sorted({v for _, v, _ in job.options}):
+            opts = [(n, sp) for n, vv, sp in job.options if vv == v]
+            for stop in range(job.first + 1, horizon + 1):
+                for combo in itertools.product(opts, repeat=stop - job.first):
+                    plans.append((v, combo))
+        choices.append(plans)
+    best: tuple[float, dict[int, list[int]]] = (math.inf, {})
+    for pick in itertools.product(*choices):
+        servers = np.zeros(horizon)
+        migr = np.zeros(horizon)
+        runtime = 0.0
+        ok = True
+        plan_out = {}
+        for job, (_, combo) in zip(jobs, pick):
+            plan = [0] * horizon
+            done, elapsed, prev = job.done, job.elapsed, job.current
+            for step, (n, sp) in enumerate(combo):
+                k = job.first + step
+                plan[k] = n
+                servers[k] += n
+                done += sp * lengths[k]
+                elapsed += lengths[k]
+                if done < job.sla_rate * elapsed - 1e-9:
+                    ok = False
+                if prev is not None:
+                    migr[k] += abs(n - prev) * problem.migration_joules
+                prev = n
+                runtime += lengths[k] / 3600.0
+            if done - job.done < job.work - 1e-9:
+                ok = False
+            plan_out[job.key] = plan
+        if not ok or (servers > problem.capacity).any():
+            continue
+        energy = (problem.base_watts + problem.server_watts * servers) * lengths + migr
+        brown = np.maximum(0.0, energy - np.asarray(problem.green) * lengths) / JOULES_PER_KWH
+        cost = float(np.dot(problem.price, brown)) + problem.beta_cost * runtime / len(jobs)
+        if cost < best[0] - 1e-12:
+            best = (cost, plan_out)
+    return best

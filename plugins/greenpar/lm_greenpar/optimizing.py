@@ -1,0 +1,228 @@
+"""GreenPar's optimising policies, ``aggressive`` and ``offline``: the MILP of Fig. 3
+(:mod:`.milp`) over epochs aligned with the run's (``[malleable] epoch``).
+
+- ``aggressive`` knows the jobs that have arrived, their run times and speedup profiles, and
+  the green *forecast*. It solves at every arrival (choosing the new job's VMs and every job's
+  servers), every end and every new forecast, and in between follows its last plan at each
+  epoch.
+- ``offline`` knows every job of the workload in advance (read ahead from the trace) and the
+  *actual* green production; it solves once, at the first arrival, with a longer time limit,
+  and follows that plan.
+
+Both keep each job's cumulative SLA at every epoch (a plan cut short by migration pauses is
+topped up by the fewest servers that keep it), keep a job whose plan has ended at its last
+allocation until it finishes, and fall back to the requested allocation when the problem has
+no solution (a job that could not start at once).
+"""
+
+from __future__ import annotations
+
+import math
+
+from lease_manager import Allocation, Lease, hookimpl
+
+from .base import GreenParPolicy, mean_over
+from .milp import Job, Problem, Solution, epochs_needed, solve
+
+#: hours of the EC2-like price GreenPar gives a run-time hour: beta x 0.3 kWh x brown price
+KWH_PER_RUNTIME_HOUR = 0.3
+
+
+class Optimizing(GreenParPolicy):
+    """What ``aggressive`` and ``offline`` share: problems, plans, statistics."""
+
+    def __init__(self, ctx):
+        super().__init__(ctx)
+        self.beta: float = ctx.config.get("greenpar", "beta")
+        self.gap: float = ctx.config.get("greenpar", "mip-gap")
+        self.plan_t0 = 0.0
+        self.plan: dict[int, list[int]] = {}
+        self.plan_vms: dict[int, int] = {}
+        self.solves = 0
+        self.limited = 0
+        self.failed = 0
+        self.solver_seconds = 0.0
+        self.slack = 0.0
+
+    # --------------------------------------------------------------------- problems
+    def grid(self, now: float) -> float:
+        """The start of the epoch holding ``now`` (epochs count from the run's start)."""
+        return math.floor(now / self.epoch + 1e-9) * self.epoch
+
+    def problem(self, t0: float, first_length: float, epochs: int, issued: float | None
+                ) -> Problem:
+        """Epochs from ``t0``: green from the forecast issued at ``issued`` (None: the
+        actual production), brown prices, the site's watts."""
+        green, price = [], []
+        for k in range(epochs):
+            a = t0 if k == 0 else t0 + first_length + (k - 1) * self.epoch
+            b = t0 + first_length + k * self.epoch
+            if issued is None:
+                green.append(self.green(a, b, actual=True))
+            else:
+                series = (self.power.forecast.at(issued) if self.power.forecast is not None
+                          else self.power.green)
+                green.append(0.0 if series is None else mean_over(series, a, b))
+            price.append(mean_over(self.power.price, a, b))
+        mean_price = sum(price) / len(price) if price else 0.0
+        return Problem(epoch=self.epoch, green=green, price=price,
+                       base_watts=self.idle_watts * self.servers,
+                       server_watts=self.busy_watts - self.idle_watts,
+                       migration_joules=self.migration_energy, capacity=self.servers,
+                       beta_cost=self.beta * KWH_PER_RUNTIME_HOUR * mean_price,
+                       first_length=first_length)
+
+    def job_running(self, lease: Lease, now: float) -> Job:
+        v = lease.vms.count
+        done = self.done(lease, now)
+        return Job(lease.id, tuple((n, v, sp) for n, sp in self.options(lease, v)),
+                   work=max(self.total_work(lease) - done, 1e-6), done=done,
+                   elapsed=self.elapsed(lease, now), sla_rate=self.sla_rate(lease),
+                   current=self.nodes(lease), slowdown=self.slowdown)
+
+    def job_new(self, lease: Lease, first: int = 0, first_length: float | None = None,
+                vms: int | None = None) -> Job:
+        """A job not started yet: it chooses 2N or 4N VMs (or has ``vms``)."""
+        n = self.requested(lease)
+        options = tuple((k, v, sp) for v in ((2 * n, 4 * n) if vms is None else (vms,))
+                        for k, sp in self.options(lease, v))
+        return Job(lease.id, options, work=self.total_work(lease),
+                   sla_rate=self.sla_rate(lease), first=first, first_length=first_length,
+                   slowdown=self.slowdown)
+
+    def run_solver(self, problem: Problem, jobs: list[Job], limit: float) -> Solution:
+        solution = solve(problem, jobs, limit, self.gap)
+        self.solves += 1
+        self.solver_seconds += solution.seconds
+        if solution.time_limited:
+            self.limited += 1
+            self.ctx.metrics.record("greenpar_time_limited_solve", self.ctx.now,
+                                    solution.seconds)
+        if not solution.ok:
+            self.failed += 1
+        else:
+            self.slack += sum(solution.slack.values())
+        return solution
+
+    def adopt(self, t0: float, solution: Solution) -> None:
+        self.plan_t0 = t0
+        self.plan = dict(solution.servers)
+        self.plan_vms = dict(solution.vms)
+
+    # ----------------------------------------------------------------- following
+    def planned(self, lease: Lease, now: float) -> int:
+        """Servers the plan gives ``lease`` from ``now`` (its current ones past the plan),
+        topped up to keep its SLA over the next epoch."""
+        current = self.nodes(lease)
+        plan = self.plan.get(lease.id)
+        k = math.floor((now - self.plan_t0) / self.epoch + 1e-9)
+        n = current
+        allowed = {m for m, _ in self.options(lease, lease.vms.count)}
+        if plan is not None and 0 <= k < len(plan) and plan[k] in allowed:
+            n = plan[k]
+        if not self.keeps_sla(lease, now, n, lease.vms.count, self.epoch):
+            n = max(n, self.least_servers(lease, now))
+        return n
+
+    def follow(self, now: float) -> list[tuple[Lease, Allocation]]:
+        running = self.running()
+        return self.decisions({l.id: (self.planned(l, now), l.vms.count) for l in running},
+                              running)
+
+    @hookimpl
+    def collect_summary(self):
+        return {"greenpar_solves": self.solves, "greenpar_solves_time_limited": self.limited,
+                "greenpar_solves_failed": self.failed,
+                "greenpar_solver_cpu_seconds": round(self.solver_seconds, 3),
+                "greenpar_sla_slack": self.slack}
+
+
+class Aggressive(Optimizing):
+    """GreenPar's Aggressive: the MILP over the jobs that have arrived, with the green
+    forecast, solved at arrivals, ends and new forecasts (``[greenpar] solve-time-limit``)."""
+
+    name = "aggressive"
+
+    def __init__(self, ctx):
+        super().__init__(ctx)
+        self.time_limit: float = ctx.config.get("greenpar", "solve-time-limit")
+        self._new: list[Lease] = []
+        self._new_at = -math.inf
+
+    def solve_now(self, now: float, new: list[Lease]) -> Solution | None:
+        running = self.running()
+        jobs = [self.job_running(l, now) for l in running] + [
+            self.job_new(l, vms=None if l is new[-1] else l.vms.count) for l in new]
+        if not jobs:
+            return None
+        t0 = self.grid(now)
+        first = t0 + self.epoch - now
+        epochs = max(epochs_needed(j, self.epoch) for j in jobs)
+        solution = self.run_solver(self.problem(t0, first, epochs, now), jobs,
+                                   self.time_limit)
+        if solution.ok:
+            # plan epoch k covers [t0 + k epoch, ...): the run's grid from t0
+            self.adopt(t0, solution)
+        return solution
+
+    def initial(self, lease: Lease, now: float) -> Allocation | None:
+        if not self.is_job(lease):
+            return None
+        n = self.requested(lease)
+        if now != self._new_at:
+            self._new, self._new_at = [], now
+        self._new.append(lease)
+        solution = self.solve_now(now, self._new)
+        if solution is None or not solution.ok or solution.servers[lease.id][0] == 0:
+            self._new.remove(lease)
+            return self.shape(lease, n, 2 * n)   # cannot start at once: as asked
+        self.store(now, {})
+        return self.shape(lease, solution.servers[lease.id][0], solution.vms[lease.id])
+
+    def reallocate(self, now, reasons):
+        if self.stored(now) is None and ({"end", "policy"} & reasons):
+            self.solve_now(now, [])
+        return self.follow(now)
+
+
+class Offline(Optimizing):
+    """GreenPar's Offline: the MILP over every job of the workload, known in advance, with
+    the actual green production, solved once (``[greenpar] offline-time-limit``)."""
+
+    name = "offline"
+
+    def __init__(self, ctx):
+        super().__init__(ctx)
+        self.time_limit: float = ctx.config.get("greenpar", "offline-time-limit")
+        self.solved = False
+
+    def solve_all(self, first: Lease, now: float) -> None:
+        self.solved = True
+        leases = [first] + [l for l in self.ctx.peek_arrivals() if self.is_job(l)]
+        jobs = []
+        for lease in leases:
+            k = math.floor(lease.submit / self.epoch + 1e-9)
+            jobs.append(self.job_new(lease, k, (k + 1) * self.epoch - lease.submit))
+        epochs = max(j.first + epochs_needed(j, self.epoch) for j in jobs)
+        solution = self.run_solver(self.problem(0.0, self.epoch, epochs, None), jobs,
+                                   self.time_limit)
+        if solution.ok:
+            self.adopt(0.0, solution)
+
+    def initial(self, lease: Lease, now: float) -> Allocation | None:
+        if not self.is_job(lease):
+            return None
+        if not self.solved:
+            self.solve_all(lease, now)
+        n = self.requested(lease)
+        plan = self.plan.get(lease.id)
+        k = math.floor(now / self.epoch + 1e-9)
+        if plan is None or not (0 <= k < len(plan)) or plan[k] == 0:
+            return self.shape(lease, n, 2 * n)
+        return self.shape(lease, plan[k], self.plan_vms[lease.id])
+
+    def reallocate(self, now, reasons):
+        return self.follow(now)
+
+    def next_event(self, now: float) -> float:
+        return math.inf   # it knows the actual production: forecasts do not concern it

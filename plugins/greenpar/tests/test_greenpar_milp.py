@@ -1,0 +1,62 @@
+"""GreenPar's MILP (Fig. 3) on a hand-solved instance, checked against enumerating every
+plan, and its report of a solve that hits the time limit."""
+
+from __future__ import annotations
+
+import pytest
+
+from lm_greenpar.milp import Job, Problem, enumerate_best, solve
+
+PROBLEM = Problem(epoch=900, green=[0, 300, 400, 0], price=[0.1] * 4, base_watts=0,
+                  server_watts=100, migration_joules=0, capacity=4, beta_cost=0.01)
+#: job 1 runs on 2 of its 4 VMs' servers; 5,400 single-server seconds left; SLA rate 1
+ONE = Job(1, ((1, 4, 1.0), (2, 4, 2.0), (4, 4, 3.0)), work=5400, sla_rate=1.0, current=2)
+#: job 2 arrives: 2 VMs (1 or 2 servers) or 4 (1, 2 or 4); 1,800 to do; SLA rate 1/1.1
+TWO = Job(2, ((1, 2, 1.0), (2, 2, 1.6), (1, 4, 0.9), (2, 4, 1.8), (4, 4, 2.8)), work=1800,
+          sla_rate=1 / 1.1)
+
+
+def test_two_jobs_four_epochs_against_enumeration():
+    """
+    epoch      0 (0 W)   1 (300 W)   2 (400 W)   3 (0 W)
+    job 1      1 server  2 servers   4 servers   -          900 + 1,800 + 2,700 = 5,400
+    job 2      1 (2 VMs) 1           -           -          900 + 900 = 1,800
+    power      200 W     300 W       400 W       0
+    brown      200 W x 0.25 h = 0.05 kWh = $0.005; run time 5 job-epochs x 0.25 h x
+    $0.01 / 2 jobs = $0.00625: objective $0.01125.
+
+    Job 1 cannot finish in 2 epochs (it would need 4 servers in epoch 0, where job 2 needs
+    one), job 2 not in 1 (1,800 in one epoch needs 4 servers): 5 job-epochs at least, and
+    epoch 0 has no green for the 2 servers that must run: the plan meets both lower bounds.
+    Job 1's SLA holds exactly at the end of epoch 0 (900 done in 900 s at rate 1).
+    With 4 VMs, job 2 could not finish in epoch 1 on 1 server (0.9 x 1,800 s = 1,620), and
+    on 2 it would exceed the green power of epoch 1.
+    """
+    solution = solve(PROBLEM, [ONE, TWO], time_limit=30, gap=0.0)
+    cost, plans = enumerate_best(PROBLEM, [ONE, TWO])
+    assert solution.status == 0 and not solution.time_limited
+    assert solution.objective == pytest.approx(0.01125) == pytest.approx(cost)
+    assert solution.servers == plans == {1: [1, 2, 4, 0], 2: [1, 1, 0, 0]}
+    assert solution.vms == {1: 4, 2: 2}
+    assert solution.slack == {1: pytest.approx(0), 2: pytest.approx(0)}
+
+
+@pytest.mark.parametrize("green", [[0, 0, 0, 0], [400, 400, 400, 400], [0, 800, 0, 800]])
+def test_other_green_profiles_match_enumeration(green):
+    problem = Problem(epoch=900, green=green, price=[0.1, 0.2, 0.1, 0.3], base_watts=50,
+                      server_watts=100, migration_joules=3600, capacity=5, beta_cost=0.02)
+    solution = solve(problem, [ONE, TWO], time_limit=30, gap=0.0)
+    cost, _ = enumerate_best(problem, [ONE, TWO])
+    assert solution.objective == pytest.approx(cost)
+
+
+def test_a_solve_that_hits_the_time_limit_says_so():
+    """Forty jobs over a day of epochs cannot be proved optimal in a hundredth of a second:
+    the solution says it stopped at the limit."""
+    jobs = [Job(i, ((1, 4, 1.0), (2, 4, 1.9), (4, 4, 3.5)), work=20000 + 500 * i,
+                sla_rate=1.0 / 1.1) for i in range(40)]
+    problem = Problem(epoch=900, green=[200.0 * (k % 7) for k in range(96)], price=[0.1] * 96,
+                      base_watts=0, server_watts=30, migration_joules=900, capacity=50,
+                      beta_cost=0.25)
+    solution = solve(problem, jobs, time_limit=0.01, gap=0.0)
+    assert solution.time_limited and solution.status == 1
