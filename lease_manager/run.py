@@ -20,6 +20,7 @@ import numpy as np
 from lease_manager.config.schema import Config, load_config
 from lease_manager.context import RunContext
 from lease_manager.energy.energy_accounting import EnergyAccounting
+from lease_manager.energy.lease_power import lease_watts
 from lease_manager.energy.node_states import NodePowerStates
 from lease_manager.energy.operating_points import OperatingPoints
 from lease_manager.energy.power_model import (
@@ -49,6 +50,7 @@ from lease_manager.plugins import ACCOUNTING_PLUGIN, ENERGY_PLUGIN, INVARIANTS_P
 from lease_manager.workload.convert import merge_workloads
 from lease_manager.workload.lwf import is_lwf, read_lwf
 from lease_manager.workload.swf import SWFConversion, SWFReader, TraceStats, swf_leases
+from lease_manager.workload.tasks import is_task_file, read_tasks
 
 if TYPE_CHECKING:
     from lease_manager.kernel.lease import Lease
@@ -175,6 +177,7 @@ class Run:
         self.node_states = energy.states
         self.accounting.extra_columns = energy.LEASE_COLUMNS
         self.accounting.extra_values = energy.lease_values
+        self._lease_watts_column()
 
     def _build_sites_energy(self) -> None:
         """Each site's energy accounting (a run with several sites)."""
@@ -187,9 +190,15 @@ class Run:
             self.energy = energy = SitesEnergy(self.sites)   # type: ignore[assignment]
             self.accounting.extra_columns = ("site",) + energy.LEASE_COLUMNS
             self.accounting.extra_values = lambda lease: (lease.site,) + energy.lease_values(lease)
+            self._lease_watts_column()
         else:
             self.accounting.extra_columns = ("site",)
             self.accounting.extra_values = lambda lease: (lease.site,)
+
+    def _lease_watts_column(self) -> None:
+        """``leases.csv`` gets a ``watts`` column when some lease has its own power."""
+        self.accounting.optional_columns = ("watts",)
+        self.accounting.optional_values = lambda lease: (lease_watts(lease),)
 
     def _build_policies(self, config: Config) -> None:
         """The run's policies, probes and annotators, and the core's observers, registered."""
@@ -335,6 +344,10 @@ class Run:
             workload = read_lwf(path, self.nodes.types)
             self.trace_stats.read = self.trace_stats.replayed = len(workload.leases)
             leases: Iterable[Lease] = workload.leases
+        elif is_task_file(path):
+            tasks = read_tasks(path, self.vm_vector())
+            self.trace_stats.read = self.trace_stats.replayed = len(tasks)
+            leases = tasks
         else:
             self.trace_reader = SWFReader(path,
                                           skip_bad_lines=cfg.get("tracefile", "skip-bad-lines"))

@@ -3,7 +3,8 @@
 Every node contributes its state's power over each of its state intervals (off, switching
 on, switching off; on: the idle power of its highest level), and every lease contributes
 ``share x (full[level] - idle)`` on each node over each of its reservations (see
-:mod:`lease_manager.energy.power_model`). The site's power is the sum of those steps; the
+:mod:`lease_manager.energy.power_model`), or, if it has its own ``watts``, that many watts per
+VM (:mod:`lease_manager.energy.lease_power`). The site's power is the sum of those steps; the
 energy is its integral from the start of the run to its end. With a power cap, its value at each
 row is in ``cap_watts``, and a row above it is an invariant violation. A per-run plugin
 (``lease_manager.energy``) keeps the leases' intervals as they end.
@@ -24,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import numpy as np
 
+from lease_manager.energy.lease_power import lease_watts, vms_per_node
 from lease_manager.hookspecs import hookimpl
 from lease_manager.kernel.reservation import ReservationKind
 
@@ -86,15 +88,22 @@ class EnergyAccounting:
         self.green_used = self.brown = self.cost = self.carbon = 0.0
         #: each node's IT energy over the run (J)
         self.node_energy: np.ndarray = np.zeros(0)
+        #: whether some lease drew its own dynamic power (its ``watts`` attribute)
+        self.lease_watts_seen = False
 
     # ------------------------------------------------------------------------- leases
     def _pieces(self, lease: Lease) -> list[tuple[np.ndarray, float, float, np.ndarray,
                                                   np.ndarray]]:
-        """Per reservation: nodes, start, end (clipped to :attr:`until`), CPU shares, full
-        watts of the lease's level on those nodes."""
+        """Per reservation: nodes, start, end (clipped to :attr:`until`), what the lease's
+        cores draw on each node (``share x full[level]``) and its part above idle power
+        (``share x (full[level] - idle)``; with its own ``watts``, ``watts x VMs`` on top of
+        ``share x idle`` instead)."""
         model = self.model
         cpu = model.cpu
         level = model.top_level if lease.level is None else lease.level
+        watts = lease_watts(lease)
+        if watts is not None:
+            self.lease_watts_seen = True
         out = []
         for res in (*lease.allocations, *lease.reservations):
             if res.kind is ReservationKind.IMAGE:
@@ -104,13 +113,20 @@ class EnergyAccounting:
                 continue
             nodes = res.nodes
             share = res.amounts[:, cpu] / self._cpus[nodes]
-            out.append((nodes, res.start, end, share, model.full[nodes, level]))
+            if watts is None:
+                full = model.full[nodes, level]
+                dynamic = share * (full - model.idle[nodes])
+                out.append((nodes, res.start, end, share * full, dynamic))
+            else:
+                dynamic = watts * vms_per_node(res)
+                out.append((nodes, res.start, end, share * model.idle[nodes] + dynamic,
+                            dynamic))
         return out
 
     def energy_of(self, lease: Lease) -> float:
         """The energy of the cores ``lease`` held, at its level, while it held them (J)."""
-        return float(sum(float(np.dot(share, full)) * (end - start)
-                         for _, start, end, share, full in self._pieces(lease)))
+        return float(sum(float(own.sum()) * (end - start)
+                         for _, start, end, own, _ in self._pieces(lease)))
 
     #: the columns :meth:`lease_values` adds to ``leases.csv``
     LEASE_COLUMNS = ("level", "ghz", "stretched_requested", "energy_joules")
@@ -124,13 +140,12 @@ class EnergyAccounting:
 
     def add_lease(self, lease: Lease) -> None:
         """Count ``lease``'s reservations in the site's power."""
-        idle = self.model.idle
-        for nodes, start, end, share, full in self._pieces(lease):
+        for nodes, start, end, _, dynamic in self._pieces(lease):
             k = len(nodes)
             self._nodes.append(nodes)
             self._starts.append(np.full(k, start))
             self._ends.append(np.full(k, end))
-            self._deltas.append(share * (full - idle[nodes]))
+            self._deltas.append(dynamic)
 
     @hookimpl(tryfirst=True)
     def lease_submitted(self, ctx: RunContext, lease: Lease, now: float) -> None:

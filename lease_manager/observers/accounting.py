@@ -53,6 +53,10 @@ class Accounting:
         #: energy accounting's, with a power model)
         self.extra_columns: tuple[str, ...] = ()
         self.extra_values: Callable[[Lease], tuple[float | str | None, ...]] | None = None
+        #: columns written only if some lease has a value (not None) for them, after the
+        #: extra ones, and the function giving a lease's values (a lease's own ``watts``)
+        self.optional_columns: tuple[str, ...] = ()
+        self.optional_values: Callable[[Lease], tuple[float | str | None, ...]] | None = None
         self._rows: list[tuple] = []
         self._seen: set[int] = set()
         self.submitted = 0
@@ -129,7 +133,8 @@ class Accounting:
                            lease.submit, lease.start, lease.end, lease.vms.count,
                            lease.requested_duration, lease.actual_duration, wait,
                            lease.price, lease.reason, tuple(sorted(nodes)))
-                          + (self.extra_values(lease) if self.extra_values else ()))
+                          + (self.extra_values(lease) if self.extra_values else ())
+                          + (self.optional_values(lease) if self.optional_values else ()))
 
     def finish(self, unfinished: Iterable[Lease]) -> None:
         """Account for the leases still active when the run stopped."""
@@ -177,14 +182,19 @@ class Accounting:
     def write_leases(self, path: Path) -> None:
         """Write ``leases.csv``, one row per lease in id order (``nodes``: the node indices the
         lease ran on, space-separated)."""
+        first = len(COLUMNS) + len(self.extra_columns)
+        present = [i for i in range(len(self.optional_columns))
+                   if any(row[first + i] is not None for row in self._rows)]
+        keep = list(range(len(COLUMNS), first)) + [first + i for i in present]
         with path.open("w", newline="") as fh:
             out = csv.writer(fh, lineterminator="\n")
-            out.writerow(COLUMNS + self.extra_columns)
+            out.writerow(COLUMNS + self.extra_columns
+                         + tuple(self.optional_columns[i] for i in present))
             for row in sorted(self._rows, key=lambda r: r[0]):
                 out.writerow(row[:4] + tuple(_fmt(x) for x in row[4:7]) + (row[7],)
                              + tuple(_fmt(x) for x in row[8:12]) + (row[12],)
                              + (" ".join(map(str, row[13])),)
-                             + tuple(_fmt(x) for x in row[14:]))
+                             + tuple(_fmt(row[i]) for i in keep))
 
     @property
     def recorded(self) -> int:
