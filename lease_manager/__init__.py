@@ -7,6 +7,9 @@ Everything else may move between releases.
   the policy base classes, :class:`Option` and the option types (``INTEGER``, ``FLOAT``,
   ``STRING``, ``NAMES``, ...), and :mod:`characteristics` (workload characteristics:
   resources a lease stresses and needs).
+- Offline planning: :class:`Planner` (the policy kind ``planner``), :class:`PowerBoard`
+  (the platform on a time grid under an envelope, with Kassab et al.'s PlaceTask),
+  :class:`PlanTask`, :class:`Platform`, :class:`Spot`.
 - Leases and the schedule: :class:`Lease`, :class:`LeaseState`, :class:`LeaseType`,
   :class:`VMRequest`, :class:`Reservation`, :class:`ReservationKind`, :class:`SlotTable`.
 - Running: :func:`load_run`, :class:`Run`, :class:`Plugins`; for scripts of experiments,
@@ -42,6 +45,7 @@ from lease_manager.hookspecs import hookimpl  # noqa: E402
 from lease_manager.kernel.lease import Lease, LeaseState, LeaseType, VMRequest  # noqa: E402
 from lease_manager.kernel.slottable import Reservation, ReservationKind, SlotTable  # noqa: E402
 from lease_manager.observers.metrics import bin_means, read_series  # noqa: E402
+from lease_manager.planning.board import PlanTask, Platform, PowerBoard, Spot  # noqa: E402
 from lease_manager.plugins import Plugins  # noqa: E402
 from lease_manager.policies import (  # noqa: E402
     AdmissionPolicy,
@@ -49,6 +53,7 @@ from lease_manager.policies import (  # noqa: E402
     HostSelectionPolicy,
     NodePowerPolicy,
     OperatingPointPolicy,
+    Planner,
     Policy,
     PreemptionPolicy,
     PricingPolicy,
@@ -63,7 +68,7 @@ __all__ = [
     "NAMES", "PATH", "SITE", "STRING",
     "Policy", "AdmissionPolicy", "Annotator", "HostSelectionPolicy", "PreemptionPolicy",
     "PricingPolicy", "QueuePolicy", "NodePowerPolicy", "OperatingPointPolicy",
-    "SiteSelectionPolicy",
+    "SiteSelectionPolicy", "Planner", "PowerBoard", "PlanTask", "Platform", "Spot",
     "Lease", "LeaseState", "LeaseType", "VMRequest", "Reservation", "ReservationKind",
     "SlotTable", "characteristics",
     "LeaseManagerError", "InputError", "ConfigError", "TraceError",

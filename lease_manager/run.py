@@ -9,6 +9,7 @@ serves any number of runs, one after another.
 
 from __future__ import annotations
 
+import math
 import resource
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -28,6 +29,7 @@ from lease_manager.energy.power_model import (
     power_cap_from_config,
     power_model_from_config,
 )
+from lease_manager.energy.series import StepSeries
 from lease_manager.errors import LeaseManagerError, TraceError
 from lease_manager.kernel.clock import RealClock, SimulatedClock
 from lease_manager.kernel.engine import Engine, ReplayEnactment
@@ -46,6 +48,7 @@ from lease_manager.multisite import (
 from lease_manager.observers.accounting import Accounting, write_summary
 from lease_manager.observers.invariants import InvariantChecker
 from lease_manager.observers.metrics import Metrics
+from lease_manager.planning.mode import PlanningMode
 from lease_manager.plugins import ACCOUNTING_PLUGIN, ENERGY_PLUGIN, INVARIANTS_PLUGIN, Plugins
 from lease_manager.workload.convert import merge_workloads
 from lease_manager.workload.lwf import is_lwf, read_lwf
@@ -97,6 +100,8 @@ class Run:
         self.ctx.sites = {site.name: site.ctx for site in self.sites}
 
         self._build_policies(config)
+        #: offline planning (``[planning] policy-planner``; None: an ordinary replay)
+        self.planning = self._planning_mode(config)
         self._hooks = HookRelay(self.plugins, self.ctx)
         self.enactment = (enactment(self) if enactment is not None
                           else ReplayEnactment(self.timeline))
@@ -121,6 +126,8 @@ class Run:
                 clock = SimulatedClock()
         self.clock = clock
         arrivals = self._checked(leases if leases is not None else self._trace_leases())
+        if self.planning is not None:
+            arrivals = iter(self.planning.plan(list(arrivals), self._envelope(config)))
         self.engine = Engine(self.scheduler, tables, self.timeline, clock, arrivals,
                              stop_when=config.get("simulation", "stop-when"),
                              runtime=config.get("simulation", "runtime"), serve=serve)
@@ -154,7 +161,7 @@ class Run:
                 table, model, node_power, origin=self.started_at,
                 initially_off=config.get("power", "initial-state") == "off",
                 scheduler=scheduler, enactment=self.enactment, call_at=self.engine.call_at,
-                cap=power_cap_from_config(config, model))
+                cap=None if self.planning is not None else power_cap_from_config(config, model))
         except ValueError as exc:
             raise config.error("power", "power-cap", str(exc)) from None
         self.engine.before_step.append(states.before_step)
@@ -166,6 +173,8 @@ class Run:
                                                     config.get("power", "gamma"))
         energy = (EnergyAccounting(model, states) if site is None
                   else EnergyAccounting(model, states, site=site, only=site))
+        if self.planning is not None:   # the plan is checked against the envelope
+            energy.envelope = power_cap_from_config(config, model)
         self._register(energy, ENERGY_PLUGIN if site is None else f"{ENERGY_PLUGIN}:{site}")
         return energy
 
@@ -262,6 +271,22 @@ class Run:
                 self._register(policy, f"run:{kind}:{name}:{site.name}")
                 setattr(site, kind.replace("-", "_"), policy)
 
+
+    def _planning_mode(self, config: Config) -> PlanningMode | None:
+        """The offline planning mode, with the host selection and admission that pin its plan
+        (None without a planner)."""
+        name = config.get("planning", "policy-planner")
+        if name == "none":
+            return None
+        mode = PlanningMode(config, self._instantiate("planner", name), self.nodes, self.power)
+        self.policies["host-selection"] = mode.hosts(self.policies["host-selection"])
+        self.policies["admission"] = mode.admission(self.policies["admission"])
+        return mode
+
+    def _envelope(self, config: Config) -> StepSeries:
+        assert self.power is not None, "planning needs a power model"
+        cap = power_cap_from_config(config, self.power)
+        return cap if cap is not None else StepSeries.constant(math.inf)
 
     def _build_scheduler(self, config: Config, table: SlotTable | None = None
                          ) -> LeaseScheduler:
@@ -426,6 +451,8 @@ class Run:
         if self.energy is not None:
             summary.update(self.energy.summary())
         summary["trace"] = self.trace_stats.as_dict()
+        if self.planning is not None:
+            summary.update(self.planning.summary())
         if self.engine.force_released:
             summary["held_leases_force_released"] = self.engine.force_released
         for extra in self.plugins.pm.hook.collect_summary(ctx=self.ctx):

@@ -206,6 +206,15 @@ def core_options(policy_names: Mapping[str, tuple[str, ...]]) -> list[Option]:
             annotation)."""),
         Option("power", "idle-timeout", DURATION, 0, doc="""
             Seconds a node must stay idle before `switch-off-idle` switches it off."""),
+        Option("power", "look-ahead", BOOLEAN, False, doc="""
+            `switch-off-idle`: keep an idle node on when a lease planned on it would have its
+            boot begin just as the node's shutdown ended (a lease within `switch-off` +
+            `switch-on` seconds, that bound included; without it the node goes off and boots
+            again). Kassab et al.'s look-ahead."""),
+        Option("power", "look-back", BOOLEAN, False, doc="""
+            `switch-off-idle`: keep an idle node on when a lease planned on it would have its
+            boot begin within `switch-on` seconds of the node's shutdown (a lease within twice
+            `switch-on` seconds): the shutdown is cancelled. Kassab et al.'s look-back."""),
         Option("power", "cop", COP, math.inf, doc="""
             Cooling coefficient of performance: total power = IT power x (COP + 1) / COP
             (`inf`: no cooling overhead), or `uniform:LOW:HIGH`: drawn for each site from the
@@ -227,6 +236,26 @@ def core_options(policy_names: Mapping[str, tuple[str, ...]]) -> list[Option]:
             any instant. `none`, a number of watts, `green` (the `green-production` series), or
             a CSV file of `time,watts` rows. Leases wait (or are rejected, if they cannot wait)
             until the envelope has room; nodes stay off unless it has room for them."""),
+        # ---------------------------------------------------------------------- [planning]
+        Option("planning", "policy-planner", STRING, "none",
+               choices=("none",) + names("planner"), doc=f"""
+            Offline planning: every lease of the workload is known at time 0 and a planner
+            places them all on a grid of `interval` seconds under the power envelope
+            (`[power] power-cap`), minimising the makespan; the run then replays the plan, each
+            lease as an advance reservation at its planned start on its planned node, and checks
+            it (the power never above the envelope, every lease once, energy = integral of
+            power). `none`: an ordinary replay. Installed: {', '.join(names('planner'))}.
+            Needs a `[power]` model with `policy-node-power = switch-off-idle`, `idle-timeout =
+            0` and `initial-state = off`, switching times that are whole intervals, and one
+            node group; submit times are ignored and durations rounded up to whole
+            intervals."""),
+        Option("planning", "interval", DURATION, 360, doc="""
+            The planning grid's step, in seconds (Kassab et al.: 6 minutes). The envelope
+            in an interval is the least the cap holds in it."""),
+        Option("planning", "horizon", DURATION, 0, doc="""
+            How far a plan may reach, in seconds from time 0; a lease that cannot be placed
+            before it is rejected. 0: the envelope's last change plus every lease's duration and
+            a boot and a shutdown."""),
             # ------------------------------------------------------------------------ [daemon]
         Option("daemon", "enactment", STRING, "process", choices=names("enactment"), doc=f"""
             How `lease-manager serve` carries out leases: the enactment backend

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from lease_manager.context import RunContext
     from lease_manager.energy.node_states import NodePowerStates
     from lease_manager.energy.power_model import PowerModel
+    from lease_manager.energy.series import StepSeries
     from lease_manager.kernel.lease import Lease
 
 JOULES_PER_KWH = 3.6e6
@@ -88,8 +89,9 @@ class EnergyAccounting:
         self.green_used = self.brown = self.cost = self.carbon = 0.0
         #: each node's IT energy over the run (J)
         self.node_energy: np.ndarray = np.zeros(0)
-        #: whether some lease drew its own dynamic power (its ``watts`` attribute)
-        self.lease_watts_seen = False
+        #: an envelope the power is checked against when the slot table holds no cap (a planned
+        #: run: the planner kept the plan under it)
+        self.envelope: StepSeries | None = None
 
     # ------------------------------------------------------------------------- leases
     def _pieces(self, lease: Lease) -> list[tuple[np.ndarray, float, float, np.ndarray,
@@ -102,8 +104,6 @@ class EnergyAccounting:
         cpu = model.cpu
         level = model.top_level if lease.level is None else lease.level
         watts = lease_watts(lease)
-        if watts is not None:
-            self.lease_watts_seen = True
         out = []
         for res in (*lease.allocations, *lease.reservations):
             if res.kind is ReservationKind.IMAGE:
@@ -214,15 +214,16 @@ class EnergyAccounting:
         model, profile = self.model, self.profile
         green = model.green
         cap = self.states.cap
+        envelope = cap.cap if cap is not None else self.envelope
         times = profile.times[:-1]
         if green is not None:
             times = np.union1d(times, green.breakpoints(start, end))
-        if cap is not None:
-            times = np.union1d(times, cap.cap.breakpoints(start, end))
+        if envelope is not None:
+            times = np.union1d(times, envelope.breakpoints(start, end))
         self._rows_t = np.append(times, end)
         it = profile.at(self._rows_t)
         self._rows_it = it
-        self._rows_cap = (cap.cap_at(self._rows_t) if cap is not None
+        self._rows_cap = (envelope.at(self._rows_t) if envelope is not None
                           else np.full(len(self._rows_t), np.nan))
         self._rows_green = (green.at(self._rows_t) if green is not None
                             else np.zeros(len(self._rows_t)))
