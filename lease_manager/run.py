@@ -175,6 +175,9 @@ class Run:
                   else EnergyAccounting(model, states, site=site, only=site))
         if self.planning is not None:   # the plan is checked against the envelope
             energy.envelope = power_cap_from_config(config, model)
+        if site is None:
+            self.ctx.power_cap = (energy.envelope if self.planning is not None
+                                  else states.cap.cap if states.cap is not None else None)
         self._register(energy, ENERGY_PLUGIN if site is None else f"{ENERGY_PLUGIN}:{site}")
         return energy
 

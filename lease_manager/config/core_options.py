@@ -236,6 +236,14 @@ def core_options(policy_names: Mapping[str, tuple[str, ...]]) -> list[Option]:
             any instant. `none`, a number of watts, `green` (the `green-production` series), or
             a CSV file of `time,watts` rows. Leases wait (or are rejected, if they cannot wait)
             until the envelope has room; nodes stay off unless it has room for them."""),
+        Option("power", "power-cap-window", DURATION, 0, doc="""
+            Use a window of this many seconds of the `power-cap` series as the envelope,
+            moved to time 0, with no power after it (Kassab et al. cut 1,000-hour windows of a
+            year of weather). The window starts at one of the series' rows drawn from the run's
+            seed: every run of a seed gets the same envelope. 0: the whole series."""),
+        Option("power", "power-cap-scale", FLOAT, 1.0, minimum=0, maximum=1e9, doc="""
+            Multiply the `power-cap` envelope by this factor (Kassab et al.'s x1, x2, x5 and
+            x10 envelopes: more panels and turbines)."""),
         # ---------------------------------------------------------------------- [planning]
         Option("planning", "policy-planner", STRING, "none",
                choices=("none",) + names("planner"), doc=f"""

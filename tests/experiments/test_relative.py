@@ -1,0 +1,68 @@
+"""NM (``lease-manager report``): the share of the leases' energy after the instance's best
+makespan, on three hand-written runs of one instance (and one of another)."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import pytest
+
+from lease_manager.experiments.relative import with_nm
+from lease_manager.experiments.report import report_command
+from lease_manager.experiments.results import collect
+
+HEAD = ("lease_id", "state", "start", "end", "vms", "requested", "watts")
+
+
+def run_folder(root, profile, seed, leases, settings):
+    run_dir = root / profile / "tasks" / f"seed-{seed}"
+    run_dir.mkdir(parents=True)
+    meta = {"run_id": f"{profile}/tasks/seed-{seed}", "profile": profile, "trace": "tasks",
+            "seed": seed, "settings": settings}
+    (run_dir / "run.json").write_text(json.dumps(meta))
+    ends = [row[2] for row in leases if row[0] == "done"]
+    (run_dir / "summary.json").write_text(json.dumps({"makespan": max(ends)}))
+    with (run_dir / "leases.csv").open("w", newline="") as fh:
+        out = csv.writer(fh)
+        out.writerow(HEAD)
+        for i, row in enumerate(leases, start=1):
+            out.writerow((i, *row))
+
+
+def test_nm_of_three_planners_on_one_instance(tmp_path, capsys):
+    """Three leases: A 4 s x 10 W, B 2 s x 20 W (2 VMs: 40 W), C 3 s x 10 W. Energy 40 + 80 +
+    30 = 150 J.
+
+    a:  A 0-4, B 0-2, C 2-5              last end 5  (the best: C* = 5)     NM 0
+    b:  A 0-4, B 4-6, C 3-6              last end 6: B 5-6 (40 J) + C 5-6 (10 J)   NM 50/150
+    c:  A 0-4, B 2-4, C rejected         C never ran: 30 J                  NM 30/150
+    A run of another envelope (settings differ) is its own instance: NM 0.
+    """
+    settings = {"planning.policy-planner": "x", "power.power-cap-scale": "1"}
+    rows = {
+        "a": [("done", 0, 4, 1, 4, 10), ("done", 0, 2, 2, 2, 20), ("done", 2, 5, 1, 3, 10)],
+        "b": [("done", 0, 4, 1, 4, 10), ("done", 4, 6, 2, 2, 20), ("done", 3, 6, 1, 3, 10)],
+        "c": [("done", 0, 4, 1, 4, 10), ("done", 2, 4, 2, 2, 20),
+              ("rejected", "", "", 1, 3, 10)],
+    }
+    for name, leases in rows.items():
+        run_folder(tmp_path, name, 1, leases, {**settings, "planning.policy-planner": name})
+    run_folder(tmp_path, "b", 2, rows["b"],
+               {"planning.policy-planner": "b", "power.power-cap-scale": "2"})
+    results = with_nm(collect(tmp_path), tmp_path)
+    got = {(r["profile"], r["seed"]): r["nm"] for r in results.rows}
+    assert got == {("a", 1): 0, ("b", 1): pytest.approx(50 / 150),
+                   ("c", 1): pytest.approx(30 / 150), ("b", 2): 0}
+    assert report_command(str(tmp_path)) == 0
+    text = capsys.readouterr().out
+    assert "nm" in text
+    header = (tmp_path / "results.csv").read_text().splitlines()[0].split(",")
+    assert header[-2:] == ["nm", "error"]
+
+
+def test_no_nm_without_leases_of_their_own_power(tmp_path):
+    run_folder(tmp_path, "a", 1, [("done", 0, 4, 1, 4, "")], {})
+    results = collect(tmp_path)
+    (tmp_path / "a" / "tasks" / "seed-1" / "leases.csv").write_text("lease_id,state\n1,done\n")
+    assert with_nm(results, tmp_path) is results
