@@ -262,8 +262,8 @@ def core_options(policy_names: Mapping[str, tuple[str, ...]]) -> list[Option]:
             in an interval is the least the cap holds in it."""),
         Option("planning", "horizon", DURATION, 0, doc="""
             How far a plan may reach, in seconds from time 0; a lease that cannot be placed
-            before it is rejected. 0: the envelope's last change plus every lease's duration and
-            a boot and a shutdown."""),
+            before it is rejected. 0: the envelope's last change (if it leaves no power after
+            it), else that plus every lease's duration and a boot and a shutdown."""),
             # ------------------------------------------------------------------------ [daemon]
         Option("daemon", "enactment", STRING, "process", choices=names("enactment"), doc=f"""
             How `lease-manager serve` carries out leases: the enactment backend

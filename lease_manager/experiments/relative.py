@@ -9,8 +9,10 @@ had finished every lease.
 (their own power, the ``watts`` column of ``leases.csv``, times their VMs) that a run schedules
 after ``C*``: 0 for the best run, more the later the others finish their work. The part of a
 lease that runs after ``C*`` counts (a lease that runs from before ``C*`` to after it counts in
-part), and a lease that did not run at all counts whole. Runs whose leases have no power of
-their own have no NM.
+part). A lease that no run of the instance ran (no room for it under the envelope) is left out;
+one that some run ran counts whole for a run that did not, and ``C*`` is the best makespan of
+the runs that ran every lease some run ran. Runs whose leases have no power of their own have
+no NM.
 """
 
 from __future__ import annotations
@@ -30,9 +32,10 @@ NM = "nm"
 
 @attrs.frozen
 class TaskRows:
-    """What NM needs of a run's leases: per lease, start, end, energy rate (W) and whether
-    it ran; the run's last end."""
+    """What NM needs of a run's leases: per lease, its id, start, end, energy rate (W), length
+    and whether it ran."""
 
+    ids: tuple[str, ...]
     starts: tuple[float, ...]
     ends: tuple[float, ...]
     rates: tuple[float, ...]
@@ -40,15 +43,20 @@ class TaskRows:
     ran: tuple[bool, ...]
 
     @property
-    def last_end(self) -> float:
-        ends = [e for e, r in zip(self.ends, self.ran) if r]
-        return max(ends) if ends and all(self.ran) else math.inf
+    def ran_ids(self) -> frozenset[str]:
+        return frozenset(i for i, r in zip(self.ids, self.ran) if r)
 
-    def nm(self, best: float) -> float:
-        """The share of the leases' energy after ``best``."""
+    @property
+    def last_end(self) -> float:
+        return max((e for e, r in zip(self.ends, self.ran) if r), default=0.0)
+
+    def nm(self, best: float, counted: frozenset[str]) -> float:
+        """The share of the energy of the leases ``counted`` after ``best``."""
         total = out = 0.0
-        for start, end, rate, length, ran in zip(self.starts, self.ends, self.rates,
-                                                 self.lengths, self.ran):
+        for lease, start, end, rate, length, ran in zip(self.ids, self.starts, self.ends,
+                                                        self.rates, self.lengths, self.ran):
+            if lease not in counted:
+                continue
             total += rate * length
             if not ran:
                 out += rate * length
@@ -67,7 +75,7 @@ def read_tasks(run_dir: Path) -> TaskRows | None:
         return None
     if not rows or "watts" not in rows[0]:
         return None
-    starts, ends, rates, lengths, ran = [], [], [], [], []
+    ids, starts, ends, rates, lengths, ran = [], [], [], [], [], []
     try:
         for row in rows:
             watts = float(row["watts"]) if row["watts"] else 0.0
@@ -75,6 +83,7 @@ def read_tasks(run_dir: Path) -> TaskRows | None:
             done = row["state"] == "done"
             start = float(row["start"]) if done else math.nan
             end = float(row["end"]) if done else math.nan
+            ids.append(row["lease_id"])
             starts.append(start)
             ends.append(end)
             rates.append(rate)
@@ -82,7 +91,8 @@ def read_tasks(run_dir: Path) -> TaskRows | None:
             ran.append(done)
     except (KeyError, ValueError):
         return None
-    return TaskRows(tuple(starts), tuple(ends), tuple(rates), tuple(lengths), tuple(ran))
+    return TaskRows(tuple(ids), tuple(starts), tuple(ends), tuple(rates), tuple(lengths),
+                    tuple(ran))
 
 
 def instance_key(row: dict[str, Any], settings: tuple[str, ...]) -> tuple:
@@ -106,9 +116,11 @@ def with_nm(results: Results, directory: Path) -> Results:
         return results
     value: dict[str, float] = {}
     for run_ids in groups.values():
-        best = min(tasks[r].last_end for r in run_ids)
+        counted = frozenset().union(*(tasks[r].ran_ids for r in run_ids))
+        complete = [r for r in run_ids if tasks[r].ran_ids >= counted] or run_ids
+        best = min(tasks[r].last_end for r in complete)
         for r in run_ids:
-            value[r] = tasks[r].nm(best)
+            value[r] = tasks[r].nm(best, counted)
     rows = tuple({**row, NM: value.get(str(row["run_id"]))} for row in results.rows)
     columns = (*[c for c in results.columns if c != "error"], NM, "error")
     return attrs.evolve(results, columns=columns, rows=rows,

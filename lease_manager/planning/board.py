@@ -266,6 +266,18 @@ class PowerBoard:
         ok = slack >= -EPS
         return np.flatnonzero(ok) + x0, slack[ok]
 
+    def _first_fresh(self, task: PlanTask, x0: int, stop: int) -> int | None:
+        """The first of :meth:`_fresh_starts`, looked for in chunks growing from ``x0`` (the
+        first start is usually near)."""
+        a, size = x0, 256
+        while a <= stop:
+            b = min(stop, a + size - 1)
+            xs, _ = self._fresh_starts(task, a, b)
+            if len(xs):
+                return int(xs[0])
+            a, size = b + 1, size * 4
+        return None
+
     def _prefilter(self, task: PlanTask, machine: int, x0: int, stop: int, *,
                    on_only: bool) -> tuple[np.ndarray, np.ndarray]:
         """Starts in ``[x0, stop]`` where ``machine`` has the cores and the envelope has room
@@ -298,7 +310,7 @@ class PowerBoard:
         best_key: tuple[int, int, int] | None = None
         for machine in machines:
             end = stop if best is None else min(stop, best.x)
-            if end < x0:
+            if end < x0 or not self._on_within(machine, x0, end):
                 continue
             xs, _ = self._prefilter(task, machine, x0, end, on_only=True)
             for x in xs.tolist():
@@ -321,12 +333,12 @@ class PowerBoard:
         best: tuple[int, int] | None = None            # (start, machine)
         fresh = self._fresh_machine()
         if fresh is not None:
-            xs, _ = self._fresh_starts(task, x0, stop)
-            if len(xs):
-                best = (int(xs[0]), fresh)
+            x = self._first_fresh(task, x0, stop)
+            if x is not None:
+                best = (x, fresh)
         for machine in self.machines_used:
             end = stop if best is None else min(stop, best[0])
-            if end < x0:
+            if end < x0 or not self._off_within(machine, x0, end):
                 continue
             for x in self._off_starts(task, machine, x0, end).tolist():
                 if self._change(task, machine, x) is not None:
@@ -334,6 +346,23 @@ class PowerBoard:
                         best = (x, machine)
                     break
         return None if best is None else Spot(*best)
+
+    def _on_within(self, machine: int, lo: int, hi: int) -> bool:
+        """Is ``machine`` on or switching off somewhere in ``[lo, hi]``?"""
+        t_off = self.platform.t_off
+        return any(a <= hi and b + t_off > lo for a, b in self._periods[machine])
+
+    def _off_within(self, machine: int, lo: int, hi: int) -> bool:
+        """Is ``machine`` off somewhere in ``[lo, hi]``?"""
+        pf = self.platform
+        t = lo
+        for a, b in self._periods[machine]:     # in time order, boots and shutdowns apart
+            if a - pf.t_on > t:
+                return True
+            t = max(t, b + pf.t_off)
+            if t > hi:
+                return False
+        return t <= hi
 
     def _off_starts(self, task: PlanTask, machine: int, x0: int, stop: int) -> np.ndarray:
         """Starts in ``[x0, stop]`` where ``machine`` is off and may take ``task``: the cores

@@ -158,9 +158,11 @@ class PlanningMode:
         if given > 0:
             return max(1, math.floor(given / self.interval + 1e-9))
         last = float(cap.times[-1]) if len(cap.times) else 0.0
+        end = math.ceil(last / self.interval - 1e-9)
+        if float(cap.values[-1]) <= float(self.model.off_watts.sum()):
+            return max(end, 1)      # no power after the last change: nothing runs then
         pf = self.platform()
-        return (math.ceil(last / self.interval - 1e-9) + sum(t.length for t in tasks)
-                + pf.t_on + pf.t_off + 1)
+        return end + sum(t.length for t in tasks) + pf.t_on + pf.t_off + 1
 
     def summary(self) -> dict[str, Any]:
         board = self.board

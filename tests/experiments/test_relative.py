@@ -36,7 +36,8 @@ def test_nm_of_three_planners_on_one_instance(tmp_path, capsys):
 
     a:  A 0-4, B 0-2, C 2-5              last end 5  (the best: C* = 5)     NM 0
     b:  A 0-4, B 4-6, C 3-6              last end 6: B 5-6 (40 J) + C 5-6 (10 J)   NM 50/150
-    c:  A 0-4, B 2-4, C rejected         C never ran: 30 J                  NM 30/150
+    c:  A 0-4, B 2-4, C rejected         C never ran: 30 J (c's last end, 4, is not C*: it
+                                         did not run C)                     NM 30/150
     A run of another envelope (settings differ) is its own instance: NM 0.
     """
     settings = {"planning.policy-planner": "x", "power.power-cap-scale": "1"}
@@ -66,3 +67,18 @@ def test_no_nm_without_leases_of_their_own_power(tmp_path):
     results = collect(tmp_path)
     (tmp_path / "a" / "tasks" / "seed-1" / "leases.csv").write_text("lease_id,state\n1,done\n")
     assert with_nm(results, tmp_path) is results
+
+
+def test_a_lease_no_run_of_the_instance_ran_is_left_out(tmp_path):
+    """A 4 s x 10 W and B 2 s x 10 W ran; C (3 s x 10 W) was rejected by both runs.
+
+    a: A 0-4, B 4-6 (C* = 6); b: A 0-4, B 6-8: B's 2 s x 10 W after C*: NM 20/60 (not 20/90).
+    """
+    rej = ("rejected", "", "", 1, 3, 10)
+    run_folder(tmp_path, "a", 1, [("done", 0, 4, 1, 4, 10), ("done", 4, 6, 1, 2, 10), rej],
+               {"planning.policy-planner": "a"})
+    run_folder(tmp_path, "b", 1, [("done", 0, 4, 1, 4, 10), ("done", 6, 8, 1, 2, 10), rej],
+               {"planning.policy-planner": "b"})
+    results = with_nm(collect(tmp_path), tmp_path)
+    assert {r["profile"]: r["nm"] for r in results.rows} == {"a": 0,
+                                                              "b": pytest.approx(20 / 60)}
