@@ -14,7 +14,8 @@ Everything else may move between releases.
   :class:`VMRequest`, :class:`Reservation`, :class:`ReservationKind`, :class:`SlotTable`.
 - Running: :func:`load_run`, :class:`Run`, :class:`Plugins`; for scripts of experiments,
   :func:`run_sweep_file` (a sweep file's runs, then their summaries) and :func:`etc_file`
-  (imported when first used), :func:`read_series` and :func:`bin_means` (recorded series).
+  (imported when first used), :func:`read_series` and :func:`bin_means` (recorded series),
+  :func:`results_with_nm` (a sweep's result table, with Kassab et al.'s NM).
 - Errors: :class:`LeaseManagerError` and its kinds.
 """
 
@@ -72,14 +73,15 @@ __all__ = [
     "Lease", "LeaseState", "LeaseType", "VMRequest", "Reservation", "ReservationKind",
     "SlotTable", "characteristics",
     "LeaseManagerError", "InputError", "ConfigError", "TraceError",
-    "run_sweep_file", "FinishedRun", "etc_file", "read_series", "bin_means",
+    "run_sweep_file", "FinishedRun", "etc_file", "read_series", "bin_means", "results_with_nm",
 ]
 
 #: exported names whose modules load only when first used (start-up stays light)
 _LAZY = {"characteristics": "lease_manager",
          "run_sweep_file": "lease_manager.experiments.sweep",
          "FinishedRun": "lease_manager.experiments.sweep",
-         "etc_file": "lease_manager.experiments.sweep"}
+         "etc_file": "lease_manager.experiments.sweep",
+         "results_with_nm": "lease_manager.experiments.relative"}
 
 
 def __getattr__(name: str) -> object:

@@ -25,7 +25,7 @@ from typing import Any
 
 import attrs
 
-from lease_manager.experiments.results import Results
+from lease_manager.experiments.results import Results, collect
 
 NM = "nm"
 
@@ -125,3 +125,9 @@ def with_nm(results: Results, directory: Path) -> Results:
     columns = (*[c for c in results.columns if c != "error"], NM, "error")
     return attrs.evolve(results, columns=columns, rows=rows,
                         summary_columns=(*results.summary_columns, NM))
+
+
+def results_with_nm(directory: str | Path) -> Results:
+    """The result table of the runs under ``directory`` (see
+    :func:`~lease_manager.experiments.results.collect`), with ``nm`` when it applies."""
+    return with_nm(collect(directory), Path(directory))
