@@ -21,6 +21,8 @@ Everything else may move between releases.
 
 __version__ = "0.1.0"
 
+from typing import TYPE_CHECKING  # noqa: E402
+
 from lease_manager.config.schema import (  # noqa: E402
     AMOUNTS,
     BOOLEAN,
@@ -75,6 +77,9 @@ __all__ = [
     "LeaseManagerError", "InputError", "ConfigError", "TraceError",
     "run_sweep_file", "FinishedRun", "etc_file", "read_series", "bin_means", "results_with_nm",
 ]
+
+if TYPE_CHECKING:   # what the lazy names below are, for type checkers
+    from lease_manager.experiments.relative import results_with_nm  # noqa: F401
 
 #: exported names whose modules load only when first used (start-up stays light)
 _LAZY = {"characteristics": "lease_manager",

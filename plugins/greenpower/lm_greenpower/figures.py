@@ -193,7 +193,8 @@ def plot_grid(pmaxes: Sequence[float], phis: Sequence[float],
     grid = np.full((len(phis), len(pmaxes)), np.nan)
     for (pm, ph), name in best.items():
         grid[phis.index(ph), pmaxes.index(pm)] = index[name]
-    cmap = ListedColormap(plt.get_cmap("tab20").colors[:max(len(names), 1)])
+    tab20 = plt.get_cmap("tab20")
+    cmap = ListedColormap([tab20(i) for i in range(max(len(names), 1))])
     fig, ax = plt.subplots(figsize=(7, 5))
     ax.imshow(grid, origin="lower", cmap=cmap, vmin=-0.5, vmax=len(names) - 0.5,
               aspect="auto")
