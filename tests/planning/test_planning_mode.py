@@ -204,3 +204,14 @@ def test_the_planning_mode_explains_what_it_needs(tmp_path):
         config = load_config(None, plugins.schema, [*base, *settings])
         with pytest.raises(ConfigError, match=message.replace("[", r"\[")):
             Run(config, plugins, leases=[be(1, 1, 1, 0)])
+
+
+def test_a_cap_that_drops_just_as_the_run_ends_is_not_exceeded(tmp_path):
+    """One task of 2 s at 10 W; envelope 100 W until 7 s, then 15 W (the shutdown's 15 W
+    still fits). The run ends with the task at 7, where the cap drops: power.csv's last row
+    repeats the 20 W before it, and that is no violation (it was one before).
+    m0  [off 0-3][boot 3-5][T1 5-7][down 7-8]          cap: 0 until 3, 100 until 7, then 15
+    """
+    run = planned(tmp_path, [(2, 10)], [(0, 0), (3, 100), (7, 15)])
+    assert gantt(run) == [(1, 5, 7, [0])]
+    assert run.energy._rows_it[-1] == 20 and run.energy._rows_cap[-1] == 15
