@@ -61,6 +61,7 @@ class PlanningMode:
         self.unplaced: set[int] = set()
         self.cpu_seconds = 0.0
         self.board: PowerBoard | None = None
+        self.tasks: list[PlanTask] = []
 
     def _check(self, config: Config, nodes: NodeSet, model: PowerModel) -> None:
         need = (("policy-node-power", "switch-off-idle"), ("initial-state", "off"))
@@ -122,6 +123,8 @@ class PlanningMode:
         (those not planned are rejected when submitted)."""
         tasks = [t for t in (self.task(i, lease) for i, lease in enumerate(leases))
                  if t is not None]
+        #: the tasks the planner was given
+        self.tasks = tasks
         horizon = self._horizon(cap, tasks)
         platform = self.platform()
         off = float(self.model.off_watts.sum())
