@@ -5,7 +5,8 @@ Every finished run under DIR is placed by its sweep settings: its planner (``[pl
 policy-planner``), its envelope's scale (``[power] power-cap-scale``), its tasks' lengths
 (``[greenpower] lengths``, ``max-length``) and maximum power (``max-watts``). NM compares the
 runs of one instance (trace, seed and settings but the planner, as ``lease-manager report``
-does). The tool prints, for each kind of task and envelope scale:
+does); only the instances every planner ran count. The tool prints, for each kind of task and
+envelope scale:
 
 - when only phi_max varies (Figs 2 and 3): the mean NM of every planner by phi_max, its mean
   CPU time (Tables 1 and 2), its mean number of switch-ons by phi_max (Table 3) and the mean
@@ -70,6 +71,20 @@ def read_runs(directory: Path) -> list[dict[str, Any]]:
             "makespan": number(row.get("makespan")),
         })
     return runs
+
+
+def complete(runs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The runs of the instances every planner of their kind of task and scale ran (a folder
+    holding extra seeds for some planners only would bias their means)."""
+    planners: dict[tuple, set[str]] = defaultdict(set)
+    ran: dict[tuple, set[str]] = defaultdict(set)
+    for run in runs:
+        kind = (run["lengths"], run["scale"])
+        planners[kind].add(run["planner"])
+        ran[(*kind, run["pmax"], run["phimax"], run["seed"])].add(run["planner"])
+    return [r for r in runs
+            if ran[(r["lengths"], r["scale"], r["pmax"], r["phimax"], r["seed"])]
+            == planners[(r["lengths"], r["scale"])]]
 
 
 def mean_by(runs: Sequence[dict[str, Any]], keys: Sequence[str], metric: str
@@ -232,7 +247,7 @@ def main(argv: Sequence[str] | None = None) -> int:
               file=sys.stderr)
         return 2
     groups: dict[tuple[str, float], list[dict[str, Any]]] = defaultdict(list)
-    for run in runs:
+    for run in complete(runs):
         groups[(run["lengths"], run["scale"])].append(run)
     for (lengths, scale), group in sorted(groups.items()):
         print(f"\n== {lengths} tasks, envelope x{scale:g} ==")

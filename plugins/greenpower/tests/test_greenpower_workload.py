@@ -85,3 +85,14 @@ def test_the_shipped_envelope_is_what_the_model_gives_on_pvlibs_data(tmp_path, c
     assert len(watts) == 8760 and 590 < watts.max() < 610
     assert "8760 hours at sand-point" in capsys.readouterr().out
     assert envelope_main(["--out", str(tmp_path), "--area", "1"]) == 2
+
+
+def test_config_doc_lists_the_options_and_planners(capsys):
+    from lease_manager import cli
+
+    assert cli.main(["config-doc"]) == 0
+    doc = capsys.readouterr().out
+    for text in ("## [greenpower]", "### `ga-patience`", "### `max-watts`", "## [planning]",
+                 "### `policy-planner`", "bs-twoqs", "stripe-lpp", "### `look-back`",
+                 "### `power-cap-window`"):
+        assert text in doc
