@@ -415,6 +415,8 @@ class Run:
             if self.invariants is not None:
                 if self.energy is not None:
                     self.invariants.violations += self.energy.violations()
+                    if self.planning is not None:
+                        self.invariants.violations += self.planning.violations(self.energy)
                 self.invariants.verify()
             # measured last: the final invariant check is part of the run's cost and peak
             summary["simulation"] = {

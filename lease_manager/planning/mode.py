@@ -29,6 +29,7 @@ from lease_manager.planning.board import PlanTask, Platform, PowerBoard, envelop
 
 if TYPE_CHECKING:
     from lease_manager.config.schema import Config
+    from lease_manager.energy.energy_accounting import EnergyAccounting
     from lease_manager.energy.power_model import PowerModel
     from lease_manager.energy.series import StepSeries
     from lease_manager.kernel.lease import Lease
@@ -166,6 +167,23 @@ class PlanningMode:
             return max(end, 1)      # no power after the last change: nothing runs then
         pf = self.platform()
         return end + sum(t.length for t in tasks) + pf.t_on + pf.t_off + 1
+
+    def violations(self, energy: EnergyAccounting) -> list[str]:
+        """Where the power the core replayed differs from the plan's, interval by interval
+        (the board and the core's node power states follow the same rules: they must agree)."""
+        board = self.board
+        if board is None:
+            return []
+        start, end = energy.window
+        count = min(math.ceil(end / self.interval - 1e-9), board.horizon)
+        mid = (np.arange(count) + 0.5) * self.interval
+        inside = (mid >= start) & (mid < end)
+        replayed = energy.profile.at(mid[inside])
+        planned = board.used[:count][inside] + float(self.model.off_watts.sum())
+        wrong = np.flatnonzero(np.abs(replayed - planned) > 1e-6 * np.maximum(planned, 1.0))
+        return [f"the replayed plan draws {replayed[i]:g} W in interval "
+                f"{int(mid[inside][i] // self.interval)}, the planner's board "
+                f"{planned[i]:g} W" for i in wrong[:5].tolist()]
 
     def summary(self) -> dict[str, Any]:
         board = self.board

@@ -215,3 +215,27 @@ def test_a_cap_that_drops_just_as_the_run_ends_is_not_exceeded(tmp_path):
     run = planned(tmp_path, [(2, 10)], [(0, 0), (3, 100), (7, 15)])
     assert gantt(run) == [(1, 5, 7, [0])]
     assert run.energy._rows_it[-1] == 20 and run.energy._rows_cap[-1] == 15
+
+
+def test_every_run_checks_the_replay_against_the_planners_board(tmp_path):
+    """A board that says one thing and a replay that draws another is an invariant violation
+    (here a planner that misreports 1 W in interval 3)."""
+    from lease_manager.observers.invariants import InvariantViolation
+    from lease_manager.policies.planners import InOrder
+
+    class Misreporting(InOrder):
+        def plan(self, tasks, board):
+            board = super().plan(tasks, board)
+            board.used[3] += 1
+            return board
+
+    path = tmp_path / "cap.csv"
+    path.write_text("time,watts\n0,100\n")
+    plugins = Plugins(entry_points=False)
+    plugins.policies["planner"]["in-order"] = (Misreporting, "test")
+    config = load_config(None, plugins.schema, ["simulation.resources=1 CPU:1 Memory:1024",
+                                                *PLAN, f"power.power-cap={path}"])
+    lease = be(1, 1, 2, 0, memory=1)
+    lease.extra["watts"] = "10"
+    with pytest.raises(InvariantViolation, match="interval 3, the planner's board 21 W"):
+        Run(config, plugins, leases=[lease]).run()
