@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from lease_manager.energy.lease_power import bad_watts, lease_watts
-from lease_manager.errors import ConfigError
 from lease_manager.kernel.lease import LeaseType
 from lease_manager.planning.board import PlanTask, Platform, PowerBoard, envelope_intervals
 
@@ -131,9 +130,9 @@ class PlanningMode:
         off = float(self.model.off_watts.sum())
         envelope = envelope_intervals(cap.times, cap.values, self.interval, 0.0, horizon) - off
         if (envelope < -1e-6).any():
-            raise ConfigError(f"[power] power-cap: the envelope ({float(envelope.min()) + off:g} "
-                              f"W at its lowest) is below what the nodes draw when off "
-                              f"({off:g} W)")
+            raise self.config.error("power", "power-cap", f"the envelope "
+                                    f"({float(envelope.min()) + off:g} W at its lowest) is "
+                                    f"below what the nodes draw when off ({off:g} W)")
         board = PowerBoard(platform, np.maximum(envelope, 0.0), horizon)
         cpu0 = time.process_time()
         planned = self.planner.plan(tasks, board)
@@ -144,7 +143,6 @@ class PlanningMode:
         for task in tasks:
             lease = by_id[task.lease_id]
             spot = placed.get(task.lease_id)
-            lease.submit = 0.0
             if spot is None:
                 self.unplaced.add(lease.id)
                 continue
