@@ -10,9 +10,9 @@ had finished every lease.
 after ``C*``: 0 for the best run, more the later the others finish their work. The part of a
 lease that runs after ``C*`` counts (a lease that runs from before ``C*`` to after it counts in
 part). A lease that no run of the instance ran (no room for it under the envelope) is left out;
-one that some run ran counts whole for a run that did not, and ``C*`` is the best makespan of
-the runs that ran every lease some run ran. Runs whose leases have no power of their own have
-no NM.
+one that some run ran counts whole for a run that did not. ``C*`` is the makespan of the best
+run: the one that ran the most leases, the earliest to end among those (when every run ran
+every lease, the best makespan). Runs whose leases have no power of their own have no NM.
 """
 
 from __future__ import annotations
@@ -117,8 +117,7 @@ def with_nm(results: Results, directory: Path) -> Results:
     value: dict[str, float] = {}
     for run_ids in groups.values():
         counted = frozenset().union(*(tasks[r].ran_ids for r in run_ids))
-        complete = [r for r in run_ids if tasks[r].ran_ids >= counted] or run_ids
-        best = min(tasks[r].last_end for r in complete)
+        best = min((-len(tasks[r].ran_ids), tasks[r].last_end) for r in run_ids)[1]
         for r in run_ids:
             value[r] = tasks[r].nm(best, counted)
     rows = tuple({**row, NM: value.get(str(row["run_id"]))} for row in results.rows)

@@ -82,3 +82,23 @@ def test_a_lease_no_run_of_the_instance_ran_is_left_out(tmp_path):
     results = with_nm(collect(tmp_path), tmp_path)
     assert {r["profile"]: r["nm"] for r in results.rows} == {"a": 0,
                                                               "b": pytest.approx(20 / 60)}
+
+
+def test_without_a_run_that_ran_every_lease_the_run_that_ran_most_sets_c_star(tmp_path):
+    """A 4 s x 10 W, B 2 s x 10 W, C 2 s x 10 W (80 J). Run a ran A and B (0-4, 4-6), run b
+    A, B and C (0-4, 6-8, 8-10), run c A and C (0-4, 4-6). b ran the most: C* = 10.
+    a: C never ran (20 J)                                   NM 20/80
+    b: nothing after 10                                     NM 0
+    c: B never ran (20 J)                                   NM 20/80
+    (Taking the earliest end of any run, 6, would count most of b's work as late.)
+    """
+    rej = ("rejected", "", "", 1, 2, 10)
+    run_folder(tmp_path, "a", 1, [("done", 0, 4, 1, 4, 10), ("done", 4, 6, 1, 2, 10), rej],
+               {"planning.policy-planner": "a"})
+    run_folder(tmp_path, "b", 1, [("done", 0, 4, 1, 4, 10), ("done", 6, 8, 1, 2, 10),
+                                  ("done", 8, 10, 1, 2, 10)], {"planning.policy-planner": "b"})
+    run_folder(tmp_path, "c", 1, [("done", 0, 4, 1, 4, 10), rej, ("done", 4, 6, 1, 2, 10)],
+               {"planning.policy-planner": "c"})
+    results = with_nm(collect(tmp_path), tmp_path)
+    assert {r["profile"]: r["nm"] for r in results.rows} == {
+        "a": pytest.approx(0.25), "b": 0, "c": pytest.approx(0.25)}
