@@ -7,15 +7,21 @@ Everything else may move between releases.
   the policy base classes, :class:`Option` and the option types (``INTEGER``, ``FLOAT``,
   ``STRING``, ``NAMES``, ...), and :mod:`characteristics` (workload characteristics:
   resources a lease stresses and needs).
+- Offline planning: :class:`Planner` (the policy kind ``planner``), :class:`PowerBoard`
+  (the platform on a time grid under an envelope, with Kassab et al.'s PlaceTask),
+  :class:`PlanTask`, :class:`Platform`, :class:`Spot`.
 - Leases and the schedule: :class:`Lease`, :class:`LeaseState`, :class:`LeaseType`,
   :class:`VMRequest`, :class:`Reservation`, :class:`ReservationKind`, :class:`SlotTable`.
 - Running: :func:`load_run`, :class:`Run`, :class:`Plugins`; for scripts of experiments,
   :func:`run_sweep_file` (a sweep file's runs, then their summaries) and :func:`etc_file`
-  (imported when first used), :func:`read_series` and :func:`bin_means` (recorded series).
+  (imported when first used), :func:`read_series` and :func:`bin_means` (recorded series),
+  :func:`results_with_nm` (a sweep's result table, with Kassab et al.'s NM).
 - Errors: :class:`LeaseManagerError` and its kinds.
 """
 
 __version__ = "0.1.0"
+
+from typing import TYPE_CHECKING  # noqa: E402
 
 from lease_manager.config.schema import (  # noqa: E402
     AMOUNTS,
@@ -43,6 +49,7 @@ from lease_manager.kernel.lease import Lease, LeaseState, LeaseType, VMRequest  
 from lease_manager.kernel.malleable import Allocation, Malleability  # noqa: E402
 from lease_manager.kernel.slottable import Reservation, ReservationKind, SlotTable  # noqa: E402
 from lease_manager.observers.metrics import bin_means, read_series  # noqa: E402
+from lease_manager.planning.board import PlanTask, Platform, PowerBoard, Spot  # noqa: E402
 from lease_manager.plugins import Plugins  # noqa: E402
 from lease_manager.policies import (  # noqa: E402
     AdmissionPolicy,
@@ -51,6 +58,7 @@ from lease_manager.policies import (  # noqa: E402
     HostSelectionPolicy,
     NodePowerPolicy,
     OperatingPointPolicy,
+    Planner,
     Policy,
     PreemptionPolicy,
     PricingPolicy,
@@ -66,17 +74,22 @@ __all__ = [
     "Policy", "AdmissionPolicy", "Annotator", "HostSelectionPolicy", "PreemptionPolicy",
     "PricingPolicy", "QueuePolicy", "NodePowerPolicy", "OperatingPointPolicy",
     "SiteSelectionPolicy", "AllocationPolicy", "Allocation", "Malleability",
+        "Planner", "PowerBoard", "PlanTask", "Platform", "Spot",
     "Lease", "LeaseState", "LeaseType", "VMRequest", "Reservation", "ReservationKind",
     "SlotTable", "characteristics",
     "LeaseManagerError", "InputError", "ConfigError", "TraceError",
-    "run_sweep_file", "FinishedRun", "etc_file", "read_series", "bin_means",
+    "run_sweep_file", "FinishedRun", "etc_file", "read_series", "bin_means", "results_with_nm",
 ]
+
+if TYPE_CHECKING:   # what the lazy names below are, for type checkers
+    from lease_manager.experiments.relative import results_with_nm  # noqa: F401
 
 #: exported names whose modules load only when first used (start-up stays light)
 _LAZY = {"characteristics": "lease_manager",
          "run_sweep_file": "lease_manager.experiments.sweep",
          "FinishedRun": "lease_manager.experiments.sweep",
-         "etc_file": "lease_manager.experiments.sweep"}
+         "etc_file": "lease_manager.experiments.sweep",
+         "results_with_nm": "lease_manager.experiments.relative"}
 
 
 def __getattr__(name: str) -> object:

@@ -18,6 +18,7 @@ import numpy as np
 if TYPE_CHECKING:
     from lease_manager.config.schema import Config
     from lease_manager.energy.power_model import PowerModel
+    from lease_manager.energy.series import StepSeries
     from lease_manager.kernel.lease import Lease
     from lease_manager.kernel.resources import NodeSet
     from lease_manager.kernel.scheduler import LeaseScheduler
@@ -101,6 +102,10 @@ class RunContext:
         #: the site's power model (``[power]``; None without one): levels ``ghz``, ``full``
         #: and ``idle`` watts per node, ``top_level``, switching times and watts
         self.power: PowerModel | None = None
+        #: the site's power envelope (``[power] power-cap``: watts over time, as
+        #: ``power_cap.times`` and ``power_cap.values``, each value holding until the next
+        #: time; None without a cap)
+        self.power_cap: StepSeries | None = None
         #: in a run with several sites, each site's own context by name (its configuration,
         #: nodes, slot table, power model and leases); empty in a run with one site
         self.sites: dict[str, RunContext] = {}

@@ -36,6 +36,7 @@ BUILTIN_PLUGINS = (
     "lease_manager.policies.node_power",
     "lease_manager.policies.operating_point",
     "lease_manager.policies.site_selection",
+    "lease_manager.policies.planners",
     "lease_manager.enactment.simulated",
     "lease_manager.enactment.process",
     "lease_manager.enactment.slurm",

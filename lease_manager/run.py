@@ -21,6 +21,7 @@ import numpy as np
 from lease_manager.config.schema import Config, load_config
 from lease_manager.context import RunContext
 from lease_manager.energy.energy_accounting import EnergyAccounting
+from lease_manager.energy.lease_power import lease_watts
 from lease_manager.energy.node_states import NodePowerStates
 from lease_manager.energy.operating_points import OperatingPoints
 from lease_manager.energy.power_model import (
@@ -28,6 +29,7 @@ from lease_manager.energy.power_model import (
     power_cap_from_config,
     power_model_from_config,
 )
+from lease_manager.energy.series import StepSeries
 from lease_manager.errors import LeaseManagerError, TraceError
 from lease_manager.kernel.clock import RealClock, SimulatedClock
 from lease_manager.kernel.count_table import CountTable
@@ -50,6 +52,7 @@ from lease_manager.multisite import (
 from lease_manager.observers.accounting import Accounting, write_summary
 from lease_manager.observers.invariants import InvariantChecker, stranded
 from lease_manager.observers.metrics import Metrics
+from lease_manager.planning.mode import PlanningMode
 from lease_manager.plugins import (
     ACCOUNTING_PLUGIN,
     ENERGY_PLUGIN,
@@ -61,6 +64,7 @@ from lease_manager.workload.lwf import is_lwf, read_lwf
 from lease_manager.workload.overheads import read_image_file, with_images, with_overheads
 from lease_manager.workload.site_source import site_nodes
 from lease_manager.workload.swf import SWFConversion, SWFReader, TraceStats, swf_leases
+from lease_manager.workload.tasks import is_task_file, read_tasks
 
 if TYPE_CHECKING:
     from lease_manager.kernel.lease import Lease
@@ -109,6 +113,8 @@ class Run:
         self.ctx.sites = {site.name: site.ctx for site in self.sites}
 
         self._build_policies(config)
+        #: offline planning (``[planning] policy-planner``; None: an ordinary replay)
+        self.planning = self._planning_mode(config)
         self._hooks = HookRelay(self.plugins, self.ctx)
         self.enactment = (enactment(self) if enactment is not None
                           else ReplayEnactment(self.timeline))
@@ -133,6 +139,8 @@ class Run:
                 clock = SimulatedClock()
         self.clock = clock
         arrivals = self._checked(leases if leases is not None else self._trace_leases())
+        if self.planning is not None:
+            arrivals = iter(self.planning.plan(list(arrivals), self._envelope(config)))
         self.engine = Engine(self.scheduler, tables, self.timeline, clock, arrivals,
                              stop_when=config.get("simulation", "stop-when"),
                              runtime=config.get("simulation", "runtime"), serve=serve)
@@ -230,7 +238,7 @@ class Run:
                 table, model, node_power, origin=self.started_at,
                 initially_off=config.get("power", "initial-state") == "off",
                 scheduler=scheduler, enactment=self.enactment, call_at=self.engine.call_at,
-                cap=power_cap_from_config(config, model))
+                cap=None if self.planning is not None else power_cap_from_config(config, model))
         except ValueError as exc:
             raise config.error("power", "power-cap", str(exc)) from None
         self.engine.before_step.append(states.before_step)
@@ -242,6 +250,11 @@ class Run:
                                                     config.get("power", "gamma"))
         energy = (EnergyAccounting(model, states) if site is None
                   else EnergyAccounting(model, states, site=site, only=site))
+        if self.planning is not None:   # the plan is checked against the envelope
+            energy.envelope = power_cap_from_config(config, model)
+        if site is None:
+            self.ctx.power_cap = (energy.envelope if self.planning is not None
+                                  else states.cap.cap if states.cap is not None else None)
         self._register(energy, ENERGY_PLUGIN if site is None else f"{ENERGY_PLUGIN}:{site}")
         return energy
 
@@ -253,6 +266,7 @@ class Run:
         self.node_states = energy.states
         self.accounting.extra_columns = energy.LEASE_COLUMNS
         self.accounting.extra_values = energy.lease_values
+        self._lease_watts_column()
 
     def _build_sites_energy(self) -> None:
         """Each site's energy accounting (a run with several sites)."""
@@ -265,9 +279,15 @@ class Run:
             self.energy = energy = SitesEnergy(self.sites)   # type: ignore[assignment]
             self.accounting.extra_columns = ("site",) + energy.LEASE_COLUMNS
             self.accounting.extra_values = lambda lease: (lease.site,) + energy.lease_values(lease)
+            self._lease_watts_column()
         else:
             self.accounting.extra_columns = ("site",)
             self.accounting.extra_values = lambda lease: (lease.site,)
+
+    def _lease_watts_column(self) -> None:
+        """``leases.csv`` gets a ``watts`` column when some lease has its own power."""
+        self.accounting.optional_columns = ("watts",)
+        self.accounting.optional_values = lambda lease: (lease_watts(lease),)
 
     def _build_policies(self, config: Config) -> None:
         """The run's policies, probes and annotators, and the core's observers, registered."""
@@ -331,6 +351,22 @@ class Run:
                 self._register(policy, f"run:{kind}:{name}:{site.name}")
                 setattr(site, kind.replace("-", "_"), policy)
 
+
+    def _planning_mode(self, config: Config) -> PlanningMode | None:
+        """The offline planning mode, with the host selection and admission that pin its plan
+        (None without a planner)."""
+        name = config.get("planning", "policy-planner")
+        if name == "none":
+            return None
+        mode = PlanningMode(config, self._instantiate("planner", name), self.nodes, self.power)
+        self.policies["host-selection"] = mode.hosts(self.policies["host-selection"])
+        self.policies["admission"] = mode.admission(self.policies["admission"])
+        return mode
+
+    def _envelope(self, config: Config) -> StepSeries:
+        assert self.power is not None, "planning needs a power model"
+        cap = power_cap_from_config(config, self.power)
+        return cap if cap is not None else StepSeries.constant(math.inf)
 
     def _build_scheduler(self, config: Config, table: SlotTable | None = None
                          ) -> LeaseScheduler:
@@ -440,6 +476,10 @@ class Run:
             workload = read_lwf(path, self.nodes.types)
             self.trace_stats.read = self.trace_stats.replayed = len(workload.leases)
             leases: Iterable[Lease] = workload.leases
+        elif is_task_file(path):
+            tasks = read_tasks(path, self.vm_vector())
+            self.trace_stats.read = self.trace_stats.replayed = len(tasks)
+            leases = tasks
         else:
             self.trace_reader = SWFReader(path,
                                           skip_bad_lines=cfg.get("tracefile", "skip-bad-lines"))
@@ -493,6 +533,8 @@ class Run:
                     self.invariants.violations += stranded(self.scheduler.active_leases())
                 if self.energy is not None:
                     self.invariants.violations += self.energy.violations()
+                    if self.planning is not None:
+                        self.invariants.violations += self.planning.violations(self.energy)
                 self.invariants.verify()
             # measured last: the final invariant check is part of the run's cost and peak
             summary["simulation"] = {
@@ -531,6 +573,8 @@ class Run:
         if self.energy is not None:
             summary.update(self.energy.summary())
         summary["trace"] = self.trace_stats.as_dict()
+        if self.planning is not None:
+            summary.update(self.planning.summary())
         if self.engine.force_released:
             summary["held_leases_force_released"] = self.engine.force_released
         for extra in self.plugins.pm.hook.collect_summary(ctx=self.ctx):

@@ -322,6 +322,15 @@ def core_options(policy_names: Mapping[str, tuple[str, ...]]) -> list[Option]:
             annotation)."""),
         Option("power", "idle-timeout", DURATION, 0, doc="""
             Seconds a node must stay idle before `switch-off-idle` switches it off."""),
+        Option("power", "look-ahead", BOOLEAN, False, doc="""
+            `switch-off-idle`: keep an idle node on when a lease planned on it would have its
+            boot begin just as the node's shutdown ended (a lease within `switch-off` +
+            `switch-on` seconds, that bound included; without it the node goes off and boots
+            again). Kassab et al.'s look-ahead."""),
+        Option("power", "look-back", BOOLEAN, False, doc="""
+            `switch-off-idle`: keep an idle node on when a lease planned on it would have its
+            boot begin within `switch-on` seconds of the node's shutdown (a lease within twice
+            `switch-on` seconds): the shutdown is cancelled. Kassab et al.'s look-back."""),
         Option("power", "cop", COP, math.inf, doc="""
             Cooling coefficient of performance: total power = IT power x (COP + 1) / COP
             (`inf`: no cooling overhead), or `uniform:LOW:HIGH`: drawn for each site from the
@@ -370,6 +379,34 @@ def core_options(policy_names: Mapping[str, tuple[str, ...]]) -> list[Option]:
             Joules a migration draws per node gained or lost (GreenPar's ME(n), linear), drawn
             evenly over the migration time on the lease's new nodes (needs a migration time
             above 0, and a `[power]` model to be counted)."""),
+        Option("power", "power-cap-window", DURATION, 0, doc="""
+            Use a window of this many seconds of the `power-cap` series as the envelope,
+            moved to time 0, with no power after it (Kassab et al. cut 1,000-hour windows of a
+            year of weather). The window starts at one of the series' rows drawn from the run's
+            seed: every run of a seed gets the same envelope. 0: the whole series."""),
+        Option("power", "power-cap-scale", FLOAT, 1.0, minimum=0, maximum=1e9, doc="""
+            Multiply the `power-cap` envelope by this factor (Kassab et al.'s x1, x2, x5 and
+            x10 envelopes: more panels and turbines)."""),
+        # ---------------------------------------------------------------------- [planning]
+        Option("planning", "policy-planner", STRING, "none",
+               choices=("none",) + names("planner"), doc=f"""
+            Offline planning: every lease of the workload is known at time 0 and a planner
+            places them all on a grid of `interval` seconds under the power envelope
+            (`[power] power-cap`), minimising the makespan; the run then replays the plan, each
+            lease as an advance reservation at its planned start on its planned node, and checks
+            it (the power never above the envelope, every lease once, energy = integral of
+            power). `none`: an ordinary replay. Installed: {', '.join(names('planner'))}.
+            Needs a `[power]` model with `policy-node-power = switch-off-idle`, `idle-timeout =
+            0` and `initial-state = off`, switching times that are whole intervals, and one
+            node group; submit times are ignored and durations rounded up to whole
+            intervals."""),
+        Option("planning", "interval", DURATION, 360, doc="""
+            The planning grid's step, in seconds (Kassab et al.: 6 minutes). The envelope
+            in an interval is the least the cap holds in it."""),
+        Option("planning", "horizon", DURATION, 0, doc="""
+            How far a plan may reach, in seconds from time 0; a lease that cannot be placed
+            before it is rejected. 0: the envelope's last change (if it leaves no power after
+            it), else that plus every lease's duration and a boot and a shutdown."""),
             # ------------------------------------------------------------------------ [daemon]
         Option("daemon", "enactment", STRING, "process", choices=names("enactment"), doc=f"""
             How `lease-manager serve` carries out leases: the enactment backend

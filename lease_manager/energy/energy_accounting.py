@@ -3,7 +3,8 @@
 Every node contributes its state's power over each of its state intervals (off, switching
 on, switching off; on: the idle power of its highest level), and every lease contributes
 ``share x (full[level] - idle)`` on each node over each of its reservations (see
-:mod:`lease_manager.energy.power_model`). The site's power is the sum of those steps; the
+:mod:`lease_manager.energy.power_model`), or, if it has its own ``watts``, that many watts per
+VM (:mod:`lease_manager.energy.lease_power`). The site's power is the sum of those steps; the
 energy is its integral from the start of the run to its end. With a power cap, its value at each
 row is in ``cap_watts``, and a row above it is an invariant violation. A per-run plugin
 (``lease_manager.energy``) keeps the leases' intervals as they end.
@@ -24,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import numpy as np
 
+from lease_manager.energy.lease_power import lease_watts, vms_per_node
 from lease_manager.hookspecs import hookimpl
 from lease_manager.kernel.reservation import ReservationKind
 
@@ -31,6 +33,7 @@ if TYPE_CHECKING:
     from lease_manager.context import RunContext
     from lease_manager.energy.node_states import NodePowerStates
     from lease_manager.energy.power_model import PowerModel
+    from lease_manager.energy.series import StepSeries
     from lease_manager.kernel.lease import Lease
 
 JOULES_PER_KWH = 3.6e6
@@ -87,15 +90,22 @@ class EnergyAccounting:
         self.green_produced = 0.0
         #: each node's IT energy over the run (J)
         self.node_energy: np.ndarray = np.zeros(0)
+        #: an envelope the power is checked against when the slot table holds no cap (a planned
+        #: run: the planner kept the plan under it)
+        self.envelope: StepSeries | None = None
 
     # ------------------------------------------------------------------------- leases
-    def _pieces(self, lease: Lease) -> list[tuple[np.ndarray, float, float, np.ndarray,
+    def _pieces(self, lease: Lease) -> list[tuple[np.ndarray, float, float, float,
                                                   np.ndarray]]:
-        """Per reservation: nodes, start, end (clipped to :attr:`until`), CPU shares, full
-        watts of the lease's level on those nodes."""
+        """Per reservation: nodes, start, end (clipped to :attr:`until`), what the lease's
+        cores draw in all (the sum of ``share x full[level]`` over its nodes) and, per node, its
+        part above idle power
+        (``share x (full[level] - idle)``; with its own ``watts``, ``watts x VMs`` on top of
+        ``share x idle`` instead)."""
         model = self.model
         cpu = model.cpu
         level = model.top_level if lease.level is None else lease.level
+        watts = lease_watts(lease)
         out = []
         for res in (*lease.allocations, *lease.reservations):
             if res.kind is ReservationKind.IMAGE:
@@ -105,7 +115,14 @@ class EnergyAccounting:
                 continue
             nodes = res.nodes
             share = res.amounts[:, cpu] / self._cpus[nodes]
-            out.append((nodes, res.start, end, share, model.full[nodes, level]))
+            if watts is None:
+                full = model.full[nodes, level]
+                dynamic = share * (full - model.idle[nodes])
+                out.append((nodes, res.start, end, float(np.dot(share, full)), dynamic))
+            else:
+                dynamic = watts * vms_per_node(res)
+                out.append((nodes, res.start, end,
+                            float((share * model.idle[nodes] + dynamic).sum()), dynamic))
         return out
 
     def _overheads(self, lease: Lease) -> list[tuple[np.ndarray, float, float, float]]:
@@ -124,8 +141,8 @@ class EnergyAccounting:
     def energy_of(self, lease: Lease) -> float:
         """The energy of the cores ``lease`` held, at its level, while it held them, and of
         its migrations (J)."""
-        return float(sum(float(np.dot(share, full)) * (end - start)
-                         for _, start, end, share, full in self._pieces(lease))
+        return float(sum(rate * (end - start)
+                         for _, start, end, rate, _ in self._pieces(lease))
                      + sum(watts * len(nodes) * (end - start)
                            for nodes, start, end, watts in self._overheads(lease)))
 
@@ -141,13 +158,12 @@ class EnergyAccounting:
 
     def add_lease(self, lease: Lease) -> None:
         """Count ``lease``'s reservations in the site's power."""
-        idle = self.model.idle
-        for nodes, start, end, share, full in self._pieces(lease):
+        for nodes, start, end, _, dynamic in self._pieces(lease):
             k = len(nodes)
             self._nodes.append(nodes)
             self._starts.append(np.full(k, start))
             self._ends.append(np.full(k, end))
-            self._deltas.append(share * (full - idle[nodes]))
+            self._deltas.append(dynamic)
         for nodes, start, end, watts in self._overheads(lease):
             k = len(nodes)
             self._nodes.append(nodes)
@@ -222,15 +238,16 @@ class EnergyAccounting:
         model, profile = self.model, self.profile
         green = model.green
         cap = self.states.cap
+        envelope = cap.cap if cap is not None else self.envelope
         times = profile.times[:-1]
         if green is not None:
             times = np.union1d(times, green.breakpoints(start, end))
-        if cap is not None:
-            times = np.union1d(times, cap.cap.breakpoints(start, end))
+        if envelope is not None:
+            times = np.union1d(times, envelope.breakpoints(start, end))
         self._rows_t = np.append(times, end)
         it = profile.at(self._rows_t)
         self._rows_it = it
-        self._rows_cap = (cap.cap_at(self._rows_t) if cap is not None
+        self._rows_cap = (envelope.at(self._rows_t) if envelope is not None
                           else np.full(len(self._rows_t), np.nan))
         self._rows_green = (green.at(self._rows_t) if green is not None
                             else np.zeros(len(self._rows_t)))
@@ -322,7 +339,10 @@ class EnergyAccounting:
                        f"{self.green_produced!r} J produced")
         if (self.profile.watts < -1e-6).any():
             out.append("the site's power goes below zero")
-        over = np.flatnonzero(self._rows_it > self._rows_cap * (1 + CAP_TOLERANCE) + 1e-6)
+        # the last row only marks the end of the run (it repeats the power before it, while
+        # the cap may change just then): every other row holds for some time
+        it, cap_rows = self._rows_it[:-1], self._rows_cap[:-1]
+        over = np.flatnonzero(it > cap_rows * (1 + CAP_TOLERANCE) + 1e-6)
         for i in over[:5].tolist():
             out.append(f"the site draws {self._rows_it[i]:g} W at {self._rows_t[i]:g} s, above "
                        f"its power cap of {self._rows_cap[i]:g} W")

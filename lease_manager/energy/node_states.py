@@ -235,10 +235,12 @@ class NodePowerStates:
             if np.isnan(since[node]):
                 raise ValueError(f"the node-power policy switched off node {node}, which is "
                                  f"not idle")
-            back = now + model.off_seconds[node] + model.on_seconds[node]
+            next_start = self.table.next_start_on(node, now)
             if self.cap is not None:
-                back = math.inf   # under a cap a node stays on until its last planned lease
-            if self.table.next_start_on(node, now) < back:
+                if not math.isinf(next_start):
+                    continue   # under a cap a node stays on until its last planned lease
+            elif self.policy.stays_on(now, next_start, float(model.off_seconds[node]),
+                                      float(model.on_seconds[node])):
                 continue   # a lease is planned on it sooner than it could come back
             if self.cap is not None:
                 self.cap.switch_off(node, now)

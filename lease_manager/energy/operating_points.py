@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from lease_manager.energy.lease_power import bad_watts
+
 if TYPE_CHECKING:
     from lease_manager.energy.power_model import PowerModel
     from lease_manager.kernel.lease import Lease
@@ -47,6 +49,9 @@ class OperatingPoints:
         self.gamma = gamma
 
     def __call__(self, lease: Lease, now: float) -> str:
+        bad = bad_watts(lease)   # checked here: every lease of a run with a power model
+        if bad:
+            return bad
         return self.set_level(lease, self.policy.level(lease, now))
 
     def set_level(self, lease: Lease, level: int) -> str:

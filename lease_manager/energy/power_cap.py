@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from lease_manager.energy.lease_power import lease_watts, vms_per_node
 from lease_manager.errors import OvercommitError
 from lease_manager.kernel.fitting import EPS
 from lease_manager.kernel.reservation import POWER_KINDS, Reservation, ReservationKind
@@ -116,9 +117,13 @@ class PowerCap:
         return out
 
     def dynamic(self, res: Reservation) -> float:
-        """A lease reservation's dynamic power (negative parts counted as 0)."""
+        """A lease reservation's dynamic power (negative parts counted as 0): its own
+        ``watts`` per VM if it has them, else its CPU share of full minus idle power."""
         model = self.model
         lease = res.lease
+        watts = None if lease is None else lease_watts(lease)
+        if watts is not None:
+            return float(watts * vms_per_node(res).sum())
         level = model.top_level if lease is None or lease.level is None else lease.level
         nodes = res.nodes
         share = res.amounts[:, model.cpu] / self._cpus[nodes]
@@ -178,9 +183,13 @@ class PowerCap:
         """The least ``lease``'s reservations draw from the site-wide resources (its dynamic
         power on the most frugal nodes), to skip times the cap leaves too little room."""
         model = self.model
+        out = np.zeros(len(self.table.site_resources))
+        watts = lease_watts(lease)
+        if watts is not None:
+            out[self.index] = watts * lease.vms.count * (1 - 1e-9)
+            return out
         level = model.top_level if lease.level is None else lease.level
         per_cpu = np.maximum(model.full[:, level] - model.idle, 0.0) / self._cpus
-        out = np.zeros(len(self.table.site_resources))
         out[self.index] = float(lease.vms.total[model.cpu]) * float(per_cpu.min()) * (1 - 1e-9)
         return out
 

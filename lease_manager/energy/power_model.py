@@ -274,16 +274,47 @@ def cop_from_config(config: Config) -> float:
 
 
 def power_cap_from_config(config: Config, model: PowerModel) -> StepSeries | None:
-    """The ``[power] power-cap`` envelope as a series of watts, or None without a cap."""
+    """The ``[power] power-cap`` envelope as a series of watts, or None without a cap; cut to
+    ``power-cap-window`` and scaled by ``power-cap-scale`` (see :func:`cap_window`)."""
     value = config.get("power", "power-cap")
     if value == "none":
         return None
     if not isinstance(value, str):
-        return StepSeries.constant(value)
-    if value == "green":
+        cap = StepSeries.constant(value)
+    elif value == "green":
         if model.green is None:
             raise config.error("power", "power-cap", "'green' needs a green-production series")
-        return model.green
-    if not Path(value).is_file():
-        raise config.error("power", "power-cap", f"file not found: {value}")
-    return read_step_series(value, "watts", maximum=MAX_WATTS * 1e3)
+        cap = model.green
+    else:
+        if not Path(value).is_file():
+            raise config.error("power", "power-cap", f"file not found: {value}")
+        cap = read_step_series(value, "watts", maximum=MAX_WATTS * 1e3)
+    return cap_window(config, cap)
+
+
+def cap_window(config: Config, cap: StepSeries) -> StepSeries:
+    """``cap`` scaled by ``[power] power-cap-scale`` and, with ``power-cap-window`` W > 0
+    seconds, cut to the window ``[s, s + W)`` moved to time 0, with no power after it: ``s`` is
+    one of the series' times with ``s + W`` at most its last time, drawn from the run's seed
+    (one stream per site), so that every run of a seed has the same envelope."""
+    scale = float(config.get("power", "power-cap-scale"))
+    window = float(config.get("power", "power-cap-window"))
+    if scale != 1.0:
+        cap = StepSeries(cap.times, cap.values * scale)
+    if window <= 0:
+        return cap
+    starts = cap.times[cap.times + window <= cap.times[-1]]
+    if not len(starts):
+        raise config.error("power", "power-cap-window",
+                           f"{window:g} s is longer than the cap series "
+                           f"({float(cap.times[-1] - cap.times[0]):g} s from its first row to "
+                           f"its last)")
+    rng = np.random.default_rng([config.get("simulation", "seed"),
+                                 zlib.crc32(f"power-cap-window:{config.site_name or ''}"
+                                            .encode())])
+    start = float(starts[int(rng.integers(len(starts)))])
+    inside = (cap.times >= start) & (cap.times < start + window)
+    times = np.concatenate([[0.0], cap.times[inside] - start, [window]])
+    values = np.concatenate([[float(cap.at(start))], cap.values[inside], [0.0]])
+    keep = np.append(times[1:] != times[:-1], True)    # the start's own row, once
+    return StepSeries(times[keep], values[keep])

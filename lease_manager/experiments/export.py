@@ -109,10 +109,12 @@ def _original_swf(meta: dict[str, Any]) -> Any:
     from lease_manager.experiments.run_folder import sha256
     from lease_manager.workload.lwf import is_lwf
     from lease_manager.workload.swf import SWFReader
+    from lease_manager.workload.tasks import is_task_file
 
     trace = meta.get("trace") or {}
     path, digest = trace.get("path"), trace.get("sha256")
-    if not path or not Path(path).is_file() or is_lwf(path) or sha256(path) != digest:
+    if (not path or not Path(path).is_file() or is_lwf(path) or is_task_file(path)
+            or sha256(path) != digest):
         return None
     return SWFReader(path, skip_bad_lines=True)
 

@@ -3,7 +3,9 @@
 For every trace, one table with a row per profile: the number of finished runs and, for each
 metric, the mean and the sample standard deviation over the seeds. The metrics are the core's
 ``avg_wait``, ``makespan``, ``utilization`` and ``avg_bounded_slowdown`` and every other numeric
-field that plugins add to ``summary.json`` (``resource_contention_integral``, energy...). The
+field that plugins add to ``summary.json`` (``resource_contention_integral``, energy...), and,
+when leases have their own power, ``nm``, which compares each run with the other runs of the
+same instance (:mod:`lease_manager.experiments.relative`). The
 same numbers go to ``DIR/comparison.csv``; ``--plots`` draws the figures of
 :mod:`lease_manager.experiments.plots`.
 """
@@ -22,6 +24,7 @@ from typing import Any
 import attrs
 
 from lease_manager.errors import LeaseManagerError
+from lease_manager.experiments.relative import with_nm
 from lease_manager.experiments.results import (
     RESULTS_CSV,
     RESULTS_SQLITE,
@@ -213,6 +216,7 @@ def report_command(directory: str, *, plots: bool = False, metrics: Iterable[str
     if not results.rows:   # nothing to tabulate: write no empty result files either
         raise LeaseManagerError(f"{directory}: no finished or failed runs found (a run folder "
                                 "has run.json and summary.json or error.txt)")
+    results = with_nm(results, path)
     write_csv(results, path / RESULTS_CSV)
     write_sqlite(results, path / RESULTS_SQLITE)
     metrics = list(metrics) or default_metrics(results)

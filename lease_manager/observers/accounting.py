@@ -63,6 +63,11 @@ class _CSVLines:
     def header(self, columns: tuple[str, ...]) -> str:
         return self._line(columns)
 
+    def fields(self, fields: tuple[str, ...]) -> str:
+        """Fields to append to a line, as the csv module writes them inside a row."""
+        if all(_PLAIN.isdisjoint(field) for field in fields):
+            return ",".join(fields) + "\n"
+        return self._line(fields + ("",))[:-2] + "\n"   # (a last field: none alone)
     def row(self, row: tuple) -> str:
         fields = (str(row[0]), row[1], row[2], row[3], *map(_fmt, row[4:7]), str(row[7]),
                   *map(_fmt, row[8:12]), row[12], self.nodes(row[13]), *map(_fmt, row[14:]))
@@ -99,6 +104,10 @@ class Accounting:
         #: energy accounting's, with a power model)
         self.extra_columns: tuple[str, ...] = ()
         self.extra_values: Callable[[Lease], tuple[float | str | None, ...]] | None = None
+        #: columns written only if some lease has a value (not None) for them, after the
+        #: extra ones, and the function giving a lease's values (a lease's own ``watts``)
+        self.optional_columns: tuple[str, ...] = ()
+        self.optional_values: Callable[[Lease], tuple[float | str | None, ...]] | None = None
         self._rows: list[tuple] = []
         self._seen: set[int] = set()
         self._recorded = 0
@@ -112,6 +121,8 @@ class Accounting:
         self._unrecorded: list[int] = []
         self._last_id = -math.inf
         self._in_order = True
+        #: with streaming: the optional values of the leases that have some, by id
+        self._optional: dict[int, tuple] = {}
         self.submitted = 0
         self.states: collections.Counter = collections.Counter()
         self.rejected_by_reason: collections.Counter = collections.Counter()
@@ -208,10 +219,13 @@ class Accounting:
                 lease.requested_duration, lease.actual_duration, wait,
                 lease.price, lease.reason, nodes)
                + (self.extra_values(lease) if self.extra_values else ()))
+        optional = self.optional_values(lease) if self.optional_values else ()
         self._recorded += 1
         if self._stream is None:
-            self._rows.append(row)
+            self._rows.append(row + optional)
             return
+        if any(value is not None for value in optional):
+            self._optional[lease.id] = optional   # added to its line at the end
         heapq.heappush(self._waiting, (lease.id, self._lines.row(row)))
         if self._in_order:
             self._flush_ready()
@@ -292,15 +306,20 @@ class Accounting:
 
     def write_leases(self, path: Path) -> None:
         """Write ``leases.csv``, one row per lease in id order (``nodes``: the node indices the
-        lease ran on, space-separated); after :meth:`stream_to`, complete the streamed file
-        and put it at ``path``."""
+        lease ran on, space-separated, then the extra columns and the optional ones some lease
+        has a value for); after :meth:`stream_to`, complete the streamed file and put it at
+        ``path``."""
         if self._stream is not None:
             self._finish_stream(path)
             return
+        first = len(COLUMNS) + len(self.extra_columns)
+        present = [i for i in range(len(self.optional_columns))
+                   if any(row[first + i] is not None for row in self._rows)]
         with path.open("w", newline="") as fh:
-            fh.write(self._lines.header(COLUMNS + self.extra_columns))
+            fh.write(self._lines.header(COLUMNS + self.extra_columns
+                                        + tuple(self.optional_columns[i] for i in present)))
             for row in sorted(self._rows, key=lambda r: r[0]):
-                fh.write(self._lines.row(row))
+                fh.write(self._lines.row(row[:first] + tuple(row[first + i] for i in present)))
 
     def _finish_stream(self, path: Path) -> None:
         stream, streamed = self._stream, self._stream_path
@@ -310,16 +329,33 @@ class Accounting:
             for _, line in sorted(self._waiting):
                 stream.write(line)
             stream.close()
-            streamed.replace(path)
-            return
-        # ids came out of order: merge the rows written (in order) with those that waited
-        stream.close()
-        with streamed.open(newline="") as written, path.open("w", newline="") as fh:
-            fh.write(next(written))   # the header
-            lines = ((int(line.split(",", 1)[0]), line) for line in written)
-            for _, line in heapq.merge(lines, sorted(self._waiting)):
-                fh.write(line)
-        streamed.unlink()
+        else:   # ids came out of order: merge the rows written (in order) with the others
+            stream.close()
+            merged = streamed.with_name(streamed.name + ".merge")
+            with streamed.open(newline="") as written, merged.open("w", newline="") as fh:
+                fh.write(next(written))   # the header
+                lines = ((int(line.split(",", 1)[0]), line) for line in written)
+                for _, line in heapq.merge(lines, sorted(self._waiting)):
+                    fh.write(line)
+            merged.replace(streamed)
+        if self._optional:
+            self._add_optional(streamed)
+        streamed.replace(path)
+
+    def _add_optional(self, streamed: Path) -> None:
+        """Append the optional columns some lease has a value for to every line."""
+        present = [i for i in range(len(self.optional_columns))
+                   if any(values[i] is not None for values in self._optional.values())]
+        done = streamed.with_name(streamed.name + ".optional")
+        with streamed.open(newline="") as lines, done.open("w", newline="") as fh:
+            names = tuple(self.optional_columns[i] for i in present)
+            fh.write(next(lines)[:-1] + "," + self._lines.fields(names))
+            empty = tuple("" for _ in present)
+            for line in lines:
+                values = self._optional.get(int(line.split(",", 1)[0]))
+                fields = empty if values is None else tuple(_fmt(values[i]) for i in present)
+                fh.write(line[:-1] + "," + self._lines.fields(fields))
+        done.replace(streamed)
 
     @property
     def recorded(self) -> int:

@@ -18,11 +18,12 @@ if TYPE_CHECKING:
     from lease_manager.kernel.malleable import Allocation
     from lease_manager.kernel.slottable import SlotTableView
     from lease_manager.multisite import SiteView
+    from lease_manager.planning.board import PlanTask, PowerBoard
 
 #: The kinds of policy the core selects by name from the ini file.
 POLICY_KINDS = ("admission", "pricing", "queue", "host-selection", "preemption", "probe",
                 "annotator", "enactment", "node-power", "operating-point", "site-selection",
-                "allocation")
+                "allocation", "planner")
 
 
 class Policy:
@@ -148,6 +149,13 @@ class NodePowerPolicy(Policy):
         """When to look again at a node idle since ``idle_since`` (None: no need to)."""
         return None
 
+    def stays_on(self, now: float, next_start: float, off_seconds: float,
+                 on_seconds: float) -> bool:
+        """Whether an idle node the policy picked stays on all the same, the next lease planned
+        on it starting at ``next_start`` (inf: none): by default when it could not shut down
+        (``off_seconds``) and boot (``on_seconds``) again in time."""
+        return next_start < now + off_seconds + on_seconds
+
 
 class OperatingPointPolicy(Policy):
     """Chooses the DVFS level a lease runs at, when it arrives and before any reservation is
@@ -214,3 +222,21 @@ class AllocationPolicy(Policy):
         """The next time after ``now`` the policy wants to decide again for a reason of its
         own, such as a revised forecast (inf: none)."""
         return float("inf")
+
+
+class Planner(Policy):
+    """Plans a batch of known leases offline (kind ``planner``, ``[planning]
+    policy-planner``): a set of tasks in, a plan out.
+
+    The core gives every lease of the workload as a
+    :class:`~lease_manager.planning.board.PlanTask` (length in intervals, cores, watts), in
+    the workload's order, and an empty :class:`~lease_manager.planning.board.PowerBoard`: the
+    platform's machines and power states on the grid, the envelope, and ``place_earliest``
+    (Kassab et al.'s PlaceTask), ``candidates``, ``fits`` and ``place``. The planner returns
+    the board holding its plan (this one or another, e.g. the best of several tries); a task it
+    did not place is rejected. Random draws must come from ``self.ctx.rng(name)``."""
+
+    kind = "planner"
+
+    def plan(self, tasks: Sequence[PlanTask], board: PowerBoard) -> PowerBoard:
+        raise NotImplementedError

@@ -46,10 +46,12 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import numpy as np
 
+from lease_manager.energy.lease_power import MAX_LEASE_WATTS, WATTS_ATTRIBUTE
 from lease_manager.errors import TraceError
 from lease_manager.kernel.lease import Lease, LeaseType, VMRequest
 from lease_manager.kernel.resources import NodeSet, ResourceTypes
 from lease_manager.kernel.timeutil import MIN_DURATION, parse_duration
+from lease_manager.numbers import parse_float
 
 log = logging.getLogger(__name__)
 
@@ -409,6 +411,15 @@ class _LeaseReader:
                     raise self.error(attr, "<attr max-price>",
                                      f"{attr.get('value')!r} is not a price (a number >= 0)")
                 continue
+            if name == WATTS_ATTRIBUTE:
+                try:
+                    watts = parse_float(attr.get("value") or "")
+                except ValueError:
+                    watts = math.nan
+                if not 0 <= watts <= MAX_LEASE_WATTS:
+                    raise self.error(attr, "<attr watts>",
+                                     f"{attr.get('value')!r} is not a power (a number of watts "
+                                     f"per VM in [0, {MAX_LEASE_WATTS:g}])")
             extra[name] = attr.get("value")
 
         lease = Lease(self.next_id, kind, arrival, vms, duration, actual,

@@ -70,3 +70,26 @@ def test_a_failed_run_leaves_no_partial_file(tmp_path):
     replay(accounting, [1], [1])
     accounting.discard_stream()
     assert list(tmp_path.iterdir()) == []
+
+
+def test_an_optional_column_appears_streamed_as_kept(tmp_path):
+    """A column written only when some lease has a value for it (a lease's own watts): the
+    streamed file gains it at the end, with the same values and blanks as the kept one, and
+    has none when no lease has a value."""
+    for watts in ({2: 12.5}, {}):
+        files = []
+        for stream in (False, True):
+            accounting = Accounting(["CPU", "Memory"])
+            accounting.optional_columns = ("watts",)
+            accounting.optional_values = lambda lease, w=watts: (w.get(lease.id),)
+            if stream:
+                accounting.stream_to(tmp_path / "leases.csv.part")
+            replay(accounting, [1, 2, 3], [3, 1, 2])
+            out = tmp_path / f"{stream}.csv"
+            accounting.write_leases(out)
+            files.append(out.read_text())
+        assert files[0] == files[1]
+        assert files[0].splitlines()[0].endswith(",watts") == bool(watts)
+        if watts:
+            assert [line.rsplit(",", 1)[1] for line in files[0].splitlines()[1:]] == \
+                ["", "12.5", ""]

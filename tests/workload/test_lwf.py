@@ -501,3 +501,14 @@ def test_an_entity_reference_in_element_text_is_one_error(tmp_path):
     err = error(write(tmp_path, text))
     assert err.field == "XML" and "entity references (&e;) are not allowed" in str(err)
     assert err.line == line_of(text, "&e;")
+
+
+def test_a_leases_own_watts_attribute(tmp_path):
+    extra = '        <extra><attr name="watts" value="42.5"/></extra>\n'
+    lease, = read_lwf(write(tmp_path, doc(request(extra=extra))), TYPES).leases
+    assert lease.extra["watts"] == "42.5"
+    extra = '        <extra><attr name="watts" value="-1"/></extra>\n'
+    text = doc(request(extra=extra))
+    err = error(write(tmp_path, text))
+    assert (err.line, err.field) == (line_of(text, 'name="watts"'), "<attr watts>")
+    assert "'-1' is not a power" in str(err)

@@ -1,0 +1,272 @@
+"""``lm-kassab-figures DIR``: Kassab et al.'s figures and tables from a sweep's runs
+(``etc/kassab-fig*-sweep.ini``).
+
+Every finished run under DIR is placed by its sweep settings: its planner (``[planning]
+policy-planner``), its envelope's scale (``[power] power-cap-scale``), its tasks' lengths
+(``[greenpower] lengths``, ``max-length``) and maximum power (``max-watts``). NM compares the
+runs of one instance (trace, seed and settings but the planner, as ``lease-manager report``
+does); only the instances every planner ran count. The tool prints, for each kind of task and
+envelope scale:
+
+- when only phi_max varies (Figs 2 and 3): the mean NM of every planner by phi_max, its mean
+  CPU time (Tables 1 and 2), its mean number of switch-ons by phi_max (Table 3) and the mean
+  number of leases no planner could place;
+- when p_max and phi_max vary (Figs 4 and 5): the planner of least mean NM at each point, the
+  genetic algorithm left out as in the paper.
+
+With ``--plots``, it draws them into ``DIR/plots/``: ``kassab-nm-SCALE.png`` (NM against
+phi_max, one line per planner, coloured by order as in the paper) and ``kassab-best-SCALE.png``
+(the best planner as a coloured grid).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import statistics
+import sys
+from collections import defaultdict
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from lease_manager import LeaseManagerError, results_with_nm
+
+from .planners import PLANNER_NAMES
+
+#: colours by order, as in the paper's figures (LPT blue, TwoQs red, LPTPN green, LPP brown,
+#: LPN purple); line styles by class (list solid, binary search dashed, stripe dotted)
+COLOURS = {"lpt": "tab:blue", "twoqs": "tab:red", "lptpn": "tab:green", "lpp": "tab:brown",
+           "lpn": "tab:purple", "spt": "tab:gray", "random": "black", "ga": "yellowgreen"}
+
+
+def number(value: Any) -> float | None:
+    try:
+        out = float(value)
+    except (TypeError, ValueError):
+        return None
+    return out if math.isfinite(out) else None
+
+
+def read_runs(directory: Path) -> list[dict[str, Any]]:
+    """Every finished run with its planner, scale, lengths, p_max, phi_max and metrics."""
+    results = results_with_nm(directory)
+    runs = []
+    for row in results.done():
+        planner = row.get("planning.policy-planner") or row.get("summary.planner") \
+            or row.get("planner")
+        if not planner:
+            continue
+        runs.append({
+            "planner": str(planner),
+            "scale": number(row.get("power.power-cap-scale")) or 1.0,
+            "lengths": str(row.get("greenpower.lengths") or "trace"),
+            "pmax": number(row.get("greenpower.max-length")),
+            "phimax": number(row.get("greenpower.max-watts")),
+            "seed": row["seed"],
+            "nm": number(row.get("nm")),
+            "cpu": number(row.get("planner_cpu_seconds")),
+            "switches": number(row.get("node_switch_ons")),
+            "rejected": number(row.get("leases_rejected")),
+            "makespan": number(row.get("makespan")),
+        })
+    return runs
+
+
+def complete(runs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The runs of the instances every planner of their kind of task and scale ran (a folder
+    holding extra seeds for some planners only would bias their means)."""
+    planners: dict[tuple, set[str]] = defaultdict(set)
+    ran: dict[tuple, set[str]] = defaultdict(set)
+    for run in runs:
+        kind = (run["lengths"], run["scale"])
+        planners[kind].add(run["planner"])
+        ran[(*kind, run["pmax"], run["phimax"], run["seed"])].add(run["planner"])
+    return [r for r in runs
+            if ran[(r["lengths"], r["scale"], r["pmax"], r["phimax"], r["seed"])]
+            == planners[(r["lengths"], r["scale"])]]
+
+
+def mean_by(runs: Sequence[dict[str, Any]], keys: Sequence[str], metric: str
+            ) -> dict[tuple, float]:
+    values: dict[tuple, list[float]] = defaultdict(list)
+    for run in runs:
+        if run[metric] is not None:
+            values[tuple(run[k] for k in keys)].append(run[metric])
+    return {k: statistics.fmean(v) for k, v in values.items()}
+
+
+def ordered_planners(names: Sequence[str]) -> list[str]:
+    known = [p for p in PLANNER_NAMES if p in names]
+    return known + sorted(set(names) - set(known))
+
+
+def table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
+    return "\n".join("  ".join(c.rjust(w) for c, w in zip(r, widths)) for r in [head, *rows])
+
+
+def fmt(x: float | None, digits: int = 3) -> str:
+    return "-" if x is None else f"{x:.{digits}f}"
+
+
+def phi_sweep(runs: Sequence[dict[str, Any]]) -> str:
+    """Figs 2-3 and Tables 1-3 for runs of one kind of task and scale."""
+    planners = ordered_planners(sorted({r["planner"] for r in runs}))
+    phis = sorted({r["phimax"] for r in runs if r["phimax"] is not None})
+    nm = mean_by(runs, ("planner", "phimax"), "nm")
+    switches = mean_by(runs, ("planner", "phimax"), "switches")
+    cpu = mean_by(runs, ("planner",), "cpu")
+    rejected = mean_by(runs, ("planner",), "rejected")
+    seeds = len({r["seed"] for r in runs})
+    out = [f"mean NM by phi_max ({seeds} instances a point)",
+           table(["phi_max", *planners],
+                 [[f"{p:g}", *(fmt(nm.get((pl, p))) for pl in planners)] for p in phis])]
+    means = {pl: statistics.fmean([nm[(pl, p)] for p in phis if (pl, p) in nm])
+             for pl in planners if any((pl, p) in nm for p in phis)}
+    out += ["", "mean NM over every phi_max, best first",
+            table(["planner", "NM"], [[pl, fmt(v)] for pl, v in
+                                      sorted(means.items(), key=lambda kv: kv[1])])]
+    out += ["", "mean planner CPU time per instance (s) (Tables 1-2) and leases no room was "
+                "found for",
+            table(["planner", "CPU s", "rejected"],
+                  [[pl, fmt(cpu.get((pl,)), 4), fmt(rejected.get((pl,)), 2)]
+                   for pl in planners])]
+    out += ["", "mean switch-ons by phi_max (Table 3)",
+            table(["phi_max", *planners],
+                  [[f"{p:g}", *(fmt(switches.get((pl, p)), 2) for pl in planners)]
+                   for p in phis])]
+    return "\n".join(out)
+
+
+def best_grid(runs: Sequence[dict[str, Any]]) -> tuple[list[float], list[float],
+                                                         dict[tuple[float, float], str]]:
+    """The planner of least mean NM at each (p_max, phi_max), the GA left out."""
+    nm = mean_by([r for r in runs if r["planner"] != "ga"], ("pmax", "phimax", "planner"), "nm")
+    pmaxes = sorted({k[0] for k in nm})
+    phis = sorted({k[1] for k in nm})
+    best: dict[tuple[float, float], str] = {}
+    for pm in pmaxes:
+        for ph in phis:
+            here = {k[2]: v for k, v in nm.items() if k[0] == pm and k[1] == ph}
+            if here:
+                low = min(here.values())
+                best[(pm, ph)] = "/".join(ordered_planners(
+                    [p for p, v in here.items() if v <= low + 1e-12]))
+    return pmaxes, phis, best
+
+
+def grid_text(pmaxes: Sequence[float], phis: Sequence[float],
+              best: dict[tuple[float, float], str]) -> str:
+    rows = [[f"{ph:g}", *(best.get((pm, ph), "-") for pm in pmaxes)]
+            for ph in reversed(phis)]
+    return ("planner of least mean NM (GA left out), phi_max down, p_max across\n"
+            + table(["phi\\p", *(f"{pm:g}" for pm in pmaxes)], rows))
+
+
+def plot_nm(runs: Sequence[dict[str, Any]], path: Path, title: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    nm = mean_by(runs, ("planner", "phimax"), "nm")
+    planners = ordered_planners(sorted({r["planner"] for r in runs}))
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for pl in planners:
+        points = sorted((p, v) for (name, p), v in nm.items() if name == pl)
+        if not points:
+            continue
+        order = pl.split("-")[-1]
+        style = "--" if pl.startswith("bs-") else ":" if pl.startswith("stripe-") else \
+            "-." if pl == "ga" else "-"
+        ax.plot([p for p, _ in points], [v for _, v in points], style, marker="o",
+                markersize=3, color=COLOURS.get(order, "tab:olive"), label=pl)
+    ax.set_xlabel("phi_max, the tasks' maximum power (W)")
+    ax.set_ylabel("average NM")
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=6, ncol=2)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def plot_grid(pmaxes: Sequence[float], phis: Sequence[float],
+              best: dict[tuple[float, float], str], path: Path, title: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+    from matplotlib.colors import ListedColormap
+    from matplotlib.patches import Patch
+
+    names = ordered_planners(sorted(set(best.values())))
+    index = {n: i for i, n in enumerate(names)}
+    grid = np.full((len(phis), len(pmaxes)), np.nan)
+    for (pm, ph), name in best.items():
+        grid[phis.index(ph), pmaxes.index(pm)] = index[name]
+    tab20 = plt.get_cmap("tab20")
+    cmap = ListedColormap([tab20(i) for i in range(max(len(names), 1))])
+    fig, ax = plt.subplots(figsize=(7, 5))
+    ax.imshow(grid, origin="lower", cmap=cmap, vmin=-0.5, vmax=len(names) - 0.5,
+              aspect="auto")
+    ax.set_xticks(range(len(pmaxes)), [f"{p:g}" for p in pmaxes])
+    ax.set_yticks(range(len(phis)), [f"{p:g}" for p in phis])
+    ax.set_xlabel("p_max, the tasks' maximum length (intervals)")
+    ax.set_ylabel("phi_max, the tasks' maximum power (W)")
+    ax.set_title(title)
+    ax.legend(handles=[Patch(color=cmap(index[n]), label=n) for n in names], fontsize=6,
+              loc="upper left", bbox_to_anchor=(1.01, 1))
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="lm-kassab-figures",
+                                     description=__doc__.splitlines()[0])
+    parser.add_argument("dir", help="a sweep's output directory")
+    parser.add_argument("--plots", action="store_true", help="draw DIR/plots/kassab-*.png")
+    args = parser.parse_args(argv)
+    directory = Path(args.dir)
+    if not directory.is_dir():
+        print(f"lm-kassab-figures: error: {directory}: no such directory", file=sys.stderr)
+        return 2
+    try:
+        runs = read_runs(directory)
+    except LeaseManagerError as exc:
+        print(f"lm-kassab-figures: error: {exc}", file=sys.stderr)
+        return 2
+    runs = [r for r in runs if r["nm"] is not None]
+    if not runs:
+        print(f"lm-kassab-figures: error: no finished planning runs with NM in {directory}",
+              file=sys.stderr)
+        return 2
+    groups: dict[tuple[str, float], list[dict[str, Any]]] = defaultdict(list)
+    for run in complete(runs):
+        groups[(run["lengths"], run["scale"])].append(run)
+    for (lengths, scale), group in sorted(groups.items()):
+        print(f"\n== {lengths} tasks, envelope x{scale:g} ==")
+        tag = f"{lengths}-x{scale:g}"
+        if len({r["pmax"] for r in group}) > 1:
+            pmaxes, phis, best = best_grid(group)
+            print(grid_text(pmaxes, phis, best))
+            if args.plots:
+                plot_grid(pmaxes, phis, best, directory / "plots" / f"kassab-best-{tag}.png",
+                          f"best average NM, {lengths} tasks, envelope x{scale:g}")
+        else:
+            print(phi_sweep(group))
+            if args.plots:
+                plot_nm(group, directory / "plots" / f"kassab-nm-{tag}.png",
+                        f"average NM, {lengths} tasks, envelope x{scale:g}")
+    if args.plots:
+        print(f"\nplots in {directory / 'plots'}/")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,57 @@
+"""NM across a sweep's profiles (``lease-manager report``) and lm-kassab-figures, on a
+three-planner toy: the hand-computed instance of ``test_greenpower_planners``.
+
+Makespans: bs-lpt 10, lpt 11, lptpn 12: C* = 10. Energy (p x phi): T1 75, T2 40, T3 60,
+T4 70, 245 in all.
+  bs-lpt: everything ends by 10                                     NM 0
+  lpt:    T4 runs 9-11: 1 s x 35 W after C*                         NM 35/245 = 0.143
+  lptpn:  T2 runs 8-12: 2 s x 10 W after C*                         NM 20/245 = 0.082
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from lease_manager.experiments.relative import results_with_nm
+from lease_manager.experiments.report import report_command
+from lease_manager.experiments.sweep import run_sweep
+from lease_manager.experiments.sweep_file import load_sweep
+from lm_greenpower.figures import main
+
+from lmk_helpers import plugins
+
+
+def toy_sweep(tmp_path):
+    """The instance of ``test_greenpower_planners`` (its platform: lmk_helpers.PLATFORM) as a
+    sweep of three planners."""
+    (tmp_path / "tasks.csv").write_text("id,duration,watts\nT1,3,25\nT2,4,10\nT3,4,15\n"
+                                        "T4,2,35\n")
+    (tmp_path / "cap.csv").write_text("time,watts\n0,40\n4,25\n7,100\n")
+    (tmp_path / "base.ini").write_text(
+        "[simulation]\nresources = 2 CPU:2 Memory:1024\n"
+        "[tracefile]\nvm-resources = CPU:1 Memory:1\n"
+        "[power]\npstates = 1:10:10\nswitch-on = 1:20\nswitch-off = 1:15\n"
+        "initial-state = off\npolicy-node-power = switch-off-idle\npower-cap = cap.csv\n"
+        "[planning]\ninterval = 1\n")
+    (tmp_path / "toy.ini").write_text(
+        "[sweep]\nbase = base.ini\ntraces = tasks.csv\nseeds = 1\naxes = planner\n\n"
+        "[common:greenpower]\nmax-watts = 35\n\n[axis:planner]\n"
+        "lpt = planning.policy-planner=lpt\nlptpn = planning.policy-planner=lptpn\n"
+        "bs-lpt = planning.policy-planner=bs-lpt\n")
+    out = tmp_path / "out"
+    outcome = run_sweep(load_sweep(tmp_path / "toy.ini", plugins()), out, jobs=1)
+    assert outcome.done == 3 and not outcome.failed
+    return out
+
+
+def test_nm_on_a_three_planner_toy(tmp_path, capsys):
+    out = toy_sweep(tmp_path)
+    nm = {r["profile"]: r["nm"] for r in results_with_nm(out).rows}
+    assert nm == {"bs-lpt": 0, "lpt": pytest.approx(35 / 245), "lptpn": pytest.approx(20 / 245)}
+    assert report_command(str(out)) == 0
+    assert "nm" in capsys.readouterr().out
+    assert main([str(out), "--plots"]) == 0
+    text = capsys.readouterr().out
+    assert "phi_max    lpt  lptpn  bs-lpt" in text
+    assert "     35  0.143  0.082   0.000" in text
+    assert (out / "plots" / "kassab-nm-trace-x1.png").stat().st_size > 1000
