@@ -285,7 +285,7 @@ def format_readings(rows: Iterable[dict[str, Any]]) -> str:
     """One line per reading and window, then the verdict per reading."""
     summary = reading_summary(rows)
     readings = list(dict.fromkeys(s["reading"] for s in summary))
-    head = (f"{'reading':<26} {'window':<6} {'runs':>4} {'ratio (cycle sum)':>22} "
+    head = (f"{'reading':<30} {'window':<6} {'runs':>4} {'ratio (cycle sum)':>22} "
             f"{'ratio (int.)':>12} {'time change':>11} {'max':>5} {'wait price (s)':>14} "
             f"{'held %':>6} {'rejected':>8}")
     out = ["Readings: non-AUTO RC / AUTO RC of the same seed, policy and cores (mean "
@@ -296,7 +296,7 @@ def format_readings(rows: Iterable[dict[str, Any]]) -> str:
                         key=lambda s: _pos(TRACE_ORDER, s["trace"])):
             spread = f"[{s['ratio_cycle_sum_min']:.2f}-{s['ratio_cycle_sum_max']:.2f}]"
             out.append(
-                f"{reading:<26} {s['trace']:<6} {s['runs']:>4} {s['ratio_cycle_sum']:>8.2f} "
+                f"{reading:<30} {s['trace']:<6} {s['runs']:>4} {s['ratio_cycle_sum']:>8.2f} "
                 f"{spread:>13} {s['ratio_integral']:>12.2f} "
                 f"{100 * s['completion_change']:>+10.1f}% {100 * s['completion_change_max']:>4.0f}%"
                 f" {s['wait_price']:>+14,.0f} {s['held_pct']:>6.1f} {s['rejected']:>8.0f}")
@@ -304,7 +304,7 @@ def format_readings(rows: Iterable[dict[str, Any]]) -> str:
     out.append(f"The thesis' shape (ratio >= {SHAPE_BLUE_RATIO:g} on both Blue windows, smaller "
                f"on DS, completion within {100 * SHAPE_COMPLETION:g} %):")
     for reading in readings:
-        out.append(f"  {reading:<26} {shape_verdict(summary, reading)}")
+        out.append(f"  {reading:<30} {shape_verdict(summary, reading)}")
     return "\n".join(out)
 
 

@@ -38,6 +38,26 @@ def test_sweeps_are_valid_and_complete():
     assert {w for w, _ in configurations} == {"blue1", "blue2", "ds"}
 
 
+def test_readings_sweeps_parse_and_share_the_non_auto_runs():
+    """Every profile of the readings sweeps parses; no profile name is part of another (the
+    runner selects profiles by substring); the non-AUTO runs of readings that only set
+    [autonomic] options are left to the default reading's."""
+    for name in ch7.READING_SWEEPS.values():
+        path = ETC / name
+        sweep = load_sweep(path, plugins())
+        names = sweep.profiles
+        for p in names:
+            assert ch7._PROFILE.match(p), p
+            assert not [q for q in names if q != p and p in q], p
+        shared = ch7._shared_nonauto(path, plugins())
+        readings = {ch7._PROFILE.match(p)["reading"] for p in shared}
+        assert readings == {"util-site", "util-monitoring", "req-per-vm", "unmapped-none",
+                            "no-discount", "exclude-arrival"}
+        assert not any(ch7._PROFILE.match(p)["auto"] == "auto" for p in shared)
+        run = ch7._profiles_to_run(path, plugins(), ["util-site-"])
+        assert run and all(p.startswith("util-site-auto-") for p in run)
+
+
 def _row(auto, rc, wait, seed=1, reading="default", trace="blue1", time=1000.0, held=0):
     return dict(name="x", out="/nonexistent", reading=reading, site="", trace=trace,
                 auto=auto, policy="green1", cores=16, seed=seed,
@@ -72,7 +92,7 @@ def test_reading_verdicts():
     assert ch7.shape_verdict(summary, "weak").startswith("no: Blue ratio 1.10 < 2")
     assert ch7.shape_verdict(summary, "slow") == "no: completion moves up to 20%"
     text = ch7.format_readings(rows)
-    assert "good                       yes" in text
+    assert "good                           yes" in text
 
 
 def test_auto_runs_of_a_reading_pair_with_the_default_non_auto_runs():
