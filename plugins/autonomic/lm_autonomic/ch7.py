@@ -225,8 +225,9 @@ def format_tables(rows: Iterable[dict[str, Any]]) -> str:
         wait_a = _mean(a["avg_wait"] for _, a in group)
         wait_n = _mean(n["avg_wait"] for n, _ in group)
         thesis = THESIS_RATIO.get((trace, policy, cores), math.nan)
+        name = f"{trace.upper()}-{policy.upper()}-CPN{cores}"
         out.append(
-            f"{trace.upper()}-{policy.upper()}-CPN{cores:<6} "
+            f"{name:<22} "
             f"{_mean(cyc):>12.2f} +- {_sd(cyc):<4.2f} {_mean(integ):>11.2f} +- {_sd(integ):<4.2f}"
             f" {thesis:>7.2f} {100 * _mean(change):>+10.1f}% {wait_a:>13,.0f} {wait_n:>13,.0f}"
             f" {wait_a - wait_n:>+10,.0f}")
@@ -250,10 +251,11 @@ def reading_summary(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
         cyc = [_ratio(n["rc_cycle_sum"], a["rc_cycle_sum"]) for n, a in group]
         integ = [_ratio(n["rc_integral"], a["rc_integral"]) for n, a in group]
         change = [_ratio(a["completion_time"], n["completion_time"]) - 1 for n, a in group]
+        valid = [c for c in cyc if not math.isnan(c)]   # RC 0 in both runs: no ratio
         out.append({
             "reading": reading, "trace": trace, "runs": len(group),
-            "ratio_cycle_sum": _mean(cyc), "ratio_cycle_sum_min": min(cyc),
-            "ratio_cycle_sum_max": max(cyc), "ratio_integral": _mean(integ),
+            "ratio_cycle_sum": _mean(cyc), "ratio_cycle_sum_min": min(valid, default=math.nan),
+            "ratio_cycle_sum_max": max(valid, default=math.nan), "ratio_integral": _mean(integ),
             "completion_change": _mean(change),
             "completion_change_max": max(abs(c) for c in change),
             "wait_price": _mean(a["avg_wait"] - n["avg_wait"] for n, a in group),
