@@ -199,8 +199,8 @@ def test_thesis_sweep_lists_when_the_consolidation_plugin_is_installed(capsys):
     assert cli.main(["sweep", str(ROOT / "etc" / "thesis-ch6-sweep.ini"), "--list",
                      "--out", "/nonexistent-sweep-out"]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("36 runs (12 profiles x 1 trace x 3 seeds)")
-    assert "hpc-ea-time-horizon-8/sdsc-blue-30days/seed-3" in out
+    assert out.startswith("60 runs (12 profiles x 1 trace x 5 seeds)")
+    assert "hpc-ea-time-horizon-8/sdsc-blue-30days/seed-5" in out
 
 
 @pytest.mark.parametrize("name, head", [
