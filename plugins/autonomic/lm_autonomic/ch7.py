@@ -239,10 +239,16 @@ def format_tables(rows: Iterable[dict[str, Any]]) -> str:
     return "\n".join(out)
 
 
+def _median(values: Iterable[float]) -> float:
+    v = [x for x in values if not math.isnan(x)]
+    return statistics.median(v) if v else math.nan
+
+
 def reading_summary(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Per reading and window: the ratio non-AUTO / AUTO (cycle sum and integral), the change
-    of completion time, the wait price and the share of leases held, over every policy, core
-    count and seed; and whether the reading gives the thesis' shape."""
+    """Per reading and window: the ratio non-AUTO / AUTO (cycle sum and integral: the median
+    over every policy, core count and seed, a ratio of two runs being skewed by the few whose
+    AUTO contention is near 0), the mean change of completion time, the mean wait price and
+    share of leases held."""
     groups: dict[tuple[str, str], list] = {}
     for n, a in pairs(rows):
         groups.setdefault((label(a), a["trace"]), []).append((n, a))
@@ -254,8 +260,8 @@ def reading_summary(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
         valid = [c for c in cyc if not math.isnan(c)]   # RC 0 in both runs: no ratio
         out.append({
             "reading": reading, "trace": trace, "runs": len(group),
-            "ratio_cycle_sum": _mean(cyc), "ratio_cycle_sum_min": min(valid, default=math.nan),
-            "ratio_cycle_sum_max": max(valid, default=math.nan), "ratio_integral": _mean(integ),
+            "ratio_cycle_sum": _median(cyc), "ratio_cycle_sum_min": min(valid, default=math.nan),
+            "ratio_cycle_sum_max": max(valid, default=math.nan), "ratio_integral": _median(integ),
             "completion_change": _mean(change),
             "completion_change_max": max(abs(c) for c in change),
             "wait_price": _mean(a["avg_wait"] - n["avg_wait"] for n, a in group),
@@ -290,9 +296,9 @@ def format_readings(rows: Iterable[dict[str, Any]]) -> str:
     head = (f"{'reading':<30} {'window':<6} {'runs':>4} {'ratio (cycle sum)':>22} "
             f"{'ratio (int.)':>12} {'time change':>11} {'max':>5} {'wait price (s)':>14} "
             f"{'held %':>6} {'rejected':>8}")
-    out = ["Readings: non-AUTO RC / AUTO RC of the same seed, policy and cores (mean "
-           "[min-max] over them), AUTO's completion-time change and wait-time price", head,
-           "-" * len(head)]
+    out = ["Readings: non-AUTO RC / AUTO RC of the same seed, policy and cores (median "
+           "[min-max] over them), AUTO's completion-time change (mean, largest) and wait-time "
+           "price (mean)", head, "-" * len(head)]
     for reading in readings:
         for s in sorted((s for s in summary if s["reading"] == reading),
                         key=lambda s: _pos(TRACE_ORDER, s["trace"])):
