@@ -109,8 +109,8 @@ def test_axis_errors_name_the_file_line_and_field(tmp_path, change, line, messag
 
 @pytest.mark.parametrize("name, profiles, example", [
     ("thesis-ch6-sweep.ini", 12, "hpc-ea-time-horizon-8"),
-    ("thesis-ch7-blue-sweep.ini", 16, "blue2-nonauto-green2-8cores"),
-    ("thesis-ch7-ds-sweep.ini", 8, "ds-auto-green1-4cores"),
+    ("thesis-ch7-blue-sweep.ini", 8, "nonauto-green2-8cores"),
+    ("thesis-ch7-ds-sweep.ini", 8, "auto-green1-4cores"),
 ])
 def test_the_thesis_sweep_files_cross_into_the_thesis_configurations(name, profiles, example):
     plugins = Plugins()
@@ -118,12 +118,7 @@ def test_the_thesis_sweep_files_cross_into_the_thesis_configurations(name, profi
             "autonomic" not in plugins.policies.get("queue", {}):
         pytest.skip("the consolidation and autonomic plugins are not installed")
     path = ROOT / "etc" / name
-    try:
-        sweep = load_sweep(path, plugins)
-    except ConfigError as exc:
-        if "trace file not found" in str(exc):
-            pytest.skip(f"the full log is not in ../shared/traces/: {exc}")
-        raise
+    sweep = load_sweep(path, plugins)   # its traces ship in traces/: a clone runs it
     assert len(sweep.profiles) == profiles and example in sweep.profiles
     assert len(path.read_text().splitlines()) < 70   # a screenful
 

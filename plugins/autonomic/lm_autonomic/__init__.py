@@ -5,7 +5,9 @@ the ``lease_manager`` group), on top of ``lm_consolidation`` (chapters 5-6):
 
 - queue policy ``autonomic`` (:mod:`.policy`): the Prepending state, inequalities 7.1-7.3 and
   the monitoring structures of section 7.2 (:mod:`.monitoring`), selected with
-  ``[scheduling] policy-queue = autonomic``;
+  ``[scheduling] policy-queue = autonomic``; the readings of the text it leaves open are
+  ``[autonomic]`` options;
+- admission policy ``autonomic-unsatisfiable``: rejects a lease that 7.1-7.3 can never admit;
 - ``lm-thesis-ch7`` (:mod:`.ch7`): the chapter-7 experiment (Tables 7.2-7.5) in one command.
 
 Options live in the ``[autonomic]`` section.
@@ -15,10 +17,17 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-from lease_manager import NAMES, STRING, Option, hookimpl
+from lease_manager import BOOLEAN, NAMES, STRING, Option, hookimpl
 
-from .monitoring import JobRecord, Monitor, MonitoredJobs, MonitoringData, ScheduledMonitoringData
-from .policy import AutonomicQueue
+from .monitoring import (
+    UTIL_READINGS,
+    JobRecord,
+    Monitor,
+    MonitoredJobs,
+    MonitoringData,
+    ScheduledMonitoringData,
+)
+from .policy import AutonomicQueue, NeverSatisfiable
 
 __all__ = ["__version__", "AutonomicQueue", "Monitor", "MonitoringData",
            "ScheduledMonitoringData", "MonitoredJobs", "JobRecord"]
@@ -26,7 +35,7 @@ __all__ = ["__version__", "AutonomicQueue", "Monitor", "MonitoringData",
 
 @hookimpl
 def register_policies():
-    return [AutonomicQueue]
+    return [AutonomicQueue, NeverSatisfiable]
 
 
 @hookimpl
@@ -45,4 +54,29 @@ def register_options():
             has no free capacity of one of these resource types (section 7.3.2: CPU or
             Memory); its leases' parts then stop counting in the monitoring data until it is
             not full. Types the site does not have are ignored."""),
+        Option("autonomic", "full-host-discount", BOOLEAN, True, doc="""
+            Queue policy `autonomic`: whether the end of a cycle discounts full hosts (section
+            7.3.2: the parts of the leases mapped on a host with no free CPU or Memory stop
+            counting in MonitoringData and ScheduledMonitoringData). `no`: every lease counts
+            its whole requirements while it is in the system."""),
+        Option("autonomic", "util", STRING, "running", choices=UTIL_READINGS, doc="""
+            Queue policy `autonomic`: what Util[r] of inequality 7.1 measures, over Total[r].
+            `running`: the requirements of r of the running leases that stress r (the
+            "current system utilization based on stress-on resource types consumption");
+            `site`: what all running leases hold of r, whether they stress it or not (the
+            site's utilisation of r; for CPU and Memory what the slot table holds);
+            `monitoring`: MonitoringData[r] (section 7.2 calls it "the current consumption";
+            with it 7.1 is 7.2 as written)."""),
+        Option("autonomic", "requirements", STRING, "lease", choices=("lease", "vm"), doc="""
+            Queue policy `autonomic`: JobResourceRequirements (7.3.1 step 1) of a lease. `lease`:
+            over all its VMs (its VMs' CPU and Memory, its per-VM IO/Net amounts x its VMs);
+            `vm`: one VM's worth (Haizea describes a lease's resources per VM); a host's part
+            is then that times the share of the lease's VMs on it."""),
+        Option("autonomic", "unmapped-demand", STRING, "full", choices=("full", "none"),
+               doc="""
+            Queue policy `autonomic`: whether a lease that is not mapped yet (held, or waiting
+            without a reservation) counts in MonitoringData and ScheduledMonitoringData.
+            `full`: at its whole requirements from its arrival (steps 2 and 5 of 7.3.1 as
+            written); `none`: only from its mapping (7.3.3) on, so that both count what is
+            scheduled on the hosts (the arriving or held lease is still added by 7.1-7.3)."""),
     ]

@@ -38,6 +38,9 @@ EPS = 1e-9
 
 PREPENDING = "prepending"
 PENDING = "pending"
+#: what Util[r] of inequality 7.1 measures: the stress-on consumption of the running jobs
+#: (``running``), what all running jobs hold of r (``site``), or MonitoringData (``monitoring``)
+UTIL_READINGS = ("running", "site", "monitoring")
 
 
 def vector(amounts: Mapping[str, float] | np.ndarray | None = None) -> np.ndarray:
@@ -103,15 +106,24 @@ class HostShare:
 class JobRecord:
     """MonitoredJobs[job]: a job's stress-on requirements, state and host shares."""
 
-    __slots__ = ("job_id", "requirements", "mask", "state", "hosts", "running", "since")
+    __slots__ = ("job_id", "requirements", "mask", "state", "hosts", "running", "since",
+                 "usage", "counts_unmapped")
 
     def __init__(self, job_id: int, requirements: np.ndarray, mask: np.ndarray,
-                 since: float = 0.0) -> None:
+                 since: float = 0.0, *, usage: np.ndarray | None = None,
+                 counts_unmapped: bool = True) -> None:
         self.job_id = job_id
         #: JobResReqs, 0 for the resources the job does not stress
         self.requirements = requirements * mask
         #: True for the resources the job stresses
         self.mask = mask.astype(bool)
+        #: what the job holds of every resource while it runs, stressed or not (the
+        #: ``site`` reading of Util in 7.1); its requirements when not given
+        self.usage = self.requirements if usage is None else np.asarray(usage, dtype=float)
+        #: whether the job counts in MD/SMD before it is mapped (waiting, Prepending): the
+        #: thesis' steps 2 and 5 (``[autonomic] unmapped-demand = full``); else it counts
+        #: only from its mapping on (``none``)
+        self.counts_unmapped = counts_unmapped
         self.state = PREPENDING      # decided right after arrival
         self.hosts: dict[int, HostShare] = {}
         self.running = False
@@ -121,7 +133,10 @@ class JobRecord:
     @property
     def contribution(self) -> np.ndarray:
         """What the job adds to MD (and to SMD when Pending): its requirements less its
-        parts on hosts that do not contribute."""
+        parts on hosts that do not contribute (nothing while unmapped, if it does not count
+        before its mapping)."""
+        if not self.hosts and not self.counts_unmapped:
+            return np.zeros_like(self.requirements)
         out = self.requirements.copy()
         for share in self.hosts.values():
             if not share.contributing:
@@ -152,13 +167,22 @@ class Monitor:
     resource type the site does not have: the inequalities then always hold for it).
     """
 
-    def __init__(self, total: np.ndarray) -> None:
+    def __init__(self, total: np.ndarray, *, util: str = "running",
+                 counts_unmapped: bool = True) -> None:
+        if util not in UTIL_READINGS:
+            raise ValueError(f"unknown Util reading {util!r} (known: {', '.join(UTIL_READINGS)})")
         self.total = np.asarray(total, dtype=float)
+        #: what Util[r] of inequality 7.1 measures (see :data:`UTIL_READINGS`)
+        self.util = util
+        #: whether jobs count in MD/SMD before they are mapped (steps 2 and 5 as written)
+        self.counts_unmapped = counts_unmapped
         self.monitoring_data = MonitoringData()
         self.scheduled_monitoring_data = ScheduledMonitoringData()
         self.monitored_jobs = MonitoredJobs()
-        #: stress-on consumption of the running jobs (the numerator of Util, inequality 7.1)
+        #: stress-on consumption of the running jobs (Util's numerator, reading ``running``)
         self.running = np.zeros(len(RESOURCES))
+        #: what the running jobs hold of every resource, stressed or not (reading ``site``)
+        self.running_all = np.zeros(len(RESOURCES))
         #: host -> ids of the jobs mapped there whose share contributes / does not
         self._on: dict[int, set[int]] = {}
         self._off: dict[int, set[int]] = {}
@@ -171,10 +195,14 @@ class Monitor:
 
     @property
     def utilization(self) -> np.ndarray:
-        """Util[resType]: the running jobs' stress-on consumption over Total."""
+        """Util[resType] of inequality 7.1, as :attr:`util` reads it: the running jobs'
+        stress-on consumption (``running``), what all running jobs hold (``site``), or
+        MonitoringData (``monitoring``), over Total."""
+        used = {"running": self.running, "site": self.running_all,
+                "monitoring": self.monitoring_data.values}[self.util]
         with np.errstate(divide="ignore", invalid="ignore"):
             return np.where(np.isinf(self.total) | (self.total <= 0), 0.0,
-                            self.running / np.where(self.total > 0, self.total, 1.0))
+                            used / np.where(self.total > 0, self.total, 1.0))
 
     def inequality_7_1(self, rec: JobRecord) -> bool:
         """Util[r] + JobResReqs[r] / Total[r] <= 1 for every stressed r."""
@@ -201,14 +229,16 @@ class Monitor:
 
     # --------------------------------------------------------- 7.3.1 queue mechanism
     def arrive(self, job_id: int, requirements: np.ndarray, mask: np.ndarray,
-               now: float = 0.0) -> JobRecord:
+               now: float = 0.0, usage: np.ndarray | None = None) -> JobRecord:
         """Steps 1-3: JobResReqs; MD += them; a MonitoredJobs entry. The job is Prepending
-        until :meth:`set_pending` (steps 5-6 decide)."""
+        until :meth:`set_pending` (steps 5-6 decide). ``usage``: what the job holds of every
+        resource while it runs (the ``site`` reading of Util)."""
         if job_id in self.monitored_jobs:
             raise ValueError(f"job {job_id} is already monitored")
         rec = JobRecord(job_id, np.asarray(requirements, dtype=float),
-                        np.asarray(mask, dtype=bool), now)
-        self.monitoring_data.add(rec.requirements)
+                        np.asarray(mask, dtype=bool), now, usage=usage,
+                        counts_unmapped=self.counts_unmapped)
+        self.monitoring_data.add(rec.contribution)
         self.monitored_jobs[job_id] = rec
         return rec
 
@@ -223,25 +253,36 @@ class Monitor:
     # ---------------------------------------------------------- 7.3.3 job scheduling
     def map(self, rec: JobRecord, shares: Mapping[int, np.ndarray]) -> None:
         """The job's schedule is decided: one host entry per host, contributing (its parts
-        are already in MD and SMD). A previous mapping is dropped first (a new plan)."""
+        are already in MD and SMD, unless it did not count while unmapped). A previous
+        mapping is dropped first (a new plan)."""
         if rec.state != PENDING:
             raise ValueError(f"job {rec.job_id} is mapped while {rec.state}")
         self.unmap(rec)
+        before = rec.contribution
         for node, amounts in shares.items():
             rec.hosts[node] = HostShare(np.asarray(amounts, dtype=float) * rec.mask, True)
             self._on.setdefault(node, set()).add(rec.job_id)
+        self._recount(rec, before)
 
     def unmap(self, rec: JobRecord) -> None:
-        """Forget the job's hosts; parts that did not contribute count again."""
+        """Forget the job's hosts; parts that did not contribute count again (or, if it does
+        not count while unmapped, its parts leave MD and SMD)."""
+        if not rec.hosts:
+            return
+        before = rec.contribution
         for node, share in rec.hosts.items():
-            if share.contributing:
-                self._on[node].discard(rec.job_id)
-            else:
-                self._off[node].discard(rec.job_id)
-                self.monitoring_data.add(share.amounts)
-                if rec.state == PENDING:
-                    self.scheduled_monitoring_data.add(share.amounts)
+            (self._on if share.contributing else self._off)[node].discard(rec.job_id)
         rec.hosts.clear()
+        self._recount(rec, before)
+
+    def _recount(self, rec: JobRecord, before: np.ndarray) -> None:
+        """MD (and SMD when the job is Pending) take the change of the job's contribution."""
+        change = rec.contribution - before
+        if not change.any():
+            return
+        self.monitoring_data.add(change)
+        if rec.state == PENDING:
+            self.scheduled_monitoring_data.add(change)
 
     # ----------------------------------------------------- 7.3.2 end of the cycle
     def host_full(self, node: int) -> list[int]:
@@ -294,12 +335,15 @@ class Monitor:
         if not rec.running:
             rec.running = True
             self.running += rec.requirements
+            self.running_all += rec.usage
 
     def stopped(self, rec: JobRecord) -> None:
         if rec.running:
             rec.running = False
             self.running -= rec.requirements
+            self.running_all -= rec.usage
             self.running[np.abs(self.running) < EPS] = 0.0
+            self.running_all[np.abs(self.running_all) < EPS] = 0.0
 
     # ---------------------------------------------------------------- 7.3.4 job ends
     def end(self, rec: JobRecord) -> None:
@@ -318,6 +362,7 @@ class Monitor:
             self.monitoring_data.values[:] = 0.0
             self.scheduled_monitoring_data.values[:] = 0.0
             self.running[:] = 0.0
+            self.running_all[:] = 0.0
 
     # --------------------------------------------------------------------- checks
     def check(self) -> None:

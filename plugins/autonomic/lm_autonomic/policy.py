@@ -44,8 +44,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from lease_manager import QueuePolicy, hookimpl
-from lease_manager.characteristics import RESOURCES, Contributions, node_amounts
+from lease_manager import AdmissionPolicy, LeaseType, QueuePolicy, hookimpl
+from lease_manager.characteristics import (
+    RESOURCES,
+    Contributions,
+    explicit_requirements,
+    node_amounts,
+)
 
 from .monitoring import EPS, PREPENDING, JobRecord, Monitor
 
@@ -64,6 +69,65 @@ def site_totals(ctx: RunContext) -> np.ndarray:
                      for r in RESOURCES])
 
 
+class NeverSatisfiable(AdmissionPolicy):
+    """Rejects a best-effort lease for which inequalities 7.1-7.3 can never hold: its
+    requirement of a resource it stresses exceeds the site's total (the thesis' algorithm
+    would keep it Prepending for ever; lm-autonomic's queue policy runs it once the site is
+    idle). Select with ``[scheduling] policy-admission = autonomic-unsatisfiable``."""
+
+    name = "autonomic-unsatisfiable"
+
+    def __init__(self, ctx: RunContext) -> None:
+        super().__init__(ctx)
+        self.contributions = Contributions.for_run(ctx)
+        self.per_vm = ctx.config.get("autonomic", "requirements") == "vm"
+        self.total = site_totals(ctx)
+        self.rejected = 0
+
+    def admit(self, lease: Lease, now: float) -> str | None:
+        if lease.type is not LeaseType.BEST_EFFORT:
+            return None
+        req, mask = lease_requirements(self.contributions, lease, self.per_vm)
+        over = np.flatnonzero(mask & (req > self.total * (1 + EPS)))
+        if not over.size:
+            return None
+        self.rejected += 1
+        k = int(over[0])
+        return (f"inequalities 7.1-7.3 can never hold: its {RESOURCES[k]} requirement "
+                f"{req[k]:g} exceeds the site's total {self.total[k]:g}")
+
+    @hookimpl
+    def collect_summary(self, ctx: RunContext) -> dict[str, Any]:
+        return {"autonomic_rejected_unsatisfiable": self.rejected}
+
+
+def lease_usage(contributions: Contributions, lease: Lease) -> np.ndarray:
+    """What a lease holds of every resource over all its VMs, stressed or not: its explicit
+    amounts per VM (``req-IO``...) x its VMs, else, for the site's resource types, what its
+    VMs hold."""
+    contributions.profile(lease)   # checks the attributes (errors name the lease)
+    out = np.zeros(len(RESOURCES))
+    explicit = explicit_requirements(lease.extra)
+    names = contributions.site_types
+    total = lease.vms.total
+    for k, r in enumerate(RESOURCES):
+        if r in explicit:
+            out[k] = explicit[r] * lease.vms.count
+        elif r in names:
+            out[k] = float(total[names.index(r)])
+    return out
+
+
+def lease_requirements(contributions: Contributions, lease: Lease,
+                       per_vm: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """``(JobResReqs, stress mask)`` of a lease: over all its VMs, or one VM's worth."""
+    req = lease_usage(contributions, lease)
+    if per_vm:
+        req /= lease.vms.count
+    mask = contributions.profile(lease).mask > 0
+    return req * mask, mask
+
+
 class AutonomicQueue(QueuePolicy):
     """Autonomic queue mechanism (thesis ch. 7): holds a lease back (Prepending) unless
     inequality 7.1 or 7.2 holds for its stress-on resources; releases it when 7.3 does."""
@@ -76,11 +140,14 @@ class AutonomicQueue(QueuePolicy):
         ctx.metrics.describe(SERIES_FULL, "nodes", "full nodes")
         cfg = ctx.config
         self.exclude_arrival = cfg.get("autonomic", "inequality-7-2") == "exclude-arrival"
+        self.per_vm = cfg.get("autonomic", "requirements") == "vm"
         names = list(ctx.site.types.names)
-        self.full_index = [names.index(r) for r in cfg.get("autonomic", "full-resources")
-                           if r in names]
+        self.full_index = ([names.index(r) for r in cfg.get("autonomic", "full-resources")
+                            if r in names]
+                           if cfg.get("autonomic", "full-host-discount") else [])
         self.contributions = Contributions.for_run(ctx)
-        self.monitor = Monitor(site_totals(ctx))
+        self.monitor = Monitor(site_totals(ctx), util=cfg.get("autonomic", "util"),
+                               counts_unmapped=cfg.get("autonomic", "unmapped-demand") == "full")
         #: ids of the Prepending leases -> their records
         self.prepending: dict[int, JobRecord] = {}
         # statistics for summary.json
@@ -92,26 +159,24 @@ class AutonomicQueue(QueuePolicy):
 
     # ------------------------------------------------------------------ requirements
     def requirements(self, lease: Lease) -> tuple[np.ndarray, np.ndarray]:
-        """``(JobResReqs, stress mask)`` of a lease, over all its VMs."""
-        prof = self.contributions.profile(lease)
-        req = np.zeros(len(RESOURCES))
-        count = lease.vms.count
-        for k, per_vm in prof.explicit:
-            req[k] = per_vm * count
-        if prof.site_index:
-            total = lease.vms.total
-            for k, t in prof.site_index:
-                req[k] = float(total[t])
-        return req, prof.mask > 0
+        """``(JobResReqs, stress mask)`` of a lease: over all its VMs, or one VM's worth with
+        ``[autonomic] requirements = vm``."""
+        return lease_requirements(self.contributions, lease, self.per_vm)
+
+    def usage(self, lease: Lease) -> np.ndarray:
+        """What a lease holds of every resource over all its VMs (Util's ``site`` reading)."""
+        return lease_usage(self.contributions, lease)
 
     def shares(self, lease: Lease) -> dict[int, np.ndarray]:
-        """Host -> the part of the lease's requirements that host satisfies (its VMs there)."""
+        """Host -> the part of the lease's requirements that host satisfies (its VMs there;
+        divided by its VMs with ``[autonomic] requirements = vm``)."""
         prof = self.contributions.profile(lease)
+        scale = 1.0 / lease.vms.count if self.per_vm else 1.0
         out: dict[int, np.ndarray] = {}
         for res in lease.reservations:
             if res.kind != "vm":
                 continue
-            amounts = node_amounts(res, prof)
+            amounts = node_amounts(res, prof) * scale
             for i, node in enumerate(res.nodes.tolist()):
                 if node in out:
                     out[node] = out[node] + amounts[i]
@@ -122,7 +187,7 @@ class AutonomicQueue(QueuePolicy):
     # --------------------------------------------------------- 7.3.1 queue mechanism
     def hold(self, lease: Lease, now: float) -> bool:
         req, mask = self.requirements(lease)                            # step 1
-        rec = self.monitor.arrive(lease.id, req, mask, now)             # steps 2-3
+        rec = self.monitor.arrive(lease.id, req, mask, now, self.usage(lease))   # steps 2-3
         mon = self.monitor
         if mon.inequality_7_1(rec):                                     # steps 4-5
             self.decided["7.1"] += 1
@@ -207,7 +272,7 @@ class AutonomicQueue(QueuePolicy):
         rec = self.monitor.monitored_jobs.get(lease.id)
         if rec is None:   # a lease that did not pass through hold (AR, immediate, deadline)
             req, mask = self.requirements(lease)
-            rec = self.monitor.arrive(lease.id, req, mask, now)
+            rec = self.monitor.arrive(lease.id, req, mask, now, self.usage(lease))
             self.monitor.set_pending(rec, now)
         elif rec.state == PREPENDING:
             self._reconcile(now)

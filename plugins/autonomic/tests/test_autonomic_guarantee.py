@@ -109,3 +109,37 @@ def test_real_trace_auto_vs_nonauto(resources):
     assert rows["fcfs"]["leases_completed"] == rows["autonomic"]["leases_completed"]
     if resources.startswith("6 "):
         assert rows["autonomic"]["autonomic_prepending"] > 0
+
+
+@pytest.mark.skipif(not TRACE.exists(), reason="traces/sdsc-blue-30days.swf is absent")
+@pytest.mark.parametrize("setting", [
+    "autonomic.util=site", "autonomic.util=monitoring", "autonomic.requirements=vm",
+    "autonomic.unmapped-demand=none", "autonomic.full-host-discount=no",
+    "scheduling.policy-admission=autonomic-unsatisfiable"])
+def test_real_trace_under_each_reading(setting):
+    """300 real leases on a third of the site with IO and network bounded on every node,
+    under each reading: the monitoring sums match MonitoredJobs at the end, every held lease
+    is released (or, rejected as unsatisfiable, never admitted), nothing is left monitored."""
+    plug = plugins()
+    config = load_config(None, plug.schema, [
+        "simulation.resources=6 CPU:8 Memory:8192 IO:100 Net-in:100 Net-out:100",
+        f"tracefile.tracefile={TRACE}", "tracefile.vm-resources=CPU:1 Memory:1024",
+        "tracefile.paradigm=cloud", "tracefile.max-jobs=300",
+        "tracefile.annotators=thesis-workload", "accounting.check-invariants=yes",
+        "scheduling.backfilling=aggressive", "scheduling.policy-host-selection=ea-consolidation",
+        "scheduling.policy-queue=autonomic", setting])
+    run = Run(config, plug)
+    summary = run.run()
+    policy = run.policies["queue"]
+    policy.monitor.check()
+    assert summary["autonomic_monitored_jobs_left"] == 0
+    assert summary["autonomic_still_prepending"] == 0
+    assert "held_leases_force_released" not in summary
+    assert summary["autonomic_prepending"] == (summary["autonomic_released_by_7_3"]
+                                               + summary["autonomic_released_idle_site"])
+    assert summary["leases_completed"] + summary["leases_rejected"] == summary["leases_total"]
+    unsatisfiable = sum(n for reason, n in summary["rejected_by_reason"].items()
+                        if reason.startswith("inequalities 7.1-7.3 can never hold"))
+    assert unsatisfiable == summary.get("autonomic_rejected_unsatisfiable", 0)
+    if setting.endswith("unsatisfiable"):
+        assert unsatisfiable > 0

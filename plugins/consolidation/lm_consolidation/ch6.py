@@ -8,7 +8,7 @@ average wait beside it and our changes against greedy beside the thesis' (also w
 ``OUT/table.md`` and ``OUT/table.csv``) and plots resource contention over time
 (``OUT/rc-over-time.png``)::
 
-    lm-thesis-ch6 --out results/thesis-ch6                  # the sweep file's seeds (1-3)
+    lm-thesis-ch6 --out results/thesis-ch6                  # the sweep file's seeds (1-5)
     lm-thesis-ch6 --set tracefile.max-jobs=500 --seeds 0 --out /tmp/ch6-quick
     lm-thesis-ch6 --only hpc                                # profiles whose name has "hpc"
 
@@ -31,9 +31,12 @@ from typing import Any
 from lease_manager import LeaseManagerError, bin_means, etc_file, read_series, run_sweep_file
 
 SWEEP = "thesis-ch6-sweep.ini"
-#: profile names of the sweep: PARADIGM-POLICY-CORES
-_PROFILE = re.compile(r"(?P<paradigm>[a-z]+)-(?P<policy>greedy|ea-consolidation|"
-                      r"ea-time-horizon)-(?P<cores>\d+)$")
+READINGS_SWEEP = "thesis-ch6-readings-sweep.ini"
+#: profile names of the sweeps: [READING-]PARADIGM-POLICY-[SITE-]CORES (the readings sweep
+#: prefixes the queues read and may name a site variant)
+_PROFILE = re.compile(r"(?:(?P<reading>[a-z0-9]+)-)?(?P<paradigm>cloud|hpc)-"
+                      r"(?P<policy>greedy|ea-consolidation|ea-time-horizon)-"
+                      r"(?:(?P<site>[a-z]+)-)?(?P<cores>\d+)$")
 #: the thesis' configuration names for the host selection policies
 THESIS_NAME = {"greedy": "greedy", "ea-consolidation": "eaconsolidation",
                "ea-time-horizon": "eatimeconsolidation"}
@@ -42,16 +45,19 @@ POLICY_ORDER = ("eatimeconsolidation", "eaconsolidation", "greedy")
 PARADIGM_ORDER = ("cloud", "hpc")
 COLUMNS = ("configuration", "cores", "seed", "paradigm", "policy", "host_selection", "leases",
            "completion_time", "rc_integral", "rc_mean", "rc_cycle_sum", "utilization",
-           "avg_wait", "cpu_seconds")
+           "avg_wait", "cpu_seconds", "reading")
 
 
 def row(profile: str, seed: int, summary: dict[str, Any], out: Path) -> dict[str, Any]:
     """One run's row of the table, from its profile name and ``summary.json``."""
     m = _PROFILE.match(profile)
     if m is None:
-        raise LeaseManagerError(f"profile {profile!r} is not PARADIGM-POLICY-CORES")
+        raise LeaseManagerError(f"profile {profile!r} is not "
+                                f"[READING-]PARADIGM-POLICY-[SITE-]CORES")
     policy = THESIS_NAME[m["policy"]]
+    reading = "+".join(x for x in (m["reading"], m["site"]) if x) or "default"
     return {
+        "reading": reading,
         "configuration": f"{m['paradigm']}{policy}",
         "cores": int(m["cores"]),
         "seed": seed,
@@ -167,6 +173,20 @@ def format_thesis_comparison(rows: Iterable[dict[str, Any]]) -> str:
     return "\n".join(out)
 
 
+def format_readings(rows: Iterable[dict[str, Any]]) -> str:
+    """Per reading (queues, site): each EA configuration against greedy, seed by seed, by the
+    RC cycle sum and by the integral."""
+    rows = list(rows)
+    out = []
+    for reading in dict.fromkeys(r["reading"] for r in sorted(rows, key=lambda r: r["reading"])):
+        group = [r for r in rows if r["reading"] == reading]
+        out.append(f"Reading {reading} ({group[0]['leases']:,} leases)")
+        out.append(format_seed_summary(group, "rc_cycle_sum", "RC cycle sum"))
+        out.append(format_seed_summary(group))
+        out.append("")
+    return "\n".join(out)
+
+
 def format_seed_summary(rows: Iterable[dict[str, Any]], metric: str = "rc_integral",
                         label: str = "RC integral") -> str:
     """With several seeds: each EA configuration's change of ``metric`` against greedy, seed
@@ -176,8 +196,9 @@ def format_seed_summary(rows: Iterable[dict[str, Any]], metric: str = "rc_integr
     greedy = _greedy(rows)
     head = (f"{'configuration':<26} {'cores':>5}  "
             + " ".join(f"{'seed ' + str(s):>8}" for s in seeds) + f" {'mean':>8}  "
-            f"{'lower':>5}  {'time (mean)':>11}")
-    out = [f"{label} against greedy (same paradigm, cores and seed)", head, "-" * len(head)]
+            f"{'lower':>5}  {'time (mean)':>11} {'thesis RC':>9} {'time':>7}")
+    out = [f"{label} against greedy (same paradigm, cores and seed; thesis: Table 6.1)", head,
+           "-" * len(head)]
     keys = sorted({(r["cores"], r["paradigm"], r["policy"], r["configuration"]) for r in rows
                    if r["policy"] != "greedy"},
                   key=lambda k: (-k[0], PARADIGM_ORDER.index(k[1]) if k[1] in PARADIGM_ORDER
@@ -199,8 +220,14 @@ def format_seed_summary(rows: Iterable[dict[str, Any]], metric: str = "rc_integr
         tmean = sum(times) / len(times) if times else math.nan
         cells = " ".join(f"{100 * c:>+7.1f}%" if not math.isnan(c) else f"{'-':>8}"
                          for c in changes)
+        thesis = THESIS_TABLE_6_1.get((cores, name))
+        thesis_base = THESIS_TABLE_6_1.get((cores, f"{paradigm}greedy"))
+        t_rc = t_time = "-"
+        if thesis and thesis_base:
+            t_rc, t_time = _pct(thesis[1], thesis_base[1]), _pct(thesis[0], thesis_base[0])
         out.append(f"{name:<26} {cores:>5}  {cells} {100 * mean:>+7.1f}%  "
-                   f"{sum(c < 0 for c in valid):>2}/{len(valid):<2}  {100 * tmean:>+10.1f}%")
+                   f"{sum(c < 0 for c in valid):>2}/{len(valid):<2}  {100 * tmean:>+10.1f}% "
+                   f"{t_rc:>9} {t_time:>7}")
     return "\n".join(out)
 
 
@@ -279,20 +306,32 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="lm-thesis-ch6", description="Run the thesis' chapter-6 experiment (Table 6.1) "
         "through its sweep file, then print the table and plot RC over time.")
-    parser.add_argument("--out", default="results/thesis-ch6", help="output directory "
-                        "(default: results/thesis-ch6)")
+    parser.add_argument("--out", default=None, help="output directory (default: "
+                        "results/thesis-ch6, or results/thesis-ch6-readings)")
+    parser.add_argument("--readings", action="store_true", help=f"run {READINGS_SWEEP} (the "
+                        "readings of the setting) and compare each with greedy")
     add_arguments(parser, SWEEP)
     args = parser.parse_args(argv)
-    out = Path(args.out)
+    out = Path(args.out or ("results/thesis-ch6-readings" if args.readings
+                            else "results/thesis-ch6"))
     t0 = time.perf_counter()
+    default_sweep = etc_file(READINGS_SWEEP if args.readings else SWEEP, __file__)
     try:
-        runs = run_sweep_file(args.sweep or etc_file(SWEEP, __file__), out, only=args.only,
+        runs = run_sweep_file(args.sweep or default_sweep, out, only=args.only,
                               overrides=args.set, seeds=parse_seeds_option(args.seeds),
                               jobs=args.jobs, echo=lambda line: print(line, file=sys.stderr))
     except LeaseManagerError as exc:
         print(f"lm-thesis-ch6: error: {exc}", file=sys.stderr)
         return 1
     rows = [row(r.spec.profile, r.spec.seed, r.summary, r.dir) for r in runs]
+    if args.readings:
+        table = format_readings(rows)
+        print(table)
+        (out / "table.md").write_text("```\n" + table + "\n```\n")
+        write_csv(rows, out / "table.csv")
+        print(f"\n{len(rows)} runs in {time.perf_counter() - t0:.0f} s wall; wrote "
+              f"{out / 'table.md'}, {out / 'table.csv'}")
+        return 0
     table = format_tables(rows) + "\n\n" + format_thesis_comparison(rows)
     if len({r["seed"] for r in rows}) > 1:
         table += "\n\n" + format_seed_summary(rows)

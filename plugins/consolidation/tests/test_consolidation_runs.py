@@ -65,7 +65,7 @@ def test_twelve_chapter_6_profiles():
     from lease_manager.experiments.sweep_file import load_sweep
 
     sweep = load_sweep(SWEEP, plugins())
-    assert len(sweep.profiles) == 12 and sweep.seeds == (1, 2, 3)
+    assert len(sweep.profiles) == 12 and sweep.seeds == (1, 2, 3, 4, 5)
     seen = set()
     schema = plugins().schema
     for spec in sweep.runs:
@@ -134,4 +134,32 @@ def test_seed_summary_compares_each_ea_configuration_with_greedy_seed_by_seed():
     text = ch6.format_seed_summary(rows)
     line = next(l for l in text.splitlines() if l.startswith("cloudeaconsolidation"))
     assert line.split() == ["cloudeaconsolidation", "8", "-10.0%", "+5.0%", "-2.5%", "1/2",
-                            "+2.0%"]
+                            "+2.0%", "-8.9%", "+0.7%"]   # the last two: Table 6.1
+
+
+def test_readings_sweep_profiles_and_table():
+    """The readings sweep's 48 profiles parse (reading = queues, site variant); none is part of
+    another's name (profiles are chosen by substring); the table compares with greedy within
+    a reading."""
+    from lease_manager.experiments.sweep_file import load_sweep
+
+    sweep = load_sweep(ETC / ch6.READINGS_SWEEP, plugins())
+    assert len(sweep.profiles) == 48
+    for p in sweep.profiles:
+        assert ch6._PROFILE.match(p), p
+        assert not [q for q in sweep.profiles if q != p and p in q], p
+    rows = []
+    for reading in ("haizea", "all-machine"):
+        for policy, rc in (("greedy", 100.0), ("ea-consolidation", 80.0)):
+            queues, _, site = reading.partition("-")
+            name = f"{queues}-cloud-{policy}-{site + '-' if site else ''}8"
+            rows.append(ch6.row(name, 1, {
+                "leases_total": 5, "makespan": 10.0, "resource_contention_integral": rc,
+                "resource_contention_cycle_sum": rc / 2, "utilization": 0.5, "avg_wait": 1.0,
+                "simulation": {"cpu_seconds": 1.0}}, Path("/nonexistent")))
+    assert [r["reading"] for r in rows] == ["haizea", "haizea", "all+machine", "all+machine"]
+    text = ch6.format_readings(rows)
+    lines = [l.split() for l in text.splitlines() if l.startswith("cloudeaconsolidation")]
+    assert lines == [["cloudeaconsolidation", "8", "-20.0%", "-20.0%", "1/1", "+0.0%", "-8.9%",
+                      "+0.7%"]] * 4
+    assert text.index("Reading all+machine") < text.index("Reading haizea")
