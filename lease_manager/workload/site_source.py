@@ -7,8 +7,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from lxml import etree
-
 from lease_manager.errors import TraceError
 from lease_manager.kernel.resources import NodeSet, parse_site
 
@@ -46,6 +44,8 @@ def site_nodes(config: Config) -> NodeSet:
         name = text[len(FILE_PREFIX):].strip()
         base = config.path.resolve().parent if config.path is not None else Path.cwd()
         path = base / name
+        from lxml import etree  # here: a run whose nodes are given in the option never loads it
+
         try:
             root = etree.parse(str(path), etree.XMLParser(resolve_entities=False,
                                                           no_network=True)).getroot()

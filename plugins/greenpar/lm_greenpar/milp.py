@@ -32,8 +32,6 @@ from collections.abc import Sequence
 
 import attrs
 import numpy as np
-from scipy import sparse
-from scipy.optimize import Bounds, LinearConstraint, milp
 
 JOULES_PER_KWH = 3.6e6
 #: $ per single-server second of SLA slack: far above any energy or run-time saving
@@ -216,6 +214,10 @@ def solve(problem: Problem, jobs: Sequence[Job], time_limit: float, gap: float =
             data.append(value)
         lo.append(a)
         hi.append(upper_bound)
+    # scipy.optimize costs about 0.4 CPU-s to import: only runs that solve pay for it
+    from scipy import sparse
+    from scipy.optimize import Bounds, LinearConstraint, milp
+
     matrix = sparse.csr_array((data, (ri, ci)), shape=(len(rows), len(cols)))
     result = milp(np.array(cols), constraints=LinearConstraint(matrix, lo, hi),
                   integrality=np.array(integer), bounds=Bounds(lower, upper),
