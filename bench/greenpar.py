@@ -1,4 +1,4 @@
-"""GreenPar's benchmark: CPU seconds of the 24-hour workload (``etc/greenpar.ini``: 20 jobs of
+"""GreenPar's benchmark: CPU seconds of the 24-hour workload (``etc/greenpar.ini``: 19 jobs of
 SDSC Blue Horizon mapped to NPB applications, 50 servers, High day, 15-minute epochs) under
 each allocation policy, and as a ratio to a reference measured in the same run: the same
 replay with no allocation policy (every lease rigid).

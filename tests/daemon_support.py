@@ -165,9 +165,10 @@ class ProcessDaemon:
         self.log.close()
 
 
-def kill_leftover_processes(config: Path) -> None:
+def kill_leftover_processes(config: Path, plugins: Any = None) -> None:
     """Stop the work the ``process`` backend still holds under ``config``'s state folder (its
-    work outlives the daemon by design; a test must not leave it behind, frozen or not)."""
+    work outlives the daemon by design; a test must not leave it behind, frozen or not).
+    ``plugins``: those the daemon ran with, if its configuration names their options."""
     import types
 
     from lease_manager.config.schema import load_config
@@ -175,7 +176,8 @@ def kill_leftover_processes(config: Path) -> None:
     from lease_manager.kernel.resources import parse_site
     from lease_manager.plugins import Plugins
 
-    cfg = load_config(config, Plugins().schema)   # its state-dir is relative to the file
+    # its state-dir is relative to the file
+    cfg = load_config(config, (plugins or Plugins()).schema)
     ctx = types.SimpleNamespace(config=cfg, site=parse_site(cfg.get("simulation", "resources")))
     backend = ProcessBackend(ctx)
     for lease_id in backend.known_leases():

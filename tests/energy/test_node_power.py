@@ -338,6 +338,63 @@ def test_green_production_is_used_first_and_the_grid_pays_and_emits(tmp_path):
         "100,site,200.0,200.0,0,"]
 
 
+def test_green_scale_scales_the_production_and_its_forecast(tmp_path):
+    """The scenario above with a plant twice as large at green-scale 0.5: one node, lease 1
+    (1 VM, 100 s at 0) draws 200 W over [0, 100).
+
+    time       0-40   40-80  80-100
+    file       100    600    0        (W, before scaling)
+    green      50     300    0        (x 0.5)  -> produced 2,000 + 12,000 = 14,000 J
+    power      200    200    200
+    from green 50     200    0        -> used 2,000 + 8,000 = 10,000 J; grid 6,000 + 4,000
+    Unscaled, it would use 100 x 40 + 200 x 40 = 12,000 J of the 28,000 J produced.
+    """
+    green = tmp_path / "green.csv"
+    green.write_text("time,watts\n0,100\n40,600\n80,0\n")
+    forecast = tmp_path / "forecast.csv"
+    forecast.write_text("issued,time,watts\n0,0,100\n0,40,600\n")
+    run = simulate([be(1, 1, 100, 0)], *POWER, f"power.green-production={green}",
+                   f"power.green-forecast={forecast}", "power.green-scale=0.5",
+                   resources="1 CPU:1 Memory:1024")
+    s = run.summary
+    assert run.energy.green_produced == 14000
+    assert s["green_used_joules"] == 10000 and s["brown_joules"] == 10000
+    assert run.energy.model.forecast.at(0).at(50) == 300
+    assert run.energy.violations() == []
+    run.write(tmp_path / "out")
+    assert [row.split(",")[4] for row in (tmp_path / "out" / "series" / "power.csv")
+            .read_text().splitlines()[1:]] == ["50", "300", "0", "0"]
+
+
+def test_green_used_above_production_breaks_the_run(tmp_path, monkeypatch):
+    """The invariant "green energy used never above production", made to fire: one node,
+    lease 1 (1 VM, 100 s at 0) at 200 W, green 50 W throughout (5,000 J produced, all used).
+    The accounting is then made to claim 1 J more green used than produced: the energy check
+    names both figures, and the run's invariant check stops the run on it."""
+    from lease_manager.energy.energy_accounting import EnergyAccounting
+    from lease_manager.observers.invariants import InvariantViolation
+
+    green = tmp_path / "green.csv"
+    green.write_text("time,watts\n0,50\n")
+    settings = (*POWER, f"power.green-production={green}")
+    run = simulate([be(1, 1, 100, 0)], *settings, resources="1 CPU:1 Memory:1024")
+    assert run.energy.green_used == run.energy.green_produced == 5000
+    assert run.energy.violations() == []   # used = produced is allowed
+    run.energy.green_used = 5001
+    assert run.energy.violations() == [
+        "the site used 5001 J of green energy, more than the 5000.0 J produced"]
+
+    tabulate = EnergyAccounting._tabulate
+
+    def overused(self, start, end):
+        tabulate(self, start, end)
+        self.green_used = self.green_produced + 1
+
+    monkeypatch.setattr(EnergyAccounting, "_tabulate", overused)
+    with pytest.raises(InvariantViolation, match="more than the 5000.0 J produced"):
+        simulate([be(1, 1, 100, 0)], *settings, resources="1 CPU:1 Memory:1024")
+
+
 @pytest.mark.parametrize(("content", "message"), [
     ("time,watts\n0,50\n0,60\n", "green.csv:3: time: 0 is not after the previous row's time 0"),
     ("time,watts\n0,-5\n", "green.csv:2: watts: -5 is not in [0, 1e+12]"),

@@ -50,9 +50,9 @@ class _Plugin:
         return [Scripted]
 
 
-def run(leases, script, *settings):
+def run(leases, script, *settings, extra=()):
     Scripted.script = script
-    plugins = Plugins(entry_points=False, extra=[_Plugin()])
+    plugins = Plugins(entry_points=False, extra=[_Plugin(), *extra])
     return simulate(leases, "malleable.policy-allocation=scripted", "malleable.epoch=600",
                     *settings, resources=SITE, plugins=plugins)
 
@@ -109,6 +109,41 @@ def test_without_migration_time_the_end_follows_the_rates():
     assert lease.end == 3780
     assert work_of(lease) == pytest.approx(7200)
     assert r.summary["resizes"] == 4
+
+
+def test_plugins_hear_each_resize_with_the_old_and_new_allocation():
+    """The ``lease_resized`` hook, on the schedule of the test above (2 -> 1 -> 4 -> 1 -> 2
+    nodes at 0:10, 0:20, 0:30, 0:40, 4 VMs throughout): at each resize, a plugin sees the old
+    nodes and VMs, and the new allocation already in place (``reservations[0]`` from now on,
+    the rate of the new node count; the old one closed at now, last of ``allocations``)."""
+    heard = []
+
+    class Listener:
+        @hookimpl
+        def lease_resized(self, ctx, lease, old_nodes, old_vms, now):
+            new = lease.reservations[0]
+            heard.append((now, lease.id, old_nodes, old_vms, len(new.nodes), lease.vms.count,
+                          new.start, lease.malleable.rate, lease.allocations[-1].end))
+
+    run([four_vms()], {600: 1, 1200: 4, 1800: 1, 2400: 2}, extra=[Listener()])
+    assert heard == [(600, 1, 2, 4, 1, 4, 600, 1.2, 600), (1200, 1, 1, 4, 4, 4, 1200, 3.0, 1200),
+                     (1800, 1, 4, 4, 1, 4, 1800, 1.2, 1800),
+                     (2400, 1, 1, 4, 2, 4, 2400, 2.0, 2400)]
+
+
+def test_a_refused_resize_is_not_announced():
+    """The resize to 4 nodes at 0:20 of the next test does not fit: no hook for it, one for
+    the shrink at 0:30."""
+    heard = []
+
+    class Listener:
+        @hookimpl
+        def lease_resized(self, ctx, lease, old_nodes, old_vms, now):
+            heard.append((now, old_nodes, len(lease.reservations[0].nodes)))
+
+    run([four_vms(), be(2, 2, 900, 0, cpu=2), be(3, 2, 2 * HOUR, 900, cpu=2)],
+        {1200: 4, 1800: 1}, extra=[Listener()])
+    assert heard == [(1800, 2, 1)]
 
 
 def test_a_resize_that_does_not_fit_changes_nothing():

@@ -94,3 +94,83 @@ def test_baseline_runs_every_job_as_asked(tmp_path, table):
     assert [allocations(l) for l in leases] == [[(0, 2)], [(0, 2)], [(0, 4)]]
     assert [l.end for l in leases] == [10 * 3600] * 3
     assert r.summary["resizes"] == 0
+
+
+
+def test_nebulous_starts_with_4n_grows_by_hint_and_shrinks_to_its_floor(tmp_path):
+    """Nebulous on three jobs (N = 2 each; 16 servers, 100 W busy, 15-minute epochs,
+    F = 1.1). Speedups: P (poor: doubling its 4 VMs' servers from 2 gives 2.2/2.0 = 1.1 < 1.15)
+    V=4: 1 server 1.5, 2 servers 2.0, 4 servers 2.2; E (excellent: 3.6/2.0 = 1.8 >= 1.7)
+    V=4: 1.0, 2.0, 3.6 and V=8: 2 servers 2.4, 4 servers 4.0, 8 servers 6.0.
+
+    Jobs: 1 = P, 4 h at 0:00 (work 4 h x 2.0 = 28,800 single-server seconds); 2 = E, 1 h at
+    0:00 (7,200); 3 = E, 3 h at 1:00 (21,600). Green (forecast = actual, W; G = the servers
+    it powers): 0 until 0:15, 600 (G = 6) until 0:30, 200 (G = 2) until 0:45, 800 (G = 8)
+    until 2:00, 600 (G = 6) after.
+
+    0:00  No run-time estimate for P or E yet: both start with 2N = 4 VMs on N = 2 servers.
+    0:15  G = 6, 4 used: growth goes by hint (then lowest average allocation / N, then id):
+          E (job 2) 2 -> 4 (6 used); P's 2 more would make 8 > 6.
+    0:30  G = 2, 6 used: shrink by the poorest hint first, but each job keeps its floor, the
+          fewest servers keeping its average allocation at N/F = 1.82 after another epoch.
+          P has had 2 x 1,800 = 3,600 server-seconds; 1.82 x 2,700 = 4,909 needed: 1 server
+          (4,500) is too few, its floor is 2. E has had 2 x 900 + 4 x 900 = 5,400: floor 1.
+          P stays at 2; E 4 -> 2 -> 1 (3 used, above G: the floor wins).
+    0:45  G = 8, 3 used: by hint, one doubling each in turn: E 1 -> 2, P 2 -> 4, E 2 -> 4
+          (8 used).
+    0:50:50  Job 2 ends: 1,800 (at 2.0) + 3,240 (3.6) + 900 (1.0) = 5,940 by 0:45, the other
+          1,260 at 3.6 take 350 s: 3,050 s. E's run-time estimate is now 3,600 s (job 2's run
+          time at its requested allocation).
+    1:00  Job 3 (E) arrives: the least hourly green predicted over 1:00-2:00 (its estimate)
+          is 800 W; P's 4 busy servers draw 400 W, so the surplus 400 W covers exactly 2N = 4
+          more servers: job 3 starts with 4N = 8 VMs on 2N = 4 servers (8 used, G = 8).
+    2:00  G = 6, 8 used: P (poor) halves first, 4 -> 2 (floor 1: 23,400 server-seconds of
+          1.82 x 8,100 = 14,727), and that is enough: job 3 keeps its 4.
+    2:30  Job 3 ends: 21,600 at SP(4, 8) = 4.0 take 5,400 s. G = 6, 2 used: P 2 -> 4.
+    3:45  P ends: 2.0 x 2,700 + 2.2 x 4,500 + 2.0 x 1,800 = 18,900 by 2:30, the other 9,900
+          at 2.2 take 4,500 s: 13,500 s, within F x 4 h = 15,840.
+
+    servers  0:00  0:15  0:30  0:45  0:50:50  1:00  2:00  2:30  3:45
+    P (1)     2     2     2     4     4        4     2     4     -
+    E (2)     2     4     1     4     -
+    E (3)                                      4     4     -
+    green W   0    600   200   800   800      800   600   600
+    """
+    table = speedups(tmp_path / "sp.csv", {
+        "P": {4: {1: 1.5, 2: 2.0, 4: 2.2}},
+        "E": {4: {1: 1.0, 2: 2.0, 4: 3.6}, 8: {2: 2.4, 4: 4.0, 8: 6.0}}})
+    solar = green(tmp_path / "g", [(0, 0), (900, 600), (1800, 200), (2700, 800),
+                                   (7200, 600)])
+    leases = [job(1, "P", 2, 4 * 3600), job(2, "E", 2, 3600),
+              job(3, "E", 2, 3 * 3600, submit=3600)]
+    r = simulate(leases, "nebulous", f"greenpar.speedups={table}", solar=solar)
+    p, e, e3 = leases
+    assert allocations(p) == [(0, 2), (2700, 4), (7200, 2), (9000, 4)] and p.end == 13500
+    assert allocations(e) == [(0, 2), (900, 4), (1800, 1), (2700, 4)] and e.end == 3050
+    assert allocations(e3) == [(3600, 4)] and e3.vms.count == 8 and e3.end == 9000
+    assert r.summary["greenpar_vms"] == 4 + 4 + 8
+    assert r.summary["greenpar_sla_violations"] == 0
+    assert r.summary["greenpar_allocation_sla_violations"] == 0
+
+
+def test_nebulous_floor_at_its_boundary_without_green(tmp_path):
+    """Job P (N = 2, 4 VMs; 2 h, work 2 h x 2.0 = 14,400), no green (G = 0): Nebulous
+    shrinks it whenever its floor allows. The floor: the fewest servers n with
+    (server-seconds so far) + 900 n >= N/F x (elapsed + 900), N/F = 2/1.1 = 1.818.
+    At N all along, n = 1 needs 2e + 900 >= 1.818 (e + 900), i.e. e >= 4,050 s:
+
+    elapsed  had     need (x 1.818)    floor  servers
+    3,600    7,200   4,500: 8,182      2      2     (8,100 < 8,182; at 0.9 N it would be 1)
+    4,500    9,000   5,400: 9,818      1      1     (9,900)
+    5,400    9,900   6,300: 11,455     2      2     (10,800 < 11,455: back up)
+    6,300    11,700  7,200: 13,091     2      2
+    7,200    13,500  8,100: 14,727     2      2
+
+    Work: 9,000 by 1:15 (at 2.0), 1,350 by 1:30 (1 server, 1.5), the other 4,050 at 2.0
+    take 2,025 s: P ends at 7,425 s, within F x 2 h = 7,920.
+    """
+    table = speedups(tmp_path / "sp.csv", {"P": {4: {1: 1.5, 2: 2.0, 4: 2.2}}})
+    p = job(1, "P", 2, 2 * 3600)
+    r = simulate([p], "nebulous", f"greenpar.speedups={table}")
+    assert allocations(p) == [(0, 2), (4500, 1), (5400, 2)] and p.end == 7425
+    assert r.summary["greenpar_allocation_sla_violations"] == 0
