@@ -6,12 +6,14 @@ preemptor starts) or, without suspension, cancelled and requeued, losing its wor
 A planned deadline lease is never requeued (the queue knows nothing of its start window or its
 deadline): it is planned again inside its window, and if any such victim cannot be, the
 preemption is refused and nothing changes (:func:`_preempt_for`, Haizea 1.1's DeadlineMapper
-trying each victim's re-plan before it commits). A running deadline victim must be able to
-suspend: its resumption is planned at once, on its nodes, to end by its deadline, and adopted
-when its suspension ends (it never waits in the queue, which knows nothing of deadlines)."""
+trying each victim's re-plan before it commits). A running deadline victim suspends, and its
+resumption is planned at once, on its nodes, to end by its deadline, and adopted when its
+suspension ends (it never waits in the queue); one that cannot suspend is cancelled and planned
+again whole inside its window."""
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 from lease_manager.kernel.events import EventKind
@@ -91,7 +93,8 @@ def _preempt_for(self: LeaseScheduler, lease: Lease, victims: list[Lease], start
     Deadline victims are planned again inside their windows (earliest deadline first): a
     planned one anywhere, a running one resumed on its nodes after it suspends. This is tried
     first under a :class:`PlanChange` that is rolled back; if the lease or any deadline victim
-    finds no slot, the preemption is refused."""
+    finds no slot, the preemption is refused. A running deadline victim that cannot suspend
+    is cancelled and planned again whole."""
     movable = sorted((v for v in victims if v.type is LeaseType.DEADLINE),
                      key=lambda v: (v.deadline, v.id))
     if not movable:   # as always: preempt, then place
@@ -129,6 +132,15 @@ def _preempt_for(self: LeaseScheduler, lease: Lease, victims: list[Lease], start
             _replan_deadline_victim(self, victim, plan, now)
             continue
         segment = _stopping_segment(victim, start)
+        if stops[victim.id] == CANCEL:
+            _cancel_running(self, victim, now)
+            self._move(victim, S.SCHEDULED, now)
+            victim.preemptions += 1
+            self._emit("lease_preempted", lease=victim, now=now)
+            for r in plan:
+                self.table.add(r)
+            self._adopt(victim, plan, now, start_now=False)
+            continue
         if segment is victim.reservations[0]:
             self._preempt(victim, start, now)   # suspends it by ``start``
         else:   # it suspends in a resumption planned already, or has stopped before
@@ -178,16 +190,24 @@ def _stop_planned_resumption(self: LeaseScheduler, lease: Lease, segment: Reserv
     self.timeline.push(segment.start, EventKind.CALL, preempted)
 
 
+#: :func:`_stop_at`'s answer for a running lease that cannot suspend: it is cancelled now
+#: and runs again whole, as Haizea's DeadlineMapper does
+CANCEL = -math.inf
+
+
 def _stop_at(self: LeaseScheduler, lease: Lease, start: float, now: float) -> float | None:
     """When running ``lease`` stops working if preempted at ``start`` (it then suspends until
-    ``start``); None if it cannot be preempted there."""
+    ``start``), :data:`CANCEL` if it cannot suspend in its running segment; None if it
+    cannot be preempted there (a planned resumption runs across ``start``)."""
     segment = _stopping_segment(lease, start)
     if segment is False:
         return None
     if segment is None:
         return start
     suspend = _suspension_for(self, lease, start, now, segment)
-    return None if suspend is None else start - suspend
+    if suspend is None:
+        return CANCEL if segment is lease.reservations[0] else None
+    return start - suspend
 
 
 def _deadline_replan(self: LeaseScheduler, victim: Lease, start: float, now: float,
@@ -208,6 +228,12 @@ def _deadline_replan(self: LeaseScheduler, victim: Lease, start: float, now: flo
         return None if new is None else [new]
     if stop is None:
         return None
+    if stop == CANCEL:   # cancelled now: runs again whole, anywhere in its window
+        length = victim.requested_duration * victim.stretch + self.shutdown_of(victim)
+        new = self._find_slot(victim, length, max(now, start if victim.start_request is None
+                                                  else victim.start_request),
+                              deadline - length)
+        return None if new is None else [new]
     # the work left once it stops at ``stop`` (its length, as length() will give it then)
     worked = sum(min(r.end, stop) - r.start for r in victim.reservations
                  if r.kind == K.VM and r.start < stop)
@@ -292,14 +318,20 @@ def _preempt(self: LeaseScheduler, lease: Lease, by_start: float, now: float) ->
             else:   # nothing to write: suspended the moment it stops
                 self.timeline.push(stop, EventKind.SEGMENT_END, res)
         else:                          # cancelled now and requeued, losing its work
-            for later in lease.reservations[1:]:
-                self.table.remove(later)
-            self.table.truncate(res, now)
-            lease.allocations.append(res)
-            lease.reservations = []
-            lease.work_done = 0.0
-            del self.running[lease.id]
-            self._enactment.stop(lease, now)
-            self._move(lease, S.QUEUED, now)
+            _cancel_running(self, lease, now)
             self._requeue(lease)
     self._emit("lease_preempted", lease=lease, now=now)
+
+
+def _cancel_running(self: LeaseScheduler, lease: Lease, now: float) -> None:
+    """Running ``lease`` stops now, losing its work, and is QUEUED (not yet in the queue)."""
+    res = lease.reservations[0]
+    for later in lease.reservations[1:]:
+        self.table.remove(later)
+    self.table.truncate(res, now)
+    lease.allocations.append(res)
+    lease.reservations = []
+    lease.work_done = 0.0
+    del self.running[lease.id]
+    self._enactment.stop(lease, now)
+    self._move(lease, S.QUEUED, now)
