@@ -58,6 +58,10 @@ def test_deadline_policy_scores():
                start_request=10)
     assert policy.score(preemptor, be(4, 1, 100, 0), 0) == DeadlinePreemption.BEST_EFFORT
     assert policy.score(preemptor, relaxed, 0) == 9
+    # as the scheduler asks: at the preemption time 100, with the victim's remaining time
+    # (100), suspend (10) and resume (10) estimates: (1000 - (100 + 10 + 100 + 10)) / 100
+    assert policy.score(preemptor, relaxed, 100, estimates=(100, 10, 10)) == 7.8
+    assert policy.score(preemptor, relaxed, 800, estimates=(100, 10, 10)) is None   # 1020
     assert policy.score(preemptor, tight, 0) is None
     assert policy.score(preemptor, ar, 0) is None
     assert policy.score(be(5, 1, 10, 0), be(4, 1, 100, 0), 0) is None   # BE preempts nothing
