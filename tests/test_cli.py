@@ -394,6 +394,45 @@ def test_allow_empty_writes_an_empty_run(runs):
     assert read_summary(r.out)["leases_total"] == 0
 
 
+HAIZEA_EMPTY_LWF = """<?xml version="1.0"?>
+<lease-workload name="sample">
+  <lease-requests>
+<!--
+    <lease-request arrival="00:00:00.00">
+      <lease preemptible="true">
+        <nodes><node-set numnodes="1">
+          <res amount="100" type="CPU"/><res amount="1024" type="Memory"/>
+        </node-set></nodes>
+        <start/>
+        <duration time="01:00:00.00"/>
+      </lease>
+    </lease-request>
+-->
+  </lease-requests>
+</lease-workload>
+"""
+
+
+@scenario
+def haizea_empty_trace(d):
+    """Haizea's shipped sample.lwf: every request commented out (step 1 of its quickstart)."""
+    (d / "sample.lwf").write_text(HAIZEA_EMPTY_LWF)
+    (d / "haizea.conf").write_text("[general]\nmode: simulated\n[simulation]\nresources: 4 "
+                                   "CPU:100 Memory:1024\n[scheduling]\nsuspension: none\n"
+                                   "[tracefile]\ntracefile: sample.lwf\n[accounting]\n")
+    return ["simulate", d / "haizea.conf", "--out", d / "out", "-q"]
+
+
+def test_a_haizea_files_empty_trace_runs_with_a_warning(runs):
+    """Haizea runs a trace without requests and stops: so does a Haizea configuration file,
+    with one line of warning (our own files keep the error: the tests above)."""
+    r = runs["haizea_empty_trace"]
+    assert r.proc.returncode == 0, r.proc.stderr
+    assert r.proc.stderr == (f"lease-manager: warning: {r.dir / 'sample.lwf'}: the trace holds "
+                             "no jobs: an empty run\n")
+    assert read_summary(r.out)["leases_total"] == 0
+
+
 @scenario
 def convert_to_a_missing_folder(d):
     return ["convert", TRACE, d / "nowhere" / "x.lwf", "-c", write_config(d)]

@@ -165,9 +165,12 @@ def _status_interval(value: str, values: Values) -> Settings:
 
 
 def _mapper(value: str, values: Values) -> Settings:
-    if value.strip() != "greedy":
-        raise ValueError(f"{value.strip()!r}: the only mapper is Haizea's greedy mapper "
-                         "(host order is chosen with policy-host-selection)")
+    """Haizea's ``greedy`` mapper, or 1.1's ``deadline`` mapper: the same greedy mapping,
+    whose preemptions plan each deadline victim again by its deadline or are given up; our
+    preemption always does that (kernel/scheduler/preemption.py), so both map to ours."""
+    if value.strip() not in ("greedy", "deadline"):
+        raise ValueError(f"{value.strip()!r}: the mappers are Haizea's greedy and deadline "
+                         "mappers (host order is chosen with policy-host-selection)")
     return []
 
 

@@ -318,6 +318,8 @@ class Config:
         self._sites = {name: dict(options) for name, options in (sites or {}).items()}
         #: the site this configuration is for (:meth:`for_site`; None: the run's own)
         self.site_name: str | None = None
+        #: whether it was read from a Haizea configuration file (a ``[general]`` section)
+        self.haizea = False
 
     @property
     def sites(self) -> list[str]:
@@ -337,6 +339,7 @@ class Config:
                 (SITE_PREFIX + name, option), "default")
         site = Config(self.schema, values, sources, self.path)
         site.site_name = name
+        site.haizea = self.haizea
         return site
 
     def get(self, section: str, name: str) -> Any:
@@ -503,12 +506,14 @@ def load_config(path: str | Path | None, schema: Schema,
     errors: list[ConfigError] = []
     base = Path.cwd()
     cfg_path = None
+    haizea = False
     if path is not None:
         cfg_path = Path(path)
         base = cfg_path.resolve().parent
         parser, where = read_ini(cfg_path, "configuration file")
         if "general" not in schema.sections and parser.has_section("general"):
             raw = _haizea_settings(cfg_path, parser, where, schema)   # a Haizea file
+            haizea = True
             parser = configparser.ConfigParser()
         for section in parser.sections():
             sec_line = where.get((section, ""))
@@ -612,4 +617,6 @@ def load_config(path: str | Path | None, schema: Schema,
                               file=str(path) if path else "--set",
                               line=site_sections.get(SITE_PREFIX + site),
                               field=f"[{SITE_PREFIX}{site}] resources")
-    return Config(schema, values, sources, cfg_path, sites)
+    config = Config(schema, values, sources, cfg_path, sites)
+    config.haizea = haizea
+    return config

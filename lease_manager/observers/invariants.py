@@ -6,7 +6,9 @@ ends; every instant before the first start of the leases still running is then f
 the sweep moves on as leases end and keeps only what it has not passed yet (its memory does
 not grow with the trace). It also checks that no lease
 starts twice without being preempted in between, that a best-effort lease that was never
-preempted starts no later than the start it was first promised, and that no lease is left
+preempted starts no later than the start it was first promised, that no lease starts before
+the earliest start it requested, that no deadline lease completes after its deadline, and that
+no lease is left
 running when a run ends because nothing more was to happen (:func:`stranded`), and that a
 malleable lease's allocations, at their rates, did its work exactly once.
 """
@@ -81,6 +83,9 @@ class InvariantChecker:
         if lease.id not in self._started:
             self._started[lease.id] = now
             heapq.heappush(self._first_starts, (now, lease.id))
+        if lease.start_request is not None and now < lease.start_request - TOLERANCE:
+            self.violations.append(f"lease {lease.id} started at {now}, before the earliest "
+                                   f"start {lease.start_request} it requested")
         if (lease.type is LeaseType.BEST_EFFORT and lease.preemptions == 0
                 and lease.promised_start is not None and now > lease.promised_start + TOLERANCE):
             self.violations.append(f"lease {lease.id} started at {now}, later than the "
@@ -96,6 +101,11 @@ class InvariantChecker:
         if self.only is not None and lease.site != self.only:
             return
         self._started.pop(lease.id, None)
+        if (lease.type is LeaseType.DEADLINE and lease.state is LeaseState.DONE
+                and lease.deadline is not None and lease.end is not None
+                and lease.end > lease.deadline + TOLERANCE):
+            self.violations.append(f"deadline lease {lease.id} ended at {lease.end}, after its "
+                                   f"deadline {lease.deadline}")
         m = lease.malleable
         if m is not None and lease.state is LeaseState.DONE:
             # every single-server second of its work done once, at the rates of its

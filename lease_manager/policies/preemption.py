@@ -72,14 +72,21 @@ class DeadlinePreemption(PreemptionPolicy):
     advance reservations and immediate leases are never preempted, nor leases marked
     ``preemptible = no``.
 
-    A deadline preemptee's slack is (deadline - (now + the preemptor's duration)) / its
-    remaining requested time (Haizea's, without its suspend and resume estimates)."""
+    A deadline preemptee's slack, as Haizea's ``DeadlinePolicy`` computes it at the time of the
+    preemption ``at``: (deadline - (at + delay)) / remaining, where remaining is its remaining
+    requested time at ``at`` and delay is its suspend estimate + the preemptor's duration + its
+    resume estimate (without suspension: its whole request, and the preemptor's duration). The
+    scheduler passes ``at`` and the ``estimates`` (remaining, suspend, resume); without them,
+    ``at`` is taken as given and the estimates as none."""
 
     name = "deadline"
     #: the score of a best-effort lease: above any slack, so taken first
     BEST_EFFORT = 1e18
+    #: the scheduler scores at the preemptor's start, with the estimates (see above)
+    scores_at_preemption = True
 
-    def score(self, preemptor: Lease, preemptee: Lease, now: float) -> float | None:
+    def score(self, preemptor: Lease, preemptee: Lease, now: float,
+              estimates: tuple[float, float, float] | None = None) -> float | None:
         if preemptor.type not in (LeaseType.ADVANCE_RESERVATION, LeaseType.DEADLINE):
             return None
         if preemptee.extra.get("preemptible") is False:
@@ -88,8 +95,9 @@ class DeadlinePreemption(PreemptionPolicy):
             return self.BEST_EFFORT
         if preemptee.type is not LeaseType.DEADLINE or preemptee.deadline is None:
             return None
-        remaining = preemptee.remaining_requested
-        delayed = now + preemptor.requested_duration
+        remaining, suspend, resume = (estimates if estimates is not None
+                                      else (preemptee.remaining_requested, 0.0, 0.0))
+        delayed = now + suspend + preemptor.requested_duration + resume
         if remaining <= 0 or delayed + remaining >= preemptee.deadline:
             return None
         return (preemptee.deadline - delayed) / remaining

@@ -205,6 +205,21 @@ def test_opennebula_and_unknown_options_are_refused_saying_what_to_do(tmp_path):
     assert "[opennebula] host: OpenNebula enactment is not supported" in message
 
 
+def test_haizea_11s_deadline_mapper_is_the_greedy_mapper(tmp_path):
+    """Haizea 1.1's ``mapper: deadline`` (set by its test_deadline.py) is accepted: it is the
+    greedy mapper, whose preemptions keep deadline victims' deadlines, as ours always do; it
+    changes nothing else. Other mappers are refused, naming both."""
+    plain = load_config(write(tmp_path, SAMPLE, "greedy.conf"), Plugins(entry_points=False).schema)
+    text = SAMPLE.replace("[scheduling]\n", "[scheduling]\nmapper: deadline\n")
+    cfg = load_config(write(tmp_path, text), Plugins(entry_points=False).schema)
+    for option in ("policy-preemption", "policy-host-selection", "backfilling"):
+        assert cfg.get("scheduling", option) == plain.get("scheduling", option)
+    path = write(tmp_path, SAMPLE.replace("[scheduling]\n", "[scheduling]\nmapper: optimal\n"))
+    with pytest.raises(ConfigError) as info:
+        load_config(path, Plugins(entry_points=False).schema)
+    assert "'optimal': the mappers are Haizea's greedy and deadline mappers" in str(info.value)
+
+
 def test_a_missing_required_option_is_one_of_the_errors(tmp_path):
     path = write(tmp_path, SAMPLE.replace("suspension: all\n", "").replace("mode: simulated\n",
                                                                           ""))

@@ -12,7 +12,9 @@ Advance reservations get their exact interval or are rejected; if the interval i
 leases the preemption policy allows are preempted, most preemptable first, until it is. A
 preempted lease that has not started is requeued; a running one is suspended (the suspension
 ends exactly when the preemptor starts) or, without suspension, cancelled and requeued,
-losing its work. A suspended lease goes back to the queue and resumes on the nodes holding its
+losing its work; a deadline lease is instead planned again inside its window at once (its
+resumption, if running), and the preemption is refused if it cannot be. A suspended lease goes
+back to the queue and resumes on the nodes holding its
 memory images, with only its remaining work. Immediate leases start now or are rejected;
 deadline leases get the earliest slot that ends by their deadline or are rejected.
 

@@ -2,13 +2,19 @@
 preemption policy allows (Haizea 1.1's ``deadline`` policy: best-effort leases, and deadline
 leases with slack), planned around their suspensions: it starts at the earliest time in its
 window where, with its victims gone, it fits, and no sooner than a running victim can finish
-suspending."""
+suspending.
+
+Victims are scored at the lease's start with their suspend and resume estimates (Haizea's
+DeadlinePolicy); every deadline victim is planned again inside its own window (a running one:
+its resumption after its suspension), and a start where any cannot be is given up with nothing
+changed (:func:`preemption._preempt_for`)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
 from lease_manager.kernel.lease import Lease, LeaseState
+from lease_manager.kernel.scheduler import preemption
 from lease_manager.kernel.slottable import Reservation
 
 if TYPE_CHECKING:
@@ -41,9 +47,7 @@ def preempt_for_deadline(self: LeaseScheduler, lease: Lease, duration: float,
             victims = self._victims(lease, start, duration, now)
             if not victims:
                 continue
-        for victim in victims:
-            self._preempt(victim, start, now)
-        res = self._place_at(lease, start, duration)
+        res = preemption._preempt_for(self, lease, victims, start, duration, now)
         if res is not None:
             return res
     return None

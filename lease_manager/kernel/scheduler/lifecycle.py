@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from lease_manager.kernel.events import EventKind
 from lease_manager.kernel.lease import Lease, LeaseState
 from lease_manager.kernel.slottable import Reservation
 from lease_manager.kernel.slottable import ReservationKind as K
@@ -72,12 +73,21 @@ def segment_ended(self: LeaseScheduler, res: Reservation, now: float) -> None:
         self._begin_suspension(lease, now)
     if lease.state is not S.SUSPENDING:
         return
-    lease.allocations.extend(lease.reservations)
+    done = lease.reservations.index(res) + 1
+    resumption = lease.reservations[done:]
+    lease.allocations.extend(lease.reservations[:done])
     lease.reservations = []
     lease.image_nodes = res.vm_nodes
     del self.running[lease.id]
     self._move(lease, S.SUSPENDED, now)
     self._move(lease, S.QUEUED, now)
+    if resumption:   # a deadline lease preempted with its resumption planned (preemption.py)
+        self._move(lease, S.SCHEDULED, now)
+        self._adopt(lease, resumption, now)
+        for later in resumption:   # a further suspension it plans (preempted again)
+            if later.kind == K.SUSPEND:
+                self.timeline.push(later.end, EventKind.SEGMENT_END, later)
+        return
     self._requeue(lease)
 
 

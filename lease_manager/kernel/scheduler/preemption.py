@@ -1,15 +1,25 @@
 """Preemption: which leases to preempt so that an advance reservation fits (most preemptable
 first, one more at a time, as Haizea's mapper does), and making a lease give up its resources:
 a planned one is requeued, a running one suspended (its suspension ends exactly when the
-preemptor starts) or, without suspension, cancelled and requeued, losing its work."""
+preemptor starts) or, without suspension, cancelled and requeued, losing its work.
+
+A planned deadline lease is never requeued (the queue knows nothing of its start window or its
+deadline): it is planned again inside its window, and if any such victim cannot be, the
+preemption is refused and nothing changes (:func:`_preempt_for`, Haizea 1.1's DeadlineMapper
+trying each victim's re-plan before it commits). A running deadline victim suspends, and its
+resumption is planned at once, on its nodes, to end by its deadline, and adopted when its
+suspension ends (it never waits in the queue); one that cannot suspend is cancelled and planned
+again whole inside its window."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import math
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from lease_manager.kernel.events import EventKind
-from lease_manager.kernel.lease import Lease, LeaseState
+from lease_manager.kernel.lease import Lease, LeaseState, LeaseType
 from lease_manager.kernel.scheduler import haizea_asap
+from lease_manager.kernel.scheduler.transaction import PlanChange
 from lease_manager.kernel.slottable import Reservation
 from lease_manager.kernel.slottable import ReservationKind as K
 
@@ -29,9 +39,17 @@ def _victims(self: LeaseScheduler, lease: Lease, start: float, duration: float,
     for res in self.table.reservations_between(start, start + duration):
         other = res.lease
         if (not isinstance(other, Lease) or other.id in scored or other is lease
-                or other.state not in (S.SCHEDULED, S.ACTIVE)):
+                or other.state not in (S.SCHEDULED, S.ACTIVE)
+                or (other.type is LeaseType.DEADLINE and other.state is not S.SCHEDULED
+                    and not _may_suspend(self, other, start, now))):
             continue
-        score = self.preemption.score(lease, other, now)
+        if getattr(self.preemption, "scores_at_preemption", False):
+            # Haizea's DeadlinePolicy: at the preemption time, with the victim's suspend
+            # and resume estimates
+            score = cast(Any, self.preemption).score(lease, other, start,
+                                                     estimates=_estimates(self, other, start))
+        else:
+            score = self.preemption.score(lease, other, now)
         if score is not None:
             scored[other.id] = (score, other)
     chosen: list[Lease] = []
@@ -47,6 +65,224 @@ def _victims(self: LeaseScheduler, lease: Lease, start: float, duration: float,
     return None
 
 
+def _may_suspend(self: LeaseScheduler, lease: Lease, start: float, now: float) -> bool:
+    """Whether running deadline ``lease`` may be preempted at ``start``: what of its plan runs
+    across ``start`` is a VM segment that can suspend by then (or nothing does)."""
+    return _stop_at(self, lease, start, now) is not None
+
+
+def _estimates(self: LeaseScheduler, victim: Lease, at: float) -> tuple[float, float, float]:
+    """What preempting ``victim`` at ``at`` costs it, as Haizea estimates it: its remaining
+    requested time at ``at``, its suspend time and its resume time (without suspension: its
+    whole request and no suspension)."""
+    if not self._can_suspend(victim) or not victim.reservations:
+        return victim.requested_duration, 0.0, 0.0
+    res = victim.reservations[0]
+    remaining = victim.remaining_requested
+    if victim.state is S.ACTIVE and res.kind == K.VM:
+        remaining -= max(0.0, min(at, res.end) - res.start)
+    return (remaining, self.suspend_resume.suspend_time(res),
+            self.suspend_resume.resume_time(res))
+
+
+def _preempt_for(self: LeaseScheduler, lease: Lease, victims: list[Lease], start: float,
+                 duration: float, now: float) -> Reservation | None:
+    """Preempt ``victims`` so that ``lease`` fits at ``start``: its slot (to commit), or None
+    with nothing changed.
+
+    Deadline victims are planned again inside their windows (earliest deadline first): a
+    planned one anywhere, a running one resumed on its nodes after it suspends. This is tried
+    first under a :class:`PlanChange` that is rolled back; if the lease or any deadline victim
+    finds no slot, the preemption is refused. A running deadline victim that cannot suspend
+    is cancelled and planned again whole."""
+    movable = sorted((v for v in victims if v.type is LeaseType.DEADLINE),
+                     key=lambda v: (v.deadline, v.id))
+    if not movable:   # as always: preempt, then place
+        for victim in victims:
+            self._preempt(victim, start, now)
+        return self._place_at(lease, start, duration)
+    # when each running deadline victim stops working (before the trial truncates its plan)
+    stops = {v.id: _stop_at(self, v, start, now) for v in movable if v.state is not S.SCHEDULED}
+    trial = PlanChange(self.table)
+    for victim in victims:
+        for r in list(victim.reservations):
+            if victim.state is S.SCHEDULED or r.start >= start:
+                trial.remove(r)
+            elif r.end > start:   # a running victim holds its nodes until ``start``
+                trial.truncate(r, start)
+    res = self._place_at(lease, start, duration)
+    plans: list[tuple[Lease, list[Reservation]]] = []
+    if res is not None:
+        trial.add(res)
+        for victim in movable:
+            plan = _deadline_replan(self, victim, start, now, stops.get(victim.id))
+            if plan is None:
+                break
+            for r in plan:
+                trial.add(r)
+            plans.append((victim, plan))
+    trial.rollback()
+    if res is None or len(plans) < len(movable):
+        return None
+    for victim in victims:
+        if victim.type is not LeaseType.DEADLINE:
+            self._preempt(victim, start, now)
+    for victim, plan in plans:
+        if victim.state is S.SCHEDULED:
+            _replan_deadline_victim(self, victim, plan, now)
+            continue
+        segment = _stopping_segment(victim, start)
+        if stops[victim.id] == CANCEL:
+            _cancel_running(self, victim, now)
+            self._move(victim, S.SCHEDULED, now)
+            victim.preemptions += 1
+            self._emit("lease_preempted", lease=victim, now=now)
+            for r in plan:
+                self.table.add(r)
+            self._adopt(victim, plan, now, start_now=False)
+            continue
+        if segment is victim.reservations[0]:
+            self._preempt(victim, start, now)   # suspends it by ``start``
+        else:   # it suspends in a resumption planned already, or has stopped before
+            _stop_planned_resumption(self, victim, segment or None, start, now)
+        # its resumption follows its suspension (lifecycle.segment_ended adopts it)
+        for r in plan:
+            self.table.add(r)
+        victim.reservations.extend(plan)
+    return res
+
+
+def _stopping_segment(lease: Lease, start: float) -> Reservation | None | Literal[False]:
+    """The VM segment of running ``lease``'s plan that must suspend for a preemption at
+    ``start`` (None: none runs across ``start``; False: a resumption or suspension does, and
+    it cannot be preempted there)."""
+    for r in lease.reservations:
+        if r.start < start < r.end:
+            return r if r.kind == K.VM else False
+    return None
+
+
+def _stop_planned_resumption(self: LeaseScheduler, lease: Lease, segment: Reservation | None,
+                             start: float, now: float) -> None:
+    """Running ``lease`` gives up its planned resumption from ``start`` on: ``segment`` (the
+    resumed VM segment across ``start``, if any) suspends by ``start``."""
+    for r in lease.reservations[1:]:
+        if r.start >= start:
+            self.table.remove(r)
+    lease.reservations = [r for r in lease.reservations if r.start < start]
+    if segment is None:
+        lease.preemptions += 1
+        self._emit("lease_preempted", lease=lease, now=now)
+        return
+    suspend = _suspension_for(self, lease, start, now, segment)
+    assert suspend, "checked by _victims"
+    self.table.truncate(segment, start - suspend)
+    last = Reservation(lease, start - suspend, start, segment.nodes, segment.amounts, None,
+                       K.SUSPEND, segment.vm_nodes, segment.vm_shape)
+    lease.reservations.append(last)
+    self.table.add(last)
+
+    def preempted(at: float) -> None:   # told once that segment runs, if the plan holds
+        if lease.holds(last) or last in lease.allocations:
+            lease.preemptions += 1
+            self._emit("lease_preempted", lease=lease, now=at)
+
+    self.timeline.push(segment.start, EventKind.CALL, preempted)
+
+
+#: :func:`_stop_at`'s answer for a running lease that cannot suspend: it is cancelled now
+#: and runs again whole, as Haizea's DeadlineMapper does
+CANCEL = -math.inf
+
+
+def _stop_at(self: LeaseScheduler, lease: Lease, start: float, now: float) -> float | None:
+    """When running ``lease`` stops working if preempted at ``start`` (it then suspends until
+    ``start``), :data:`CANCEL` if it cannot suspend in its running segment; None if it
+    cannot be preempted there (a planned resumption runs across ``start``)."""
+    segment = _stopping_segment(lease, start)
+    if segment is False:
+        return None
+    if segment is None:
+        return start
+    suspend = _suspension_for(self, lease, start, now, segment)
+    if suspend is None:
+        return CANCEL if segment is lease.reservations[0] else None
+    return start - suspend
+
+
+def _deadline_replan(self: LeaseScheduler, victim: Lease, start: float, now: float,
+                     stop: float | None) -> list[Reservation] | None:
+    """A deadline ``victim``'s new plan inside its window, if preempted at ``start`` (the
+    table as it would be then): a planned one anywhere from its earliest start (a suspended
+    one resumed as the queue would), a running one (stopping its work at ``stop``) resumed on
+    its nodes after ``start``; None if it could no longer meet its deadline."""
+    deadline = victim.deadline or 0.0
+    if victim.state is S.SCHEDULED:
+        earliest = max(now, victim.start_request if victim.start_request is not None
+                       else now)
+        if victim.image_nodes:   # suspended, its resumption planned
+            plan = self._resumption_plan_after(victim, now, earliest, True)
+            return plan if plan is not None and plan[-1].end <= deadline + 1e-9 else None
+        length = self.length(victim)
+        new = self._find_slot(victim, length, earliest, deadline - length)
+        return None if new is None else [new]
+    if stop is None:
+        return None
+    if stop == CANCEL:   # cancelled now: runs again whole, anywhere in its window
+        length = victim.requested_duration * victim.stretch + self.shutdown_of(victim)
+        new = self._find_slot(victim, length, max(now, start if victim.start_request is None
+                                                  else victim.start_request),
+                              deadline - length)
+        return None if new is None else [new]
+    # the work left once it stops at ``stop`` (its length, as length() will give it then)
+    worked = sum(min(r.end, stop) - r.start for r in victim.reservations
+                 if r.kind == K.VM and r.start < stop)
+    length = self.length(victim) - worked
+    image = victim.reservations[0]
+    resume = self.suspend_resume.resume_time(image)
+    at = self.table.earliest_fit_on(image.nodes, image.amounts, resume + length, start,
+                                    deadline - resume - length)
+    if at is None:
+        return None
+
+    def part(kind: K, a: float, b: float) -> Reservation:
+        return Reservation(victim, a, b, image.nodes, image.amounts, None, kind,
+                           image.vm_nodes, image.vm_shape)
+
+    plan = [part(K.RESUME, at, at + resume)] if resume > 0 else []
+    plan.append(part(K.VM, at + resume, at + resume + length))
+    return plan
+
+
+def _suspension_for(self: LeaseScheduler, lease: Lease, by_start: float, now: float,
+                    res: Reservation | None = None) -> float | None:
+    """How long running ``lease`` takes to suspend its VM segment ``res`` (its running one
+    unless given) if preempted for ``by_start``; None if it cannot suspend in time (it would
+    be cancelled and requeued, losing its work)."""
+    res = res if res is not None else lease.reservations[0]
+    suspend = self.suspend_resume.suspend_time(res) if self._can_suspend(lease) else None
+    if (suspend is not None and self.haizea_planning
+            and by_start - res.start < haizea_asap.threshold(self, lease)):
+        return None   # Haizea's can_suspend_at: it has not run long enough
+    if suspend is None or by_start - suspend < max(now, res.start):
+        return None
+    return suspend
+
+
+def _replan_deadline_victim(self: LeaseScheduler, lease: Lease, plan: list[Reservation],
+                            now: float) -> None:
+    """A planned deadline lease gives up its plan for ``plan`` (inside its window)."""
+    lease.preemptions += 1
+    for res in lease.reservations:
+        self.table.remove(res)
+    lease.reservations = []
+    self._drop_future(lease)
+    self._emit("lease_preempted", lease=lease, now=now)
+    for res in plan:
+        self.table.add(res)
+    self._adopt(lease, plan, now, start_now=False)   # (its STARTs are events, as always)
+
+
 def _preempt(self: LeaseScheduler, lease: Lease, by_start: float, now: float) -> None:
     """Make ``lease`` give up its resources from ``by_start`` on."""
     lease.preemptions += 1
@@ -60,12 +296,8 @@ def _preempt(self: LeaseScheduler, lease: Lease, by_start: float, now: float) ->
         self._requeue(lease)
     else:                              # running
         res = lease.reservations[0]
-        suspend = self.suspend_resume.suspend_time(res) if self._can_suspend(lease) else None
-        if (suspend is not None and self.haizea_planning
-                and by_start - res.start < haizea_asap.threshold(self, lease)):
-            suspend = None   # Haizea's can_suspend_at: it has not run long enough
-
-        if suspend is not None and by_start - suspend >= now:
+        suspend = _suspension_for(self, lease, by_start, now)
+        if suspend is not None:
             stop = by_start - suspend
             for later in lease.reservations[1:]:
                 self.table.remove(later)
@@ -86,14 +318,20 @@ def _preempt(self: LeaseScheduler, lease: Lease, by_start: float, now: float) ->
             else:   # nothing to write: suspended the moment it stops
                 self.timeline.push(stop, EventKind.SEGMENT_END, res)
         else:                          # cancelled now and requeued, losing its work
-            for later in lease.reservations[1:]:
-                self.table.remove(later)
-            self.table.truncate(res, now)
-            lease.allocations.append(res)
-            lease.reservations = []
-            lease.work_done = 0.0
-            del self.running[lease.id]
-            self._enactment.stop(lease, now)
-            self._move(lease, S.QUEUED, now)
+            _cancel_running(self, lease, now)
             self._requeue(lease)
     self._emit("lease_preempted", lease=lease, now=now)
+
+
+def _cancel_running(self: LeaseScheduler, lease: Lease, now: float) -> None:
+    """Running ``lease`` stops now, losing its work, and is QUEUED (not yet in the queue)."""
+    res = lease.reservations[0]
+    for later in lease.reservations[1:]:
+        self.table.remove(later)
+    self.table.truncate(res, now)
+    lease.allocations.append(res)
+    lease.reservations = []
+    lease.work_done = 0.0
+    del self.running[lease.id]
+    self._enactment.stop(lease, now)
+    self._move(lease, S.QUEUED, now)

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from lease_manager.kernel.lease import Lease, LeaseType
-from lease_manager.kernel.scheduler import deadline_preemption, image_transfer
+from lease_manager.kernel.scheduler import deadline_preemption, image_transfer, preemption
 from lease_manager.kernel.scheduler.transaction import PlanChange
 from lease_manager.kernel.slottable import Reservation
 
@@ -78,10 +78,8 @@ def _schedule_ar(self: LeaseScheduler, lease: Lease, now: float) -> None:
             self.reject(lease, now, "the requested interval is not free and no lease "
                                     "there may be preempted")
             return
-        for victim in victims:
-            self._preempt(victim, start, now)
-        res = self._place_at(lease, start, duration)
-        if res is None:   # only possible for leases of several VM shapes
+        res = preemption._preempt_for(self, lease, victims, start, duration, now)
+        if res is None:   # several VM shapes, or a deadline victim with no slot left
             self.reject(lease, now, "the requested interval could not be freed")
             return
     plan = [res]
