@@ -326,11 +326,16 @@ def core_options(policy_names: Mapping[str, tuple[str, ...]]) -> list[Option]:
             `switch-off-idle`: keep an idle node on when a lease planned on it would have its
             boot begin just as the node's shutdown ended (a lease within `switch-off` +
             `switch-on` seconds, that bound included; without it the node goes off and boots
-            again). Kassab et al.'s look-ahead."""),
+            again). Kassab et al.'s look-ahead. Under a `power-cap` it changes nothing: there
+            an idle node with a lease planned on it always stays on, however long the gap (the
+            cap holds its power until its last planned lease), which is look-ahead's choice
+            for every gap."""),
         Option("power", "look-back", BOOLEAN, False, doc="""
             `switch-off-idle`: keep an idle node on when a lease planned on it would have its
             boot begin within `switch-on` seconds of the node's shutdown (a lease within twice
-            `switch-on` seconds): the shutdown is cancelled. Kassab et al.'s look-back."""),
+            `switch-on` seconds): the shutdown is cancelled. Kassab et al.'s look-back. Under a
+            `power-cap` it changes nothing: there a node is switched off only when no lease is
+            planned on it, so there is no shutdown for a planned boot to cancel."""),
         Option("power", "cop", COP, math.inf, doc="""
             Cooling coefficient of performance: total power = IT power x (COP + 1) / COP
             (`inf`: no cooling overhead), or `uniform:LOW:HIGH`: drawn for each site from the

@@ -10,9 +10,11 @@ envelope scale:
 
 - when only phi_max varies (Figs 2 and 3): the mean NM of every planner by phi_max, its mean
   CPU time (Tables 1 and 2), its mean number of switch-ons by phi_max (Table 3) and the mean
-  number of leases no planner could place;
+  number of leases no planner could place; beside each planner's mean NM, the part of it that
+  comes from tasks the planner left unplaced (they count whole when another planner of the
+  instance placed them) rather than from work after the best makespan;
 - when p_max and phi_max vary (Figs 4 and 5): the planner of least mean NM at each point, the
-  genetic algorithm left out as in the paper.
+  genetic algorithm left out as in the paper, and each planner's mean NM over the grid.
 
 With ``--plots``, it draws them into ``DIR/plots/``: ``kassab-nm-SCALE.png`` (NM against
 phi_max, one line per planner, coloured by order as in the paper) and ``kassab-best-SCALE.png``
@@ -31,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from lease_manager import LeaseManagerError, results_with_nm
+from lease_manager.experiments.relative import instance_key, read_tasks
 
 from .planners import PLANNER_NAMES
 
@@ -51,6 +54,7 @@ def number(value: Any) -> float | None:
 def read_runs(directory: Path) -> list[dict[str, Any]]:
     """Every finished run with its planner, scale, lengths, p_max, phi_max and metrics."""
     results = results_with_nm(directory)
+    unplaced = unplaced_nm(results, directory)
     runs = []
     for row in results.done():
         planner = row.get("planning.policy-planner") or row.get("summary.planner") \
@@ -65,12 +69,39 @@ def read_runs(directory: Path) -> list[dict[str, Any]]:
             "phimax": number(row.get("greenpower.max-watts")),
             "seed": row["seed"],
             "nm": number(row.get("nm")),
+            "nm_unplaced": unplaced.get(str(row["run_id"])),
             "cpu": number(row.get("planner_cpu_seconds")),
             "switches": number(row.get("node_switch_ons")),
             "rejected": number(row.get("leases_rejected")),
             "makespan": number(row.get("makespan")),
         })
     return runs
+
+
+def unplaced_nm(results: Any, directory: Path) -> dict[str, float]:
+    """The part of each run's NM (by run id) that comes from the tasks it left unplaced: their
+    energy over the energy of every task some run of the instance placed (NM's reading of
+    ``lease_manager.experiments.relative``)."""
+    tasks: dict[str, Any] = {}
+    groups: dict[tuple, list[str]] = defaultdict(list)
+    for row in results.done():
+        got = read_tasks(directory / str(row["run_id"]))
+        if got is not None:
+            tasks[str(row["run_id"])] = got
+            groups[instance_key(row, results.setting_columns)].append(str(row["run_id"]))
+    out: dict[str, float] = {}
+    for run_ids in groups.values():
+        counted = frozenset().union(*(tasks[r].ran_ids for r in run_ids))
+        for r in run_ids:
+            t = tasks[r]
+            total = lost = 0.0
+            for lease, rate, length, ran in zip(t.ids, t.rates, t.lengths, t.ran):
+                if lease in counted:
+                    total += rate * length
+                    if not ran:
+                        lost += rate * length
+            out[r] = lost / total if total > 0 else 0.0
+    return out
 
 
 def complete(runs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -122,11 +153,26 @@ def phi_sweep(runs: Sequence[dict[str, Any]]) -> str:
     out = [f"mean NM by phi_max ({seeds} instances a point)",
            table(["phi_max", *planners],
                  [[f"{p:g}", *(fmt(nm.get((pl, p))) for pl in planners)] for p in phis])]
+    lost = mean_by(runs, ("planner", "phimax"), "nm_unplaced")
     means = {pl: statistics.fmean([nm[(pl, p)] for p in phis if (pl, p) in nm])
              for pl in planners if any((pl, p) in nm for p in phis)}
-    out += ["", "mean NM over every phi_max, best first",
-            table(["planner", "NM"], [[pl, fmt(v)] for pl, v in
-                                      sorted(means.items(), key=lambda kv: kv[1])])]
+    lost_means = {pl: statistics.fmean([lost[(pl, p)] for p in phis if (pl, p) in lost])
+                  for pl in planners if any((pl, p) in lost for p in phis)}
+
+    def share(pl: str) -> str:
+        if pl not in lost_means or means[pl] <= 0:
+            return "-"
+        return f"{100 * lost_means[pl] / means[pl]:.0f}%"
+
+    out += ["", "mean NM over every phi_max, best first; the part of it from tasks the "
+                "planner left unplaced, and that part's share",
+            table(["planner", "NM", "unplaced", "share"],
+                  [[pl, fmt(v), fmt(lost_means.get(pl)), share(pl)] for pl, v in
+                   sorted(means.items(), key=lambda kv: kv[1])])]
+    nm_all = sum(means.values())
+    if nm_all > 0 and lost_means:
+        out.append(f"share of NM from unplaced tasks, all planners: "
+                   f"{100 * sum(lost_means.values()) / nm_all:.0f}%")
     out += ["", "mean planner CPU time per instance (s) (Tables 1-2) and leases no room was "
                 "found for",
             table(["planner", "CPU s", "rejected"],
@@ -154,6 +200,19 @@ def best_grid(runs: Sequence[dict[str, Any]]) -> tuple[list[float], list[float],
                 best[(pm, ph)] = "/".join(ordered_planners(
                     [p for p, v in here.items() if v <= low + 1e-12]))
     return pmaxes, phis, best
+
+
+def grid_means(runs: Sequence[dict[str, Any]]) -> str:
+    """Each planner's mean NM over the grid's points (each point's mean over its instances),
+    best first, the GA left out."""
+    nm = mean_by([r for r in runs if r["planner"] != "ga"], ("planner", "pmax", "phimax"), "nm")
+    points: dict[str, list[float]] = defaultdict(list)
+    for (pl, _, _), v in nm.items():
+        points[pl].append(v)
+    means = sorted((statistics.fmean(v), pl) for pl, v in points.items())
+    n = max((len(v) for v in points.values()), default=0)
+    return (f"mean NM over the grid's {n} points, best first (GA left out)\n"
+            + table(["planner", "NM"], [[pl, fmt(v)] for v, pl in means]))
 
 
 def grid_text(pmaxes: Sequence[float], phis: Sequence[float],
@@ -255,6 +314,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if len({r["pmax"] for r in group}) > 1:
             pmaxes, phis, best = best_grid(group)
             print(grid_text(pmaxes, phis, best))
+            print()
+            print(grid_means(group))
             if args.plots:
                 plot_grid(pmaxes, phis, best, directory / "plots" / f"kassab-best-{tag}.png",
                           f"best average NM, {lengths} tasks, envelope x{scale:g}")

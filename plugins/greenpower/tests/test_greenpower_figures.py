@@ -55,3 +55,47 @@ def test_nm_on_a_three_planner_toy(tmp_path, capsys):
     assert "phi_max    lpt  lptpn  bs-lpt" in text
     assert "     35  0.143  0.082   0.000" in text
     assert (out / "plots" / "kassab-nm-trace-x1.png").stat().st_size > 1000
+
+
+def test_the_best_planner_grid_of_figs_4_and_5(tmp_path, capsys):
+    """A 2 x 2 grid (p_max 10 and 100, phi_max 35 and 70) of lpt and lptpn on the toy's four
+    tasks. p_max's values also pick the envelope: the toy's stepped one at 10, 1,000 W at 100;
+    phi_max is only a label here (the tasks keep their own watts).
+
+    Stepped envelope: lpt ends at 11 (C*, NM 0), lptpn at 12 (T2 runs 8-12: 1 s x 10 W after
+    C*, NM 10/245): lpt is best. 1,000 W: both boot both machines 0-1 and start every task at
+    1, ending at 5: NM 0 for both, a tie. Mean NM over the 4 points: lpt 0, lptpn
+    (2 x 10/245) / 4 = 0.020.
+    """
+    (tmp_path / "tasks.csv").write_text("id,duration,watts\nT1,3,25\nT2,4,10\nT3,4,15\n"
+                                        "T4,2,35\n")
+    (tmp_path / "step.csv").write_text("time,watts\n0,40\n4,25\n7,100\n")
+    (tmp_path / "flat.csv").write_text("time,watts\n0,1000\n")
+    (tmp_path / "base.ini").write_text(
+        "[simulation]\nresources = 2 CPU:2 Memory:1024\n"
+        "[tracefile]\nvm-resources = CPU:1 Memory:1\n"
+        "[power]\npstates = 1:10:10\nswitch-on = 1:20\nswitch-off = 1:15\n"
+        "initial-state = off\npolicy-node-power = switch-off-idle\n"
+        "[planning]\ninterval = 1\n")
+    (tmp_path / "grid.ini").write_text(
+        "[sweep]\nbase = base.ini\ntraces = tasks.csv\nseeds = 1\n"
+        "axes = planner, pmax, phimax\n\n"
+        "[axis:planner]\nlpt = planning.policy-planner=lpt\n"
+        "lptpn = planning.policy-planner=lptpn\n\n"
+        f"[axis:pmax]\n10 = greenpower.max-length=10\n    power.power-cap={tmp_path}/step.csv\n"
+        f"100 = greenpower.max-length=100\n    power.power-cap={tmp_path}/flat.csv\n\n"
+        "[axis:phimax]\n35 = greenpower.max-watts=35\n70 = greenpower.max-watts=70\n")
+    out = tmp_path / "out"
+    outcome = run_sweep(load_sweep(tmp_path / "grid.ini", plugins()), out, jobs=1)
+    assert outcome.done == 8 and not outcome.failed
+    assert main([str(out), "--plots"]) == 0
+    text = capsys.readouterr().out
+    assert ("phi\\p   10        100\n"
+            "   70  lpt  lpt/lptpn\n"
+            "   35  lpt  lpt/lptpn\n") in text
+    assert ("mean NM over the grid's 4 points, best first (GA left out)\n"
+            "planner     NM\n"
+            "    lpt  0.000\n"
+            "  lptpn  0.020\n") in text
+    assert (out / "plots" / "kassab-best-trace-x1.png").stat().st_size > 1000
+    assert not (out / "plots" / "kassab-nm-trace-x1.png").exists()
