@@ -25,14 +25,7 @@ import attrs
 
 from lease_manager.errors import LeaseManagerError
 from lease_manager.experiments.relative import with_nm
-from lease_manager.experiments.results import (
-    RESULTS_CSV,
-    RESULTS_SQLITE,
-    Results,
-    collect,
-    write_csv,
-    write_sqlite,
-)
+from lease_manager.experiments.results import Results, collect, write_tables
 
 CORE_METRICS = ("avg_wait", "makespan", "utilization", "avg_bounded_slowdown")
 #: summary fields of the core that are not compared by default
@@ -217,12 +210,11 @@ def report_command(directory: str, *, plots: bool = False, metrics: Iterable[str
         raise LeaseManagerError(f"{directory}: no finished or failed runs found (a run folder "
                                 "has run.json and summary.json or error.txt)")
     results = with_nm(results, path)
-    write_csv(results, path / RESULTS_CSV)
-    write_sqlite(results, path / RESULTS_SQLITE)
     metrics = list(metrics) or default_metrics(results)
     unknown = [m for m in metrics if m not in results.summary_columns]
     if unknown:
         raise LeaseManagerError(f"--metric {unknown[0]}: no run's summary has this field")
+    write_tables(results, path)
     done = len(results.done())
     print(f"{len(results.rows)} runs in {path}/ ({done} done, {len(results.rows) - done} "
           f"failed): {_plural(len(results.profiles), 'profile')}, "

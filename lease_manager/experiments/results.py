@@ -6,6 +6,13 @@ Every run folder has ``run.json`` (written first by
 from the folders alone; :func:`write_results` writes it as ``results.csv`` and as the table
 ``runs`` of ``results.sqlite``.
 
+A run's ``run_id`` is its folder relative to the directory collected, so it is unique there
+and ``directory / run_id`` is the folder: for a sweep's own folder that is the sweep's
+``PROFILE/TRACE/seed-N``. A directory that holds several sweeps (two copies of one sweep, or
+``results/`` with a sweep in each subfolder) gives ids such as ``copy-1/PROFILE/TRACE/seed-N``,
+and each profile is then named after its sweep's folder too (``copy-1/PROFILE``), so that the
+sweeps' runs are compared side by side, not pooled.
+
 Columns: ``run_id, profile, trace, seed, status``, every setting of the sweep file
 (``scheduling.backfilling``, ...), ``trace_path``, then the summary's fields flattened with dots
 (``trace.jobs_read``, ``simulation.cpu_seconds``; lists are JSON-encoded), then ``error``.
@@ -18,11 +25,12 @@ import json
 import math
 import os
 import sqlite3
-from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 import attrs
+
+from lease_manager.errors import LeaseManagerError
 
 META_COLUMNS = ("run_id", "profile", "trace", "seed", "status")
 #: columns that measure the machine, not the schedule: they differ between identical runs
@@ -72,7 +80,17 @@ def _run_order(directory: Path) -> tuple[list[str], dict[str, list]]:
         plan = json.loads(plan_path.read_text())
     except (OSError, ValueError):
         return [], {}
+    if not isinstance(plan, dict):
+        return [], {}
     return list(plan.get("runs", [])), plan
+
+
+def _sweep_root(rel: str, sweep_id: str) -> str:
+    """The folder (relative, ``""`` for the collected directory itself) of the sweep that a
+    run folder at ``rel`` belongs to, its sweep's run id being ``sweep_id``."""
+    if rel.endswith("/" + sweep_id):
+        return rel[:-len(sweep_id) - 1]
+    return ""   # the run folder is where its sweep put it, or the directory is inside a sweep
 
 
 # Longer than ~50 lines on purpose: one loop over run folders; each branch is a folder state (done,
@@ -80,11 +98,10 @@ def _run_order(directory: Path) -> tuple[list[str], dict[str, list]]:
 def collect(directory: str | Path) -> Results:
     """Every run folder under ``directory`` (done or failed), in the sweep's order."""
     directory = Path(directory)
-    order, plan = _run_order(directory)
-    rank = {run_id: i for i, run_id in enumerate(order)}
-    found: list[tuple[dict[str, Any], dict[str, Any], str, str | None]] = []
+    # (sweep root, meta, summary, status, error, run id)
+    found: list[tuple[str, dict[str, Any], dict[str, Any], str, str | None, str]] = []
     error: str | None
-    for meta_path in directory.rglob("run.json"):
+    for meta_path in sorted(directory.rglob("run.json")):
         run_dir = meta_path.parent
         if run_dir.name == ".partial":
             continue
@@ -109,15 +126,27 @@ def collect(directory: str | Path) -> Results:
             error = lines[0] if lines else "failed"
         else:
             continue   # not run yet, or interrupted
-        found.append((meta, summary, status, error))
-    found.sort(key=lambda f: (rank.get(f[0]["run_id"], len(rank)), f[0]["profile"],
-                              f[0]["trace"], f[0]["seed"]))
+        rel = run_dir.relative_to(directory).as_posix()
+        found.append((_sweep_root(rel, str(meta["run_id"])), meta, summary, status, error, rel))
+
+    roots = sorted({f[0] for f in found})
+    plans = {root: _run_order(directory / root) for root in roots}
+    ranks = {root: {run_id: i for i, run_id in enumerate(order)}
+             for root, (order, _) in plans.items()}
+    several = len(roots) > 1
+
+    def profile_of(root: str, profile: str) -> str:
+        return f"{root}/{profile}" if several and root else profile
+
+    found.sort(key=lambda f: (roots.index(f[0]),
+                              ranks[f[0]].get(f[1]["run_id"], len(ranks[f[0]])),
+                              f[1]["profile"], f[1]["trace"], f[1]["seed"], f[5]))
 
     settings: dict[str, None] = {}
     summary_cols: dict[str, None] = {}
     rows = []
-    for meta, summary, status, error in found:
-        row: dict[str, Value] = {"run_id": meta["run_id"], "profile": meta["profile"],
+    for root, meta, summary, status, error, rel in found:
+        row: dict[str, Value] = {"run_id": rel, "profile": profile_of(root, meta["profile"]),
                                  "trace": meta["trace"], "seed": meta["seed"], "status": status}
         for key, value in meta.get("settings", {}).items():
             settings.setdefault(key)
@@ -133,17 +162,19 @@ def collect(directory: str | Path) -> Results:
     columns = (*META_COLUMNS, *settings, "trace_path", *summary_cols, "error")
     rows = [{c: row.get(c) for c in columns} for row in rows]
 
-    def ordered(key: str, planned: Iterable) -> tuple:
-        return tuple(dict.fromkeys([*planned, *(row[key] for row in rows)]))
+    def planned(key: str) -> list:
+        return [profile_of(root, item) if key == "profiles" else item
+                for root in roots for item in plans[root][1].get(key, [])]
+
+    def ordered(key: str, column: str) -> tuple:
+        present = {row[column] for row in rows}
+        return tuple(dict.fromkeys([*(v for v in planned(key) if v in present),
+                                    *(row[column] for row in rows)]))
 
     return Results(columns=columns, rows=tuple(rows), setting_columns=tuple(settings),
                    summary_columns=tuple(summary_cols),
-                   profiles=ordered("profile", [p for p in plan.get("profiles", [])
-                                                if any(r["profile"] == p for r in rows)]),
-                   traces=ordered("trace", [t for t in plan.get("traces", [])
-                                            if any(r["trace"] == t for r in rows)]),
-                   seeds=ordered("seed", [s for s in plan.get("seeds", [])
-                                          if any(r["seed"] == s for r in rows)]))
+                   profiles=ordered("profiles", "profile"), traces=ordered("traces", "trace"),
+                   seeds=ordered("seeds", "seed"))
 
 
 def _csv_value(value: Value) -> str:
@@ -156,12 +187,15 @@ def _csv_value(value: Value) -> str:
 
 def write_csv(results: Results, path: Path) -> None:
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with tmp.open("w", newline="") as fh:
-        out = csv.writer(fh, lineterminator="\n")
-        out.writerow(results.columns)
-        for row in results.rows:
-            out.writerow([_csv_value(row[c]) for c in results.columns])
-    os.replace(tmp, path)
+    try:
+        with tmp.open("w", newline="") as fh:
+            out = csv.writer(fh, lineterminator="\n")
+            out.writerow(results.columns)
+            for row in results.rows:
+                out.writerow([_csv_value(row[c]) for c in results.columns])
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 def _sql_type(values: list[Value]) -> str:
@@ -178,21 +212,39 @@ def _quote(name: str) -> str:
 
 
 def write_sqlite(results: Results, path: Path) -> None:
+    """``results`` as the table ``runs`` of ``path``; a run id that is not unique, or a table
+    SQLite refuses, is a :class:`LeaseManagerError` and leaves no file behind."""
+    seen: dict[Value, None] = {}
+    for row in results.rows:
+        if row["run_id"] in seen:
+            raise LeaseManagerError(f"{path}: two runs have the id {row['run_id']!r}")
+        seen[row["run_id"]] = None
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     tmp.unlink(missing_ok=True)
-    con = sqlite3.connect(tmp)
     try:
-        cols = ", ".join(f"{_quote(c)} {_sql_type([r[c] for r in results.rows])}"
-                         + (" PRIMARY KEY" if c == "run_id" else "")
-                         for c in results.columns)
-        con.execute(f"CREATE TABLE {TABLE} ({cols})")
-        marks = ", ".join("?" for _ in results.columns)
-        con.executemany(f"INSERT INTO {TABLE} VALUES ({marks})",
-                        [[r[c] for c in results.columns] for r in results.rows])
-        con.commit()
+        con = sqlite3.connect(tmp)
+        try:
+            cols = ", ".join(f"{_quote(c)} {_sql_type([r[c] for r in results.rows])}"
+                             + (" PRIMARY KEY" if c == "run_id" else "")
+                             for c in results.columns)
+            con.execute(f"CREATE TABLE {TABLE} ({cols})")
+            marks = ", ".join("?" for _ in results.columns)
+            con.executemany(f"INSERT INTO {TABLE} VALUES ({marks})",
+                            [[r[c] for c in results.columns] for r in results.rows])
+            con.commit()
+        finally:
+            con.close()
+        os.replace(tmp, path)
+    except sqlite3.Error as exc:
+        raise LeaseManagerError(f"{path}: cannot write the result table: {exc}") from None
     finally:
-        con.close()
-    os.replace(tmp, path)
+        tmp.unlink(missing_ok=True)
+
+
+def write_tables(results: Results, directory: Path) -> None:
+    """``results.sqlite`` (the one that can be refused), then ``results.csv``."""
+    write_sqlite(results, directory / RESULTS_SQLITE)
+    write_csv(results, directory / RESULTS_CSV)
 
 
 def write_results(directory: str | Path) -> Results:
@@ -200,6 +252,5 @@ def write_results(directory: str | Path) -> Results:
     directory = Path(directory)
     results = collect(directory)
     directory.mkdir(parents=True, exist_ok=True)
-    write_csv(results, directory / RESULTS_CSV)
-    write_sqlite(results, directory / RESULTS_SQLITE)
+    write_tables(results, directory)
     return results

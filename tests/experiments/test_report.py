@@ -196,3 +196,78 @@ def test_plots_without_matplotlib_say_how_to_install_it(sweep_dir, monkeypatch):
     monkeypatch.setitem(sys.modules, "matplotlib", None)
     with pytest.raises(LeaseManagerError, match=r"pip install 'lease-manager\[plots\]'"):
         report_command(str(sweep_dir), plots=True)
+
+
+# ------------------------------------------------------------- a folder of several sweeps
+def copy_sweep(sweep_dir: Path, to: Path) -> Path:
+    """``sweep_dir``'s runs and plan, without the files ``report`` wrote into it."""
+    import shutil
+
+    shutil.copytree(sweep_dir, to, ignore=shutil.ignore_patterns(
+        "results.*", "comparison.csv", "plots"))
+    return to
+
+
+def test_a_folder_of_two_copies_of_one_sweep_compares_them_side_by_side(sweep_dir, tmp_path,
+                                                                         capsys):
+    both = tmp_path / "both"
+    for name in ("a", "b"):
+        copy_sweep(sweep_dir, both / name)
+    assert cli.main(["report", str(both)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"16 runs in {both}/ (16 done, 0 failed): 4 profiles, 2 traces, "
+                          "2 seeds\n")
+    rows = read_csv(both / "results.csv")
+    # each run's id is its folder in the reported one: unique, and it finds the run
+    assert [r["run_id"] for r in rows][:2] == ["a/off/sdsc-blue-600requests/seed-1",
+                                               "a/off/sdsc-blue-600requests/seed-2"]
+    assert len({r["run_id"] for r in rows}) == 16
+    assert all((both / r["run_id"] / "summary.json").is_file() for r in rows)
+    # each sweep's profiles keep their own rows, in the sweep's order
+    block = out.split("trace later:")[1]
+    table = [li.split()[:2] for li in block.splitlines()[3:7]]
+    assert table == [["a/off", "2"], ["a/conservative", "2"], ["b/off", "2"],
+                     ["b/conservative", "2"]]
+    import sqlite3
+    con = sqlite3.connect(both / "results.sqlite")
+    assert con.execute("SELECT count(DISTINCT run_id) FROM runs").fetchone() == (16,)
+    con.close()
+    assert sorted(p.name for p in both.iterdir()) == ["a", "b", "comparison.csv",
+                                                      "results.csv", "results.sqlite"]
+    # one sweep below the reported folder, or part of a sweep: the sweep's own profile names
+    only = copy_sweep(sweep_dir, tmp_path / "only" / "sweep")
+    assert [r["run_id"] for r in collect(only.parent).rows] == [
+        f"sweep/{r['run_id']}" for r in collect(sweep_dir).rows]
+    assert collect(only.parent).profiles == PROFILES
+    part = collect(only / "off")
+    assert part.profiles == ("off",)
+    assert {r["run_id"] for r in part.rows} == {f"{t}/seed-{s}" for s in (1, 2)
+                                                for t in ("sdsc-blue-600requests", "later")}
+
+
+def test_a_result_table_sqlite_refuses_is_one_line_and_leaves_no_file(sweep_dir, tmp_path,
+                                                                      capsys):
+    copy = copy_sweep(sweep_dir, tmp_path / "copy")
+    # SQLite's column names ignore case: two summary fields that differ only in case
+    summary_path = copy / "off" / "later" / "seed-1" / "summary.json"
+    summary = json.loads(summary_path.read_text())
+    summary_path.write_text(json.dumps({**summary, "Extra": 1, "extra": 2}))
+    before = sorted(p.name for p in copy.iterdir())
+    assert cli.main(["report", str(copy)]) == 2
+    err = capsys.readouterr().err
+    assert "results.sqlite: cannot write the result table" in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1
+    assert sorted(p.name for p in copy.iterdir()) == before   # no results.csv, no .tmp
+
+
+def test_run_ids_that_are_not_unique_are_refused_before_any_file(sweep_dir, tmp_path):
+    import attrs
+
+    from lease_manager.experiments.results import write_tables
+
+    results = collect(sweep_dir)
+    twice = attrs.evolve(results, rows=results.rows + results.rows[:1])
+    with pytest.raises(LeaseManagerError, match="two runs have the id "
+                                                "'off/sdsc-blue-600requests/seed-1'"):
+        write_tables(twice, tmp_path)
+    assert list(tmp_path.iterdir()) == []
