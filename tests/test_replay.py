@@ -22,7 +22,7 @@ def replay(*settings: str, config=SAMPLE) -> dict:
 
 def test_sdsc_blue_30_days_fcfs_matches_the_reference_to_the_second():
     """144 nodes, one VM per requested node, no backfilling, hpc paradigm: the figures two
-    independent simulators agree on (traces/README)."""
+    independent simulators agree on (traces/README.md)."""
     s = replay("scheduling.backfilling=off")
     assert s["leases_total"] == 5108 and s["leases_completed"] == 5108
     assert s["trace"]["jobs_skipped"] == {"run time < 0": 437}

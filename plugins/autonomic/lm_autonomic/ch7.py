@@ -19,6 +19,9 @@ configurations under each reading of the text (profiles ``READING-QUEUE-POLICY-C
 prints, per reading and window, the ratio, the completion-time change and the wait price
 (:func:`format_readings`). A reading whose options only the queue policy ``autonomic`` reads
 leaves the non-AUTO runs as they are: those are run once (reading ``default``) and shared.
+``--only`` selects profiles by substring; each selected AUTO profile brings the non-AUTO
+profile it is compared with, so ``--readings --only util-site-`` runs util-site's AUTO
+profiles and the default reading's non-AUTO ones.
 
 The sweep files are looked up in ``./etc``, else in the ``etc/`` of the lease_manager checkout
 this package sits in (an editable install).
@@ -389,12 +392,30 @@ def _shared_nonauto(sweep_path: Path, plugins: Any) -> set[str]:
     return shared
 
 
+def _nonauto_partner(profile: str, shared: set[str]) -> str | None:
+    """The non-AUTO profile an AUTO profile is compared with: the reading's own, or the
+    default reading's where the reading's own is shared with it (:func:`pairs`)."""
+    m = _PROFILE.match(profile)
+    if m is None or m["auto"] != "auto":
+        return None
+    rest = f"nonauto-{m['policy']}-{m['site'] + '-' if m['site'] else ''}{m['cores']}cores"
+    own = f"{m['reading']}-{rest}" if m["reading"] else rest
+    return f"{DEFAULT_READING}-{rest}" if own in shared else own
+
+
 def _profiles_to_run(sweep_path: Path, plugins: Any, only: Sequence[str]) -> list[str]:
+    """The profiles of a readings sweep that ``--only`` selects (all without it), without the
+    shared non-AUTO ones, plus the non-AUTO profile each selected AUTO profile is compared
+    with: ``--only util-site-`` runs util-site's AUTO profiles and the default reading's
+    non-AUTO ones on the same sites."""
     from lease_manager.experiments.sweep_file import load_sweep
 
     shared = _shared_nonauto(sweep_path, plugins)
-    return [p for p in load_sweep(sweep_path, plugins).profiles
-            if p not in shared and (not only or any(o in p for o in only))]
+    profiles = load_sweep(sweep_path, plugins).profiles
+    chosen = {p for p in profiles
+              if p not in shared and (not only or any(o in p for o in only))}
+    chosen |= {q for p in chosen if (q := _nonauto_partner(p, shared)) is not None}
+    return [p for p in profiles if p in chosen]
 
 
 def _seeds(text: str | None) -> list[int]:
@@ -457,7 +478,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.readings:
         table = format_readings(rows)
         default = [r for r in rows if r["reading"] == DEFAULT_READING]
-        if default:
+        if any(r["auto"] for r in default):   # not only the non-AUTO runs other readings use
             table = format_tables(default) + "\n\n" + table
     else:
         table = format_tables(rows)

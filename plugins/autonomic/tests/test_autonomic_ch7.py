@@ -54,8 +54,19 @@ def test_readings_sweeps_parse_and_share_the_non_auto_runs():
         assert readings == {"util-site", "util-monitoring", "req-per-vm", "unmapped-none",
                             "no-discount", "exclude-arrival"}
         assert not any(ch7._PROFILE.match(p)["auto"] == "auto" for p in shared)
+        # --only util-site- selects util-site's AUTO runs, and the default reading's non-AUTO
+        # runs they are compared with come along (without them the table had no rows)
         run = ch7._profiles_to_run(path, plugins(), ["util-site-"])
-        assert run and all(p.startswith("util-site-auto-") for p in run)
+        auto = [p for p in run if p.startswith("util-site-auto-")]
+        assert auto and len(run) == 2 * len(auto)
+        assert sorted(p for p in run if p not in auto) == sorted(
+            p.replace("util-site-auto-", "default-nonauto-") for p in auto)
+        # a reading whose non-AUTO runs are its own (the queue filter changes them) brings its
+        # own, not the default's
+        run = ch7._profiles_to_run(path, plugins(), ["queues-batch-auto-green1-"])
+        assert run and sorted(run) == sorted(
+            [p for p in names if p.startswith("queues-batch-auto-green1-")]
+            + [p for p in names if p.startswith("queues-batch-nonauto-green1-")])
 
 
 def _row(auto, rc, wait, seed=1, reading="default", trace="blue1", time=1000.0, held=0):
@@ -99,3 +110,51 @@ def test_auto_runs_of_a_reading_pair_with_the_default_non_auto_runs():
     rows = [_row(False, 200.0, 10.0), _row(True, 100.0, 20.0, reading="util-site")]
     (n, a), = ch7.pairs(rows)
     assert n["reading"] == "default" and a["reading"] == "util-site"
+
+
+def _table_lines(text: str, start: str, stop: str = "") -> list[str]:
+    """The data lines of the table headed by the line starting with ``start``."""
+    lines = text.splitlines()
+    i = next(i for i, line in enumerate(lines) if line.startswith(start))
+    out = []
+    for line in lines[i + 3:]:
+        if not line.strip() or (stop and line.startswith(stop)):
+            break
+        out.append(line)
+    return out
+
+
+def test_one_command_runs_the_chapter_and_prints_the_tables(tmp_path, capsys):
+    """``lm-thesis-ch7`` itself on the first 50 leases of each window, seed 1: the 24 runs of
+    Tables 7.2-7.4 and a ratio line per window, policy and core count (Table 7.5)."""
+    code = ch7.main(["--seeds", "1", "--set", "tracefile.max-jobs=50", "--jobs", "1",
+                     "--out", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "24 runs in" in out
+    ratios = _table_lines(out, "Table 7.5")
+    assert sorted(line.split()[0] for line in ratios) == sorted(
+        f"{t.upper()}-{p.upper()}-CPN{c}" for (t, p, c) in ch7.THESIS_RATIO)
+    rows = (tmp_path / "table.csv").read_text().splitlines()
+    assert len(rows) == 25 and rows[0].startswith("reading,site,trace,auto")
+    for window in ("blue1", "blue2", "ds"):
+        assert (tmp_path / f"rc-{window}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_one_reading_runs_with_the_non_auto_runs_it_is_compared_with(tmp_path, capsys):
+    """``lm-thesis-ch7 --readings --only READING-...`` (the README's command for one reading)
+    runs that reading's AUTO profiles and the default reading's non-AUTO ones, and prints a
+    line per window: without them the readings table had no rows."""
+    code = ch7.main(["--readings", "--only", "util-site-auto-green1-8cores", "--only",
+                     "util-site-auto-green1-2cores", "--seeds", "1", "--set",
+                     "tracefile.max-jobs=50", "--jobs", "1", "--out", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "6 runs in" in out
+    lines = _table_lines(out, "Readings:")
+    assert [line.split()[:3] for line in lines] == [
+        ["util-site", "blue1", "1"], ["util-site", "blue2", "1"], ["util-site", "ds", "1"]]
+    assert "Table 7.5" not in out      # the default reading's non-AUTO runs alone: no table
+    rows = (tmp_path / "table.csv").read_text().splitlines()[1:]
+    assert sorted((r.split(",")[0], r.split(",")[3]) for r in rows) == (
+        [("default", "False")] * 3 + [("util-site", "True")] * 3)

@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import pytest
 
+import lease_manager
+from lease_manager import Run
+from lease_manager.config.schema import load_config
 from lease_manager.kernel.lease import LeaseState
 
-from lma_helpers import Snapshots, lease, make_run
+from lma_helpers import Snapshots, lease, make_run, plugins
 
 VM3 = (1.0, 1024.0, 0.0)
 IO_SITE = "2 CPU:8 Memory:8192 IO:100"
@@ -191,3 +194,86 @@ def test_unmapped_none_counts_a_lease_from_its_mapping():
     assert snap.at[10]["MD"]["CPU"] == 6 and snap.at[20]["MD"]["CPU"] == 6
     assert decisions(summary) == (2, 0, 1)
     assert summary["autonomic_prepending_time_total"] == 80
+
+
+# The two readings that act on the trace and the site rather than on the policy: the queue
+# filter (`queues-batch`; chapter 6's `haizea` / `all`) and the site sizes (`machine-*`,
+# `procs-*`). The leases come from an SWF file through the sweeps' [tracefile] options (cloud
+# paradigm, CPU:1 Memory:1024 per VM, rebased); without the thesis-workload annotator they
+# stress nothing, so the autonomic queue holds none and the starts are FCFS with aggressive
+# backfilling.
+
+#: (job, submit, run time, processors, queue): A is in the interactive queue 0
+SWF_JOBS = ((1, 100, 100, 1024, 0), (2, 110, 100, 256, 1), (3, 120, 50, 64, 2))
+
+
+class _Leases:
+    """Keeps every submitted lease, to read its start after the run."""
+
+    def __init__(self) -> None:
+        self.by_id: dict[int, object] = {}
+
+    @lease_manager.hookimpl
+    def lease_submitted(self, ctx, lease, now) -> None:
+        self.by_id[lease.id] = lease
+
+
+def swf_run(tmp_path, resources: str, *settings: str) -> list[tuple[float, float]]:
+    """(start, end) of each replayed lease of ``SWF_JOBS`` on ``resources``, in arrival
+    order."""
+    path = tmp_path / "three.swf"
+    path.write_text("".join(
+        f"{n} {submit} 0 {run} {procs} -1 -1 {procs} {run} -1 1 7 -1 -1 {queue} -1 -1 -1\n"
+        for n, submit, run, procs, queue in SWF_JOBS))
+    seen = _Leases()
+    config = load_config(None, plugins(seen).schema, [
+        f"tracefile.tracefile={path}", "tracefile.paradigm=cloud", "tracefile.rebase=yes",
+        "tracefile.vm-resources=CPU:1 Memory:1024", "tracefile.procs-per-vm=8",
+        f"simulation.resources={resources}", "scheduling.policy-queue=autonomic",
+        "scheduling.policy-host-selection=no-policy", "scheduling.backfilling=aggressive",
+        "accounting.check-invariants=yes", *settings])
+    summary = Run(config, plugins(seen)).run()
+    assert summary["autonomic_prepending"] == 0
+    return [(lease.start, lease.end) for _, lease in sorted(seen.by_id.items())]
+
+
+BLUE_144 = "18 CPU:8 Memory:8192"
+
+
+def test_queue_filter_reading(tmp_path):
+    """``queues-batch`` (``[tracefile] queues = 1, 2, 3, 4``) against every queue, on the
+    144-core site (18 nodes x 8 cores, one VM per 8 processors: A 128 VMs, B 32, C 8)::
+
+        every queue (rebased: A, B, C arrive at 0, 10, 20)
+            A |=============| 0-100 (128 of 144 cores)
+            B   .............|=============| 100-200 (32 VMs: 16 cores free until A ends)
+            C     |======|    20-70 (8 VMs fit in the 16 free; ends before B's reservation)
+        queues-batch: A (queue 0) is not replayed; rebased, B and C arrive at 0 and 10
+            B |=============| 0-100
+            C   |======|      10-60 (8 + 32 <= 144)
+    """
+    assert swf_run(tmp_path, BLUE_144) == [(0, 100), (100, 200), (20, 70)]
+    assert swf_run(tmp_path, BLUE_144, "tracefile.queues=1, 2, 3, 4") == [(0, 100), (10, 60)]
+
+
+@pytest.mark.parametrize("resources, procs_per_vm, expected", [
+    # 144 cores (the default): as above, B waits for A
+    (BLUE_144, 8, [(0, 100), (100, 200), (20, 70)]),
+    # machine-8cores: Blue's 144 nodes x 8 cores = 1,152 cores; 128 + 32 + 8 VMs all fit
+    ("144 CPU:8 Memory:8192", 8, [(0, 100), (10, 110), (20, 70)]),
+    # procs-8cores: one VM per processor on the same 1,152 cores: A 1,024 VMs leaves 128, so
+    # B (256) waits for A and C (64) backfills, as on the 144-core site
+    ("144 CPU:8 Memory:8192", 1, [(0, 100), (100, 200), (20, 70)]),
+    # procs-16cores: 72 x 16 cores, the same 1,152
+    ("72 CPU:16 Memory:16384", 1, [(0, 100), (100, 200), (20, 70)]),
+])
+def test_site_size_readings(tmp_path, resources, procs_per_vm, expected):
+    """The same three leases on the 144-core site, a ``machine`` site and a ``procs`` site::
+
+        144 cores (18 x 8), 8 procs per VM:   A 128 VMs 0-100 | B 32 VMs 100-200 | C 8 VMs 20-70
+        machine (144 x 8),  8 procs per VM:   A 128 VMs 0-100 | B 32 VMs  10-110 | C 8 VMs 20-70
+        procs   (144 x 8),  1 proc per VM:    A 1,024   0-100 | B 256     100-200 | C 64    20-70
+
+    Only ``machine`` lets B start on arrival: its site is 8 times the 144-core one for the same
+    leases, whereas ``procs`` multiplies both the site and the leases by 8."""
+    assert swf_run(tmp_path, resources, f"tracefile.procs-per-vm={procs_per_vm}") == expected
