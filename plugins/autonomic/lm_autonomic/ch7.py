@@ -282,9 +282,11 @@ def shape_verdict(summary: list[dict[str, Any]], reading: str) -> str:
         return "incomplete"
     blue = min(by["blue1"]["ratio_cycle_sum"], by["blue2"]["ratio_cycle_sum"])
     misses = []
-    if not blue >= SHAPE_BLUE_RATIO:
+    if math.isnan(blue):   # RC 0 on both sides of every pair: there is no ratio to judge
+        misses.append("no contention on a Blue window, so no ratio")
+    elif not blue >= SHAPE_BLUE_RATIO:
         misses.append(f"Blue ratio {blue:.2f} < {SHAPE_BLUE_RATIO:g}")
-    if not by["ds"]["ratio_cycle_sum"] < blue:
+    if not math.isnan(blue) and not by["ds"]["ratio_cycle_sum"] < blue:
         misses.append("DS ratio not below Blue's")
     worst = max(s["completion_change_max"] for s in by.values())
     if worst > SHAPE_COMPLETION:

@@ -106,6 +106,17 @@ def test_reading_verdicts():
     assert "good                           yes" in text
 
 
+def test_a_reading_without_contention_has_no_ratio_to_judge():
+    """RC 0 in both runs of every pair (a short pilot) gives no ratio: the verdict says so
+    instead of comparing nan with 2."""
+    rows = []
+    for trace in ("blue1", "blue2", "ds"):
+        rows.append(_row(False, 0.0, 10.0, reading="calm", trace=trace))
+        rows.append(_row(True, 0.0, 10.0, reading="calm", trace=trace))
+    summary = ch7.reading_summary(rows)
+    assert ch7.shape_verdict(summary, "calm") == "no: no contention on a Blue window, so no ratio"
+
+
 def test_auto_runs_of_a_reading_pair_with_the_default_non_auto_runs():
     rows = [_row(False, 200.0, 10.0), _row(True, 100.0, 20.0, reading="util-site")]
     (n, a), = ch7.pairs(rows)
