@@ -416,6 +416,14 @@ def core_options(policy_names: Mapping[str, tuple[str, ...]]) -> list[Option]:
         Option("daemon", "state-dir", PATH, "lease-manager-state", doc="""
             Folder of the daemon's durable state: the SQLite database, the API token and the
             backends' own files. A restarted daemon carries on from it."""),
+        Option("daemon", "work-root", PATH, "", doc="""
+            Folder under which a lease that names no `workdir` (a JSON request without one,
+            an LWF body without `?workdir=`) runs its command: in `WORK-ROOT/lease-<id>/`
+            (`vm-<index>/` below it with the `process` backend), created with mode 0700.
+            Empty: `STATE-DIR-work` beside the state folder. It may neither lie inside the
+            state folder nor hold it (refused at start), so a command never starts where
+            relative paths reach the daemon's token or database; the logs stay in the state
+            folder. With `slurm` it must be visible on the compute nodes."""),
         Option("daemon", "host", STRING, "127.0.0.1", doc="""
             Address the JSON API listens on (loopback by default)."""),
         Option("daemon", "port", INTEGER, 8642, minimum=0, doc="""

@@ -180,6 +180,7 @@ class SlurmBackend(EnactmentBackend):
         self.request_memory = bool(cfg.get("slurm", "request-memory"))
         self.job_dir = Path(cfg.get("slurm", "job-dir") or self.state_dir()).absolute()
         self.job_dir.mkdir(parents=True, exist_ok=True)
+        self.work_root()            # refuses a work root in the state folder at start
         configured = tuple(cfg.get("slurm", "nodes"))
         self._nodes: tuple[str, ...] | None = node_names(ctx, configured) if configured else None
         types = tuple(ctx.site.types.names)
@@ -417,7 +418,7 @@ class SlurmBackend(EnactmentBackend):
                 f"--nodes={len(nodes)}", f"--nodelist={','.join(nodes)}",
                 f"--ntasks={sum(cores)}", f"--time={minutes}",
                 f"--output={self.job_dir / name}.%j.out",
-                f"--chdir={work.workdir or self.job_dir}"]
+                f"--chdir={self.lease_work_dir(work)}"]
         if self.partition:
             args.append(f"--partition={self.partition}")
         if self.account:
