@@ -1,10 +1,11 @@
 """The ``process`` backend (the daemon's embedded default): each VM is a real local process.
 
 Each VM of a lease runs the lease's command in a shell, as a local process in a session (and
-process group) of its own, in the lease's ``workdir`` or else in ``WORK-ROOT/lease-<id>/vm-<index>/``
-(``[daemon] work-root``, outside the state folder), with its output in ``out.log`` and
-``err.log`` in ``state-dir/enactment/process/lease-<id>/vm-<index>/``. A small wrapper shell runs the command and
-then writes its exit status to the file ``exit`` (atomically), so that the exit code is known
+process group) of its own, in the lease's ``workdir`` or else in
+``WORK-ROOT/lease-<id>/vm-<index>/`` (``[daemon] work-root``, outside the state folder), with
+its output in ``out.log`` and ``err.log`` in ``state-dir/enactment/process/lease-<id>/vm-<index>/``.
+A small wrapper shell runs the command and then writes its exit status to the file ``exit``
+(atomically), so that the exit code is known
 even if the daemon was dead when the command ended.
 
 CPU limits and suspension use cgroups where the machine allows it:

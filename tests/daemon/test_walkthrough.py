@@ -138,7 +138,8 @@ def test_a_request_without_a_workdir_runs_outside_the_state_folder(daemon, tmp_p
     """A raw JSON request without ``workdir``, and an LWF body without ``?workdir=``, used to
     run in ``STATE/enactment/process/lease-N/vm-M``, where ``cat ../../../../token`` printed
     the daemon's token. They run under ``[daemon] work-root`` now (``state-work`` here)."""
-    probe = "pwd; for up in .. ../.. ../../.. ../../../.. ../../../../..; do cat $up/token; done; echo END"
+    probe = ("pwd; for up in .. ../.. ../../.. ../../../.. ../../../../..; do cat $up/token; "
+             "done; echo END")
     first = daemon.client.submit({"duration": 60, "nodes": 1, "command": probe})
     xml = lwf(lwf_request("a", extra=f'<extra><attr name="command" value="{probe}"/></extra>'))
     second = daemon.client.submit_lwf(xml.encode())[0]
