@@ -583,11 +583,11 @@ def register_options():
             v1 if its `cpu` and `freezer` hierarchies are mounted and writable, else none (with
             a warning); `v2`/`v1`: that version, or an error if it cannot be used; `none`: no
             CPU limit, and suspension with SIGSTOP/SIGCONT."""),
-        Option("process", "cpu-per-core", FLOAT, 1.0, minimum=1e-9, doc="""
+        Option("process", "cpu-per-core", FLOAT, 1.0, minimum=1e-9, maximum=1e12, doc="""
             How much of the site's CPU resource one core of this machine is: a VM's CPU limit
             is its CPU amount divided by this, in cores (100 if the site counts CPU in
             percents). A VM of 0 CPU has no limit."""),
-        Option("process", "stop-grace", DURATION, 2.0, doc="""
+        Option("process", "stop-grace", DURATION, 2.0, maximum=86400, doc="""
             Time between the SIGTERM that stops a VM's processes and the SIGKILL that ends
             those still there."""),
         Option("process", "shell", STRING, "/bin/sh", doc="""
