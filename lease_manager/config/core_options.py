@@ -54,7 +54,9 @@ def core_options(policy_names: Mapping[str, tuple[str, ...]]) -> list[Option]:
             `real` follows the wall clock (see `speedup`)."""),
         Option("simulation", "speedup", FLOAT, 1.0, minimum=1e-9, maximum=MAX_SPEEDUP, doc="""
             With the real clock, how many seconds of schedule pass per wall-clock second
-            (at most a million: a day of schedule in about 0.09 s)."""),
+            (at most a million: a day of schedule in about 0.09 s). The daemon refuses a
+            speed-up, or a stored clock, that would pass 9999-12-31 within a day of wall
+            time."""),
         Option("simulation", "policy-site-selection", STRING, "earliest-start",
                choices=names("site-selection"), doc=f"""
             With several sites (`[site:NAME]` sections, each setting `resources` and any of

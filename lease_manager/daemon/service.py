@@ -26,6 +26,7 @@ from lease_manager.errors import LeaseManagerError, OvercommitError
 from lease_manager.hookspecs import hookimpl
 from lease_manager.kernel.clock import RealClock
 from lease_manager.kernel.lease import Lease, LeaseState, LeaseType
+from lease_manager.kernel.timeutil import LAST_INSTANT
 from lease_manager.multisite import refuse_sites_in_the_daemon
 from lease_manager.observers.accounting import write_summary
 from lease_manager.plugins import DAEMON_PLUGIN, Plugins
@@ -33,8 +34,10 @@ from lease_manager.run import Run, vm_vector
 
 log = logging.getLogger("lease_manager.daemon")
 S = LeaseState
-#: the last instant a clock may show: 9999-12-31T23:59:59Z (dates beyond do not print)
-LAST_INSTANT = 253402300799.0
+#: wall-clock seconds a daemon must be able to run, at its speed-up, before its clock would
+#: pass 9999-12-31T23:59:59Z (``LAST_INSTANT``): a clock (or a stored anchor) that gets there
+#: sooner is refused; at the largest speed-up, 1e6, a day is about 2,700 years of schedule
+CLOCK_HORIZON = 86400.0
 RUNNING_STATES = ("active", "suspending", "resuming", "migrating")
 
 
@@ -110,6 +113,11 @@ class Daemon:
         except OSError as exc:
             raise cfg.error("daemon", "state-dir",
                             f"cannot create {self.state_dir}: {exc.strerror}") from None
+        speedup = cfg.get("simulation", "speedup")
+        if time.time() + CLOCK_HORIZON * speedup > LAST_INSTANT:
+            raise cfg.error("simulation", "speedup",
+                            f"{speedup:g}: the clock would pass 9999-12-31 within "
+                            f"{CLOCK_HORIZON:g} wall seconds; use a smaller speed-up")
         self._lock = lock_state_dir(self.state_dir)
         self.store = Store(self.state_dir / "leases.db", sync=cfg.get("daemon", "sync"))
         self.token = load_token(self.token_path())
@@ -160,15 +168,16 @@ class Daemon:
         restart it carries on from where the last run's clock would be now."""
         speedup = self.config.get("simulation", "speedup")
         wall = time.time()
-        start = self._clock_from_anchor(self.store.meta("clock"), wall)
+        start = self._clock_from_anchor(self.store.meta("clock"), wall, speedup)
         self.store.set_meta("clock", json.dumps({"clock": start, "wall": wall,
                                                  "speedup": speedup}))
         return RealClock(start=start, speedup=speedup)
 
-    def _clock_from_anchor(self, anchor: str | None, wall: float) -> float:
+    def _clock_from_anchor(self, anchor: str | None, wall: float, speedup: float) -> float:
         """Where the last run's clock would be now, from its stored anchor; the wall time if
-        there is none, or if the anchor is not valid (then with a warning: the state folder
-        stays usable whatever an earlier run stored)."""
+        there is none, or if the anchor is not valid or would reach 9999-12-31 within
+        ``CLOCK_HORIZON`` wall seconds at this run's ``speedup`` (then with a warning: the
+        state folder stays usable whatever an earlier run stored)."""
         if anchor is None:
             return wall
         try:
@@ -184,6 +193,9 @@ class Daemon:
                 why = f"speed-up {speedup:g} out of range"
             elif not 0 <= start <= LAST_INSTANT:
                 why = "a time outside years 1970-9999"
+            elif start + CLOCK_HORIZON * speedup > LAST_INSTANT:
+                why = (f"so late that at speed-up {speedup:g} the clock would pass 9999-12-31 "
+                       f"within {CLOCK_HORIZON:g} wall seconds")
             else:
                 return start
         log.warning("%s: the stored clock anchor is %s; the clock starts from the wall time",
