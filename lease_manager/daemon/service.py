@@ -20,7 +20,7 @@ from lease_manager.config.core_options import MAX_SPEEDUP
 from lease_manager.config.schema import Config, load_config
 from lease_manager.context import RunContext
 from lease_manager.daemon.driver import EnactmentDriver
-from lease_manager.daemon.lease_requests import build_lease
+from lease_manager.daemon.lease_requests import RequestError, build_lease, check_stored
 from lease_manager.daemon.store import Store
 from lease_manager.errors import LeaseManagerError, OvercommitError
 from lease_manager.hookspecs import hookimpl
@@ -280,7 +280,16 @@ class Daemon:
         self.restoring = True
         try:
             for row in rows:                    # running work first: it holds its nodes
-                lease = self._lease_of(row)
+                try:
+                    lease = self._lease_of(row)
+                except RequestError as exc:     # an edited or damaged row: it fails alone
+                    reason = f"its stored request is invalid ({exc})"
+                    log.warning("%s: lease %s: %s; the lease fails", self.store.path,
+                                row["id"], reason)
+                    self._stop_quietly(row["id"])
+                    self.store.end(row["id"], row["state"], "failed", reason, now)
+                    counts["failed"] += 1
+                    continue
                 self.leases[lease.id] = lease
                 if row["state"] in RUNNING_STATES:
                     counts[self._restore_running(lease, row, now)] += 1
@@ -304,7 +313,23 @@ class Daemon:
         return counts
 
     def _lease_of(self, row: Any) -> Lease:
-        lease = build_lease(row["id"], json.loads(row["request"]), self.run.nodes)
+        """The lease of a stored row, its request checked with the API's bounds (raises
+        :class:`RequestError`)."""
+        try:
+            request = json.loads(row["request"])
+        except ValueError:
+            raise RequestError("request", "is not JSON") from None
+        try:
+            check_stored(request, self.run.nodes)
+        except (KeyError, TypeError) as exc:
+            raise RequestError("request", f"malformed ({type(exc).__name__}: {exc})") from None
+        for field in ("submit", "work_done", "start", "price", "time_suspended",
+                      "suspended_at"):
+            value = row[field]
+            if value is not None and not (isinstance(value, (int, float))
+                                          and math.isfinite(value)):
+                raise RequestError(field, f"{value!r} is not a finite number")
+        lease = build_lease(row["id"], request, self.run.nodes)
         lease.submit = row["submit"]
         lease.work_done = row["work_done"]
         lease.start = row["start"]

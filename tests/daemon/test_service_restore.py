@@ -257,3 +257,38 @@ def test_a_bad_stored_clock_anchor_does_not_lock_the_state_folder(tmp_path, anch
         assert abs(d.daemon.run.clock.now() - time.time()) < 60
         assert d.client.call("GET", "/v1/health")["status"] == "ok"
     assert "the stored clock anchor is" in caplog.text
+
+
+@pytest.mark.parametrize("edit, field", [
+    (lambda r: {**r, "duration": 1e300}, "duration: 1e+300 s is longer than a century"),
+    (lambda r: {**r, "nodes": 10**9}, "nodes: 1e+09 is out of range"),
+    (lambda r: {**r, "resources": {"CPU": -1.0}}, "resources.CPU: -1 is out of range"),
+    (lambda r: {**r, "resources": {"GPU": 1.0}}, "resources.GPU: the site has no such"),
+    (lambda r: {**r, "type": "forever"}, "type: 'forever' is not one of"),
+    (lambda r: {k: v for k, v in r.items() if k != "command"}, "command: must be a string"),
+    (lambda r: [r], "is not a JSON object"),
+])
+def test_a_stored_request_out_of_bounds_fails_its_lease_alone(tmp_path, caplog, edit, field):
+    """Stored rows were not checked on restore: one edited to a duration of 1e300 was
+    restored as it was. Each is checked with the API's bounds; a bad one fails with one line
+    naming it, and the others are restored."""
+    config = write_config(tmp_path, speedup=60)
+    with ThreadDaemon(config) as d:
+        first = d.client.submit({"duration": 3600, "nodes": 1})
+        second = d.client.submit({"duration": 3600, "nodes": 1})
+    db = sqlite3.connect(tmp_path / "state" / "leases.db")
+    (text,), = db.execute("SELECT request FROM leases WHERE id = ?", (first["id"],))
+    db.execute("UPDATE leases SET request = ? WHERE id = ?",
+               (json.dumps(edit(json.loads(text))), first["id"]))
+    db.commit()
+    db.close()
+    with ThreadDaemon(config) as d:
+        bad = d.client.lease(first["id"])
+        assert bad["state"] == "failed"
+        assert bad["reason"].startswith("its stored request is invalid (")
+        assert field in bad["reason"]
+        assert d.client.lease(second["id"])["state"] in ("active", "scheduled", "queued")
+        assert d.client.call("GET", "/v1/health")["status"] == "ok"
+    lines = [r.getMessage() for r in caplog.records if "stored request is invalid" in
+             r.getMessage()]
+    assert len(lines) == 1 and f"lease {first['id']}: " in lines[0] and "\n" not in lines[0]
