@@ -224,3 +224,13 @@ def test_fuzz_ini(tmp_path, plugins):
             return check_replay(run, leases)
 
     run_cases("ini", INI_SEED, ".ini", read, tmp_path)
+
+
+def test_the_long_fuzz_command_runs_every_fuzz_module():
+    """CONTRIBUTING's long-fuzz command named only this module, not the API's fuzz."""
+    line, = [line for line in (ROOT / "CONTRIBUTING.md").read_text().splitlines()
+             if line.startswith("LM_FUZZ_CASES=")]
+    modules = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "tests").rglob("test_fuzz*.py"))
+    assert len(modules) >= 2
+    for module in modules:
+        assert module in line.split(), module
