@@ -39,7 +39,8 @@ FIELDS = {
     "resources": "each VM's resources as {type: amount} (instead of cpu/memory)",
     "command": "shell command each VM runs",
     "workdir": "absolute path of the folder the command runs in (the client sends its current "
-               "folder; default: the VM's own folder under the state folder)",
+               "folder; default: a folder of its own under [daemon] work-root, outside the "
+               "state folder)",
     "max_price": "the most the user pays (a higher price rejects the lease)",
     "name": "the user's name for the lease",
     "extra": "free-form {name: value} attributes",
