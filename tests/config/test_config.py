@@ -299,6 +299,12 @@ def test_set_can_supply_a_required_option(schema):
                                        "number (ASCII"),
     ("simulation.resources=\u0661\u0664 CPU:1", "--set: [simulation] resources: "),
     ("tracefile.vm-resources=CPU:1_0", "--set: [tracefile] vm-resources: 'CPU:1_0': amount"),
+    # was accepted, and the run printed a utilization of 0.0 %
+    ("simulation.resources=4 CPU:1e300 Memory:1024", "--set: [simulation] resources: "
+                                                     "'CPU:1e300': amount is above the maximum "
+                                                     "1e+12"),
+    ("tracefile.vm-resources=CPU:1 Memory:1e13", "--set: [tracefile] vm-resources: "
+                                                 "'Memory:1e13': amount is above the maximum"),
     ("scheduling.suspend-rate=nan", "--set: [scheduling] suspend-rate: 'nan' is not a finite"),
     # a price that is not finite made every lease's price inf and the revenue 0
     ("pricing.rate=inf", "--set: [pricing] rate: 'inf': this option must be finite (at most "
