@@ -13,6 +13,7 @@ import attrs
 
 from lease_manager import __version__
 from lease_manager.errors import LeaseManagerError, TraceError
+from lease_manager.numbers import arg_float, arg_int
 
 
 def _simulate(args: argparse.Namespace) -> int:
@@ -323,7 +324,7 @@ def build_parser() -> argparse.ArgumentParser:
                      "running them")
     swp.add_argument("--only", action="append", default=[], metavar="PROFILE[,PROFILE...]",
                      help="run (or list) only these profiles (repeatable)")
-    swp.add_argument("-j", "--jobs", type=int, metavar="N",
+    swp.add_argument("-j", "--jobs", type=arg_int, metavar="N",
                      help="local worker processes (default: the CPUs available)")
     swp.add_argument("--executor", default="local", metavar="local|dask://HOST:PORT",
                      help="where runs go: a local process pool (default) or the Dask "
@@ -348,11 +349,11 @@ def build_parser() -> argparse.ArgumentParser:
                      "makespan, utilization, avg_bounded_slowdown and plugins' fields)")
     rep.add_argument("--gantt", metavar="RUN_ID",
                      help="the run to draw a Gantt chart of (default: the first)")
-    rep.add_argument("--gantt-leases", type=int, default=200, metavar="N",
+    rep.add_argument("--gantt-leases", type=arg_int, default=200, metavar="N",
                      help="draw the first N leases to start (default 200; 0: all)")
-    rep.add_argument("--gantt-hours", type=float, metavar="H",
+    rep.add_argument("--gantt-hours", type=arg_float, metavar="H",
                      help="draw only leases starting within H hours of the first")
-    rep.add_argument("--seed", type=int,
+    rep.add_argument("--seed", type=arg_int,
                      help="the seed whose runs the time-series plots show (default: the "
                      "smallest)")
     rep.set_defaults(func=_report)
@@ -379,9 +380,9 @@ def build_parser() -> argparse.ArgumentParser:
     srv.add_argument("config", help="configuration file (.ini)")
     srv.add_argument("--set", action="append", default=[], metavar="SECTION.OPTION=VALUE",
                      help="override a configuration option (repeatable)")
-    srv.add_argument("--speedup", type=float, help="schedule seconds per wall second "
+    srv.add_argument("--speedup", type=arg_float, help="schedule seconds per wall second "
                      "(demos and tests; default [simulation] speedup)")
-    srv.add_argument("--port", type=int, help="API port (default [daemon] port; 0: any)")
+    srv.add_argument("--port", type=arg_int, help="API port (default [daemon] port; 0: any)")
     srv.add_argument("-v", "--verbose", action="store_true", help="log every request")
     srv.set_defaults(func=_serve)
 

@@ -38,3 +38,24 @@ def parse_int(text: str) -> int:
         return int(stripped)
     except ValueError:
         raise ValueError(f"{stripped!r} is not an integer") from None
+
+
+def arg_int(text: str) -> int:
+    """An ``argparse`` type: :func:`parse_int` (``-n ٣`` and ``-n 1_0`` are refused, where
+    ``type=int`` read them as 3 and 10)."""
+    import argparse
+
+    try:
+        return parse_int(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def arg_float(text: str) -> float:
+    """An ``argparse`` type: :func:`parse_float` (ASCII digits, finite)."""
+    import argparse
+
+    try:
+        return parse_float(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None

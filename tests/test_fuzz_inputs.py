@@ -5,8 +5,9 @@ lines or bytes (with values known to have broken readers before: Unicode digits,
 1e16, 1e-320, 2^31, inf, nan...) and reads it. Every case must either be read, giving leases
 whose numbers are finite and within the documented bounds, or be refused with a
 :class:`LeaseManagerError` of one line (a configuration file's errors: one line each, naming
-the file); any other exception, or a case taking more than 10 s, fails. The cases are the
-same on every run (seeded), so a failure reproduces.
+the file); any other exception, or a case taking more than 10 s, fails. A configuration that
+is read also replays a few leases, which must all end and give a summary of finite numbers.
+The cases are the same on every run (seeded), so a failure reproduces.
 
 The quick profile (the default) runs 300 cases per format; ``LM_FUZZ_CASES=10000`` runs the
 long profile (or any number of cases).
@@ -26,6 +27,7 @@ import pytest
 
 from lease_manager.config.schema import load_config
 from lease_manager.errors import LeaseManagerError
+from lease_manager.kernel.lease import TERMINAL_STATES, Lease, LeaseType, VMRequest
 from lease_manager.kernel.resources import ResourceTypes
 from lease_manager.kernel.timeutil import MAX_SECONDS, MIN_DURATION
 from lease_manager.plugins import Plugins
@@ -185,11 +187,50 @@ def plugins():
     return Plugins(entry_points=False)
 
 
+def replay_leases(n_types: int) -> list[Lease]:
+    """A few leases of each kind, 1 of every resource type per VM, for a configuration to
+    replay: what it accepted must also run (``shutdown-time = inf`` was accepted and the run
+    ended in 'internal error: invariant violated')."""
+    def vms(count: int) -> VMRequest:
+        return VMRequest.uniform(count, [1.0] * n_types)
+
+    return [Lease(1, LeaseType.BEST_EFFORT, 0, vms(2), 600, 500),
+            Lease(2, LeaseType.BEST_EFFORT, 30, vms(1), 3600, 3600),
+            Lease(3, LeaseType.ADVANCE_RESERVATION, 60, vms(1), 900, 900, start_request=1800),
+            Lease(4, LeaseType.IMMEDIATE, 90, vms(1), 300, 300),
+            Lease(5, LeaseType.BEST_EFFORT, 120, vms(100), 60, 60)]
+
+
+def check_replay(run: Run, leases: list[Lease]) -> list[str]:
+    """What is wrong after a configuration's replay: a lease left unfinished, or a number of
+    the summary that is not finite."""
+    bad = [f"lease {lease.id} ended {lease.state.value}" for lease in leases
+           if lease.state not in TERMINAL_STATES]
+    for key, value in run.summary.items():
+        if isinstance(value, float) and not math.isfinite(value):
+            bad.append(f"summary {key} = {value!r}")
+    return bad
+
+
 def test_fuzz_ini(tmp_path, plugins):
     def read(path: Path) -> list[str]:
         config = load_config(path, plugins.schema)
         with Run(config, plugins, leases=[]) as run:   # the run's own checks (power model...)
             run.run()
-        return []
+        leases = replay_leases(len(run.nodes.types.names))
+        with Run(config, plugins, leases=leases) as run:
+            run.run()
+            run.table.check()
+            return check_replay(run, leases)
 
     run_cases("ini", INI_SEED, ".ini", read, tmp_path)
+
+
+def test_the_long_fuzz_command_runs_every_fuzz_module():
+    """CONTRIBUTING's long-fuzz command named only this module, not the API's fuzz."""
+    line, = [line for line in (ROOT / "CONTRIBUTING.md").read_text().splitlines()
+             if line.startswith("LM_FUZZ_CASES=")]
+    modules = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "tests").rglob("test_fuzz*.py"))
+    assert len(modules) >= 2
+    for module in modules:
+        assert module in line.split(), module

@@ -21,9 +21,17 @@ from lease_manager.config.schema import (
     STRING,
     Option,
 )
+from lease_manager.kernel.timeutil import MAX_SECONDS
 
 #: the fastest a real clock may run (schedule seconds per wall second)
 MAX_SPEEDUP = 1e6
+#: bounds of numeric options where no larger value makes sense (``config-doc`` prints each
+#: option's): a time of at most 1e10 s (about 317 years, the traces' bound; ``unlimited`` only
+#: where it means something: a run's length, a trace window), a data rate of at most 1e12 MB/s,
+#: a count of at most 1e12, a seed below 2**63
+MAX_RATE = 1e12
+MAX_COUNT = 10**12
+MAX_SEED = 2**63 - 1
 BACKFILLING = ("off", "aggressive", "conservative", "intermediate")
 STOP_WHEN = ("all-leases-done", "besteffort-done", "time")
 
@@ -46,7 +54,9 @@ def core_options(policy_names: Mapping[str, tuple[str, ...]]) -> list[Option]:
             `real` follows the wall clock (see `speedup`)."""),
         Option("simulation", "speedup", FLOAT, 1.0, minimum=1e-9, maximum=MAX_SPEEDUP, doc="""
             With the real clock, how many seconds of schedule pass per wall-clock second
-            (at most a million: a day of schedule in about 0.09 s)."""),
+            (at most a million: a day of schedule in about 0.09 s). The daemon refuses a
+            speed-up, or a stored clock, that would pass 9999-12-31 within a day of wall
+            time."""),
         Option("simulation", "policy-site-selection", STRING, "earliest-start",
                choices=names("site-selection"), doc=f"""
             With several sites (`[site:NAME]` sections, each setting `resources` and any of
@@ -69,13 +79,13 @@ def core_options(policy_names: Mapping[str, tuple[str, ...]]) -> list[Option]:
         Option("simulation", "starttime", STRING, "", doc="""
             The date and time the run's time 0 stands for (Haizea's `starttime`, e.g.
             `2006-11-25 13:00:00`). Outputs stay in seconds from it; `run.json` records it."""),
-        Option("simulation", "seed", INTEGER, 0, minimum=0, doc="""
+        Option("simulation", "seed", INTEGER, 0, minimum=0, maximum=MAX_SEED, doc="""
             Seed of the run's random numbers: policies and annotators draw from independent
             streams derived from it, so the same seed gives the same results."""),
         Option("simulation", "stop-when", STRING, "all-leases-done", choices=STOP_WHEN, doc="""
             When a simulation ends: `all-leases-done` (every lease finished), `besteffort-done`
             (every best-effort lease finished) or `time` (at `runtime`)."""),
-        Option("simulation", "runtime", DURATION, math.inf, doc="""
+        Option("simulation", "runtime", DURATION, math.inf, unlimited=True, doc="""
             With `stop-when = time`: how long the run lasts."""),
         # --------------------------------------------------------------------- [tracefile]
         Option("tracefile", "tracefile", PATH, "", doc="""
@@ -84,7 +94,7 @@ def core_options(policy_names: Mapping[str, tuple[str, ...]]) -> list[Option]:
         Option("tracefile", "injectionfile", PATH, "", doc="""
             An LWF file of extra requests (advance reservations, say) merged with the trace by
             arrival time; its times are on the replay's clock (after `rebase`)."""),
-        Option("tracefile", "procs-per-vm", INTEGER, 1, minimum=1, doc="""
+        Option("tracefile", "procs-per-vm", INTEGER, 1, minimum=1, maximum=10_000_000, doc="""
             SWF: processors per VM; a job gets ceil(processors / procs-per-vm) VMs, where
             processors is field 8 (requested) if positive, else field 5 (allocated)."""),
         Option("tracefile", "vm-resources", AMOUNTS, "CPU:1", doc="""
@@ -94,12 +104,12 @@ def core_options(policy_names: Mapping[str, tuple[str, ...]]) -> list[Option]:
             `cloud`: the requested time is the actual run time."""),
         Option("tracefile", "queues", INTEGERS, (), doc="""
             SWF: replay only jobs of these queues (field 15). Empty: all."""),
-        Option("tracefile", "window-start", DURATION, 0, doc="""
+        Option("tracefile", "window-start", DURATION, 0, maximum=MAX_SECONDS, doc="""
             SWF: replay only jobs submitted at or after this offset into the log
             (D:HH:MM:SS, e.g. `5:02:14:30`)."""),
-        Option("tracefile", "window-length", DURATION, math.inf, doc="""
+        Option("tracefile", "window-length", DURATION, math.inf, unlimited=True, doc="""
             SWF: replay only jobs submitted within this long after `window-start`."""),
-        Option("tracefile", "max-jobs", INTEGER, 0, minimum=0, doc="""
+        Option("tracefile", "max-jobs", INTEGER, 0, minimum=0, maximum=MAX_COUNT, doc="""
             Replay only the first N jobs that pass the other filters (0: all)."""),
         Option("tracefile", "rebase", BOOLEAN, False, doc="""
             Shift submit times so that the first replayed job arrives at time 0."""),
@@ -135,7 +145,8 @@ def core_options(policy_names: Mapping[str, tuple[str, ...]]) -> list[Option]:
             `off`: the head of the queue blocks; `aggressive` (EASY): at most one queued lease
             holds a future reservation; `conservative`: every queued lease gets one;
             `intermediate`: at most `backfilling-reservations` do."""),
-        Option("scheduling", "backfilling-reservations", INTEGER, 1, minimum=1, doc="""
+        Option("scheduling", "backfilling-reservations", INTEGER, 1, minimum=1,
+               maximum=MAX_COUNT, doc="""
             With `backfilling = intermediate`: how many leases may hold future reservations."""),
         Option("scheduling", "placement", STRING, "when-planned",
                choices=("when-planned", "at-start"), doc="""
@@ -163,24 +174,26 @@ def core_options(policy_names: Mapping[str, tuple[str, ...]]) -> list[Option]:
                doc="""
             Whether a preempted running lease is suspended (`all`; `serial-only`: only leases
             of one VM) or cancelled and requeued, losing its work (`none`)."""),
-        Option("scheduling", "suspend-rate", FLOAT, 32.0, minimum=1e-9, doc="""
+        Option("scheduling", "suspend-rate", FLOAT, 32.0, minimum=1e-9, maximum=MAX_RATE, doc="""
             MB of a VM's memory (its `Memory` amount) written per second when suspending."""),
-        Option("scheduling", "resume-rate", FLOAT, 32.0, minimum=1e-9, doc="""
+        Option("scheduling", "resume-rate", FLOAT, 32.0, minimum=1e-9, maximum=MAX_RATE, doc="""
             MB of a VM's memory read per second when resuming."""),
         Option("scheduling", "suspendresume-exclusion", STRING, "local",
                choices=("local", "global"), doc="""
             Suspensions and resumptions of VMs are serialised per node (`local`) or across the
             whole site (`global`)."""),
-        Option("scheduling", "scheduling-threshold-factor", FLOAT, 1.0, minimum=0, doc="""
+        Option("scheduling", "scheduling-threshold-factor", FLOAT, 1.0, minimum=0,
+               maximum=1e6, doc="""
             A queued lease that cannot run to completion before an advance reservation may use
             the slot in front of it, suspending itself before the reservation starts, if the
             slot lasts at least (1 + F) x (its suspend + resume time) and it may be suspended
             (see `suspension`)."""),
-        Option("scheduling", "force-scheduling-threshold", DURATION, None, minimum=0, doc="""
+        Option("scheduling", "force-scheduling-threshold", DURATION, None, minimum=0,
+               maximum=MAX_SECONDS, doc="""
             Haizea's `force-scheduling-threshold`: the shortest slot a queued lease may run
             in before suspending for an advance reservation, in seconds, instead of the one
             `scheduling-threshold-factor` gives (not set: the factor's)."""),
-        Option("scheduling", "enactment-overhead", DURATION, 0, doc="""
+        Option("scheduling", "enactment-overhead", DURATION, 0, maximum=MAX_SECONDS, doc="""
             Extra time for each VM's suspension or resumption command."""),
         Option("scheduling", "overhead-in-shutdown", BOOLEAN, False, doc="""
             Haizea's shutdown time: `enactment-overhead` is also spent once per VM when a
@@ -190,10 +203,12 @@ def core_options(policy_names: Mapping[str, tuple[str, ...]]) -> list[Option]:
             Whether a lease whose work ends before its reservation does still spends its
             shutdown time (`no`: it ends when its work does, as in Haizea, whose premature
             ends remove the planned shutdown; Haizea files set this)."""),
-        Option("scheduling", "override-suspend-time", DURATION, None, minimum=0, doc="""
+        Option("scheduling", "override-suspend-time", DURATION, None, minimum=0,
+               maximum=MAX_SECONDS, doc="""
             Haizea's `override-suspend-time`: each VM suspends in this many seconds (plus
             `enactment-overhead`) whatever its memory (not set: memory / `suspend-rate`)."""),
-        Option("scheduling", "override-resume-time", DURATION, None, minimum=0, doc="""
+        Option("scheduling", "override-resume-time", DURATION, None, minimum=0,
+               maximum=MAX_SECONDS, doc="""
             Haizea's `override-resume-time`: each VM resumes in this many seconds (plus
             `enactment-overhead`) whatever its memory (not set: memory / `resume-rate`)."""),
         Option("scheduling", "suspendresume-model", STRING, "lease-manager",
@@ -218,7 +233,7 @@ def core_options(policy_names: Mapping[str, tuple[str, ...]]) -> list[Option]:
             first with the age scores), or Haizea's order, which takes the lowest scores
             first (its mapper pops the end of the list sorted most preemptable first: the
             oldest lease younger than a week first)."""),
-        Option("scheduling", "shutdown-time", DURATION, 0, doc="""
+        Option("scheduling", "shutdown-time", DURATION, 0, maximum=MAX_SECONDS, doc="""
             Time to shut a lease's VMs down: added to the reservation of best-effort, immediate
             and deadline leases, carved out of the end of an advance reservation's interval."""),
         Option("scheduling", "reevaluation", STRING, "move-earlier",
@@ -234,7 +249,8 @@ def core_options(policy_names: Mapping[str, tuple[str, ...]]) -> list[Option]:
             `yes`: a suspended lease may resume on other nodes after its memory images are
             moved there (see `migration-bandwidth`), when that lets it resume earlier;
             `yes-notransfer` (Haizea's): it may, and moving the images takes no time."""),
-        Option("scheduling", "migration-bandwidth", FLOAT, 100.0, minimum=1e-9, doc="""
+        Option("scheduling", "migration-bandwidth", FLOAT, 100.0, minimum=1e-9,
+               maximum=MAX_RATE, doc="""
             MB per second at which a suspended lease's memory images move to other nodes."""),
         # ------------------------------------------------------------------- [preparation]
         Option("preparation", "lease-preparation", STRING, "unmanaged",
@@ -263,7 +279,8 @@ def core_options(policy_names: Mapping[str, tuple[str, ...]]) -> list[Option]:
             holds may start there at once."""),
         Option("preparation", "diskimage-cache-size", FLOAT, 20480.0, minimum=0,
                maximum=1e12, doc="MB of each node's image cache (with `image-caches`)."),
-        Option("preparation", "force-imagetransfer-time", DURATION, None, minimum=0, doc="""
+        Option("preparation", "force-imagetransfer-time", DURATION, None, minimum=0,
+               maximum=MAX_SECONDS, doc="""
             Every image transfer takes this long, whatever the image's size (not set: size /
             bandwidth)."""),
         # -------------------------------------------------------------------- [accounting]
@@ -320,7 +337,7 @@ def core_options(policy_names: Mapping[str, tuple[str, ...]]) -> list[Option]:
             The share of a lease's run time that scales with the CPU frequency (Garg et al.'s
             gamma), unless the lease has its own `gamma` attribute (an LWF `<extra>` or an
             annotation)."""),
-        Option("power", "idle-timeout", DURATION, 0, doc="""
+        Option("power", "idle-timeout", DURATION, 0, maximum=MAX_SECONDS, doc="""
             Seconds a node must stay idle before `switch-off-idle` switches it off."""),
         Option("power", "look-ahead", BOOLEAN, False, doc="""
             `switch-off-idle`: keep an idle node on when a lease planned on it would have its
@@ -374,17 +391,17 @@ def core_options(policy_names: Mapping[str, tuple[str, ...]]) -> list[Option]:
             arrivals, ends, every `epoch` and when it asks; `leases.csv` gets the columns
             `resizes`, `allocations` (`TIME:NODESxVMS` of each allocation) and
             `work_single_server`, and `summary.json` the number of resizes."""),
-        Option("malleable", "epoch", DURATION, 900.0, doc="""
+        Option("malleable", "epoch", DURATION, 900.0, maximum=MAX_SECONDS, doc="""
             Seconds between two regular decisions of the allocation policy (epochs start at
             the run's start; GreenPar uses 15 minutes)."""),
-        Option("malleable", "migration-time", DURATION, 0.0, doc="""
+        Option("malleable", "migration-time", DURATION, 0.0, maximum=MAX_SECONDS, doc="""
             Seconds a resized lease makes no progress when any of its VMs moves, is added or
             removed (its VMs migrate); its new reservation is that much longer."""),
         Option("malleable", "migration-energy", FLOAT, 0.0, minimum=0, maximum=1e12, doc="""
             Joules a migration draws per node gained or lost (GreenPar's ME(n), linear), drawn
             evenly over the migration time on the lease's new nodes (needs a migration time
             above 0, and a `[power]` model to be counted)."""),
-        Option("power", "power-cap-window", DURATION, 0, doc="""
+        Option("power", "power-cap-window", DURATION, 0, maximum=MAX_SECONDS, doc="""
             Use a window of this many seconds of the `power-cap` series as the envelope,
             moved to time 0, with no power after it (Kassab et al. cut 1,000-hour windows of a
             year of weather). The window starts at one of the series' rows drawn from the run's
@@ -405,10 +422,10 @@ def core_options(policy_names: Mapping[str, tuple[str, ...]]) -> list[Option]:
             0` and `initial-state = off`, switching times that are whole intervals, and one
             node group; submit times are ignored and durations rounded up to whole
             intervals."""),
-        Option("planning", "interval", DURATION, 360, doc="""
+        Option("planning", "interval", DURATION, 360, maximum=MAX_SECONDS, doc="""
             The planning grid's step, in seconds (Kassab et al.: 6 minutes). The envelope
             in an interval is the least the cap holds in it."""),
-        Option("planning", "horizon", DURATION, 0, doc="""
+        Option("planning", "horizon", DURATION, 0, maximum=MAX_SECONDS, doc="""
             How far a plan may reach, in seconds from time 0; a lease that cannot be placed
             before it is rejected. 0: the envelope's last change (if it leaves no power after
             it), else that plus every lease's duration and a boot and a shutdown."""),
@@ -421,14 +438,22 @@ def core_options(policy_names: Mapping[str, tuple[str, ...]]) -> list[Option]:
         Option("daemon", "state-dir", PATH, "lease-manager-state", doc="""
             Folder of the daemon's durable state: the SQLite database, the API token and the
             backends' own files. A restarted daemon carries on from it."""),
+        Option("daemon", "work-root", PATH, "", doc="""
+            Folder under which a lease that names no `workdir` (a JSON request without one,
+            an LWF body without `?workdir=`) runs its command: in `WORK-ROOT/lease-<id>/`
+            (`vm-<index>/` below it with the `process` backend), created with mode 0700.
+            Empty: `STATE-DIR-work` beside the state folder. It may neither lie inside the
+            state folder nor hold it (refused at start), so a command never starts where
+            relative paths reach the daemon's token or database; the logs stay in the state
+            folder. With `slurm` it must be visible on the compute nodes."""),
         Option("daemon", "host", STRING, "127.0.0.1", doc="""
             Address the JSON API listens on (loopback by default)."""),
-        Option("daemon", "port", INTEGER, 8642, minimum=0, doc="""
+        Option("daemon", "port", INTEGER, 8642, minimum=0, maximum=65535, doc="""
             TCP port of the JSON API (0: any free port, written to `state-dir/daemon.json`)."""),
         Option("daemon", "token-file", PATH, "", doc="""
             File holding the API's bearer token. Empty: `state-dir/token`, created with mode
             0600 on first start."""),
-        Option("daemon", "max-body", INTEGER, 1048576, minimum=1, doc="""
+        Option("daemon", "max-body", INTEGER, 1048576, minimum=1, maximum=1 << 30, doc="""
             Largest request body the API accepts, in bytes (larger ones get 413)."""),
         Option("daemon", "max-vms-per-node", INTEGER, 64, minimum=1, maximum=1_000_000, doc="""
             Bounds what one request may make the daemon run, tied to the site's size: a lease
@@ -436,7 +461,7 @@ def core_options(policy_names: Mapping[str, tuple[str, ...]]) -> list[Option]:
             at most that many VMs in all, and each VM must need at least 1/this of a node's
             amount of some resource (so no node ever holds more than about this many VMs per
             resource type; with the `process` backend each VM is a process)."""),
-        Option("daemon", "reconcile-interval", FLOAT, 1.0, minimum=0.01, doc="""
+        Option("daemon", "reconcile-interval", FLOAT, 1.0, minimum=0.01, maximum=3600, doc="""
             Wall-clock seconds between two comparisons of the backend's real state with the
             plan (finished or vanished work is noticed within this time)."""),
         Option("daemon", "sync", STRING, "full", choices=("full", "normal"), doc="""

@@ -215,6 +215,9 @@ class Option:
     minimum: float | None = None
     #: inclusive upper bound for numbers
     maximum: float | None = None
+    #: whether ``inf``/``unlimited`` is a value of this number or duration (a run's length,
+    #: say); elsewhere it is refused, however large the maximum
+    unlimited: bool = False
 
     @property
     def required(self) -> bool:
@@ -225,6 +228,10 @@ class Option:
         if self.choices is not None and value not in self.choices:
             hint = _suggest(str(value), self.choices)
             raise ValueError(f"{text.strip()!r} is not one of {', '.join(self.choices)}{hint}")
+        if (isinstance(value, float) and math.isinf(value) and not self.unlimited
+                and self.type in (FLOAT, DURATION)):
+            bound = f" (at most {self.maximum:g})" if self.maximum is not None else ""
+            raise ValueError(f"{text.strip()!r}: this option must be finite{bound}")
         if self.minimum is not None and value < self.minimum:
             raise ValueError(f"{text.strip()!r} is below the minimum {self.minimum:g}")
         if self.maximum is not None and value > self.maximum:
@@ -278,6 +285,12 @@ class Schema:
                 if opt.choices:
                     out.append(f"- values: {', '.join(f'`{c}`' for c in opt.choices)}")
                 out.append(f"- default: {default}")
+                if opt.minimum is not None:
+                    out.append(f"- minimum: {opt.minimum:g}")
+                if opt.maximum is not None:
+                    out.append(f"- maximum: {opt.maximum:g}")
+                if opt.unlimited:
+                    out.append("- `unlimited` (or `inf`) allowed")
                 out.append("")
                 out.append(opt.doc.strip())
                 out.append("")

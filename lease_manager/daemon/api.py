@@ -53,29 +53,23 @@ class HTTPError(Exception):
 # ------------------------------------------------------------------------------ views
 def lease_view(row: Any, names: tuple[str, ...]) -> dict[str, Any]:
     """A lease as the API shows it, from its database row."""
-    req = json.loads(row["request"])
-    duration = req["duration"]
+    try:
+        req = json.loads(row["request"])
+        request = _request_view(req)
+        name = req.get("name")
+    except (ValueError, KeyError, TypeError, AttributeError):
+        # a damaged row (restore failed its lease): shown, not a 500
+        request, name = {"invalid": "the stored request could not be read"}, None
     return {
         "id": row["id"],
-        "name": req.get("name"),
+        "name": name,
         "type": row["type"],
         "state": row["state"],
         "reason": row["reason"],
         "submitted": format_instant(row["submit"]),
         "start": format_instant(row["start"]),
         "end": format_instant(row["end"]),
-        "request": {
-            "start": format_instant(req["start"]),
-            "deadline": format_instant(req["deadline"]),
-            "duration": "unlimited" if duration is None else duration,
-            "nodes": req["nodes"],
-            "resources": req["resources"],
-            "command": req["command"],
-            "workdir": req.get("workdir"),
-            "groups": groups_of(req),
-            "max_price": req["max_price"],
-            "extra": req["extra"],
-        },
+        "request": request,
         "price": row["price"],
         "work_done": row["work_done"],
         "preemptions": row["preemptions"],
@@ -85,6 +79,22 @@ def lease_view(row: Any, names: tuple[str, ...]) -> dict[str, Any]:
                   "end": format_instant(seg["end"]) if seg["end"] is not None else None,
                   "nodes": [names[n] for n in seg["vm_nodes"]]}
                  for seg in json.loads(row["plan"])],
+    }
+
+
+def _request_view(req: dict[str, Any]) -> dict[str, Any]:
+    duration = req["duration"]
+    return {
+        "start": format_instant(req["start"]),
+        "deadline": format_instant(req["deadline"]),
+        "duration": "unlimited" if duration is None else duration,
+        "nodes": req["nodes"],
+        "resources": req["resources"],
+        "command": req["command"],
+        "workdir": req.get("workdir"),
+        "groups": groups_of(req),
+        "max_price": req["max_price"],
+        "extra": req["extra"],
     }
 
 
@@ -445,8 +455,9 @@ class Handler(BaseHTTPRequestHandler):
                             "detail": e["detail"]} for e in store.events(lease_id)]
         backend = self.daemon.backend
         started = row["start"] is not None
-        view["logs"] = backend.log_files(lease_id, view["request"]["nodes"]) \
-            if backend is not None and started else []
+        vms = view["request"].get("nodes")
+        view["logs"] = backend.log_files(lease_id, vms) \
+            if backend is not None and started and isinstance(vms, int) else []
         return view
 
     def _cancel(self, lease_id: int) -> dict[str, Any]:

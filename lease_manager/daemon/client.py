@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import time
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ from urllib.parse import quote, urlsplit
 
 from lease_manager.errors import LeaseManagerError
 from lease_manager.kernel.timeutil import format_duration
+from lease_manager.numbers import arg_float, arg_int, parse_float
 
 #: how many times ``request`` tries a submission the daemon did not answer (same key each time)
 SUBMIT_ATTEMPTS = 3
@@ -36,7 +38,7 @@ class DaemonUnavailable(LeaseManagerError):
 def _retry_after(headers: Any) -> float | None:
     """A ``Retry-After`` of seconds (0 to 60), or None."""
     text = (headers.get("Retry-After") if headers is not None else None) or ""
-    return float(text) if text.strip().isdigit() and int(text) <= 60 else None
+    return float(text) if re.fullmatch(r"[0-9]{1,2}", text.strip()) and int(text) <= 60 else None
 
 
 class Client:
@@ -275,10 +277,11 @@ def request_command(args: argparse.Namespace) -> int:
 
 
 def _duration(text: str) -> Any:
-    try:
-        return float(text) if text.replace(".", "", 1).isdigit() else text
-    except ValueError:
-        return text
+    """``-d``: seconds as a number (ASCII digits only: ``٣٠`` was read as 30), else the text
+    for the daemon to read (``HH:MM:SS``, ``unlimited``; it refuses anything else)."""
+    if re.fullmatch(r"[0-9]+(?:\.[0-9]*)?|\.[0-9]+", text.strip()):
+        return parse_float(text)
+    return text
 
 
 def cancel_command(args: argparse.Namespace) -> int:
@@ -357,9 +360,9 @@ def add_client_commands(sub: Any) -> None:
     req.add_argument("-t", "--start", default="best_effort",
                      help="now | best_effort | ISO-8601 time | +HH:MM:SS (default best_effort)")
     req.add_argument("-d", "--duration", help="seconds, HH:MM:SS or unlimited")
-    req.add_argument("-n", "--nodes", type=int, default=1, help="number of VMs (default 1)")
-    req.add_argument("--cpu", type=float, help="CPU of each VM")
-    req.add_argument("--mem", type=float, help="memory of each VM (MB)")
+    req.add_argument("-n", "--nodes", type=arg_int, default=1, help="number of VMs (default 1)")
+    req.add_argument("--cpu", type=arg_float, help="CPU of each VM")
+    req.add_argument("--mem", type=arg_float, help="memory of each VM (MB)")
     req.add_argument("--command", help="shell command each VM runs (in --workdir, with a "
                      "clean environment: PATH, the user's account, the locale and LM_* "
                      "variables)")
@@ -367,7 +370,7 @@ def add_client_commands(sub: Any) -> None:
                      "daemon's machine (default: the current folder)")
     req.add_argument("--deadline", help="finish by this time (ISO-8601 or +HH:MM:SS)")
     req.add_argument("--name", help="a name for the lease")
-    req.add_argument("--max-price", type=float, help="the most you pay for it")
+    req.add_argument("--max-price", type=arg_float, help="the most you pay for it")
     req.add_argument("-f", "--file", help="an LWF document of lease requests (times are "
                      "offsets from now) instead of the options above")
     req.set_defaults(func=request_command)
@@ -376,7 +379,7 @@ def add_client_commands(sub: Any) -> None:
                          description="Cancel a lease of the running daemon (its VMs are "
                                      "stopped); prints its new state. Writes no file.")
     common(can)
-    can.add_argument("lease", type=int, help="lease id")
+    can.add_argument("lease", type=arg_int, help="lease id")
     can.set_defaults(func=cancel_command)
 
     ls = sub.add_parser("list-leases", help="list the daemon's leases",
@@ -391,7 +394,7 @@ def add_client_commands(sub: Any) -> None:
                                     "plan (reservations and nodes) and history. Writes no "
                                     "file.")
     common(sh)
-    sh.add_argument("lease", type=int, help="lease id")
+    sh.add_argument("lease", type=arg_int, help="lease id")
     sh.set_defaults(func=show_lease_command)
 
     q = sub.add_parser("show-queue", help="the wait queue, in order",

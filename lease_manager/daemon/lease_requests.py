@@ -39,7 +39,8 @@ FIELDS = {
     "resources": "each VM's resources as {type: amount} (instead of cpu/memory)",
     "command": "shell command each VM runs",
     "workdir": "absolute path of the folder the command runs in (the client sends its current "
-               "folder; default: the VM's own folder under the state folder)",
+               "folder; default: a folder of its own under [daemon] work-root, outside the "
+               "state folder)",
     "max_price": "the most the user pays (a higher price rejects the lease)",
     "name": "the user's name for the lease",
     "extra": "free-form {name: value} attributes",
@@ -267,6 +268,50 @@ def groups_of(request: dict) -> list[dict]:
     (one, unless an LWF lease gave several ``<node-set>``s)."""
     return request.get("groups") or [{"nodes": request["nodes"],
                                       "resources": request["resources"]}]
+
+
+def check_stored(request: Any, nodes: NodeSet) -> None:
+    """Check a normalised request read back from the database with the bounds the API
+    applies to a new one (a row edited to a duration of 1e300 was restored as it was);
+    raise :class:`RequestError` naming the field otherwise."""
+    if not isinstance(request, dict):
+        raise RequestError("", "is not a JSON object")
+    if request.get("type") not in TYPES:
+        raise RequestError("type", f"{request.get('type')!r} is not one of {', '.join(TYPES)}")
+    submitted = _number("submitted", request.get("submitted"), maximum=1e12)
+    if request.get("duration") is None:
+        if request["type"] not in ("best-effort", "immediate"):
+            raise RequestError("duration", "cannot be unlimited")
+    else:
+        _duration("duration", request["duration"], unlimited=False)
+    for field in ("start", "deadline"):
+        if request.get(field) is not None:
+            _number(field, request[field], maximum=submitted + MAX_SECONDS)
+    groups = groups_of(request)
+    if not isinstance(groups, list) or not groups:
+        raise RequestError("groups", "must be a non-empty list")
+    total = 0
+    for group in groups:
+        total += int(_number("nodes", group["nodes"], minimum=1, integer=True, maximum=MAX_VMS))
+        resources = group["resources"]
+        if not isinstance(resources, dict) or not resources:
+            raise RequestError("resources", "must be a non-empty object {type: amount}")
+        for name, amount in resources.items():
+            if name not in nodes.types.names:
+                raise RequestError(f"resources.{name}", "the site has no such resource")
+            _amount(f"resources.{name}", amount)
+    if total > MAX_VMS:
+        raise RequestError("nodes", f"more than {MAX_VMS} VMs")
+    _text("command", request.get("command"), MAX_COMMAND)
+    if request.get("workdir") is not None:
+        workdir_field(request["workdir"])
+    if request.get("max_price") is not None:
+        _number("max_price", request["max_price"], maximum=1e15)
+    if request.get("name") is not None:
+        _text("name", request["name"], 256)
+    extra = request.get("extra")
+    if not isinstance(extra, dict) or len(extra) > MAX_EXTRA:
+        raise RequestError("extra", f"must be an object of at most {MAX_EXTRA} attributes")
 
 
 def build_lease(lease_id: int, request: dict, nodes: NodeSet) -> Lease:

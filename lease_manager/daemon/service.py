@@ -20,12 +20,13 @@ from lease_manager.config.core_options import MAX_SPEEDUP
 from lease_manager.config.schema import Config, load_config
 from lease_manager.context import RunContext
 from lease_manager.daemon.driver import EnactmentDriver
-from lease_manager.daemon.lease_requests import build_lease
+from lease_manager.daemon.lease_requests import RequestError, build_lease, check_stored
 from lease_manager.daemon.store import Store
 from lease_manager.errors import LeaseManagerError, OvercommitError
 from lease_manager.hookspecs import hookimpl
 from lease_manager.kernel.clock import RealClock
 from lease_manager.kernel.lease import Lease, LeaseState, LeaseType
+from lease_manager.kernel.timeutil import LAST_INSTANT
 from lease_manager.multisite import refuse_sites_in_the_daemon
 from lease_manager.observers.accounting import write_summary
 from lease_manager.plugins import DAEMON_PLUGIN, Plugins
@@ -33,8 +34,10 @@ from lease_manager.run import Run, vm_vector
 
 log = logging.getLogger("lease_manager.daemon")
 S = LeaseState
-#: the last instant a clock may show: 9999-12-31T23:59:59Z (dates beyond do not print)
-LAST_INSTANT = 253402300799.0
+#: wall-clock seconds a daemon must be able to run, at its speed-up, before its clock would
+#: pass 9999-12-31T23:59:59Z (``LAST_INSTANT``): a clock (or a stored anchor) that gets there
+#: sooner is refused; at the largest speed-up, 1e6, a day is about 2,700 years of schedule
+CLOCK_HORIZON = 86400.0
 RUNNING_STATES = ("active", "suspending", "resuming", "migrating")
 
 
@@ -110,6 +113,11 @@ class Daemon:
         except OSError as exc:
             raise cfg.error("daemon", "state-dir",
                             f"cannot create {self.state_dir}: {exc.strerror}") from None
+        speedup = cfg.get("simulation", "speedup")
+        if time.time() + CLOCK_HORIZON * speedup > LAST_INSTANT:
+            raise cfg.error("simulation", "speedup",
+                            f"{speedup:g}: the clock would pass 9999-12-31 within "
+                            f"{CLOCK_HORIZON:g} wall seconds; use a smaller speed-up")
         self._lock = lock_state_dir(self.state_dir)
         self.store = Store(self.state_dir / "leases.db", sync=cfg.get("daemon", "sync"))
         self.token = load_token(self.token_path())
@@ -160,15 +168,16 @@ class Daemon:
         restart it carries on from where the last run's clock would be now."""
         speedup = self.config.get("simulation", "speedup")
         wall = time.time()
-        start = self._clock_from_anchor(self.store.meta("clock"), wall)
+        start = self._clock_from_anchor(self.store.meta("clock"), wall, speedup)
         self.store.set_meta("clock", json.dumps({"clock": start, "wall": wall,
                                                  "speedup": speedup}))
         return RealClock(start=start, speedup=speedup)
 
-    def _clock_from_anchor(self, anchor: str | None, wall: float) -> float:
+    def _clock_from_anchor(self, anchor: str | None, wall: float, speedup: float) -> float:
         """Where the last run's clock would be now, from its stored anchor; the wall time if
-        there is none, or if the anchor is not valid (then with a warning: the state folder
-        stays usable whatever an earlier run stored)."""
+        there is none, or if the anchor is not valid or would reach 9999-12-31 within
+        ``CLOCK_HORIZON`` wall seconds at this run's ``speedup`` (then with a warning: the
+        state folder stays usable whatever an earlier run stored)."""
         if anchor is None:
             return wall
         try:
@@ -184,6 +193,9 @@ class Daemon:
                 why = f"speed-up {speedup:g} out of range"
             elif not 0 <= start <= LAST_INSTANT:
                 why = "a time outside years 1970-9999"
+            elif start + CLOCK_HORIZON * speedup > LAST_INSTANT:
+                why = (f"so late that at speed-up {speedup:g} the clock would pass 9999-12-31 "
+                       f"within {CLOCK_HORIZON:g} wall seconds")
             else:
                 return start
         log.warning("%s: the stored clock anchor is %s; the clock starts from the wall time",
@@ -268,7 +280,16 @@ class Daemon:
         self.restoring = True
         try:
             for row in rows:                    # running work first: it holds its nodes
-                lease = self._lease_of(row)
+                try:
+                    lease = self._lease_of(row)
+                except RequestError as exc:     # an edited or damaged row: it fails alone
+                    reason = f"its stored request is invalid ({exc})"
+                    log.warning("%s: lease %s: %s; the lease fails", self.store.path,
+                                row["id"], reason)
+                    self._stop_quietly(row["id"])
+                    self.store.end(row["id"], row["state"], "failed", reason, now)
+                    counts["failed"] += 1
+                    continue
                 self.leases[lease.id] = lease
                 if row["state"] in RUNNING_STATES:
                     counts[self._restore_running(lease, row, now)] += 1
@@ -292,7 +313,23 @@ class Daemon:
         return counts
 
     def _lease_of(self, row: Any) -> Lease:
-        lease = build_lease(row["id"], json.loads(row["request"]), self.run.nodes)
+        """The lease of a stored row, its request checked with the API's bounds (raises
+        :class:`RequestError`)."""
+        try:
+            request = json.loads(row["request"])
+        except ValueError:
+            raise RequestError("request", "is not JSON") from None
+        try:
+            check_stored(request, self.run.nodes)
+        except (KeyError, TypeError) as exc:
+            raise RequestError("request", f"malformed ({type(exc).__name__}: {exc})") from None
+        for field in ("submit", "work_done", "start", "price", "time_suspended",
+                      "suspended_at"):
+            value = row[field]
+            if value is not None and not (isinstance(value, (int, float))
+                                          and math.isfinite(value)):
+                raise RequestError(field, f"{value!r} is not a finite number")
+        lease = build_lease(row["id"], request, self.run.nodes)
         lease.submit = row["submit"]
         lease.work_done = row["work_done"]
         lease.start = row["start"]

@@ -102,6 +102,43 @@ class EnactmentBackend:
         path.mkdir(parents=True, exist_ok=True)
         return path
 
+    def work_root(self) -> Path:
+        """The folder under which a lease that names no ``workdir`` gets a folder of its own
+        (``[daemon] work-root``; by default ``STATE-DIR-work`` beside the state folder). It
+        never lies inside the state folder, nor holds it: a command must not reach the
+        daemon's token or database through relative paths from where it runs."""
+        state = Path(self.ctx.config.get("daemon", "state-dir")).resolve()
+        configured = self.ctx.config.get("daemon", "work-root")
+        root = (Path(configured) if configured else state.with_name(state.name + "-work")).resolve()
+        if root == state or state in root.parents or root in state.parents:
+            raise EnactmentError(f"[daemon] work-root {root} is inside the state folder {state} "
+                                 "or holds it; commands must run outside the state folder")
+        return root
+
+    def lease_work_dir(self, work: Work, vm: VMWork | None = None) -> Path:
+        """Where ``work``'s command runs: its ``workdir``, else ``WORK-ROOT/lease-<id>``
+        (``/vm-<index>`` per VM when ``vm`` is given), created with mode 0700. Refuses a
+        folder inside the daemon's state folder."""
+        state = Path(self.ctx.config.get("daemon", "state-dir")).resolve()
+        if work.workdir:
+            folder = Path(work.workdir).resolve()
+        else:
+            root = self.work_root()
+            folder = root / f"lease-{work.lease_id}"
+            try:
+                root.mkdir(mode=0o700, parents=True, exist_ok=True)
+                folder.mkdir(mode=0o700, exist_ok=True)
+                if vm is not None:
+                    folder = folder / f"vm-{vm.index}"
+                    folder.mkdir(mode=0o700, exist_ok=True)
+            except OSError as exc:
+                raise EnactmentError(f"cannot create the working folder {folder} of lease "
+                                     f"{work.lease_id}: {exc.strerror}") from None
+        if folder == state or state in folder.parents:
+            raise EnactmentError(f"lease {work.lease_id}: its working folder {folder} is inside "
+                                 "the daemon's state folder, which holds its token and database")
+        return folder
+
     def prepare(self, work: Work) -> None:
         """The lease got a plan, or its plan changed, before it starts (``work.start`` is in
         the future). A backend that books resources ahead (a Slurm reservation) does it here;

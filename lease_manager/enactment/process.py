@@ -1,9 +1,11 @@
 """The ``process`` backend (the daemon's embedded default): each VM is a real local process.
 
 Each VM of a lease runs the lease's command in a shell, as a local process in a session (and
-process group) of its own, in the folder ``state-dir/enactment/process/lease-<id>/vm-<index>/``
-with its output in ``out.log`` and ``err.log`` there. A small wrapper shell runs the command and
-then writes its exit status to the file ``exit`` (atomically), so that the exit code is known
+process group) of its own, in the lease's ``workdir`` or else in
+``WORK-ROOT/lease-<id>/vm-<index>/`` (``[daemon] work-root``, outside the state folder), with
+its output in ``out.log`` and ``err.log`` in ``state-dir/enactment/process/lease-<id>/vm-<index>/``.
+A small wrapper shell runs the command and then writes its exit status to the file ``exit``
+(atomically), so that the exit code is known
 even if the daemon was dead when the command ended.
 
 CPU limits and suspension use cgroups where the machine allows it:
@@ -112,6 +114,7 @@ class ProcessBackend(EnactmentBackend):
         self.cgroups = Cgroups(config.get("process", "cgroups"),
                                Path(cgroup_root) if cgroup_root is not None else CGROUP_ROOT)
         self.root = self.state_dir()
+        self.work_root()            # refuses a work root in the state folder at start
         # keeps the cgroup names of two daemons (two state folders) apart
         self.token = hashlib.sha1(str(self.root.resolve()).encode()).hexdigest()[:8]
         self._lock = threading.RLock()
@@ -285,7 +288,8 @@ class ProcessBackend(EnactmentBackend):
         vm_dir = exit_file.parent
         procs_files = [str(Path(folder) / "cgroup.procs") for folder in set(groups.values())]
         env = {**clean_env(os.environ), **work_env(work, vm)}
-        cwd = Path(work.workdir) if work.workdir else vm_dir
+        # never the VM's folder of logs: that is in the state folder, next to the token
+        cwd = self.lease_work_dir(work, vm)
         if not cwd.is_dir():   # it was when the lease was requested
             raise EnactmentError(f"cannot start VM {vm.index} of lease {work.lease_id}: its "
                                  f"working folder {cwd} no longer exists")
@@ -579,11 +583,11 @@ def register_options():
             v1 if its `cpu` and `freezer` hierarchies are mounted and writable, else none (with
             a warning); `v2`/`v1`: that version, or an error if it cannot be used; `none`: no
             CPU limit, and suspension with SIGSTOP/SIGCONT."""),
-        Option("process", "cpu-per-core", FLOAT, 1.0, minimum=1e-9, doc="""
+        Option("process", "cpu-per-core", FLOAT, 1.0, minimum=1e-9, maximum=1e12, doc="""
             How much of the site's CPU resource one core of this machine is: a VM's CPU limit
             is its CPU amount divided by this, in cores (100 if the site counts CPU in
             percents). A VM of 0 CPU has no limit."""),
-        Option("process", "stop-grace", DURATION, 2.0, doc="""
+        Option("process", "stop-grace", DURATION, 2.0, maximum=86400, doc="""
             Time between the SIGTERM that stops a VM's processes and the SIGKILL that ends
             those still there."""),
         Option("process", "shell", STRING, "/bin/sh", doc="""

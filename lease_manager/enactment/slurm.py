@@ -180,6 +180,7 @@ class SlurmBackend(EnactmentBackend):
         self.request_memory = bool(cfg.get("slurm", "request-memory"))
         self.job_dir = Path(cfg.get("slurm", "job-dir") or self.state_dir()).absolute()
         self.job_dir.mkdir(parents=True, exist_ok=True)
+        self.work_root()            # refuses a work root in the state folder at start
         configured = tuple(cfg.get("slurm", "nodes"))
         self._nodes: tuple[str, ...] | None = node_names(ctx, configured) if configured else None
         types = tuple(ctx.site.types.names)
@@ -417,7 +418,7 @@ class SlurmBackend(EnactmentBackend):
                 f"--nodes={len(nodes)}", f"--nodelist={','.join(nodes)}",
                 f"--ntasks={sum(cores)}", f"--time={minutes}",
                 f"--output={self.job_dir / name}.%j.out",
-                f"--chdir={work.workdir or self.job_dir}"]
+                f"--chdir={self.lease_work_dir(work)}"]
         if self.partition:
             args.append(f"--partition={self.partition}")
         if self.account:
@@ -598,7 +599,7 @@ def register_options():
             as. Empty: the daemon's user."""),
         Option("slurm", "account", STRING, "", doc="""
             Account of the reservations (`Accounts=`) and jobs (`--account`). Empty: none."""),
-        Option("slurm", "cpu-unit", FLOAT, 1.0, minimum=1e-9, doc="""
+        Option("slurm", "cpu-unit", FLOAT, 1.0, minimum=1e-9, maximum=1e12, doc="""
             The site's `CPU` amount that is one Slurm core (100 for Haizea-style `CPU:100`
             sites). Each VM gets its CPU amount in cores, rounded up, at least one."""),
         Option("slurm", "request-memory", BOOLEAN, False, doc="""
@@ -612,7 +613,7 @@ def register_options():
         Option("slurm", "name-prefix", STRING, "lm-", doc="""
             Prefix of the reservation and job names (`lm-<lease id>`): give each daemon
             sharing one Slurm cluster its own."""),
-        Option("slurm", "commands-timeout", FLOAT, 30.0, minimum=0.1, doc="""
+        Option("slurm", "commands-timeout", FLOAT, 30.0, minimum=0.1, maximum=86400, doc="""
             Seconds a Slurm command (scontrol, sbatch, squeue, scancel, sinfo) may take
             before the action fails."""),
         Option("slurm", "bin-dir", PATH, "", doc="""

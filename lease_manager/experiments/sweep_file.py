@@ -133,22 +133,34 @@ def _read_ini(path: Path) -> tuple[configparser.ConfigParser, dict[tuple[str, st
     return read_ini(path, "sweep file")
 
 
+#: most seeds one sweep may list: each is a run per profile and trace, and ``0-100000000000``
+#: used to be expanded (and checked for repeats in a list) without end
+MAX_SEEDS = 10_000
+
+
 def parse_seeds(text: str) -> tuple[int, ...]:
-    """``"1, 2, 5"``, ``"1-10"`` or a mix (``"1-3 7"``) -> the seeds, in order, once each."""
+    """``"1, 2, 5"``, ``"1-10"`` or a mix (``"1-3 7"``) -> the seeds, in order, once each; at
+    most :data:`MAX_SEEDS` of them, in ASCII digits (``١-٣`` is refused, not read as 1-3)."""
     seeds: list[int] = []
+    seen: set[int] = set()
     for part in re.split(r"[,\s]+", re.sub(r"\s*-\s*", "-", text.strip())):
         if not part:
             continue
-        m = re.fullmatch(r"(\d+)(?:-(\d+))?", part)
+        m = re.fullmatch(r"([0-9]+)(?:-([0-9]+))?", part)
         if not m:
-            raise ValueError(f"{part!r} is not a seed (a non-negative integer) or a range A-B")
+            raise ValueError(f"{part!r} is not a seed (a non-negative integer in ASCII digits) "
+                             "or a range A-B")
         lo = int(m.group(1))
         hi = int(m.group(2)) if m.group(2) is not None else lo
         if hi < lo:
             raise ValueError(f"the range {part!r} is empty")
+        if len(seeds) + (hi - lo + 1) > MAX_SEEDS:
+            raise ValueError(f"more than {MAX_SEEDS:,} seeds (each is a run per profile and "
+                             "trace)")
         for seed in range(lo, hi + 1):
-            if seed in seeds:
+            if seed in seen:
                 raise ValueError(f"seed {seed} is given twice")
+            seen.add(seed)
             seeds.append(seed)
     if not seeds:
         raise ValueError("no seeds given")

@@ -56,6 +56,10 @@ def _num(x: float) -> str:
     return str(int(x)) if float(x).is_integer() else repr(float(x))
 
 
+#: the largest amount of one resource type on a node or in a VM (as in LWF files and the API)
+MAX_AMOUNT = 1e12
+
+
 def parse_amounts(text: str) -> dict[str, float]:
     """Parse ``"CPU:1 Memory:1024"`` into ``{"CPU": 1.0, "Memory": 1024.0}``.
 
@@ -73,6 +77,8 @@ def parse_amounts(text: str) -> dict[str, float]:
                              f"finite)") from None
         if total < 0 or not math.isfinite(total):
             raise ValueError(f"{token!r}: amount must be finite and non-negative")
+        if total > MAX_AMOUNT:     # CPU:1e300 was taken, and utilization printed 0.0 %
+            raise ValueError(f"{token!r}: amount is above the maximum {MAX_AMOUNT:g}")
         if name in amounts:
             raise ValueError(f"resource type {name!r} is given twice")
         amounts[name] = total

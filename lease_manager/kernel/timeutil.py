@@ -76,12 +76,21 @@ def parse_instant(text: str, now: float) -> float:
     return moment.timestamp()
 
 
+#: the first and last instants a date can show: 0001-01-01T00:00:00Z and 9999-12-31T23:59:59Z
+FIRST_INSTANT = -62135596800.0
+LAST_INSTANT = 253402300799.0
+
+
 def format_instant(seconds: float | None) -> str | None:
-    """ISO-8601 in UTC with a ``Z`` (milliseconds kept when there are any); None stays None."""
-    if seconds is None or math.isinf(seconds):
+    """ISO-8601 in UTC with a ``Z`` (milliseconds kept when there are any); None stays None
+    (and so does NaN). It never raises: an instant outside years 1-9999 (a real clock sped up
+    past 9999-12-31 answered HTTP 500 with 'year 10000 is out of range') is shown as the
+    first or last instant there is."""
+    if seconds is None or math.isinf(seconds) or math.isnan(seconds):
         return None
     from datetime import datetime
 
+    seconds = min(max(seconds, FIRST_INSTANT), LAST_INSTANT)
     moment = datetime.fromtimestamp(seconds, tz=UTC)
     spec = "milliseconds" if moment.microsecond else "seconds"
     return moment.isoformat(timespec=spec).replace("+00:00", "Z")

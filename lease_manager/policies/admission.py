@@ -59,7 +59,7 @@ class UtilizationThreshold(AdmissionPolicy):
 @hookimpl
 def register_options():
     return [
-        Option("admission", "threshold", FLOAT, 0.9, minimum=0.0, doc="""
+        Option("admission", "threshold", FLOAT, 0.9, minimum=0.0, maximum=1e6, doc="""
             `utilization-threshold` admission: the highest projected CPU utilisation (a
             fraction of the site's CPU, over the lease's interval, the lease included) at which
             a lease is still accepted."""),

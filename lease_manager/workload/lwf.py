@@ -271,6 +271,9 @@ def _site(elem: etree._Element, file: str) -> NodeSet:
 
 #: the most nodes an LWF ``<site>`` may describe (the schema bounds each node set too)
 MAX_SITE_NODES = 1_000_000
+#: most VMs one lease may have, summed over its node sets (each set is bounded by the schema
+#: alone, so 50 sets of 1,000,000 were read, then placed VM by VM before being refused)
+MAX_LEASE_VMS = 1_000_000
 
 
 def _count(node_set: etree._Element, file: str) -> int:
@@ -339,8 +342,14 @@ class _LeaseReader:
 
     def vms(self, nodes: etree._Element) -> VMRequest:
         counts, vectors = [], []
+        total = 0
         for node_set in nodes.iterfind("node-set"):
             counts.append(_count(node_set, self.file))
+            total += counts[-1]
+            if total > MAX_LEASE_VMS:   # 50 sets of 1,000,000 VMs cost 98 CPU-s and 7.7 GB
+                raise TraceError(f"the lease has more than {MAX_LEASE_VMS:,} VMs over its node "
+                                 "sets", file=self.file, line=node_set.sourceline,
+                                 field="<node-set numnodes>")
             vectors.append(_amounts(node_set, self.types, self.file, what="site"))
         if len(counts) == 1:
             key = (counts[0], vectors[0].tobytes())

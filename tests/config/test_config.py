@@ -299,15 +299,61 @@ def test_set_can_supply_a_required_option(schema):
                                        "number (ASCII"),
     ("simulation.resources=\u0661\u0664 CPU:1", "--set: [simulation] resources: "),
     ("tracefile.vm-resources=CPU:1_0", "--set: [tracefile] vm-resources: 'CPU:1_0': amount"),
+    # was accepted, and the run printed a utilization of 0.0 %
+    ("simulation.resources=4 CPU:1e300 Memory:1024", "--set: [simulation] resources: "
+                                                     "'CPU:1e300': amount is above the maximum "
+                                                     "1e+12"),
+    ("tracefile.vm-resources=CPU:1 Memory:1e13", "--set: [tracefile] vm-resources: "
+                                                 "'Memory:1e13': amount is above the maximum"),
     ("scheduling.suspend-rate=nan", "--set: [scheduling] suspend-rate: 'nan' is not a finite"),
     # a price that is not finite made every lease's price inf and the revenue 0
-    ("pricing.rate=inf", "--set: [pricing] rate: 'inf' is above the maximum 1e+09"),
+    ("pricing.rate=inf", "--set: [pricing] rate: 'inf': this option must be finite (at most "
+                         "1e+09)"),
+    # a run with leases ended in 'internal error: invariant violated', exit 3
+    ("scheduling.shutdown-time=inf", "--set: [scheduling] shutdown-time: 'inf': this option "
+                                     "must be finite (at most 1e+10)"),
+    ("scheduling.shutdown-time=unlimited", "--set: [scheduling] shutdown-time: 'unlimited': "
+                                           "this option must be finite"),
+    ("scheduling.suspend-rate=inf", "--set: [scheduling] suspend-rate: 'inf': this option must"),
+    ("scheduling.suspend-rate=1e300", "--set: [scheduling] suspend-rate: '1e300' is above the "
+                                      "maximum 1e+12"),
+    ("scheduling.migration-bandwidth=inf", "--set: [scheduling] migration-bandwidth: 'inf'"),
+    ("scheduling.scheduling-threshold-factor=1e300", "--set: [scheduling] "
+                                                    "scheduling-threshold-factor: '1e300' is"),
+    ("admission.threshold=inf", "--set: [admission] threshold: 'inf': this option must be"),
+    ("daemon.port=70000", "--set: [daemon] port: '70000' is above the maximum 65535"),
+    ("daemon.max-body=99999999999999", "--set: [daemon] max-body: '99999999999999' is above"),
+    ("daemon.reconcile-interval=inf", "--set: [daemon] reconcile-interval: 'inf': this"),
+    ("slurm.commands-timeout=inf", "--set: [slurm] commands-timeout: 'inf': this option"),
+    ("process.stop-grace=unlimited", "--set: [process] stop-grace: 'unlimited': this option"),
+    ("simulation.seed=99999999999999999999999", "--set: [simulation] seed: "
+                                                "'99999999999999999999999' is above the maximum"),
 ])
 def test_set_is_validated(tmp_path, schema, override, message):
     path = write_ini(tmp_path, SITE)
     err = load_error(path, schema, [override])
     assert str(err).startswith(message)
     assert err.file == "--set"
+
+
+def test_every_numeric_option_is_bounded():
+    """Each number or duration option of the core and the shipped plugins has a finite
+    maximum, and takes ``inf``/``unlimited`` only where it says so (a run's length, a trace
+    window): an unbounded option took ``inf`` or 1e300 without a word."""
+    from lease_manager.config.schema import DURATION, FLOAT, INTEGER
+    from lease_manager.plugins import Plugins
+
+    unbounded = [f"[{o.section}] {o.name}" for o in Plugins().schema
+                 if o.type in (FLOAT, DURATION, INTEGER) and o.maximum is None
+                 and not o.unlimited]
+    assert unbounded == []
+    unlimited = sorted(f"[{o.section}] {o.name}" for o in Plugins().schema if o.unlimited)
+    assert unlimited == ["[simulation] runtime", "[tracefile] window-length"]
+    doc = Plugins().schema.document()
+    shutdown = doc[doc.index("### `shutdown-time`"):]
+    assert "- maximum: 1e+10" in shutdown[:shutdown.index("\n\n", 60)]
+    runtime = doc[doc.index("### `runtime`"):]
+    assert "- `unlimited` (or `inf`) allowed" in runtime[:runtime.index("\n\n", 60)]
 
 
 def test_set_value_errors_even_when_file_is_valid(tmp_path, schema):

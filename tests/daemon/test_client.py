@@ -311,3 +311,36 @@ def test_sigterm_and_restart_keep_the_leases(tmp_path):
         assert request(second, "-d", "60")["id"] == before[-1]["id"] + 1
     finally:
         assert second.terminate() == 0
+
+
+SAMPLE = "/nonexistent/lm.ini"     # never read: the numbers are refused first (no daemon)
+
+
+@pytest.mark.parametrize("args", [
+    ("request", "-n", "٣", "-d", "60"), ("request", "-n", "1_0", "-d", "60"),
+    ("request", "--cpu", "١", "-d", "60"), ("request", "--mem", "inf", "-d", "60"),
+    ("request", "--max-price", "nan", "-d", "60"), ("cancel", "٣"), ("show-lease", "1_0"),
+    ("serve", SAMPLE, "--speedup", "٣"),
+    ("serve", SAMPLE, "--speedup", "1_000"),
+    ("serve", SAMPLE, "--port", "٨٠"),
+    ("sweep", SAMPLE, "-j", "٢"), ("report", "x", "--gantt-hours", "inf"),
+])
+def test_command_line_numbers_are_ascii_and_finite(args):
+    """argparse's ``type=int/float`` read Unicode digits and underscores (``-n ٣`` was 3 VMs,
+    ``serve --speedup 1_000`` started a daemon): every number goes through the strict parser."""
+    done = lm(*args, "--server", "http://127.0.0.1:1", "--token-file", "/dev/null"
+              ) if args[0] in ("request", "cancel", "show-lease") else lm(*args)
+    assert done.returncode == 2, done.stderr
+    assert ("ASCII digits only" in done.stderr or "not a finite number" in done.stderr
+            ), done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_a_duration_in_seconds_is_ascii_digits_only():
+    from lease_manager.daemon.client import _duration, _retry_after
+
+    assert _duration("30") == 30.0 and _duration("1.5") == 1.5
+    assert _duration("٣٠") == "٣٠"          # sent as text: the daemon refuses it
+    assert _duration("00:01:00") == "00:01:00" and _duration("unlimited") == "unlimited"
+    assert _retry_after({"Retry-After": "٣"}) is None
+    assert _retry_after({"Retry-After": "3"}) == 3.0

@@ -180,8 +180,57 @@ def test_an_unbounded_speedup_is_refused():
 
     schema = Plugins(entry_points=False).schema
     for value in ("inf", "1e308", "1e12"):
-        with pytest.raises(ConfigError, match="above the maximum 1e"):
+        with pytest.raises(ConfigError, match="above the maximum 1e|must be finite .at most 1e"):
             load_config(None, schema, [f"simulation.speedup={value}"])
+
+
+def test_a_clock_anchor_that_would_soon_pass_year_9999_is_refused(tmp_path, caplog):
+    """A stored anchor 1,000 s before 9999-12-31T23:59:59Z restored at --speedup 1000000: the
+    clock passed the limit at once and /v1/health and POST /v1/leases answered 500 ('year
+    10000 is out of range'). An anchor that gets there within a day is refused now."""
+    import time
+
+    from lease_manager.daemon.store import Store
+
+    LAST_INSTANT = 253402300799.0     # 9999-12-31T23:59:59Z
+    config = write_config(tmp_path, speedup=1e6)
+    with ThreadDaemon(config):
+        pass
+    store = Store(tmp_path / "state" / "leases.db")
+    store.set_meta("clock", json.dumps({"clock": LAST_INSTANT - 1000, "wall": time.time(),
+                                        "speedup": 1.0}))
+    store.close()
+    with ThreadDaemon(config) as d:
+        assert d.daemon.run.clock.now() < LAST_INSTANT - 1e10
+        assert d.client.call("GET", "/v1/health")["status"] == "ok"
+        assert d.client.submit({"duration": 60})["id"] == 1
+    assert "would pass 9999-12-31 within 86400 wall seconds" in caplog.text
+
+
+def test_a_speedup_that_would_pass_year_9999_within_the_horizon_is_refused(tmp_path,
+                                                                          monkeypatch):
+    from lease_manager.daemon import service
+    from lease_manager.errors import ConfigError
+
+    monkeypatch.setattr(service, "CLOCK_HORIZON", 1e7)   # 1e7 s at 1e6: past year 9999
+    config = write_config(tmp_path, speedup=1e6)
+    with pytest.raises(ConfigError, match=r"\[simulation\] speedup: 1e\+06: the clock would "
+                                          r"pass 9999-12-31 within 1e\+07 wall seconds"):
+        ThreadDaemon(config)
+    monkeypatch.setattr(service, "CLOCK_HORIZON", 86400.0)
+    with ThreadDaemon(config) as d:                 # the state folder was not left locked
+        assert d.client.call("GET", "/v1/health")["status"] == "ok"
+
+
+def test_an_instant_past_year_9999_is_shown_not_raised():
+    from lease_manager.kernel.timeutil import LAST_INSTANT, format_instant
+
+    assert format_instant(LAST_INSTANT) == "9999-12-31T23:59:59Z"
+    assert format_instant(LAST_INSTANT + 1000) == "9999-12-31T23:59:59Z"
+    assert format_instant(1e300) == "9999-12-31T23:59:59Z"
+    assert format_instant(-1e300) == "0001-01-01T00:00:00Z"
+    assert format_instant(float("nan")) is None and format_instant(float("inf")) is None
+    assert format_instant(0.5) == "1970-01-01T00:00:00.500Z"
 
 
 @pytest.mark.parametrize("anchor", [
@@ -208,3 +257,38 @@ def test_a_bad_stored_clock_anchor_does_not_lock_the_state_folder(tmp_path, anch
         assert abs(d.daemon.run.clock.now() - time.time()) < 60
         assert d.client.call("GET", "/v1/health")["status"] == "ok"
     assert "the stored clock anchor is" in caplog.text
+
+
+@pytest.mark.parametrize("edit, field", [
+    (lambda r: {**r, "duration": 1e300}, "duration: 1e+300 s is longer than a century"),
+    (lambda r: {**r, "nodes": 10**9}, "nodes: 1e+09 is out of range"),
+    (lambda r: {**r, "resources": {"CPU": -1.0}}, "resources.CPU: -1 is out of range"),
+    (lambda r: {**r, "resources": {"GPU": 1.0}}, "resources.GPU: the site has no such"),
+    (lambda r: {**r, "type": "forever"}, "type: 'forever' is not one of"),
+    (lambda r: {k: v for k, v in r.items() if k != "command"}, "command: must be a string"),
+    (lambda r: [r], "is not a JSON object"),
+])
+def test_a_stored_request_out_of_bounds_fails_its_lease_alone(tmp_path, caplog, edit, field):
+    """Stored rows were not checked on restore: one edited to a duration of 1e300 was
+    restored as it was. Each is checked with the API's bounds; a bad one fails with one line
+    naming it, and the others are restored."""
+    config = write_config(tmp_path, speedup=60)
+    with ThreadDaemon(config) as d:
+        first = d.client.submit({"duration": 3600, "nodes": 1})
+        second = d.client.submit({"duration": 3600, "nodes": 1})
+    db = sqlite3.connect(tmp_path / "state" / "leases.db")
+    (text,), = db.execute("SELECT request FROM leases WHERE id = ?", (first["id"],))
+    db.execute("UPDATE leases SET request = ? WHERE id = ?",
+               (json.dumps(edit(json.loads(text))), first["id"]))
+    db.commit()
+    db.close()
+    with ThreadDaemon(config) as d:
+        bad = d.client.lease(first["id"])
+        assert bad["state"] == "failed"
+        assert bad["reason"].startswith("its stored request is invalid (")
+        assert field in bad["reason"]
+        assert d.client.lease(second["id"])["state"] in ("active", "scheduled", "queued")
+        assert d.client.call("GET", "/v1/health")["status"] == "ok"
+    lines = [r.getMessage() for r in caplog.records if "stored request is invalid" in
+             r.getMessage()]
+    assert len(lines) == 1 and f"lease {first['id']}: " in lines[0] and "\n" not in lines[0]

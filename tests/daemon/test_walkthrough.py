@@ -21,7 +21,14 @@ from pathlib import Path
 import pytest
 from lxml import etree
 
-from daemon_support import ProcessDaemon, kill_leftover_processes, wait_for, write_config
+from daemon_support import (
+    ProcessDaemon,
+    kill_leftover_processes,
+    lwf,
+    lwf_request,
+    wait_for,
+    write_config,
+)
 from support import ROOT
 
 TRAIN = """\
@@ -125,3 +132,27 @@ def test_a_working_folder_in_the_state_folder_is_refused(daemon):
                       cwd=daemon.state)
     assert done.returncode != 0
     assert "workdir" in done.stderr and "state folder" in done.stderr
+
+
+def test_a_request_without_a_workdir_runs_outside_the_state_folder(daemon, tmp_path):
+    """A raw JSON request without ``workdir``, and an LWF body without ``?workdir=``, used to
+    run in ``STATE/enactment/process/lease-N/vm-M``, where ``cat ../../../../token`` printed
+    the daemon's token. They run under ``[daemon] work-root`` now (``state-work`` here)."""
+    probe = ("pwd; for up in .. ../.. ../../.. ../../../.. ../../../../..; do cat $up/token; "
+             "done; echo END")
+    first = daemon.client.submit({"duration": 60, "nodes": 1, "command": probe})
+    xml = lwf(lwf_request("a", extra=f'<extra><attr name="command" value="{probe}"/></extra>'))
+    second = daemon.client.submit_lwf(xml.encode())[0]
+    state = daemon.state.resolve()
+    token = daemon.token
+    for lease in (first, second):
+        shown = daemon.client.lease(lease["id"])
+        assert shown["request"]["command"] == probe
+        out = Path(shown["logs"][0]["out"])
+        wait_for(lambda out=out: out.is_file() and "END" in out.read_text(), 20,
+                 what="the command's output")
+        text = out.read_text()
+        cwd = Path(text.splitlines()[0]).resolve()
+        assert cwd != state and state not in cwd.parents
+        assert cwd.parent.parent == (tmp_path / "state-work").resolve()
+        assert token not in text

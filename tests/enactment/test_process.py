@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 from types import SimpleNamespace
 
+import attrs
 import pytest
 
 from lease_manager.config.schema import load_config
@@ -150,6 +151,41 @@ def test_commands_get_a_clean_environment(tmp_path, backends, monkeypatch):
     assert seen["LM_LEASE_ID"] == "8" and seen["PATH"] == os.environ["PATH"]
 
 
+def test_commands_never_start_inside_the_state_folder(tmp_path, backends):
+    """A lease without a ``workdir`` runs in a folder of its own under the work root, outside
+    the state folder: the daemon's token is not reachable through relative paths from there
+    (it was, with ``cat ../../../../token``, when the command ran in its folder of logs)."""
+    b = make_backend(tmp_path, "process.cgroups=none")
+    backends.append(b)
+    state = (tmp_path / "state").resolve()
+    (state / "token").write_text("secret-token\n")
+    b.start(work(12, "pwd; for up in .. ../.. ../../.. ../../../.. ../../../../..; do "
+                     "cat $up/token 2>/dev/null; done", vms=2))
+    wait_for(lambda: b.status(12).state == "exited", what="the command to end")
+    for vm in (0, 1):
+        out = (b.root / "lease-12" / f"vm-{vm}" / "out.log").read_text()   # logs stay there
+        cwd = Path(out.splitlines()[0]).resolve()
+        assert cwd == (tmp_path / "state-work" / "lease-12" / f"vm-{vm}").resolve()
+        assert cwd != state and state not in cwd.parents
+        assert "secret-token" not in out
+    assert (tmp_path / "state-work").stat().st_mode & 0o077 == 0
+
+
+def test_a_work_root_in_or_around_the_state_folder_is_refused(tmp_path, backends):
+    for root in (tmp_path / "state", tmp_path / "state" / "work", tmp_path):
+        with pytest.raises(EnactmentError, match="outside the state folder"):
+            make_backend(tmp_path, "process.cgroups=none", f"daemon.work-root={root}")
+    b = make_backend(tmp_path, "process.cgroups=none",
+                     f"daemon.work-root={tmp_path / 'elsewhere'}")
+    backends.append(b)
+    with pytest.raises(EnactmentError, match="inside the daemon's state folder"):
+        b.start(attrs.evolve(work(13, "true", vms=1), workdir=str(tmp_path / "state")))
+    b.start(work(14, "pwd", vms=1))
+    wait_for(lambda: b.status(14).state == "exited", what="the command to end")
+    out = (b.root / "lease-14" / "vm-0" / "out.log").read_text().strip()
+    assert Path(out).resolve() == (tmp_path / "elsewhere" / "lease-14" / "vm-0").resolve()
+
+
 def test_output_logs_and_empty_command(tmp_path, backends):
     b = make_backend(tmp_path, "process.cgroups=none")
     backends.append(b)
@@ -199,7 +235,7 @@ def test_vanished(tmp_path, backends):
 
 def check_suspend_resume(b: ProcessBackend, tmp_path: Path, lease_id: int) -> None:
     b.start(work(lease_id, COUNTER, vms=1, cpu=0))
-    count = b.root / f"lease-{lease_id}" / "vm-0" / "count"
+    count = b.work_root() / f"lease-{lease_id}" / "vm-0" / "count"
     wait_for(lambda: size(count) > 0, what="the counter")
     b.suspend(lease_id)
     assert b.status(lease_id).state == "suspended"

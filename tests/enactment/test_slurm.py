@@ -205,6 +205,24 @@ def test_jobs_do_not_get_the_daemons_environment(backend, lease_ids, tmp_path, m
     backend.stop(lease)
 
 
+def test_jobs_run_outside_the_state_folder(backend, lease_ids, tmp_path):
+    """A job without a ``workdir`` used to run in its ``job-dir``, which is in the state folder
+    by default (with the token two levels up); it runs in ``WORK-ROOT/lease-<id>`` now."""
+    lease = lease_ids[2]
+    state = (tmp_path / "state").resolve()
+    (state / "token").write_text("secret-token\n")
+    now = time.time()
+    out = tmp_path / "pwd.txt"
+    backend.start(Work(lease, f"(pwd; cat ../token ../../token ../../../token) > {out} 2>&1",
+                       vms(1), start=now, end=now + 60))
+    wait_for(lambda: backend.status(lease).state == "exited", 20, "the work to exit")
+    lines = out.read_text().splitlines()
+    cwd = Path(lines[0]).resolve()
+    assert cwd == (tmp_path / "state-work" / f"lease-{lease}").resolve()
+    assert state not in cwd.parents and "secret-token" not in lines
+    backend.stop(lease)
+
+
 def test_empty_command_holds_until_the_end(backend, lease_ids):
     lease = lease_ids[3]
     now = time.time()

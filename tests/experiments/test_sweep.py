@@ -131,10 +131,24 @@ def test_parse_seeds(text, seeds):
     assert parse_seeds(text) == seeds
 
 
-@pytest.mark.parametrize("text", ["", "a", "3-1", "1, 1", "-2", "1.5"])
+@pytest.mark.parametrize("text", ["", "a", "3-1", "1, 1", "-2", "1.5", "١-٣", "٣", "1_0",
+                                  "1-3, ٤"])
 def test_parse_seeds_errors(text):
     with pytest.raises(ValueError):
         parse_seeds(text)
+
+
+@pytest.mark.parametrize("text", ["0-10000", "0-100000000000", "1, 0-9999", "0-9998 9999 2"])
+def test_seeds_are_capped_and_refused_at_once(text):
+    """Seed ranges were unbounded and repeats were looked for in a list: ``0-50000`` took
+    10 CPU-s and ``0-100000000000`` never finished."""
+    import time
+
+    began = time.process_time()
+    with pytest.raises(ValueError, match="more than 10,000 seeds|given twice"):
+        parse_seeds(text)
+    assert time.process_time() - began < 1
+    assert len(parse_seeds("0-9999")) == 10_000
 
 
 SWEEP_ERRORS = [

@@ -370,19 +370,34 @@ class LeaseScheduler:
             key = demand.shape_key
             most = self._site_max.get(key)
             if most is None:
-                vector = demand.vectors[0]
-                pos = vector > 0
-                cap = self.table.capacity
-                per_node = (np.floor((cap[:, pos] / vector[pos]).min(axis=1) + 1e-9)
-                            if pos.any() else np.full(len(cap), math.inf))
-                most = self._site_max[key] = per_node.sum()
+                most = self._site_max[key] = self._fits_per_node(demand.vectors[0]).sum()
             if demand.count <= most:
                 return ""
             return (f"larger than the site: {demand.count} VMs requested, the site can host "
                     f"at most {most:g} of this size")
+        # Fail fast before placing VM by VM (50 sets of 1,000,000 VMs took 98 CPU-s and 7.7 GB
+        # in the mapper): no node holds more VMs than fit of its smallest shape, and each set
+        # alone must fit the site.
+        per_shape = np.array([self._fits_per_node(v) for v in demand.vectors])
+        for count, fits in zip(demand.counts, per_shape):
+            if count > fits.sum():
+                return (f"larger than the site: {count} VMs of one node set requested, the "
+                        f"site can host at most {fits.sum():g} of that size")
+        slots = per_shape.max(axis=0).sum()
+        if demand.count > slots:
+            return (f"larger than the site: {demand.count} VMs requested, the site can host "
+                    f"at most {slots:g} of its smallest size")
         if place_on(self.table.capacity, demand, np.arange(len(self.table.capacity))) is None:
             return "larger than the site: its VMs cannot all be placed even on empty nodes"
         return ""
+
+    def _fits_per_node(self, vector: np.ndarray) -> np.ndarray:
+        """How many VMs of ``vector`` each empty node holds (inf for a VM needing nothing)."""
+        cap = self.table.capacity
+        pos = vector > 0
+        if not pos.any():
+            return np.full(len(cap), math.inf)
+        return np.floor((cap[:, pos] / vector[pos]).min(axis=1) + 1e-9)
 
     def refuse(self, lease: Lease, now: float, reason: str) -> None:
         """A lease arrives and is refused before any admission (a meta-scheduler found no

@@ -23,6 +23,7 @@ __version__ = "0.1.0"
 import math
 
 from lease_manager import DURATION, FLOAT, PATH, Option, OptionType, hookimpl
+from lease_manager.kernel.timeutil import MAX_SECONDS
 
 from .accounting import GreenParAccounting
 from .apps import GreenParApps
@@ -110,7 +111,7 @@ def register_options():
             first range that holds it, Table-2 style; the job asks for cores / 2 dual-core
             servers and runs 2 VMs per server. The default suits SDSC Blue Horizon's 8-way
             nodes (GreenPar's Intrepid map is `256-512:4 1024-2048:8 4096:16 *:32`)."""),
-        Option("greenpar", "solve-time-limit", DURATION, 30.0, doc="""
+        Option("greenpar", "solve-time-limit", DURATION, 30.0, maximum=MAX_SECONDS, doc="""
             Aggressive: the longest one MILP solve may take (wall-clock seconds); a solve that
             hits it uses the best plan found and is counted (`greenpar_solves_time_limited`).
             A run none of whose solves hit a limit is reproducible; one whose solves do depends
@@ -118,6 +119,6 @@ def register_options():
         Option("greenpar", "mip-gap", FLOAT, 0.01, minimum=0, maximum=1, doc="""
             Aggressive and Offline: a MILP solve stops once its plan is within this
             relative gap of the best possible (HiGHS' mip_rel_gap; 0.01: within 1%)."""),
-        Option("greenpar", "offline-time-limit", DURATION, 600.0, doc="""
+        Option("greenpar", "offline-time-limit", DURATION, 600.0, maximum=MAX_SECONDS, doc="""
             Offline: the longest its one MILP solve over the whole workload may take."""),
     ]
