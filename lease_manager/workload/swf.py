@@ -136,7 +136,8 @@ class SWFReader:
         values = self.header.get(name)
         if not values:
             return None
-        m = re.match(r"\s*(-?\d+(?:\.\d+)?)", values[0])
+        # [0-9], not \d: \d also matches other scripts' digits, which float() would read
+        m = re.match(r"\s*(-?[0-9]+(?:\.[0-9]+)?)(?![0-9A-Za-z_.])", values[0], re.ASCII)
         if not m:
             return None
         number = float(m.group(1))

@@ -66,6 +66,16 @@ def test_header_directives(tmp_path):
     assert "a free-form comment line, not a directive" not in reader.header
 
 
+def test_a_header_directive_is_a_number_only_in_ascii_digits(tmp_path):
+    """'٣' (an Arabic-Indic three) and '1_000' are not numbers in a header, as in the jobs."""
+    header = "; MaxNodes: \u0663\n; MaxProcs: 1_000\n; MaxJobs: 12\n"
+    reader = SWFReader(write(tmp_path, job(1, 0, 10), header=header))
+    list(reader.jobs())
+    assert reader.directive("MaxNodes") is None
+    assert reader.directive("MaxProcs") is None
+    assert reader.directive("MaxJobs") == 12
+
+
 def test_all_eighteen_fields(tmp_path):
     line = "7 120 30 3600 16 3599.5 512.25 8 7200 1024 1 42 3 5 2 1 6 60"
     reader = SWFReader(write(tmp_path, "", "   " + line + "   "))
