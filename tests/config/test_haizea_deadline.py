@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 from test_haizea_config import HAIZEA_TEST_CONFIG
-from test_haizea_scenarios import hms
+from test_haizea_scenarios import hms, workload
 
 from lease_manager.run import load_run
 
@@ -208,18 +208,7 @@ def lwf(site: int, leases: list[tuple]) -> str:
         <software><disk-image id="foobar1.img" size="1024"/></software>
       </lease>
     </lease-request>""")
-    return f"""<?xml version="1.0"?>
-<lease-workload name="deadline">
-  <site>
-    <resource-types names="CPU Memory"/>
-    <nodes><node-set numnodes="{site}">
-      <res type="CPU" amount="100"/><res type="Memory" amount="1024"/>
-    </node-set></nodes>
-  </site>
-  <lease-requests>{''.join(requests)}
-  </lease-requests>
-</lease-workload>
-"""
+    return workload("deadline", site, requests)
 
 
 #: Haizea 1.1's tests/base_config_simulator.conf, as test_deadline.py sets it

@@ -39,6 +39,23 @@ def hms(seconds: int) -> str:
     return f"{seconds // 3600:02d}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}.00"
 
 
+def workload(name: str, site: int, requests: list[str]) -> str:
+    """An LWF document named ``name``: a site of ``site`` nodes of 100 CPU and 1024 MB (as
+    Haizea's tests have) and the ``<lease-request>`` elements ``requests``."""
+    return f"""<?xml version="1.0"?>
+<lease-workload name="{name}">
+  <site>
+    <resource-types names="CPU Memory"/>
+    <nodes><node-set numnodes="{site}">
+      <res type="CPU" amount="100"/><res type="Memory" amount="1024"/>
+    </node-set></nodes>
+  </site>
+  <lease-requests>{''.join(requests)}
+  </lease-requests>
+</lease-workload>
+"""
+
+
 def lwf(leases: list[dict]) -> str:
     """An LWF file with Haizea's test site and ``leases`` (``arrival``, ``nodes``,
     ``duration``, optional ``start`` (an AR's), ``real``, ``preemptible``)."""
@@ -59,18 +76,7 @@ def lwf(leases: list[dict]) -> str:
         <software><disk-image id="{image}" size="1024"/></software>
       </lease>
     </lease-request>""")
-    return f"""<?xml version="1.0"?>
-<lease-workload name="scenario">
-  <site>
-    <resource-types names="CPU Memory"/>
-    <nodes><node-set numnodes="4">
-      <res type="CPU" amount="100"/><res type="Memory" amount="1024"/>
-    </node-set></nodes>
-  </site>
-  <lease-requests>{''.join(requests)}
-  </lease-requests>
-</lease-workload>
-"""
+    return workload("scenario", 4, requests)
 
 
 def run_scenario(tmp_path: Path, leases: list[dict], settings: dict[str, str] | None = None
