@@ -100,10 +100,20 @@ class PreemptionPolicy(Policy):
     """Which leases a lease may preempt, most preemptable first (kind ``preemption``)."""
 
     kind = "preemption"
+    #: True: the scheduler scores with :meth:`score_at` (at the preemption's time, with what
+    #: preempting costs the preemptee) instead of :meth:`score`
+    scores_at_preemption = False
 
     def score(self, preemptor: Lease, preemptee: Lease, now: float) -> float | None:
         """None if ``preemptee`` may not be preempted by ``preemptor``; otherwise a score,
         higher meaning preempted sooner."""
+        raise NotImplementedError
+
+    def score_at(self, preemptor: Lease, preemptee: Lease, at: float,
+                 estimates: tuple[float, float, float]) -> float | None:
+        """:meth:`score` for a preemption at ``at`` that would cost ``preemptee`` the
+        ``estimates`` (its remaining requested time at ``at``, its suspend time, its resume
+        time); asked only of policies that set :attr:`scores_at_preemption`."""
         raise NotImplementedError
 
 

@@ -102,6 +102,10 @@ class DeadlinePreemption(PreemptionPolicy):
             return None
         return (preemptee.deadline - delayed) / remaining
 
+    def score_at(self, preemptor: Lease, preemptee: Lease, at: float,
+                 estimates: tuple[float, float, float]) -> float | None:
+        return self.score(preemptor, preemptee, at, estimates=estimates)
+
 
 @hookimpl
 def register_policies():

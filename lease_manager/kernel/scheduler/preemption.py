@@ -14,7 +14,7 @@ again whole inside its window."""
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import TYPE_CHECKING, Literal
 
 from lease_manager.kernel.events import EventKind
 from lease_manager.kernel.lease import Lease, LeaseState, LeaseType
@@ -43,11 +43,8 @@ def _victims(self: LeaseScheduler, lease: Lease, start: float, duration: float,
                 or (other.type is LeaseType.DEADLINE and other.state is not S.SCHEDULED
                     and not _may_suspend(self, other, start, now))):
             continue
-        if getattr(self.preemption, "scores_at_preemption", False):
-            # Haizea's DeadlinePolicy: at the preemption time, with the victim's suspend
-            # and resume estimates
-            score = cast(Any, self.preemption).score(lease, other, start,
-                                                     estimates=_estimates(self, other, start))
+        if self.preemption.scores_at_preemption:   # Haizea's DeadlinePolicy
+            score = self.preemption.score_at(lease, other, start, _estimates(self, other, start))
         else:
             score = self.preemption.score(lease, other, now)
         if score is not None:
@@ -135,11 +132,7 @@ def _preempt_for(self: LeaseScheduler, lease: Lease, victims: list[Lease], start
         if stops[victim.id] == CANCEL:
             _cancel_running(self, victim, now)
             self._move(victim, S.SCHEDULED, now)
-            victim.preemptions += 1
-            self._emit("lease_preempted", lease=victim, now=now)
-            for r in plan:
-                self.table.add(r)
-            self._adopt(victim, plan, now, start_now=False)
+            _replan_deadline_victim(self, victim, plan, now)
             continue
         if segment is victim.reservations[0]:
             self._preempt(victim, start, now)   # suspends it by ``start``
@@ -271,7 +264,8 @@ def _suspension_for(self: LeaseScheduler, lease: Lease, by_start: float, now: fl
 
 def _replan_deadline_victim(self: LeaseScheduler, lease: Lease, plan: list[Reservation],
                             now: float) -> None:
-    """A planned deadline lease gives up its plan for ``plan`` (inside its window)."""
+    """A planned deadline lease (or a running one just cancelled) gives up its plan for
+    ``plan`` (inside its window)."""
     lease.preemptions += 1
     for res in lease.reservations:
         self.table.remove(res)
