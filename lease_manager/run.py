@@ -651,11 +651,15 @@ class HookRelay:
         self._pm = plugins.pm
         self._ctx = ctx
         self._targets: dict[str, list[tuple[Callable[..., Any], tuple[str, ...] | None]]] = {}
+        #: hooks found to have no implementation (until plugins change): a caller on a hot
+        #: path may test this set instead of making a call that does nothing
+        self.muted: set[str] = set()
         self._pm.add_cache(self)
 
     def clear(self) -> None:
         """Forget who implements what (the plugin manager calls this when plugins change)."""
         self._targets.clear()
+        self.muted.clear()
 
     def _resolve(self, name: str) -> list[tuple[Callable[..., Any], tuple[str, ...] | None]]:
         caller = getattr(self._pm.hook, name)
@@ -668,6 +672,8 @@ class HookRelay:
         targets = self._targets.get(name)
         if targets is None:
             targets = self._targets[name] = self._resolve(name)
+            if not targets:
+                self.muted.add(name)
         if targets:
             ctx = self._ctx
             every = len(kwargs) + 1

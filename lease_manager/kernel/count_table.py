@@ -176,7 +176,7 @@ class CountTable:
             return
         rows = self._free[ks:ke]
         rows += sign * self.vms(res)
-        if sign < 0 and rows.min() < 0:
+        if sign < 0 and np.minimum.reduce(rows) < 0:   # (the ufunc: no wrapper per call)
             rows -= sign * self.vms(res)
             raise OvercommitError(f"{res!r} does not fit: the site has too few free VM slots")
 
@@ -230,7 +230,7 @@ class CountTable:
         per_node = self._per_node(res)
         slots = self._slots_now
         left = slots[nodes] - per_node
-        if left.min() < 0:
+        if np.minimum.reduce(left) < 0:
             raise OvercommitError(f"{res!r} does not fit: it would over-commit a node")
         slots[nodes] = left
         self._nres_now[nodes] += 1
@@ -367,7 +367,7 @@ class CountTable:
             return False
         ke = (len(self._t) if math.isinf(duration)
               else bisect_left(self._t, t + duration, k0 + 1))
-        return ke == k0 + 1 or int(free[k0:ke].min()) >= count
+        return ke == k0 + 1 or int(np.minimum.reduce(free[k0:ke])) >= count
 
     def _blocked(self, count: int, k0: int, k_end: int, after: float,
                  own: Reservation | None) -> np.ndarray:
@@ -476,7 +476,8 @@ class CountTable:
                                       "known for now only")
 
     def vm_fits(self, vector: np.ndarray, start: float, end: float) -> np.ndarray:
-        self._now_only(start)
+        if start > self.now:
+            self._now_only(start)
         if vector.tobytes() != self.shape_key:
             raise ValueError("a counted table holds VMs of one shape only")
         return self._slots_now.astype(float)
@@ -489,7 +490,8 @@ class CountTable:
         return self.free_at(start)
 
     def lease_counts_at(self, t: float) -> np.ndarray:
-        self._now_only(t)
+        if t > self.now:
+            self._now_only(t)
         return self._nres_now.copy()
 
     def capacity_lasts_until(self, t: float, until: float = math.inf) -> np.ndarray:

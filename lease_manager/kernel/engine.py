@@ -111,10 +111,17 @@ class Engine:
     def run(self, progress: Callable[[float], None] | None = None) -> None:
         sched = self.scheduler
         timeline = self.timeline
+        heap = timeline._heap   # (peeked at every step: next_time() without the call)
+        stopping = self._stopping.is_set
+        wait_until = self.clock.wait_until
+        pop_due = timeline.pop_due
+        before_step, after_step = self.before_step, self.after_step
+        advance = self.table.advance
+        end, segment_end, start = EventKind.END, EventKind.SEGMENT_END, EventKind.START
         nxt = next(self._arrivals, None)
         now = self.clock.now()
-        while not self._stopping.is_set():
-            t = timeline.next_time()
+        while not stopping():
+            t = heap[0][0] if heap else math.inf
             if nxt is not None and nxt.submit < t:
                 t = nxt.submit
             if self.soft_wake and (not math.isinf(t) or self.serve
@@ -132,19 +139,19 @@ class Engine:
                 if not self.serve:
                     self.exhausted = True
                     break
-            now = self.clock.wait_until(t)
-            for before in self.before_step:
+            now = wait_until(t)
+            for before in before_step:
                 before(now)
             posted = self._posted
             while posted:
                 posted.popleft()(now)
             if now >= t:
-                for kind, payload in timeline.pop_due(now):
-                    if kind is EventKind.END:
+                for kind, payload in pop_due(now):
+                    if kind is end:
                         sched.work_finished(payload, now)
-                    elif kind is EventKind.SEGMENT_END:
+                    elif kind is segment_end:
                         sched.segment_ended(payload, now)
-                    elif kind is EventKind.START:
+                    elif kind is start:
                         sched.segment_started(payload, now)
                     else:
                         payload(now)
@@ -152,9 +159,9 @@ class Engine:
                     sched.submit(nxt, now)
                     nxt = next(self._arrivals, None)
             sched.cycle(now)
-            for after in self.after_step:
+            for after in after_step:
                 after(now)
-            self.table.advance(now)
+            advance(now)
             self.steps += 1
             if progress is not None and self.steps % 512 == 0:
                 progress(now)

@@ -19,6 +19,10 @@ class EventKind(enum.IntEnum):
     CALL = 3         # a callback at a decision point (payload: callable taking ``now``)
 
 
+#: the kinds by value (an enum call per popped event costs more than the pop)
+_KINDS = tuple(EventKind)
+
+
 class Timeline:
     """A heap of ``(time, kind, seq, lease)``. Stale events are left in and skipped by whoever
     pops them (cheaper than deleting from the heap when a plan changes)."""
@@ -37,9 +41,10 @@ class Timeline:
         """Remove and return the events at ``time`` (or earlier), in handling order."""
         due = []
         heap = self._heap
+        kinds = _KINDS
         while heap and heap[0][0] <= time:
             _, kind, _, payload = heapq.heappop(heap)
-            due.append((EventKind(kind), payload))
+            due.append((kinds[kind], payload))
         return due
 
     def __len__(self) -> int:

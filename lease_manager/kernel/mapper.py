@@ -86,9 +86,11 @@ def _place_counts(fits: np.ndarray, count: int, vector: np.ndarray,
                   order: np.ndarray) -> Placement | None:
     """Fill hosts in ``order``, each with as many VMs as it can host (``fits[node]``)."""
     fits = fits[order]
-    if count == 1 or fits.max(initial=0) <= 1:   # one VM per host: the first hosts that can
-        # a copy: a slice would keep the whole filtered array (every fitting node) alive
-        # as long as the reservation, 8 bytes per node of the site per lease
+    # (the ufunc itself: ``fits.max()`` adds a Python wrapper per lease)
+    if count == 1 or np.maximum.reduce(fits, initial=0) <= 1:
+        # one VM per host: the first hosts that can. A copy: a slice would keep the whole
+        # filtered array (every fitting node) alive as long as the reservation, 8 bytes per
+        # node of the site per lease
         nodes = order[fits > 0][:count].copy()
         if len(nodes) < count:
             return None

@@ -42,10 +42,12 @@ class GreedyPolicy(HostSelectionPolicy):
 
     def order_hosts(self, lease: Lease, start: float, end: float,
                     table: SlotTableView) -> np.ndarray:
-        counts = np.minimum(table.lease_counts_at(start), self.HORIZON)
+        counts = table.lease_counts_at(start)   # (a new array: changed in place below)
         if table.counted:   # nothing is placed on nodes later: every free capacity lasts,
             # and the order is the scores' (a stable sort of small integers is a radix sort)
-            return np.argsort(counts.astype(np.uint8), kind="stable")
+            np.minimum(counts, self.HORIZON, out=counts)
+            return counts.astype(np.uint8).argsort(kind="stable")
+        counts = np.minimum(counts, self.HORIZON)
         lease_score = (self.HORIZON - counts) / self.HORIZON
         duration = end - start
         lasts = table.capacity_lasts_until(start, end) - start

@@ -39,7 +39,7 @@ from __future__ import annotations
 import collections
 import math
 from array import array
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import numpy as np
@@ -219,6 +219,9 @@ class LeaseScheduler:
         self._replanning_lease = False
         self._enactment = enactment or Enactment()
         self._emit = emit or (lambda hook, **kw: None)
+        #: hooks the emitter knows nobody implements (a :class:`~lease_manager.run.HookRelay`
+        #: keeps it up to date): the hottest emits are skipped for these
+        self._muted: Collection[str] = getattr(emit, "muted", frozenset())
         #: QUEUED leases, in queue order
         self.queue: list[Lease] = []
         self._queue_keys: list[Any] = []
@@ -420,7 +423,8 @@ class LeaseScheduler:
         """Change ``lease``'s state (the state machine checks the move) and tell the hooks."""
         old = lease.state
         lease.transition(state)
-        self._emit("lease_state_changed", lease=lease, old=old, now=now)
+        if "lease_state_changed" not in self._muted:
+            self._emit("lease_state_changed", lease=lease, old=old, now=now)
 
     def length(self, lease: Lease) -> float:
         """How long a reservation for the rest of ``lease`` lasts (its remaining work, stretched

@@ -118,7 +118,8 @@ def _adopt(self: LeaseScheduler, lease: Lease, plan: list[Reservation], now: flo
     if lease.promised_start is None:   # (when its VMs start: an image transfer comes first)
         lease.promised_start = next((r.start for r in plan if r.kind != K.TRANSFER),
                                     plan[0].start)
-    self._emit("lease_scheduled", lease=lease, now=now)
+    if "lease_scheduled" not in self._muted:
+        self._emit("lease_scheduled", lease=lease, now=now)
     self.future[lease.id] = lease
     for res in plan:
         if res.start > now or (not start_now and res is plan[0]):

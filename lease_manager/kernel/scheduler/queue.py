@@ -32,15 +32,19 @@ FEW_DONE = 32
 
 def cycle(self: LeaseScheduler, now: float) -> None:
     """One scheduling cycle at ``now`` (after the instant's ends, starts and arrivals)."""
-    self._emit("scheduling_cycle_start", now=now)
+    muted = self._muted
+    if "scheduling_cycle_start" not in muted:
+        self._emit("scheduling_cycle_start", now=now)
     if self.held:
         self._release(self.queue_policy.release(tuple(self.held.values()), now), now)
     if self._reevaluate:
         self._reevaluate = False
-        self._reevaluate_future(now)
+        if self.future:   # (nothing planned: nothing to move)
+            self._reevaluate_future(now)
     if self.queue:
         self._process_queue(now)
-    self._emit("scheduling_cycle_end", now=now)
+    if "scheduling_cycle_end" not in muted:
+        self._emit("scheduling_cycle_end", now=now)
 
 
 def release_all_held(self: LeaseScheduler, now: float) -> int:
