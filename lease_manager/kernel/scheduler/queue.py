@@ -10,6 +10,7 @@ import math
 from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable
+from itertools import accumulate
 from typing import TYPE_CHECKING, cast
 
 import numpy as np
@@ -204,9 +205,11 @@ def _backfill_counted(self: LeaseScheduler, first: int, now: float) -> list[int]
     its VM count is at most the fewest free VM slots over its window: one array comparison
     over the rest of the queue finds the next lease that starts, until none is left."""
     table = cast("CountTable", self.table)
+    room = table.room_at(table.vector, now)
+    if len(self.queue) - first < SHORT_QUEUE:   # arrays cost more than they save
+        return _backfill_counted_short(self, first, now, room)
     # only leases with room now can start now: look at those alone (views of the arrays
     # beside the queue, gone before anything can change the queue)
-    room = table.room_at(table.vector, now)
     queued = np.frombuffer(self._queue_counts, dtype=np.int64)[first:]
     candidates = np.flatnonzero(queued <= room)
     counts = queued[candidates]
@@ -223,6 +226,33 @@ def _backfill_counted(self: LeaseScheduler, first: int, now: float) -> list[int]
             break
         j = p + int(hits[0])
         at = first + int(candidates[j])
+        if self._schedule(self.queue[at], now, False):
+            started.append(at)
+        p = j + 1
+    return started
+
+
+def _backfill_counted_short(self: LeaseScheduler, first: int, now: float,
+                            room: float) -> list[int]:
+    """:func:`_backfill_counted` in plain Python, for a short queue: the same tests, one
+    lease at a time (a profile of some tens of rows is read as lists)."""
+    table = cast("CountTable", self.table)
+    counts, lengths = self._queue_counts, self._queue_lengths
+    # (position, VM count, end if it started now) of the leases with room now
+    candidates = [(k, counts[k], lengths[k] + now) for k in range(first, len(self.queue))
+                  if counts[k] <= room]
+    started: list[int] = []
+    p = 0   # candidates[p:] are left
+    while p < len(candidates):
+        times, free = table.profile(now)
+        rows = times.tolist()
+        least = list(accumulate(free.tolist(), min))   # fewest free slots up to each row
+        for j in range(p, len(candidates)):
+            at, count, end = candidates[j]
+            if count <= least[bisect_left(rows, end) - 1]:
+                break
+        else:
+            break
         if self._schedule(self.queue[at], now, False):
             started.append(at)
         p = j + 1
