@@ -121,9 +121,10 @@ class CountTable:
         if n == len(free):
             self._free = free = np.concatenate([free, np.empty(n, dtype=np.int64)])
             self._times = times = np.concatenate([times, np.empty(n)])
-        free[k + 2:n + 1] = free[k + 1:n]
+        if k + 1 < n:   # (a new last row, the usual case, moves nothing)
+            free[k + 2:n + 1] = free[k + 1:n]
+            times[k + 2:n + 1] = times[k + 1:n]
         free[k + 1] = free[k]
-        times[k + 2:n + 1] = times[k + 1:n]
         times[k + 1] = t
         self._t.insert(k + 1, t)
         return k + 1
@@ -143,8 +144,9 @@ class CountTable:
         if k == 0 or k >= len(self._t) or self._t[k] != t:
             return
         n = len(self._t)
-        self._free[k:n - 1] = self._free[k + 1:n]
-        self._times[k:n - 1] = self._times[k + 1:n]
+        if k < n - 1:
+            self._free[k:n - 1] = self._free[k + 1:n]
+            self._times[k:n - 1] = self._times[k + 1:n]
         del self._t[k]
 
     def _span(self, start: float, end: float) -> tuple[int, int]:
@@ -173,6 +175,13 @@ class CountTable:
     def _take(self, res: Reservation, ks: int, ke: int, sign: int) -> None:
         """Take (-1) or give back (+1) ``res``'s VMs in rows ``ks:ke`` of the profile."""
         if ke <= ks:
+            return
+        if ke == ks + 1:   # one row (often): no array for it
+            left = int(self._free[ks]) + sign * self.vms(res)
+            if left < 0:
+                raise OvercommitError(f"{res!r} does not fit: the site has too few free VM "
+                                      f"slots")
+            self._free[ks] = left
             return
         rows = self._free[ks:ke]
         rows += sign * self.vms(res)

@@ -67,6 +67,9 @@ def test_profile_counts_pending_and_running_vms():
     with pytest.raises(OvercommitError):
         t.add(pending(5, 20, 4))
     t.check()   # the refused reservation left nothing behind
+    with pytest.raises(OvercommitError):   # within one row of the profile
+        t.add(pending(5, 10, 4))
+    t.check()
     assert t.breakpoints == 2
     p = t.add(pending(5, 20, 3))
     assert [t.room_at(VM, x) for x in (0, 5, 10, 20)] == [3, 0, 3, 6]
