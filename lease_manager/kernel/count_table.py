@@ -39,6 +39,9 @@ if TYPE_CHECKING:
     from lease_manager.kernel.resources import NodeSet
 
 _NO_NODES = np.empty(0, dtype=np.intp)
+#: queries over at most this many rows of the profile read them as lists (numpy's cost per
+#: call is more than the comparisons then)
+FEW_ROWS = 32
 
 
 def slots_per_node(capacity: np.ndarray, vector: np.ndarray) -> np.ndarray:
@@ -408,6 +411,9 @@ class CountTable:
         n = len(self._t)
         k_end = (n if not_after is None or math.isinf(duration)
                  else bisect_left(self._t, not_after + duration, k0 + 1))
+        if k_end - k0 <= FEW_ROWS:   # arrays cost more than they save
+            yield from self._fit_starts_few(count, duration, after, not_after, own, k0, k_end)
+            return
         times = self._times[k0:k_end].copy()
         times[0] = after
         free = self._free[k0:k_end]
@@ -432,6 +438,39 @@ class CountTable:
         fits = next_blocked[candidates] >= stops
         yield from starts[fits].tolist()
 
+    def _fit_starts_few(self, count: int, duration: float, after: float,
+                        not_after: float | None, own: Reservation | None, k0: int,
+                        k_end: int) -> list[float]:
+        """:meth:`iter_fit_starts` over rows ``k0:k_end`` in plain Python (the same candidates
+        and tests, for a window of a few rows)."""
+        times = self._t[k0:k_end]
+        times[0] = float(after)
+        free = self._free[k0:k_end].tolist()
+        if own is not None and own.id in self._reservations and own.end > after:
+            lo, hi = self._span(max(own.start, after), own.end)
+            lo, hi = max(lo, k0) - k0, min(hi, k_end) - k0
+            vms = self.vms(own)
+            for k in range(lo, hi):
+                free[k] += vms
+        rows = len(times)
+        next_blocked = [rows] * rows   # the first row at or after each row without room
+        blocked = rows
+        for k in range(rows - 1, -1, -1):
+            if free[k] < count:
+                blocked = k
+            next_blocked[k] = blocked
+        unlimited = math.isinf(duration)
+        starts: list[float] = []
+        for k in range(rows):
+            # candidates: ``after`` and the later rows where free slots grow (by not_after)
+            if k and (free[k] <= free[k - 1] or (not_after is not None
+                                                 and times[k] > not_after)):
+                continue
+            stop = rows if unlimited else bisect_left(times, times[k] + duration)
+            if next_blocked[k] >= stop:
+                starts.append(times[k])
+        return starts
+
     def earliest_fit(self, demand: VMRequest, duration: float, after: float, *,
                      not_after: float | None = None, site_demand: np.ndarray | None = None,
                      own: Reservation | None = None,
@@ -449,6 +488,20 @@ class CountTable:
         k0 = self._row(after)
         kb = bisect_left(times, before, k0 + 1)
         if kb <= k0:
+            return False
+        if kb - k0 <= FEW_ROWS:   # plain Python: the runs of rows with room, one by one
+            free = self._free[k0:kb].tolist()
+            if free[-1] >= count:
+                return True
+            run = -1   # the first row of the run with room being read (-1: none)
+            for k, slots in enumerate(free):
+                if slots >= count:
+                    if run < 0:
+                        run = k
+                elif run >= 0:
+                    if (after if run == 0 else times[k0 + run]) + duration <= times[k0 + k]:
+                        return True
+                    run = -1
             return False
         blocked = self._free[k0:kb] < count
         if not blocked[-1]:
