@@ -21,51 +21,59 @@ Everything else may move between releases.
 
 __version__ = "0.1.0"
 
-from typing import TYPE_CHECKING  # noqa: E402
+from typing import TYPE_CHECKING
 
-from lease_manager.config.schema import (  # noqa: E402
-    AMOUNTS,
-    BOOLEAN,
-    DURATION,
-    FLOAT,
-    INTEGER,
-    INTEGERS,
-    NAMES,
-    PATH,
-    SITE,
-    STRING,
-    Option,
-    OptionType,
-)
-from lease_manager.context import RunContext  # noqa: E402
-from lease_manager.errors import (  # noqa: E402
-    ConfigError,
-    InputError,
-    LeaseManagerError,
-    TraceError,
-)
-from lease_manager.hookspecs import hookimpl  # noqa: E402
-from lease_manager.kernel.lease import Lease, LeaseState, LeaseType, VMRequest  # noqa: E402
-from lease_manager.kernel.malleable import Allocation, Malleability  # noqa: E402
-from lease_manager.kernel.slottable import Reservation, ReservationKind, SlotTable  # noqa: E402
-from lease_manager.observers.metrics import bin_means, read_series  # noqa: E402
-from lease_manager.planning.board import PlanTask, Platform, PowerBoard, Spot  # noqa: E402
-from lease_manager.plugins import Plugins  # noqa: E402
-from lease_manager.policies import (  # noqa: E402
-    AdmissionPolicy,
-    AllocationPolicy,
-    Annotator,
-    HostSelectionPolicy,
-    NodePowerPolicy,
-    OperatingPointPolicy,
-    Planner,
-    Policy,
-    PreemptionPolicy,
-    PricingPolicy,
-    QueuePolicy,
-    SiteSelectionPolicy,
-)
-from lease_manager.run import Run, load_run  # noqa: E402
+if TYPE_CHECKING:   # what the exported names are, for type checkers
+    from lease_manager import characteristics  # noqa: F401
+    from lease_manager.config.schema import (  # noqa: F401
+        AMOUNTS,
+        BOOLEAN,
+        DURATION,
+        FLOAT,
+        INTEGER,
+        INTEGERS,
+        NAMES,
+        PATH,
+        SITE,
+        STRING,
+        Option,
+        OptionType,
+    )
+    from lease_manager.context import RunContext  # noqa: F401
+    from lease_manager.errors import (  # noqa: F401
+        ConfigError,
+        InputError,
+        LeaseManagerError,
+        TraceError,
+    )
+    from lease_manager.experiments.relative import results_with_nm  # noqa: F401
+    from lease_manager.experiments.sweep import FinishedRun, etc_file, run_sweep_file  # noqa: F401
+    from lease_manager.hookspecs import hookimpl  # noqa: F401
+    from lease_manager.kernel.lease import Lease, LeaseState, LeaseType, VMRequest  # noqa: F401
+    from lease_manager.kernel.malleable import Allocation, Malleability  # noqa: F401
+    from lease_manager.kernel.slottable import (  # noqa: F401
+        Reservation,
+        ReservationKind,
+        SlotTable,
+    )
+    from lease_manager.observers.metrics import bin_means, read_series  # noqa: F401
+    from lease_manager.planning.board import PlanTask, Platform, PowerBoard, Spot  # noqa: F401
+    from lease_manager.plugins import Plugins  # noqa: F401
+    from lease_manager.policies import (  # noqa: F401
+        AdmissionPolicy,
+        AllocationPolicy,
+        Annotator,
+        HostSelectionPolicy,
+        NodePowerPolicy,
+        OperatingPointPolicy,
+        Planner,
+        Policy,
+        PreemptionPolicy,
+        PricingPolicy,
+        QueuePolicy,
+        SiteSelectionPolicy,
+    )
+    from lease_manager.run import Run, load_run  # noqa: F401
 
 __all__ = [
     "__version__", "hookimpl", "RunContext", "Plugins", "Run", "load_run",
@@ -74,18 +82,65 @@ __all__ = [
     "Policy", "AdmissionPolicy", "Annotator", "HostSelectionPolicy", "PreemptionPolicy",
     "PricingPolicy", "QueuePolicy", "NodePowerPolicy", "OperatingPointPolicy",
     "SiteSelectionPolicy", "AllocationPolicy", "Allocation", "Malleability",
-        "Planner", "PowerBoard", "PlanTask", "Platform", "Spot",
+    "Planner", "PowerBoard", "PlanTask", "Platform", "Spot",
     "Lease", "LeaseState", "LeaseType", "VMRequest", "Reservation", "ReservationKind",
     "SlotTable", "characteristics",
     "LeaseManagerError", "InputError", "ConfigError", "TraceError",
     "run_sweep_file", "FinishedRun", "etc_file", "read_series", "bin_means", "results_with_nm",
 ]
 
-if TYPE_CHECKING:   # what the lazy names below are, for type checkers
-    from lease_manager.experiments.relative import results_with_nm  # noqa: F401
-
-#: exported names whose modules load only when first used (start-up stays light)
-_LAZY = {"characteristics": "lease_manager",
+#: every exported name loads its module when first used: importing the package costs nothing,
+#: so that the command line can set the process up (one BLAS thread, in ``cli.py``) before
+#: numpy is loaded
+_LAZY = {"AMOUNTS": "lease_manager.config.schema",
+         "BOOLEAN": "lease_manager.config.schema",
+         "DURATION": "lease_manager.config.schema",
+         "FLOAT": "lease_manager.config.schema",
+         "INTEGER": "lease_manager.config.schema",
+         "INTEGERS": "lease_manager.config.schema",
+         "NAMES": "lease_manager.config.schema",
+         "PATH": "lease_manager.config.schema",
+         "SITE": "lease_manager.config.schema",
+         "STRING": "lease_manager.config.schema",
+         "Option": "lease_manager.config.schema",
+         "OptionType": "lease_manager.config.schema",
+         "RunContext": "lease_manager.context",
+         "ConfigError": "lease_manager.errors",
+         "InputError": "lease_manager.errors",
+         "LeaseManagerError": "lease_manager.errors",
+         "TraceError": "lease_manager.errors",
+         "hookimpl": "lease_manager.hookspecs",
+         "Lease": "lease_manager.kernel.lease",
+         "LeaseState": "lease_manager.kernel.lease",
+         "LeaseType": "lease_manager.kernel.lease",
+         "VMRequest": "lease_manager.kernel.lease",
+         "Allocation": "lease_manager.kernel.malleable",
+         "Malleability": "lease_manager.kernel.malleable",
+         "Reservation": "lease_manager.kernel.slottable",
+         "ReservationKind": "lease_manager.kernel.slottable",
+         "SlotTable": "lease_manager.kernel.slottable",
+         "bin_means": "lease_manager.observers.metrics",
+         "read_series": "lease_manager.observers.metrics",
+         "PlanTask": "lease_manager.planning.board",
+         "Platform": "lease_manager.planning.board",
+         "PowerBoard": "lease_manager.planning.board",
+         "Spot": "lease_manager.planning.board",
+         "Plugins": "lease_manager.plugins",
+         "AdmissionPolicy": "lease_manager.policies",
+         "AllocationPolicy": "lease_manager.policies",
+         "Annotator": "lease_manager.policies",
+         "HostSelectionPolicy": "lease_manager.policies",
+         "NodePowerPolicy": "lease_manager.policies",
+         "OperatingPointPolicy": "lease_manager.policies",
+         "Planner": "lease_manager.policies",
+         "Policy": "lease_manager.policies",
+         "PreemptionPolicy": "lease_manager.policies",
+         "PricingPolicy": "lease_manager.policies",
+         "QueuePolicy": "lease_manager.policies",
+         "SiteSelectionPolicy": "lease_manager.policies",
+         "Run": "lease_manager.run",
+         "load_run": "lease_manager.run",
+         "characteristics": "lease_manager",
          "run_sweep_file": "lease_manager.experiments.sweep",
          "FinishedRun": "lease_manager.experiments.sweep",
          "etc_file": "lease_manager.experiments.sweep",
@@ -98,5 +153,7 @@ def __getattr__(name: str) -> object:
 
         if name == "characteristics":   # a module of this package
             return importlib.import_module("lease_manager.characteristics")
-        return getattr(importlib.import_module(_LAZY[name]), name)
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value   # (asked once)
+        return value
     raise AttributeError(f"module 'lease_manager' has no attribute {name!r}")

@@ -40,3 +40,43 @@ def test_a_one_lease_swf_replay_imports_no_heavy_library(tmp_path: Path) -> None
     assert result.returncode == 0, result.stderr
     loaded = result.stdout.strip().splitlines()[-1] if result.stdout.strip() else ""
     assert loaded == "", f"start-up imported {loaded}"
+
+
+THREADS = """
+import os, sys
+from lease_manager.cli import load_numpy
+load_numpy()
+print(len(os.listdir("/proc/self/task")), os.environ.get("OPENBLAS_NUM_THREADS", "-"))
+"""
+
+
+def _threads_after_load(env_extra: dict[str, str]) -> tuple[int, str]:
+    import os
+
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"} | env_extra
+    out = subprocess.run([sys.executable, "-c", THREADS], capture_output=True, text=True,
+                         env=env, timeout=60, check=True).stdout.split()
+    return int(out[0]), out[1]
+
+
+def test_the_command_line_loads_numpy_with_one_blas_thread_and_leaves_no_setting() -> None:
+    """The command line loads numpy before anything else, with OpenBLAS's pool at one thread
+    (its threads spin when the pool starts: about 0.09 CPU-s per run on two cores). The
+    process then has a single thread, and the setting is not left in the environment that
+    the manager's own processes inherit; a setting the user made is kept."""
+    if not Path("/proc/self/task").is_dir():
+        import pytest
+
+        pytest.skip("threads are counted in /proc")
+    assert _threads_after_load({}) == (1, "-")
+    assert _threads_after_load({"OPENBLAS_NUM_THREADS": "1"}) == (1, "1")
+
+
+def test_importing_the_package_loads_no_numpy() -> None:
+    """``import lease_manager`` loads its exported names when first used, so that the command
+    line can set numpy up first (and scripts that import it pay for what they use)."""
+    out = subprocess.run([sys.executable, "-c", "import sys, lease_manager; "
+                          "print('numpy' in sys.modules); from lease_manager import Lease; "
+                          "print(Lease.__name__, 'numpy' in sys.modules)"],
+                         capture_output=True, text=True, timeout=60, check=True).stdout
+    assert out.split() == ["False", "Lease", "True"]
