@@ -10,11 +10,12 @@ from __future__ import annotations
 import collections
 import gzip
 import io
+import itertools
 import math
 import operator
 import re
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, NamedTuple
 
@@ -88,6 +89,9 @@ _INT_FIELDS = tuple(i for i, (name, _) in enumerate(FIELDS)
                     if name in ("job", "allocated_procs", "requested_procs", "status", "user",
                                 "group", "executable", "queue", "partition", "preceding_job"))
 _int_fields = operator.itemgetter(*_INT_FIELDS)
+_EIGHTEEN = len(FIELDS)
+#: lines read and parsed together (the progress position moves on after each chunk)
+_CHUNK = 4096
 
 
 def open_text(path: str | Path) -> IO[str]:
@@ -151,32 +155,103 @@ class SWFReader:
 
     def jobs(self) -> Iterator[SWFJob]:
         raw = getattr(self._fh, "buffer", None)
-        number = 0
-        with self._fh:
-            lines = enumerate(self._fh, 1)
+        fh = self._fh
+        read = 0   # lines read so far
+        with fh:
             while True:
+                # lines are read in chunks and parsed together (see _chunk); a read error is
+                # raised once the lines read before it are through, as if read one by one
+                chunk: list[str] = []
+                failure: Exception | None = None
                 try:
-                    number, text = next(lines)
-                except StopIteration:
-                    break
-                except (EOFError, OSError, zlib.error) as exc:   # a truncated or damaged .gz
-                    raise TraceError(f"cannot read on after line {number}: the compressed "
-                                     f"file is truncated or damaged ({exc})", file=self.path,
-                                     line=number + 1) from None
-                if number % 4096 == 0 and raw is not None:
+                    chunk.extend(itertools.islice(fh, _CHUNK))   # (keeps what came before
+                except (EOFError, OSError, zlib.error) as exc:   # an error: a damaged .gz)
+                    failure = exc
+                if len(chunk) == _CHUNK and raw is not None:
                     self.position = _raw_position(raw)
-                stripped = text.strip()
-                if not stripped:
-                    continue
-                if stripped[0] == ";":
-                    key, sep, value = stripped[1:].partition(":")
-                    if sep and key.strip() and " " not in key.strip():
-                        self.header[key.strip()].append(value.strip())
-                    continue
-                job = self._parse(stripped, number)
+                yield from self._chunk(chunk, read + 1)
+                read += len(chunk)
+                if failure is not None:
+                    raise TraceError(f"cannot read on after line {read}: the compressed "
+                                     f"file is truncated or damaged ({failure})", file=self.path,
+                                     line=read + 1) from None
+                if len(chunk) < _CHUNK:
+                    break
+        self.position = self.size
+
+    def _chunk(self, lines: list[str], first: int) -> Iterator[SWFJob]:
+        """The jobs of consecutive ``lines`` (the first is line ``first``), in order, with the
+        header directives among them recorded where they come."""
+        texts = list(map(str.strip, lines))
+        if not texts:
+            return
+        if "" not in texts and ";" not in "".join(texts):   # job lines only (mostly)
+            yield from self._run(texts, first)
+            return
+        start = 0   # of the job lines not parsed yet
+        for i, stripped in enumerate(texts):
+            if stripped and stripped[0] != ";":
+                continue
+            if start < i:
+                yield from self._run(texts[start:i], first + start)
+            start = i + 1
+            if stripped:
+                key, sep, value = stripped[1:].partition(":")
+                if sep and key.strip() and " " not in key.strip():
+                    self.header[key.strip()].append(value.strip())
+        if start < len(texts):
+            yield from self._run(texts[start:], first + start)
+
+    def _run(self, texts: list[str], first: int) -> Iterator[SWFJob]:
+        """The jobs of consecutive job lines (stripped, neither empty nor comments), parsed
+        field by field over all of them, with the checks of :meth:`_parse`; a line those
+        refuse, and every line when the run has a character float() reads in more ways than
+        ASCII digits (as :meth:`_parse` sees them) or a line without 18 fields, goes through
+        :meth:`_parse` in its turn, which reports it."""
+        numbers = range(first, first + len(texts))
+        parts = list(map(str.split, texts))
+        text = " ".join(texts)
+        columns = None
+        if (text.isascii() and "_" not in text and "n" not in text and "N" not in text
+                and all(map(_EIGHTEEN.__eq__, map(len, parts)))):
+            # int() reads a field written as an integer as float() does, but for '-0'
+            columns = _columns(parts, integers="-0" not in text)
+        v = None
+        if columns is not None:
+            try:
+                v = np.array(columns, dtype=float)   # (a field per row)
+            except OverflowError:   # an integer too large for a float: float() says inf
+                pass
+        if v is None or columns is None:
+            for text, number in zip(texts, numbers):
+                job = self._parse(text, number)
                 if job is not None:
                     yield job
-        self.position = self.size
+            return
+        ints = v[_INT_FIELDS, :]
+        requested = v[_REQUESTED_TIME]
+        # the checks of _parse, line by line (no value is a nan: no 'n' in the text)
+        bad = ((np.abs(v) > MAX_FIELD).any(axis=0) | (ints != np.floor(ints)).any(axis=0)
+               | ((0 < requested) & (requested < MIN_REQUESTED))
+               | (np.maximum(v[4], v[7]) > MAX_PROCS))
+        refused = bool(bad.any())
+        if refused:
+            ints = np.where(bad, 0.0, ints)   # (no cast of a huge value to an int)
+        fields = v.tolist()
+        for i, values, column in zip(_INT_FIELDS, ints.astype(np.int64).tolist(),
+                                     operator.itemgetter(*_INT_FIELDS)(columns)):
+            fields[i] = column if column and type(column[0]) is int else values
+        jobs = map(tuple.__new__, itertools.repeat(SWFJob), zip(*fields, numbers))
+        if not refused:
+            yield from jobs
+            return
+        for job, wrong, text, number in zip(jobs, bad.tolist(), texts, numbers):
+            if not wrong:
+                yield job
+                continue
+            job = self._parse(text, number)   # (reports the line)
+            if job is not None:
+                yield job
 
     def _parse(self, text: str, number: int) -> SWFJob | None:
         parts = text.split()
@@ -245,6 +320,33 @@ def _raw_position(raw: IO[bytes]) -> int:
         return 0
 
 
+def _columns(parts: list[list[str]], *, integers: bool) -> list[list] | None:
+    """The values of job lines' fields (each line split into its 18), a list per field, as
+    float() reads them, or None if one is not a number; a field whose values are all integers
+    written as such gives ints, when ``integers`` (int() then reads them as float() does). A
+    value written many times in a field is read once."""
+    out: list[list] = []
+    for column in zip(*parts):
+        distinct = set(column)
+        few = len(distinct) * 2 < len(column)
+        keys: Iterable[str] = distinct if few else column
+        values: list | None = None
+        try:
+            if integers:
+                try:
+                    values = list(map(int, keys))
+                except ValueError:
+                    pass
+            if values is None:
+                values = list(map(float, keys))
+        except ValueError:
+            return None
+        if few:
+            values = list(map(dict(zip(keys, values)).__getitem__, column))
+        out.append(values)
+    return out
+
+
 @attrs.frozen
 class SWFConversion:
     """How SWF jobs become leases (the rules and filters of a replay)."""
@@ -298,51 +400,57 @@ def swf_leases(reader: SWFReader, conv: SWFConversion, stats: TraceStats | None 
     in the cloud paradigm the requested time is the actual duration.
     """
     stats = stats if stats is not None else TraceStats()
-    window_end = conv.window_start + conv.window_length
+    window_start, window_end = conv.window_start, conv.window_start + conv.window_length
+    queues = frozenset(conv.queues)
+    max_jobs, per_vm, vector, cloud = (conv.max_jobs, conv.procs_per_vm, conv.vm_vector,
+                                       conv.paradigm == "cloud")
+    filtered, skipped, path = stats.filtered, stats.skipped, reader.path
     vm_requests: dict[int, VMRequest] = {}
     base: float | None = None
     last_submit = -math.inf
     next_id = first_id
     for job in reader.jobs():
+        (number, submit, _, run_time, allocated_procs, _, _, requested_procs, requested_time,
+         _, _, _, _, _, queue, _, _, _, line) = job
         stats.read += 1
-        if job.submit < last_submit:
-            raise TraceError(f"jobs are not in submit order ({job.submit:g} after "
-                             f"{last_submit:g})", file=reader.path, line=job.line,
+        if submit < last_submit:
+            raise TraceError(f"jobs are not in submit order ({submit:g} after "
+                             f"{last_submit:g})", file=path, line=line,
                              field="field 2 (submit time)")
-        last_submit = job.submit
-        if conv.queues and job.queue not in conv.queues:
-            stats.filtered["queue not selected"] += 1
+        last_submit = submit
+        if queues and queue not in queues:
+            filtered["queue not selected"] += 1
             continue
-        if job.submit < conv.window_start:
-            stats.filtered["before the time window"] += 1
+        if submit < window_start:
+            filtered["before the time window"] += 1
             continue
-        if job.submit >= window_end:
-            stats.filtered[AFTER_WINDOW] += 1   # jobs are in submit order: reading stops
+        if submit >= window_end:
+            filtered[AFTER_WINDOW] += 1   # jobs are in submit order: reading stops
             break
-        if job.run_time < 0:
-            stats.skipped["run time < 0"] += 1
+        if run_time < 0:
+            skipped["run time < 0"] += 1
             continue
-        procs = job.requested_procs if job.requested_procs > 0 else job.allocated_procs
+        procs = requested_procs if requested_procs > 0 else allocated_procs
         if procs <= 0:
-            stats.skipped["no processor count"] += 1
+            skipped["no processor count"] += 1
             continue
-        if conv.max_jobs and stats.replayed >= conv.max_jobs:
-            stats.filtered[BEYOND_MAX_JOBS] += 1   # read, so accounted for; reading stops
+        if max_jobs and stats.replayed >= max_jobs:
+            filtered[BEYOND_MAX_JOBS] += 1   # read, so accounted for; reading stops
             break
-        run = max(job.run_time, 1)
-        requested = job.requested_time if job.requested_time > 0 else run
+        run = max(run_time, 1)
+        requested = requested_time if requested_time > 0 else run
         actual = min(run, requested)
-        if conv.paradigm == "cloud":
+        if cloud:
             requested = actual
-        vms = -(-procs // conv.procs_per_vm)
+        vms = -(-procs // per_vm)
         request = vm_requests.get(vms)
         if request is None:
-            request = vm_requests[vms] = VMRequest.uniform(vms, conv.vm_vector)
+            request = vm_requests[vms] = VMRequest.uniform(vms, vector)
         if base is None:
-            base = job.submit if conv.rebase else 0
+            base = submit if conv.rebase else 0
         stats.replayed += 1
-        lease = Lease(next_id, LeaseType.BEST_EFFORT, job.submit - base, request, requested,
-                      actual, source_id=str(job.job), origin=f"{reader.path}:{job.line}")
+        lease = Lease(next_id, LeaseType.BEST_EFFORT, submit - base, request, requested,
+                      actual, source_id=str(number), origin=f"{path}:{line}")
         next_id += 1
         yield lease
     stats.bad_lines = len(reader.bad_lines)
