@@ -15,7 +15,7 @@ import math
 import operator
 import re
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, NamedTuple
 
@@ -90,6 +90,14 @@ _INT_FIELDS = tuple(i for i, (name, _) in enumerate(FIELDS)
                                 "group", "executable", "queue", "partition", "preceding_job"))
 _int_fields = operator.itemgetter(*_INT_FIELDS)
 _EIGHTEEN = len(FIELDS)
+#: what each ASCII character is in a job line: whitespace (as str.split() sees it), a digit,
+#: a sign, a character of other numbers ('.', 'e', 'E') or one no number has
+_SPACE, _DIGIT, _SIGN, _NUMBER, _OTHER = range(5)
+_CHARACTER_KIND = np.array([_SPACE if chr(c).isspace() else _DIGIT if chr(c).isdigit()
+                            else _SIGN if chr(c) in "+-" else _NUMBER if chr(c) in ".eE"
+                            else _OTHER for c in range(128)], dtype=np.uint8)
+#: powers of ten for the digits of a field (a longer field goes line by line)
+_POWERS = 10.0 ** np.arange(64)
 #: lines read and parsed together (the progress position moves on after each chunk)
 _CHUNK = 4096
 
@@ -181,13 +189,18 @@ class SWFReader:
 
     def _chunk(self, lines: list[str], first: int) -> Iterator[SWFJob]:
         """The jobs of consecutive ``lines`` (the first is line ``first``), in order, with the
-        header directives among them recorded where they come."""
+        header directives among them recorded where they come.
+
+        (This and :meth:`_run` give plain iterators when they can, not generators: a job
+        then goes through no Python frame between them and :meth:`jobs`.)"""
         texts = list(map(str.strip, lines))
         if not texts:
-            return
+            return iter(())
         if "" not in texts and ";" not in "".join(texts):   # job lines only (mostly)
-            yield from self._run(texts, first)
-            return
+            return self._run(texts, first)
+        return self._chunk_with_comments(texts, first)
+
+    def _chunk_with_comments(self, texts: list[str], first: int) -> Iterator[SWFJob]:
         start = 0   # of the job lines not parsed yet
         for i, stripped in enumerate(texts):
             if stripped and stripped[0] != ";":
@@ -203,31 +216,20 @@ class SWFReader:
             yield from self._run(texts[start:], first + start)
 
     def _run(self, texts: list[str], first: int) -> Iterator[SWFJob]:
-        """The jobs of consecutive job lines (stripped, neither empty nor comments), parsed
-        field by field over all of them, with the checks of :meth:`_parse`; a line those
-        refuse, and every line when the run has a character float() reads in more ways than
-        ASCII digits (as :meth:`_parse` sees them) or a line without 18 fields, goes through
-        :meth:`_parse` in its turn, which reports it."""
+        """The jobs of consecutive job lines (stripped, neither empty nor comments), read
+        together (:func:`_numbers`) and checked as :meth:`_parse` checks them; a line those
+        checks refuse, and every line when the run has a line without 18 fields or a field
+        :func:`_numbers` does not read as float() does, goes through :meth:`_parse` in its
+        turn, which reports it."""
         numbers = range(first, first + len(texts))
-        parts = list(map(str.split, texts))
-        text = " ".join(texts)
-        columns = None
-        if (text.isascii() and "_" not in text and "n" not in text and "N" not in text
-                and all(map(_EIGHTEEN.__eq__, map(len, parts)))):
-            # int() reads a field written as an integer as float() does, but for '-0'
-            columns = _columns(parts, integers="-0" not in text)
+        text = "\n".join(texts)
         v = None
-        if columns is not None:
-            try:
-                v = np.array(columns, dtype=float)   # (a field per row)
-            except OverflowError:   # an integer too large for a float: float() says inf
-                pass
-        if v is None or columns is None:
-            for text, number in zip(texts, numbers):
-                job = self._parse(text, number)
-                if job is not None:
-                    yield job
-            return
+        # (as in _parse: float() also reads '٣', '1_000', 'nan' and 'inf')
+        if text.isascii() and "_" not in text and "n" not in text and "N" not in text:
+            v = _numbers(text, len(texts))
+        if v is None:
+            return self._one_by_one(texts, numbers, None)
+        v = v.T   # (a field per row)
         ints = v[_INT_FIELDS, :]
         requested = v[_REQUESTED_TIME]
         # the checks of _parse, line by line (no value is a nan: no 'n' in the text)
@@ -238,20 +240,25 @@ class SWFReader:
         if refused:
             ints = np.where(bad, 0.0, ints)   # (no cast of a huge value to an int)
         fields = v.tolist()
-        for i, values, column in zip(_INT_FIELDS, ints.astype(np.int64).tolist(),
-                                     operator.itemgetter(*_INT_FIELDS)(columns)):
-            fields[i] = column if column and type(column[0]) is int else values
+        for i, values in zip(_INT_FIELDS, ints.astype(np.int64).tolist()):
+            fields[i] = values
         jobs = map(tuple.__new__, itertools.repeat(SWFJob), zip(*fields, numbers))
-        if not refused:
-            yield from jobs
-            return
-        for job, wrong, text, number in zip(jobs, bad.tolist(), texts, numbers):
-            if not wrong:
-                yield job
-                continue
-            job = self._parse(text, number)   # (reports the line)
-            if job is not None:
-                yield job
+        return self._one_by_one(texts, numbers, zip(jobs, bad.tolist())) if refused else jobs
+
+    def _one_by_one(self, texts: list[str], numbers: range,
+                    read: Iterator[tuple[SWFJob, bool]] | None) -> Iterator[SWFJob]:
+        """The jobs of lines that :meth:`_parse` parses (or reports) one by one: all of them,
+        or those ``read`` (a job and whether the checks refused its line) says were refused
+        (the others are taken from it)."""
+        for text, number in zip(texts, numbers):
+            if read is not None:
+                job, refused = next(read)
+                if not refused:
+                    yield job
+                    continue
+            parsed = self._parse(text, number)
+            if parsed is not None:
+                yield parsed
 
     def _parse(self, text: str, number: int) -> SWFJob | None:
         parts = text.split()
@@ -320,31 +327,45 @@ def _raw_position(raw: IO[bytes]) -> int:
         return 0
 
 
-def _columns(parts: list[list[str]], *, integers: bool) -> list[list] | None:
-    """The values of job lines' fields (each line split into its 18), a list per field, as
-    float() reads them, or None if one is not a number; a field whose values are all integers
-    written as such gives ints, when ``integers`` (int() then reads them as float() does). A
-    value written many times in a field is read once."""
-    out: list[list] = []
-    for column in zip(*parts):
-        distinct = set(column)
-        few = len(distinct) * 2 < len(column)
-        keys: Iterable[str] = distinct if few else column
-        values: list | None = None
+def _numbers(text: str, lines: int) -> np.ndarray | None:
+    """float() of every field of ``lines`` job lines joined by newlines (ASCII, without 'n'
+    or '_'), a row per line; None if a line has not 18 fields or a field is not a number.
+
+    A field of at most 15 digits, signed or not, is read from its digits (its value is an
+    integer below 2**53: every partial sum is exact, and the float is the one float() makes,
+    -0.0 for '-0' too); any other is read by float().
+    """
+    data = np.frombuffer(text.encode("ascii"), dtype=np.uint8)
+    kind = _CHARACTER_KIND[data]
+    if (kind == _OTHER).any():
+        return None   # (a character no number has: float() refuses the field)
+    edges = np.diff((kind != _SPACE).view(np.int8), prepend=np.int8(0), append=np.int8(0))
+    starts, ends = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
+    count = len(starts)
+    if count != _EIGHTEEN * lines or (ends - starts).max() >= len(_POWERS):
+        return None
+    field_of = np.cumsum(edges[:-1] == 1, dtype=np.int32) - 1   # of every character
+    before = field_of[np.flatnonzero(data == 10)] + 1   # fields before each newline
+    if not (np.diff(before, prepend=0, append=count) == _EIGHTEEN).all():
+        return None
+    # a field of digits only, but for a sign in front
+    digits = ends - starts - (kind[starts] == _SIGN)
+    integer = (digits >= 1) & (digits <= 15)
+    stray = np.flatnonzero(kind >= _SIGN)
+    integer[field_of[stray[(kind[stray] != _SIGN) | (edges[stray] != 1)]]] = False
+    at = np.flatnonzero(kind == _DIGIT)
+    field = field_of[at]
+    size = np.bincount(field, weights=(data[at] - 48) * _POWERS[ends[field] - 1 - at],
+                       minlength=count)
+    values = np.where(data[starts] == 45, -size, size)   # (45: '-')
+    others = np.flatnonzero(~integer)
+    if len(others):
         try:
-            if integers:
-                try:
-                    values = list(map(int, keys))
-                except ValueError:
-                    pass
-            if values is None:
-                values = list(map(float, keys))
+            values[others] = [float(text[a:b]) for a, b in zip(starts[others].tolist(),
+                                                                ends[others].tolist())]
         except ValueError:
             return None
-        if few:
-            values = list(map(dict(zip(keys, values)).__getitem__, column))
-        out.append(values)
-    return out
+    return values.reshape(lines, _EIGHTEEN)
 
 
 @attrs.frozen
