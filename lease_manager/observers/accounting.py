@@ -88,10 +88,31 @@ class _CSVLines:
         return self._line(fields + ("",))[:-2] + "\n"   # (a last field: none alone)
     def row(self, row: tuple) -> str:
         fmt = _fmt
-        source, reason, extra = row[1], row[12], row[14:]
-        fields = [str(row[0]), source, row[2], row[3], fmt(row[4]), fmt(row[5]), fmt(row[6]),
-                  str(row[7]), fmt(row[8]), fmt(row[9]), fmt(row[10]), fmt(row[11]), reason,
-                  self.nodes(row[13])]
+        source, reason, nodes, extra = row[1], row[12], row[13], row[14:]
+        # (_fmt, with its first case written out for each: the common one)
+        x = row[4]
+        submit = str(int(x)) if type(x) is float and x.is_integer() else fmt(x)
+        x = row[5]
+        start = str(int(x)) if type(x) is float and x.is_integer() else fmt(x)
+        x = row[6]
+        end = str(int(x)) if type(x) is float and x.is_integer() else fmt(x)
+        x = row[8]
+        requested = str(int(x)) if type(x) is float and x.is_integer() else fmt(x)
+        x = row[9]
+        actual = str(int(x)) if type(x) is float and x.is_integer() else fmt(x)
+        x = row[10]
+        wait = str(int(x)) if type(x) is float and x.is_integer() else fmt(x)
+        x = row[11]
+        price = str(int(x)) if type(x) is float and x.is_integer() else fmt(x)
+        if nodes and type(nodes) is list:   # (nodes(), written out)
+            names = self._names
+            if nodes[-1] >= len(names):
+                names.extend(str(i) for i in range(len(names), int(nodes[-1]) + 1))
+            on = " ".join(map(names.__getitem__, nodes))
+        else:
+            on = self.nodes(nodes)
+        fields = [str(row[0]), source, row[2], row[3], submit, start, end, str(row[7]),
+                  requested, actual, wait, price, reason, on]
         if extra:
             fields.extend(map(fmt, extra))
         if _PLAIN.isdisjoint(source) and _PLAIN.isdisjoint(reason) and not (extra and any(
@@ -136,13 +157,14 @@ class Accounting:
         self._seen: set[int] = set()
         self._recorded = 0
         self._lines = _CSVLines()
-        #: with :meth:`stream_to`: the file rows go to, rows waiting for a smaller id, the
-        #: ids submitted and not recorded (a heap, recorded ones left in), the largest id
-        #: submitted, and whether ids arrived in order so far
+        #: with :meth:`stream_to`: the file rows go to, rows waiting for a smaller id (a
+        #: heap), the ids submitted and not recorded while they arrive in order (in that
+        #: order, recorded ones left in until they come first), the largest id submitted,
+        #: and whether ids arrived in order so far
         self._stream: IO[str] | None = None
         self._stream_path: Path | None = None
         self._waiting: list[tuple[int, str]] = []
-        self._unrecorded: list[int] = []
+        self._unrecorded: collections.deque[int] = collections.deque()
         self._last_id = -math.inf
         self._in_order = True
         #: with streaming: the optional values of the leases that have some, by id
@@ -181,9 +203,11 @@ class Accounting:
             lease_id = lease.id
             if lease_id < self._last_id:
                 self._in_order = False   # rows wait until the end, then merge
+                self._unrecorded.clear()
             elif lease_id > self._last_id:
                 self._last_id = lease_id
-            heapq.heappush(self._unrecorded, lease_id)
+            if self._in_order:
+                self._unrecorded.append(lease_id)
 
     @hookimpl(tryfirst=True)
     def lease_rejected(self, ctx: RunContext, lease: Lease, now: float) -> None:
@@ -262,23 +286,12 @@ class Accounting:
         if optional and any(value is not None for value in optional):
             self._optional[lease_id] = optional   # added to its line at the end
         line = self._lines.row(row)
-        if not self._in_order:
-            heapq.heappush(self._waiting, (lease_id, line))
-            return
-        if self._waiting:
-            heapq.heappush(self._waiting, (lease_id, line))
-            self._flush_ready()
-            return
-        # no row waits: this one goes out now if no smaller id is still to come (as
-        # _flush_ready would write it)
-        unrecorded, seen = self._unrecorded, self._seen
-        while unrecorded and unrecorded[0] in seen:
-            heapq.heappop(unrecorded)
-        if unrecorded and unrecorded[0] < lease_id:
-            heapq.heappush(self._waiting, (lease_id, line))
-            return
-        assert self._stream is not None
-        self._stream.write(line)
+        heapq.heappush(self._waiting, (lease_id, line))
+        if self._in_order:
+            first = self._unrecorded[0] if self._unrecorded else None
+            if first is None or first >= lease_id or first in self._seen:
+                self._flush_ready()
+            # else a smaller id is still to come, first: no row waiting goes before it
 
     def _use(self, res: Reservation) -> None:
         """Add what ``res`` held, capacity x seconds, to :attr:`used`: the sum over its nodes
@@ -326,7 +339,7 @@ class Accounting:
         order, so no later lease has a smaller one)."""
         unrecorded, waiting, seen = self._unrecorded, self._waiting, self._seen
         while unrecorded and unrecorded[0] in seen:
-            heapq.heappop(unrecorded)
+            unrecorded.popleft()
         limit = unrecorded[0] if unrecorded else math.inf
         assert self._stream is not None
         while waiting and waiting[0][0] < limit:
