@@ -143,7 +143,17 @@ class InvariantChecker:
         heads = self._first_starts
         while heads and started.get(heads[0][1]) != heads[0][0]:
             heapq.heappop(heads)
-        self._sweep(heads[0][0] if heads else math.inf)
+        until = heads[0][0] if heads else math.inf
+        if events and events[0][0] < until:   # (_sweep, written out)
+            passed, pop = self._passed, heapq.heappop
+            rows = self._passed_rows
+            while events and events[0][0] < until:
+                event = pop(events)
+                passed.append(event)
+                rows += len(event[3])
+            self._passed_rows = rows
+            if rows >= self._batch:
+                self._apply()
 
     def _sweep(self, until: float) -> None:
         """Pass the starts and ends before ``until`` in time order (ends first at an
@@ -192,14 +202,18 @@ class InvariantChecker:
         starts = np.fromiter(map(_IS_START, passed), dtype=bool, count=len(passed))
         given = nodes   # (as the messages name them)
         nodes = np.where(nodes < 0, nodes + count, nodes)
-        order = np.argsort(nodes, kind="stable")   # each node's rows, in the sweep's order
+        # each node's rows, in the sweep's order (a stable sort: a radix sort on 16 bits)
+        order = np.argsort(nodes.astype(np.int16) if count <= 2 ** 15 else nodes,
+                           kind="stable")
         node_sorted, event_sorted = nodes[order], event_of[order]
         same_node = node_sorted[1:] == node_sorted[:-1]
         if (same_node & (event_sorted[1:] == event_sorted[:-1])).any():
             self._apply_one_by_one(passed)   # a node twice in one allocation
             return
         # an end takes its amounts away: x - a is x + (-a), exactly
-        signed = np.where(starts[event_sorted][:, None], amounts[order], -amounts[order])
+        start_sorted = starts[event_sorted]
+        signed = amounts[order]
+        np.negative(signed, out=signed, where=~start_sorted[:, None])
         firsts = np.flatnonzero(np.concatenate(([True], ~same_node)))
         lasts = np.append(firsts[1:], len(node_sorted))
         touched = node_sorted[firsts]
@@ -226,8 +240,11 @@ class InvariantChecker:
                 held[lo:hi] = block[1:]
                 usage[node] = block[-1]
         limit = self._limit[0] if self._uniform else self._limit[node_sorted]
-        over = (held > limit).any(axis=1) & starts[event_sorted]
-        if over.any() and len(self._over) < 10:
+        above = held > limit
+        if len(self._over) >= 10 or not above.any():   # (above after an end too: rare)
+            return
+        over = above.any(axis=1) & start_sorted
+        if over.any():
             # in the sweep's order: event by event, an event's nodes in its order
             for row in np.sort(order[over])[:10 - len(self._over)].tolist():
                 t, node = passed[int(event_of[row])][0], int(given[row])
