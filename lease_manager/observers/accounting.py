@@ -260,19 +260,24 @@ class Accounting:
         if done:
             assert end is not None and start is not None and wait is not None
             self._completed += 1
+            # (max(a, b) written out: b if b > a else a, the same for a nan)
             run_time = end - start
             if run_time > 0:
                 self._slowdown += (wait + run_time) / run_time
-            self._bounded_slowdown += max(1.0, (wait + run_time) / max(run_time, SLOWDOWN_BOUND))
+            bounded = (wait + run_time) / (SLOWDOWN_BOUND if SLOWDOWN_BOUND > run_time
+                                           else run_time)
+            self._bounded_slowdown += bounded if bounded > 1.0 else 1.0
             requested = lease.requested_duration
             if math.isfinite(requested) and requested > 0:
                 self._requested_counted += 1
                 self._slowdown_requested += (end - submit) / requested
-                self._bounded_slowdown_requested += (end - submit) / max(requested,
-                                                                         SLOWDOWN_BOUND)
-            self.last_end = max(self.last_end, end)
-            if lease.price and math.isfinite(lease.price):
-                self.revenue += lease.price
+                self._bounded_slowdown_requested += (end - submit) / (
+                    SLOWDOWN_BOUND if SLOWDOWN_BOUND > requested else requested)
+            if end > self.last_end:
+                self.last_end = end
+            price = lease.price
+            if price and math.isfinite(price):
+                self.revenue += price
         row = ((lease_id, lease.source_id or "", type_text, _STATE_TEXT[state],
                 submit, start, end, lease.vms.count,
                 lease.requested_duration, lease.actual_duration, wait,
