@@ -3,8 +3,9 @@
 The checker sweeps what leases really held (their final allocations) through time, node by
 node: no node may ever hold more than its capacity. A lease's allocations are final when it
 ends; every instant before the first start of the leases still running is then final too, so
-the sweep moves on as leases end and keeps only what it has not passed yet (its memory does
-not grow with the trace). It also checks that no lease
+the sweep moves on as leases end and keeps only what it has not passed yet, and the events it
+passed until there are enough to apply together (its memory does not grow with the trace).
+It also checks that no lease
 starts twice without being preempted in between, that a best-effort lease that was never
 preempted starts no later than the start it was first promised, that no lease starts before
 the earliest start it requested, that no deadline lease completes after its deadline, and that
