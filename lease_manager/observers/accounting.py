@@ -14,6 +14,7 @@ import collections
 import csv
 import heapq
 import io
+import itertools
 import json
 import math
 from collections.abc import Callable, Iterable
@@ -23,20 +24,27 @@ from typing import IO, TYPE_CHECKING, Any
 import numpy as np
 
 from lease_manager.hookspecs import hookimpl
-from lease_manager.kernel.lease import LeaseState
+from lease_manager.kernel.lease import LeaseState, LeaseType
 
 if TYPE_CHECKING:
     from lease_manager.context import RunContext
     from lease_manager.kernel.lease import Lease
+    from lease_manager.kernel.reservation import Reservation
 
 COLUMNS = ("lease_id", "source_id", "type", "state", "submit", "start", "end", "vms",
            "requested", "actual", "wait", "price", "reason", "nodes")
-_NO_NODES = np.zeros(0, dtype=np.intp)
+_FLOAT = np.dtype(float)
 #: bound of the bounded slowdown, seconds
 SLOWDOWN_BOUND = 10.0
 
 
 def _fmt(x: float | str | None) -> str:
+    if type(x) is float:   # the common case, as below (inf is no integer)
+        if x.is_integer():
+            return str(int(x))
+        if x in _INFINITE:
+            return "inf"
+        return repr(round(x, 6))
     if x is None:
         return ""
     if isinstance(x, str):
@@ -46,6 +54,16 @@ def _fmt(x: float | str | None) -> str:
     if float(x).is_integer():
         return str(int(x))
     return repr(round(float(x), 6))
+
+
+_INFINITE = (math.inf, -math.inf)
+#: the text of each lease type and state (an enum's value is a Python-level property)
+_TYPE_TEXT = {t: t.value for t in LeaseType}
+_STATE_TEXT = {s: s.value for s in LeaseState}
+#: allocations on at most this many nodes, of two resources, have their amounts summed in
+#: Python (the same additions, row after row, as numpy's sum over the rows of a C-ordered
+#: array)
+_SUM_IN_PYTHON = 32
 
 
 #: characters that make the csv module quote a field (with "," and '"', lines ending in \n)
@@ -69,22 +87,49 @@ class _CSVLines:
             return ",".join(fields) + "\n"
         return self._line(fields + ("",))[:-2] + "\n"   # (a last field: none alone)
     def row(self, row: tuple) -> str:
-        fields = (str(row[0]), row[1], row[2], row[3], *map(_fmt, row[4:7]), str(row[7]),
-                  *map(_fmt, row[8:12]), row[12], self.nodes(row[13]), *map(_fmt, row[14:]))
-        if _PLAIN.isdisjoint(row[1]) and _PLAIN.isdisjoint(row[12]) and not any(
-                isinstance(x, str) and not _PLAIN.isdisjoint(x) for x in row[14:]):
+        fmt = _fmt
+        source, reason, nodes, extra = row[1], row[12], row[13], row[14:]
+        # (_fmt, with its first case written out for each: the common one)
+        x = row[4]
+        submit = str(int(x)) if type(x) is float and x.is_integer() else fmt(x)
+        x = row[5]
+        start = str(int(x)) if type(x) is float and x.is_integer() else fmt(x)
+        x = row[6]
+        end = str(int(x)) if type(x) is float and x.is_integer() else fmt(x)
+        x = row[8]
+        requested = str(int(x)) if type(x) is float and x.is_integer() else fmt(x)
+        x = row[9]
+        actual = str(int(x)) if type(x) is float and x.is_integer() else fmt(x)
+        x = row[10]
+        wait = str(int(x)) if type(x) is float and x.is_integer() else fmt(x)
+        x = row[11]
+        price = str(int(x)) if type(x) is float and x.is_integer() else fmt(x)
+        if nodes and type(nodes) is list:   # (nodes(), written out)
+            names = self._names
+            if nodes[-1] >= len(names):
+                names.extend(str(i) for i in range(len(names), int(nodes[-1]) + 1))
+            on = " ".join(map(names.__getitem__, nodes))
+        else:
+            on = self.nodes(nodes)
+        fields = [str(row[0]), source, row[2], row[3], submit, start, end, str(row[7]),
+                  requested, actual, wait, price, reason, on]
+        if extra:
+            fields.extend(map(fmt, extra))
+        if _PLAIN.isdisjoint(source) and _PLAIN.isdisjoint(reason) and not (extra and any(
+                isinstance(x, str) and not _PLAIN.isdisjoint(x) for x in extra)):
             return ",".join(fields) + "\n"   # nothing to quote: what csv would write
-        return self._line(fields)
+        return self._line(tuple(fields))
 
-    def nodes(self, nodes: np.ndarray) -> str:
-        """Node indices, space-separated (their texts are made once)."""
+    def nodes(self, nodes: list[int] | np.ndarray) -> str:
+        """Node indices (sorted), space-separated (their texts are made once)."""
         if not len(nodes):
             return ""
         names = self._names
         top = int(nodes[-1])
         if top >= len(names):
             names.extend(str(i) for i in range(len(names), top + 1))
-        return " ".join(map(names.__getitem__, nodes.tolist()))
+        return " ".join(map(names.__getitem__,
+                            nodes if isinstance(nodes, list) else nodes.tolist()))
 
     def _line(self, fields: tuple) -> str:
         buffer = self._buffer
@@ -112,13 +157,14 @@ class Accounting:
         self._seen: set[int] = set()
         self._recorded = 0
         self._lines = _CSVLines()
-        #: with :meth:`stream_to`: the file rows go to, rows waiting for a smaller id, the
-        #: ids submitted and not recorded (a heap, recorded ones left in), the largest id
-        #: submitted, and whether ids arrived in order so far
+        #: with :meth:`stream_to`: the file rows go to, rows waiting for a smaller id (a
+        #: heap), the ids submitted and not recorded while they arrive in order (in that
+        #: order, recorded ones left in until they come first), the largest id submitted,
+        #: and whether ids arrived in order so far
         self._stream: IO[str] | None = None
         self._stream_path: Path | None = None
         self._waiting: list[tuple[int, str]] = []
-        self._unrecorded: list[int] = []
+        self._unrecorded: collections.deque[int] = collections.deque()
         self._last_id = -math.inf
         self._in_order = True
         #: with streaming: the optional values of the leases that have some, by id
@@ -144,7 +190,8 @@ class Accounting:
         self.preemptions = 0
         self.suspensions = 0
         self.time_suspended = 0.0
-        self.used = np.zeros(len(self.resource_names))   # capacity x seconds actually held
+        #: capacity x seconds actually held (:attr:`used`)
+        self._used: list[float] = [0.0] * len(self.resource_names)
 
     # ------------------------------------------------------------------------ observing
     @hookimpl(tryfirst=True)
@@ -153,10 +200,14 @@ class Accounting:
         if lease.submit < self.first_submit:
             self.first_submit = lease.submit
         if self._stream is not None:
-            if lease.id < self._last_id:
+            lease_id = lease.id
+            if lease_id < self._last_id:
                 self._in_order = False   # rows wait until the end, then merge
-            self._last_id = max(self._last_id, lease.id)
-            heapq.heappush(self._unrecorded, lease.id)
+                self._unrecorded.clear()
+            elif lease_id > self._last_id:
+                self._last_id = lease_id
+            if self._in_order:
+                self._unrecorded.append(lease_id)
 
     @hookimpl(tryfirst=True)
     def lease_rejected(self, ctx: RunContext, lease: Lease, now: float) -> None:
@@ -168,54 +219,67 @@ class Accounting:
 
     def record(self, lease: Lease) -> None:
         """Account for ``lease`` in its current state (once per lease)."""
-        if lease.id in self._seen:
-            raise AssertionError(f"lease {lease.id} is accounted for twice")
-        self._seen.add(lease.id)
+        lease_id = lease.id
+        if lease_id in self._seen:
+            raise AssertionError(f"lease {lease_id} is accounted for twice")
+        self._seen.add(lease_id)
         state = lease.state
         self.states[state] += 1
-        if state is LeaseState.REJECTED:
+        accepted = state is not LeaseState.REJECTED
+        if not accepted:
             self.rejected_by_reason[lease.reason.split(":")[0]] += 1
-        self.by_type[lease.type.value, state is not LeaseState.REJECTED] += 1
+        type_text = _TYPE_TEXT[lease.type]
+        self.by_type[type_text, accepted] += 1
         self.preemptions += lease.preemptions
         self.suspensions += lease.suspensions
         self.time_suspended += lease.time_suspended
-        end = lease.end
-        if lease.deadline is not None and state is LeaseState.DONE and end is not None:
+        start, end, submit = lease.start, lease.end, lease.submit
+        done = state is LeaseState.DONE
+        if lease.deadline is not None and done and end is not None:
             self.deadlines["met" if end <= lease.deadline + 1e-9 else "missed"] += 1
-        wait = lease.wait
+        wait = None if start is None else start - submit   # (Lease.wait)
         if wait is not None:
             self._started += 1
             self._waits += wait
             if wait > self.max_wait:
                 self.max_wait = wait
         allocations = lease.allocations
-        for res in allocations:
-            self.used += res.amounts.sum(axis=0) * (res.end - res.start)
+        nodes: list[int]
         if len(allocations) == 1:   # one reservation's nodes are distinct: sort them only
-            nodes = allocations[0].nodes
-            if len(nodes) > 1 and not (nodes[1:] > nodes[:-1]).all():
-                nodes = np.sort(nodes)
+            res = allocations[0]
+            self._use(res)
+            nodes = res.nodes.tolist()
+            nodes.sort()
+        elif allocations:
+            for res in allocations:
+                self._use(res)
+            nodes = sorted(set(itertools.chain.from_iterable(
+                res.nodes.tolist() for res in allocations)))
         else:
-            nodes = (np.unique(np.concatenate([res.nodes for res in allocations]))
-                     if allocations else _NO_NODES)
-        if state is LeaseState.DONE:
-            assert end is not None and lease.start is not None and wait is not None
+            nodes = []
+        if done:
+            assert end is not None and start is not None and wait is not None
             self._completed += 1
-            run_time = end - lease.start
+            # (max(a, b) written out: b if b > a else a, the same for a nan)
+            run_time = end - start
             if run_time > 0:
                 self._slowdown += (wait + run_time) / run_time
-            self._bounded_slowdown += max(1.0, (wait + run_time) / max(run_time, SLOWDOWN_BOUND))
+            bounded = (wait + run_time) / (SLOWDOWN_BOUND if SLOWDOWN_BOUND > run_time
+                                           else run_time)
+            self._bounded_slowdown += bounded if bounded > 1.0 else 1.0
             requested = lease.requested_duration
             if math.isfinite(requested) and requested > 0:
                 self._requested_counted += 1
-                self._slowdown_requested += (end - lease.submit) / requested
-                self._bounded_slowdown_requested += (end - lease.submit) / max(requested,
-                                                                              SLOWDOWN_BOUND)
-            self.last_end = max(self.last_end, end)
-            if lease.price and math.isfinite(lease.price):
-                self.revenue += lease.price
-        row = ((lease.id, lease.source_id or "", lease.type.value, state.value,
-                lease.submit, lease.start, lease.end, lease.vms.count,
+                self._slowdown_requested += (end - submit) / requested
+                self._bounded_slowdown_requested += (end - submit) / (
+                    SLOWDOWN_BOUND if SLOWDOWN_BOUND > requested else requested)
+            if end > self.last_end:
+                self.last_end = end
+            price = lease.price
+            if price and math.isfinite(price):
+                self.revenue += price
+        row = ((lease_id, lease.source_id or "", type_text, _STATE_TEXT[state],
+                submit, start, end, lease.vms.count,
                 lease.requested_duration, lease.actual_duration, wait,
                 lease.price, lease.reason, nodes)
                + (self.extra_values(lease) if self.extra_values else ()))
@@ -224,11 +288,41 @@ class Accounting:
         if self._stream is None:
             self._rows.append(row + optional)
             return
-        if any(value is not None for value in optional):
-            self._optional[lease.id] = optional   # added to its line at the end
-        heapq.heappush(self._waiting, (lease.id, self._lines.row(row)))
+        if optional and any(value is not None for value in optional):
+            self._optional[lease_id] = optional   # added to its line at the end
+        line = self._lines.row(row)
+        heapq.heappush(self._waiting, (lease_id, line))
         if self._in_order:
-            self._flush_ready()
+            first = self._unrecorded[0] if self._unrecorded else None
+            if first is None or first >= lease_id or first in self._seen:
+                self._flush_ready()
+            # else a smaller id is still to come, first: no row waiting goes before it
+
+    def _use(self, res: Reservation) -> None:
+        """Add what ``res`` held, capacity x seconds, to :attr:`used`: the sum over its nodes
+        times its duration, added to the running sums, as numpy's
+        ``used += res.amounts.sum(axis=0) * (res.end - res.start)`` computes it."""
+        amounts, duration = res.amounts, res.end - res.start
+        shape = amounts.shape
+        if (amounts.dtype is _FLOAT and len(shape) == 2 and shape[1] == 2 == len(self._used)
+                and (shape[0] == 1 or (1 < shape[0] <= _SUM_IN_PYTHON
+                                       and amounts.flags.c_contiguous))):
+            rows = amounts.tolist()
+            first, second = rows[0]
+            for x, y in itertools.islice(rows, 1, None):   # numpy adds the rows of a
+                first += x                                 # C-ordered array in turn
+                second += y
+            used_first, used_second = self._used
+            self._used = [used_first + first * duration, used_second + second * duration]
+            return
+        used = np.array(self._used)
+        used += amounts.sum(axis=0) * duration
+        self._used = used.tolist()
+
+    @property
+    def used(self) -> np.ndarray:
+        """Capacity x seconds actually held, per resource."""
+        return np.array(self._used, dtype=float)
 
     # ---------------------------------------------------------------------- streaming
     def stream_to(self, path: Path) -> None:
@@ -250,7 +344,7 @@ class Accounting:
         order, so no later lease has a smaller one)."""
         unrecorded, waiting, seen = self._unrecorded, self._waiting, self._seen
         while unrecorded and unrecorded[0] in seen:
-            heapq.heappop(unrecorded)
+            unrecorded.popleft()
         limit = unrecorded[0] if unrecorded else math.inf
         assert self._stream is not None
         while waiting and waiting[0][0] < limit:

@@ -3,8 +3,9 @@
 The checker sweeps what leases really held (their final allocations) through time, node by
 node: no node may ever hold more than its capacity. A lease's allocations are final when it
 ends; every instant before the first start of the leases still running is then final too, so
-the sweep moves on as leases end and keeps only what it has not passed yet (its memory does
-not grow with the trace). It also checks that no lease
+the sweep moves on as leases end and keeps only what it has not passed yet, and the events it
+passed until there are enough to apply together (its memory does not grow with the trace).
+It also checks that no lease
 starts twice without being preempted in between, that a best-effort lease that was never
 preempted starts no later than the start it was first promised, that no lease starts before
 the earliest start it requested, that no deadline lease completes after its deadline, and that
@@ -18,6 +19,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import math
+import operator
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
@@ -32,6 +34,9 @@ if TYPE_CHECKING:
     from lease_manager.kernel.lease import Lease
 
 TOLERANCE = 1e-6
+#: node rows (an allocation's start or end on one node) applied together, at least
+_BATCH_ROWS = 4096
+_IS_START, _NODES, _AMOUNTS = (operator.itemgetter(i) for i in (1, 3, 4))
 
 
 #: the states of a lease that holds resources and waits for an event to leave them
@@ -68,6 +73,11 @@ class InvariantChecker:
         self._uniform = bool(len(capacity)) and bool((capacity == capacity[0]).all())
         self._events: list[tuple[float, int, int, np.ndarray, np.ndarray]] = []
         self._seq = itertools.count()
+        #: the events the sweep has passed, in its order, to be applied together (at most
+        #: _batch node rows of them: memory bounded), and their node rows
+        self._passed: list[tuple[float, int, int, np.ndarray, np.ndarray]] = []
+        self._passed_rows = 0
+        self._batch = max(_BATCH_ROWS, 16 * len(capacity))
         #: first start of every lease started and not ended (a heap; ended ones lazily)
         self._first_starts: list[tuple[float, int]] = []
         self._started: dict[int, float] = {}
@@ -77,18 +87,20 @@ class InvariantChecker:
     def lease_started(self, ctx: RunContext, lease: Lease, now: float) -> None:
         if self.only is not None and lease.site != self.only:
             return
-        if lease.id in self._running:
-            self.violations.append(f"lease {lease.id} started twice (at {now})")
-        self._running.add(lease.id)
-        if lease.id not in self._started:
-            self._started[lease.id] = now
-            heapq.heappush(self._first_starts, (now, lease.id))
-        if lease.start_request is not None and now < lease.start_request - TOLERANCE:
-            self.violations.append(f"lease {lease.id} started at {now}, before the earliest "
-                                   f"start {lease.start_request} it requested")
+        lease_id = lease.id
+        if lease_id in self._running:
+            self.violations.append(f"lease {lease_id} started twice (at {now})")
+        self._running.add(lease_id)
+        if lease_id not in self._started:
+            self._started[lease_id] = now
+            heapq.heappush(self._first_starts, (now, lease_id))
+        start_request = lease.start_request
+        if start_request is not None and now < start_request - TOLERANCE:
+            self.violations.append(f"lease {lease_id} started at {now}, before the earliest "
+                                   f"start {start_request} it requested")
         if (lease.type is LeaseType.BEST_EFFORT and lease.preemptions == 0
                 and lease.promised_start is not None and now > lease.promised_start + TOLERANCE):
-            self.violations.append(f"lease {lease.id} started at {now}, later than the "
+            self.violations.append(f"lease {lease_id} started at {now}, later than the "
                                    f"{lease.promised_start} it was promised")
 
     @hookimpl(tryfirst=True)
@@ -97,46 +109,155 @@ class InvariantChecker:
 
     @hookimpl(tryfirst=True)
     def lease_ended(self, ctx: RunContext, lease: Lease, now: float) -> None:
-        self._running.discard(lease.id)
+        lease_id = lease.id
+        self._running.discard(lease_id)
         if self.only is not None and lease.site != self.only:
             return
-        self._started.pop(lease.id, None)
-        if (lease.type is LeaseType.DEADLINE and lease.state is LeaseState.DONE
+        started = self._started
+        started.pop(lease_id, None)
+        state = lease.state
+        if (lease.type is LeaseType.DEADLINE and state is LeaseState.DONE
                 and lease.deadline is not None and lease.end is not None
                 and lease.end > lease.deadline + TOLERANCE):
-            self.violations.append(f"deadline lease {lease.id} ended at {lease.end}, after its "
+            self.violations.append(f"deadline lease {lease_id} ended at {lease.end}, after its "
                                    f"deadline {lease.deadline}")
         m = lease.malleable
-        if m is not None and lease.state is LeaseState.DONE:
+        if m is not None and state is LeaseState.DONE:
             # every single-server second of its work done once, at the rates of its
             # allocations as they really ran
             done = work_of(lease, ctx.config.get("scheduling", "shutdown-time"))
             work = m.single_server(lease.run_duration)
             if abs(done - work) > TOLERANCE * max(work, 1.0):
-                self.violations.append(f"malleable lease {lease.id} did {done!r} single-server "
+                self.violations.append(f"malleable lease {lease_id} did {done!r} single-server "
                                        f"seconds of work in its allocations, not {work!r}")
+        events, seq, push = self._events, self._seq, heapq.heappush
         for res in lease.allocations:
             if res.end < res.start:
-                self.violations.append(f"an allocation of lease {lease.id} ends before it "
+                self.violations.append(f"an allocation of lease {lease_id} ends before it "
                                        f"starts")
                 continue
-            heapq.heappush(self._events, (res.start, 1, next(self._seq), res.nodes,
-                                          res.amounts))
-            heapq.heappush(self._events, (res.end, 0, next(self._seq), res.nodes, res.amounts))
+            nodes, amounts = res.nodes, res.amounts
+            push(events, (res.start, 1, next(seq), nodes, amounts))
+            push(events, (res.end, 0, next(seq), nodes, amounts))
         # every allocation not known yet starts no earlier than the first start of a lease
         # still running: the sweep may pass every instant before it
         heads = self._first_starts
-        while heads and self._started.get(heads[0][1]) != heads[0][0]:
+        while heads and started.get(heads[0][1]) != heads[0][0]:
             heapq.heappop(heads)
-        self._sweep(heads[0][0] if heads else math.inf)
+        until = heads[0][0] if heads else math.inf
+        if events and events[0][0] < until:   # (_sweep, written out)
+            passed, pop = self._passed, heapq.heappop
+            rows = self._passed_rows
+            while events and events[0][0] < until:
+                event = pop(events)
+                passed.append(event)
+                rows += len(event[3])
+            self._passed_rows = rows
+            if rows >= self._batch:
+                self._apply()
 
     def _sweep(self, until: float) -> None:
-        """Apply the starts and ends before ``until`` in time order (ends first at an
-        instant), recording every node a start takes above its capacity."""
-        events, usage = self._events, self._usage
-        limit = self._limit[0] if self._uniform else None
+        """Pass the starts and ends before ``until`` in time order (ends first at an
+        instant); they are applied, in that order, once enough have been passed
+        (:meth:`_apply`)."""
+        events = self._events
+        if not events or not events[0][0] < until:
+            return
+        passed, pop = self._passed, heapq.heappop
+        rows = self._passed_rows
         while events and events[0][0] < until:
-            t, is_start, _, nodes, amounts = heapq.heappop(events)
+            event = pop(events)
+            passed.append(event)
+            rows += len(event[3])
+        self._passed_rows = rows
+        if rows >= self._batch:
+            self._apply()
+
+    def _apply(self) -> None:
+        """Apply the events passed, in order, to what every node holds, recording every node
+        a start takes above its capacity: the additions the sweep would make one event at a
+        time, made node by node (each node's rows in order, so each sum is the same), and
+        every start's rows compared with the capacity at once."""
+        passed = self._passed
+        if not passed:
+            return
+        self._passed, self._passed_rows = [], 0
+        usage = self._usage
+        width = usage.shape[1] if usage.ndim == 2 else -1
+        count = len(usage)
+        nodes: np.ndarray | None = None
+        amounts: np.ndarray | None = None
+        node_lists = list(map(_NODES, passed))
+        try:
+            nodes = np.concatenate(node_lists)
+            amounts = np.concatenate(list(map(_AMOUNTS, passed))).astype(float, copy=False)
+        except ValueError:
+            pass
+        if (nodes is None or amounts is None or nodes.ndim != 1 or width < 0
+                or amounts.shape != (len(nodes), width) or not len(nodes)
+                or not np.issubdtype(nodes.dtype, np.integer)
+                or nodes.min() < -count or nodes.max() >= count):
+            self._apply_one_by_one(passed)   # (anything unusual: as the sweep always did)
+            return
+        event_of = np.repeat(np.arange(len(passed)), list(map(len, node_lists)))
+        starts = np.fromiter(map(_IS_START, passed), dtype=bool, count=len(passed))
+        given = nodes   # (as the messages name them)
+        nodes = np.where(nodes < 0, nodes + count, nodes)
+        # each node's rows, in the sweep's order (a stable sort: a radix sort on 16 bits)
+        order = np.argsort(nodes.astype(np.int16) if count <= 2 ** 15 else nodes,
+                           kind="stable")
+        node_sorted, event_sorted = nodes[order], event_of[order]
+        same_node = node_sorted[1:] == node_sorted[:-1]
+        if (same_node & (event_sorted[1:] == event_sorted[:-1])).any():
+            self._apply_one_by_one(passed)   # a node twice in one allocation
+            return
+        # an end takes its amounts away: x - a is x + (-a), exactly
+        start_sorted = starts[event_sorted]
+        signed = amounts[order]
+        np.negative(signed, out=signed, where=~start_sorted[:, None])
+        firsts = np.flatnonzero(np.concatenate(([True], ~same_node)))
+        lasts = np.append(firsts[1:], len(node_sorted))
+        touched = node_sorted[firsts]
+        lengths = lasts - firsts
+        rank = np.arange(len(node_sorted)) - np.repeat(firsts, lengths)
+        depth = int(lengths.max())
+        if (depth + 1) * len(touched) <= 4 * len(node_sorted) + 1024:
+            # a node per column: what it holds, then its rows (zeros after them, which change
+            # no sum before them), summed down the column
+            column = np.repeat(np.arange(len(touched)), lengths)
+            steps = np.zeros((depth + 1, len(touched), width))
+            steps[0] = usage[touched]
+            steps[rank + 1, column] = signed
+            np.add.accumulate(steps, axis=0, out=steps)
+            held = steps[rank + 1, column]   # what the row's node holds after it
+            usage[touched] = steps[lengths, np.arange(len(touched))]
+        else:   # few nodes with many rows: each node's rows summed in turn
+            held = np.empty_like(signed)
+            for node, lo, hi in zip(touched.tolist(), firsts.tolist(), lasts.tolist()):
+                block = np.empty((hi - lo + 1, width))
+                block[0] = usage[node]
+                block[1:] = signed[lo:hi]
+                np.add.accumulate(block, axis=0, out=block)
+                held[lo:hi] = block[1:]
+                usage[node] = block[-1]
+        limit = self._limit[0] if self._uniform else self._limit[node_sorted]
+        above = held > limit
+        if len(self._over) >= 10 or not above.any():   # (above after an end too: rare)
+            return
+        over = above.any(axis=1) & start_sorted
+        if over.any():
+            # in the sweep's order: event by event, an event's nodes in its order
+            for row in np.sort(order[over])[:10 - len(self._over)].tolist():
+                t, node = passed[int(event_of[row])][0], int(given[row])
+                where = int(np.flatnonzero(order == row)[0])
+                self._over.append(f"node {node} holds {held[where].tolist()} at time "
+                                  f"{t:g}, above its capacity {self.capacity[node].tolist()}")
+
+    def _apply_one_by_one(self, passed: list[tuple[float, int, int, np.ndarray, np.ndarray]],
+                          ) -> None:
+        usage = self._usage
+        limit = self._limit[0] if self._uniform else None
+        for t, is_start, _, nodes, amounts in passed:
             if not is_start:
                 usage[nodes] -= amounts
                 continue
@@ -154,6 +275,7 @@ class InvariantChecker:
         """Sweep what is left; describe the instants a node was over-committed (at most
         ten)."""
         self._sweep(math.inf)
+        self._apply()
         return list(self._over)
 
     def verify(self) -> None:

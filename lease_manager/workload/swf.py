@@ -10,6 +10,7 @@ from __future__ import annotations
 import collections
 import gzip
 import io
+import itertools
 import math
 import operator
 import re
@@ -88,6 +89,17 @@ _INT_FIELDS = tuple(i for i, (name, _) in enumerate(FIELDS)
                     if name in ("job", "allocated_procs", "requested_procs", "status", "user",
                                 "group", "executable", "queue", "partition", "preceding_job"))
 _int_fields = operator.itemgetter(*_INT_FIELDS)
+_EIGHTEEN = len(FIELDS)
+#: what each ASCII character is in a job line: whitespace (as str.split() sees it), a digit,
+#: a sign, a character of other numbers ('.', 'e', 'E') or one no number has
+_SPACE, _DIGIT, _SIGN, _NUMBER, _OTHER = range(5)
+_CHARACTER_KIND = np.array([_SPACE if chr(c).isspace() else _DIGIT if chr(c).isdigit()
+                            else _SIGN if chr(c) in "+-" else _NUMBER if chr(c) in ".eE"
+                            else _OTHER for c in range(128)], dtype=np.uint8)
+#: powers of ten for the digits of a field (a longer field goes line by line)
+_POWERS = 10.0 ** np.arange(64)
+#: lines read and parsed together (the progress position moves on after each chunk)
+_CHUNK = 4096
 
 
 def open_text(path: str | Path) -> IO[str]:
@@ -151,32 +163,102 @@ class SWFReader:
 
     def jobs(self) -> Iterator[SWFJob]:
         raw = getattr(self._fh, "buffer", None)
-        number = 0
-        with self._fh:
-            lines = enumerate(self._fh, 1)
+        fh = self._fh
+        read = 0   # lines read so far
+        with fh:
             while True:
+                # lines are read in chunks and parsed together (see _chunk); a read error is
+                # raised once the lines read before it are through, as if read one by one
+                chunk: list[str] = []
+                failure: Exception | None = None
                 try:
-                    number, text = next(lines)
-                except StopIteration:
-                    break
-                except (EOFError, OSError, zlib.error) as exc:   # a truncated or damaged .gz
-                    raise TraceError(f"cannot read on after line {number}: the compressed "
-                                     f"file is truncated or damaged ({exc})", file=self.path,
-                                     line=number + 1) from None
-                if number % 4096 == 0 and raw is not None:
+                    chunk.extend(itertools.islice(fh, _CHUNK))   # (keeps what came before
+                except (EOFError, OSError, zlib.error) as exc:   # an error: a damaged .gz)
+                    failure = exc
+                if len(chunk) == _CHUNK and raw is not None:
                     self.position = _raw_position(raw)
-                stripped = text.strip()
-                if not stripped:
-                    continue
-                if stripped[0] == ";":
-                    key, sep, value = stripped[1:].partition(":")
-                    if sep and key.strip() and " " not in key.strip():
-                        self.header[key.strip()].append(value.strip())
-                    continue
-                job = self._parse(stripped, number)
-                if job is not None:
-                    yield job
+                yield from self._chunk(chunk, read + 1)
+                read += len(chunk)
+                if failure is not None:
+                    raise TraceError(f"cannot read on after line {read}: the compressed "
+                                     f"file is truncated or damaged ({failure})", file=self.path,
+                                     line=read + 1) from None
+                if len(chunk) < _CHUNK:
+                    break
         self.position = self.size
+
+    def _chunk(self, lines: list[str], first: int) -> Iterator[SWFJob]:
+        """The jobs of consecutive ``lines`` (the first is line ``first``), in order, with the
+        header directives among them recorded where they come.
+
+        (This and :meth:`_run` give plain iterators when they can, not generators: a job
+        then goes through no Python frame between them and :meth:`jobs`.)"""
+        texts = list(map(str.strip, lines))
+        if not texts:
+            return iter(())
+        if "" not in texts and ";" not in "".join(texts):   # job lines only (mostly)
+            return self._run(texts, first)
+        return self._chunk_with_comments(texts, first)
+
+    def _chunk_with_comments(self, texts: list[str], first: int) -> Iterator[SWFJob]:
+        start = 0   # of the job lines not parsed yet
+        for i, stripped in enumerate(texts):
+            if stripped and stripped[0] != ";":
+                continue
+            if start < i:
+                yield from self._run(texts[start:i], first + start)
+            start = i + 1
+            if stripped:
+                key, sep, value = stripped[1:].partition(":")
+                if sep and key.strip() and " " not in key.strip():
+                    self.header[key.strip()].append(value.strip())
+        if start < len(texts):
+            yield from self._run(texts[start:], first + start)
+
+    def _run(self, texts: list[str], first: int) -> Iterator[SWFJob]:
+        """The jobs of consecutive job lines (stripped, neither empty nor comments), read
+        together (:func:`_numbers`) and checked as :meth:`_parse` checks them; a line those
+        checks refuse, and every line when the run has a line without 18 fields or a field
+        :func:`_numbers` does not read as float() does, goes through :meth:`_parse` in its
+        turn, which reports it."""
+        numbers = range(first, first + len(texts))
+        text = "\n".join(texts)
+        v = None
+        # (as in _parse: float() also reads '٣', '1_000', 'nan' and 'inf')
+        if text.isascii() and "_" not in text and "n" not in text and "N" not in text:
+            v = _numbers(text, len(texts))
+        if v is None:
+            return self._one_by_one(texts, numbers, None)
+        v = v.T   # (a field per row)
+        ints = v[_INT_FIELDS, :]
+        requested = v[_REQUESTED_TIME]
+        # the checks of _parse, line by line (no value is a nan: no 'n' in the text)
+        bad = ((np.abs(v) > MAX_FIELD).any(axis=0) | (ints != np.floor(ints)).any(axis=0)
+               | ((0 < requested) & (requested < MIN_REQUESTED))
+               | (np.maximum(v[4], v[7]) > MAX_PROCS))
+        refused = bool(bad.any())
+        if refused:
+            ints = np.where(bad, 0.0, ints)   # (no cast of a huge value to an int)
+        fields = v.tolist()
+        for i, values in zip(_INT_FIELDS, ints.astype(np.int64).tolist()):
+            fields[i] = values
+        jobs = map(tuple.__new__, itertools.repeat(SWFJob), zip(*fields, numbers))
+        return self._one_by_one(texts, numbers, zip(jobs, bad.tolist())) if refused else jobs
+
+    def _one_by_one(self, texts: list[str], numbers: range,
+                    read: Iterator[tuple[SWFJob, bool]] | None) -> Iterator[SWFJob]:
+        """The jobs of lines that :meth:`_parse` parses (or reports) one by one: all of them,
+        or those ``read`` (a job and whether the checks refused its line) says were refused
+        (the others are taken from it)."""
+        for text, number in zip(texts, numbers):
+            if read is not None:
+                job, refused = next(read)
+                if not refused:
+                    yield job
+                    continue
+            parsed = self._parse(text, number)
+            if parsed is not None:
+                yield parsed
 
     def _parse(self, text: str, number: int) -> SWFJob | None:
         parts = text.split()
@@ -245,6 +327,47 @@ def _raw_position(raw: IO[bytes]) -> int:
         return 0
 
 
+def _numbers(text: str, lines: int) -> np.ndarray | None:
+    """float() of every field of ``lines`` job lines joined by newlines (ASCII, without 'n'
+    or '_'), a row per line; None if a line has not 18 fields or a field is not a number.
+
+    A field of at most 15 digits, signed or not, is read from its digits (its value is an
+    integer below 2**53: every partial sum is exact, and the float is the one float() makes,
+    -0.0 for '-0' too); any other is read by float().
+    """
+    data = np.frombuffer(text.encode("ascii"), dtype=np.uint8)
+    kind = _CHARACTER_KIND[data]
+    if (kind == _OTHER).any():
+        return None   # (a character no number has: float() refuses the field)
+    edges = np.diff((kind != _SPACE).view(np.int8), prepend=np.int8(0), append=np.int8(0))
+    starts, ends = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
+    count = len(starts)
+    if count != _EIGHTEEN * lines or (ends - starts).max() >= len(_POWERS):
+        return None
+    field_of = np.cumsum(edges[:-1] == 1, dtype=np.int32) - 1   # of every character
+    before = field_of[np.flatnonzero(data == 10)] + 1   # fields before each newline
+    if not (np.diff(before, prepend=0, append=count) == _EIGHTEEN).all():
+        return None
+    # a field of digits only, but for a sign in front
+    digits = ends - starts - (kind[starts] == _SIGN)
+    integer = (digits >= 1) & (digits <= 15)
+    stray = np.flatnonzero(kind >= _SIGN)
+    integer[field_of[stray[(kind[stray] != _SIGN) | (edges[stray] != 1)]]] = False
+    at = np.flatnonzero(kind == _DIGIT)
+    field = field_of[at]
+    size = np.bincount(field, weights=(data[at] - 48) * _POWERS[ends[field] - 1 - at],
+                       minlength=count)
+    values = np.where(data[starts] == 45, -size, size)   # (45: '-')
+    others = np.flatnonzero(~integer)
+    if len(others):
+        try:
+            values[others] = [float(text[a:b]) for a, b in zip(starts[others].tolist(),
+                                                                ends[others].tolist())]
+        except ValueError:
+            return None
+    return values.reshape(lines, _EIGHTEEN)
+
+
 @attrs.frozen
 class SWFConversion:
     """How SWF jobs become leases (the rules and filters of a replay)."""
@@ -298,51 +421,57 @@ def swf_leases(reader: SWFReader, conv: SWFConversion, stats: TraceStats | None 
     in the cloud paradigm the requested time is the actual duration.
     """
     stats = stats if stats is not None else TraceStats()
-    window_end = conv.window_start + conv.window_length
+    window_start, window_end = conv.window_start, conv.window_start + conv.window_length
+    queues = frozenset(conv.queues)
+    max_jobs, per_vm, vector, cloud = (conv.max_jobs, conv.procs_per_vm, conv.vm_vector,
+                                       conv.paradigm == "cloud")
+    filtered, skipped, path = stats.filtered, stats.skipped, reader.path
     vm_requests: dict[int, VMRequest] = {}
     base: float | None = None
     last_submit = -math.inf
     next_id = first_id
     for job in reader.jobs():
+        (number, submit, _, run_time, allocated_procs, _, _, requested_procs, requested_time,
+         _, _, _, _, _, queue, _, _, _, line) = job
         stats.read += 1
-        if job.submit < last_submit:
-            raise TraceError(f"jobs are not in submit order ({job.submit:g} after "
-                             f"{last_submit:g})", file=reader.path, line=job.line,
+        if submit < last_submit:
+            raise TraceError(f"jobs are not in submit order ({submit:g} after "
+                             f"{last_submit:g})", file=path, line=line,
                              field="field 2 (submit time)")
-        last_submit = job.submit
-        if conv.queues and job.queue not in conv.queues:
-            stats.filtered["queue not selected"] += 1
+        last_submit = submit
+        if queues and queue not in queues:
+            filtered["queue not selected"] += 1
             continue
-        if job.submit < conv.window_start:
-            stats.filtered["before the time window"] += 1
+        if submit < window_start:
+            filtered["before the time window"] += 1
             continue
-        if job.submit >= window_end:
-            stats.filtered[AFTER_WINDOW] += 1   # jobs are in submit order: reading stops
+        if submit >= window_end:
+            filtered[AFTER_WINDOW] += 1   # jobs are in submit order: reading stops
             break
-        if job.run_time < 0:
-            stats.skipped["run time < 0"] += 1
+        if run_time < 0:
+            skipped["run time < 0"] += 1
             continue
-        procs = job.requested_procs if job.requested_procs > 0 else job.allocated_procs
+        procs = requested_procs if requested_procs > 0 else allocated_procs
         if procs <= 0:
-            stats.skipped["no processor count"] += 1
+            skipped["no processor count"] += 1
             continue
-        if conv.max_jobs and stats.replayed >= conv.max_jobs:
-            stats.filtered[BEYOND_MAX_JOBS] += 1   # read, so accounted for; reading stops
+        if max_jobs and stats.replayed >= max_jobs:
+            filtered[BEYOND_MAX_JOBS] += 1   # read, so accounted for; reading stops
             break
-        run = max(job.run_time, 1)
-        requested = job.requested_time if job.requested_time > 0 else run
+        run = max(run_time, 1)
+        requested = requested_time if requested_time > 0 else run
         actual = min(run, requested)
-        if conv.paradigm == "cloud":
+        if cloud:
             requested = actual
-        vms = -(-procs // conv.procs_per_vm)
+        vms = -(-procs // per_vm)
         request = vm_requests.get(vms)
         if request is None:
-            request = vm_requests[vms] = VMRequest.uniform(vms, conv.vm_vector)
+            request = vm_requests[vms] = VMRequest.uniform(vms, vector)
         if base is None:
-            base = job.submit if conv.rebase else 0
+            base = submit if conv.rebase else 0
         stats.replayed += 1
-        lease = Lease(next_id, LeaseType.BEST_EFFORT, job.submit - base, request, requested,
-                      actual, source_id=str(job.job), origin=f"{reader.path}:{job.line}")
+        lease = Lease(next_id, LeaseType.BEST_EFFORT, submit - base, request, requested,
+                      actual, source_id=str(number), origin=f"{path}:{line}")
         next_id += 1
         yield lease
     stats.bad_lines = len(reader.bad_lines)

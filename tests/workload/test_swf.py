@@ -312,3 +312,23 @@ def test_a_truncated_gz_trace_is_one_error_naming_the_file_and_line(tmp_path):
     with pytest.raises(TraceError, match="the compressed file is truncated or damaged") as err:
         list(SWFReader(path).jobs())
     assert err.value.file == str(path) and err.value.line is not None and err.value.line > 1
+
+
+def test_lines_are_read_in_chunks_yet_judged_one_by_one(tmp_path):
+    """The reader parses thousands of lines together: a directive between job lines is still
+    recorded, a bad line far into the file is still reported with its own number (or skipped
+    alone), and a consumer that stops before a bad line never hears of it."""
+    lines = [job(n, n, 10) for n in range(1, 6001)]
+    lines[2999] = "; MaxNodes: 12"
+    lines[4499] = job(4500, 4500, 10, alloc="8.5")
+    path = write(tmp_path, *lines)
+    with pytest.raises(TraceError, match="not an integer") as info:
+        list(SWFReader(path).jobs())
+    assert info.value.line == 4500 and "field 5 (allocated processors)" in str(info.value)
+    reader = SWFReader(path, skip_bad_lines=True)
+    jobs = list(reader.jobs())
+    assert len(jobs) == 5998 and [line for line, _ in reader.bad_lines] == [4500]
+    assert [j.line for j in jobs[2997:3000]] == [2998, 2999, 3001]   # (3000: the directive)
+    assert reader.directive("MaxNodes") == 12
+    stats = TraceStats()
+    assert len(convert(path, stats, max_jobs=4000)) == 4000 and stats.bad_lines == 0
