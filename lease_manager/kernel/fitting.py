@@ -50,7 +50,10 @@ def vm_fits(self: SlotTable, vector: np.ndarray, start: float, end: float) -> np
     if not end > start:
         end = start + EPS
     ks, ke = self._span(start, end)
-    return self._window_fits(self._shape(vector), ks, ke).min(axis=0)
+    shape = self._shape(vector)
+    if ke - ks > 1 and not self.starts_within(start, end):   # free capacity only grows:
+        return self._window_fits(shape, ks, ks + 1)[0]      # the first row is the least
+    return self._window_fits(shape, ks, ke).min(axis=0)
 
 
 # Longer than ~50 lines on purpose: the hottest query of the replay: its closures share precomputed
@@ -157,10 +160,16 @@ def fits_at(self: SlotTable, demand: VMRequest, duration: float, t: float) -> bo
     slot = self._slot[k0]
     times = self._t
     j = len(times) if math.isinf(duration) else bisect_left(times, t + duration, k0 + 1)
+    # free capacity only grows after t (no reservation starts): the first row is the least
+    one_row = j - k0 > 1 and not self.starts_within(t, t + duration)
     for count, vector in zip(demand.counts, demand.vectors):
         shape = self._shape(vector)
         if shape.totals[slot] < count:
             return False
+        if one_row:
+            if self._window_fits(shape, k0, k0 + 1)[0].sum() < count:
+                return False
+            continue
         key = (vector.tobytes(), k0)
         hit = self._cum_cache.get(key)
         if hit is None or hit[0] != self._version:

@@ -134,6 +134,10 @@ class SlotTable:
         #: breakpoints at which some capacity may grow (reservation ends, capacity steps)
         self._grow_refs: dict[float, int] = {}
         self._grow_times = SortedList()
+        #: breakpoints where some reservation starts: the only ones where a node's free
+        #: capacity can fall (between two of them it only grows), with how many start there
+        self._start_refs: dict[float, int] = {}
+        self._start_times = SortedList()
         self._by_node: list[dict[int, Reservation]] = [{} for _ in range(n_nodes)]
         self._reservations: dict[int, Reservation] = {}
         self._ends: list[tuple[float, int]] = []  # heap of (end, reservation id), lazily cleaned
@@ -206,12 +210,19 @@ class SlotTable:
         return k + 1
 
     def _ref(self, t: float, grows: bool, n: int = 1) -> None:
+        """Reference breakpoint ``t``: a reservation's end or a capacity step (``grows``),
+        or a reservation's start."""
         self._refs[t] = self._refs.get(t, 0) + n
         if grows:
             count = self._grow_refs.get(t, 0)
             if count == 0:
                 self._grow_times.add(t)
             self._grow_refs[t] = count + n
+        else:
+            count = self._start_refs.get(t, 0)
+            if count == 0:
+                self._start_times.add(t)
+            self._start_refs[t] = count + n
 
     def _unref(self, t: float, grows: bool, n: int = 1) -> None:
         """Drop ``n`` references to breakpoint ``t``; merge its row away when none is left."""
@@ -223,6 +234,14 @@ class SlotTable:
                 else:
                     del self._grow_refs[t]
                     self._grow_times.remove(t)
+        else:
+            count = self._start_refs.get(t)
+            if count is not None:
+                if count > n:
+                    self._start_refs[t] = count - n
+                else:
+                    del self._start_refs[t]
+                    self._start_times.remove(t)
         count = self._refs.get(t)
         if count is None:   # a breakpoint already forgotten by advance()
             return
@@ -499,6 +518,8 @@ class SlotTable:
                 self._refs.pop(t, None)
                 if self._grow_refs.pop(t, None) is not None:
                     self._grow_times.remove(t)
+                if self._start_refs.pop(t, None) is not None:
+                    self._start_times.remove(t)
             self._spare.extend(self._slot[:k])
             del self._t[:k]
             del self._slot[:k]
@@ -558,13 +579,19 @@ class SlotTable:
         """Number of reservations on every node at ``t``."""
         return self._nres[self._slot[self._row(t)]].copy()
 
+    def starts_within(self, after: float, before: float) -> bool:
+        """Does some reservation start in ``(after, before)``? If not, every node's free
+        capacity only grows over that interval (what fits at ``after`` fits all through)."""
+        return next(self._start_times.irange(after, before, inclusive=(False, False)),
+                    None) is not None
+
     def capacity_lasts_until(self, t: float, until: float = math.inf) -> np.ndarray:
         """For every node, the first time in ``(t, until)`` at which some resource's free
         amount falls below what is free at ``t`` (inf if it does not)."""
         k = self._row(t)
         ke = len(self._t) if math.isinf(until) else bisect_left(self._t, until, k + 1)
         out = np.full(self.capacity.shape[0], math.inf)
-        if k + 1 >= ke:
+        if k + 1 >= ke or not self.starts_within(t, until):
             return out
         now = self._free[self._slot[k]]
         drops = (self._free[self._slots(k + 1, ke)] < now - EPS).any(axis=2)
@@ -658,6 +685,14 @@ class SlotTable:
         for shape in self._shapes.values():
             if not np.allclose(shape.totals[slots], shape.fits(free).sum(axis=1)):
                 raise AssertionError("slot table VM totals differ from its profile")
+        horizon = self._t[0]
+        starts: dict[float, int] = {}
+        for res in self._reservations.values():
+            if res.start > horizon:
+                starts[res.start] = starts.get(res.start, 0) + 1
+        if ({t: c for t, c in self._start_refs.items() if t > horizon} != starts
+                or list(self._start_times) != sorted(self._start_refs)):
+            raise AssertionError("slot table's index of reservation starts is wrong")
         if self.site_resources:
             site = self._site_cap[slots].copy()
             for res in self._reservations.values():

@@ -993,3 +993,60 @@ def test_random_cross_check(seed):
 @pytest.mark.parametrize("seed", [4, 5, 6])
 def test_random_cross_check_with_unlimited_reservations(seed):
     cross_check(seed, 200, unlimited=True)
+
+
+def test_queries_where_no_reservation_starts_answer_from_the_first_row(monkeypatch):
+    """Where no reservation starts over ``(t, t + d)``, every node's free capacity only grows
+    over it, so ``fits_at``, ``vm_fits`` and ``capacity_lasts_until`` read the row at ``t``
+    alone. On 60 seeded random tables (reservations of 1-2 nodes, some truncated or removed,
+    the horizon advanced) their answers equal the full computation over every row, which
+    ``starts_within`` always saying yes forces. Example: nothing starts after 5, so over
+    [6, 40) one full-node VM fits (on n2) and two do not, as at 6.
+
+    time  0    5    10   20
+    n0    [A--------)
+    n1         [B--------)
+    """
+    rng = random.Random(3)
+    shapes = [np.array([1.0, 512.0]), np.array([2.0, 1024.0]), np.array([0.5, 100.0])]
+    fast: list = []
+    full: list = []
+    for _ in range(60):
+        state = rng.getstate()
+        for answers, forced in ((fast, False), (full, True)):
+            rng.setstate(state)
+            t = table()
+            if forced:
+                monkeypatch.setattr(t, "starts_within", lambda after, before: True)
+            live = []
+            for _ in range(rng.randint(3, 12)):
+                start = float(rng.randint(0, 30))
+                nodes = rng.sample([0, 1, 2], rng.randint(1, 2))
+                amounts = [rng.choice([FULL, HALF, [0.5, 256]]) for _ in nodes]
+                try:
+                    live.append(t.add(res(start, start + rng.choice([3, 8, 20, INF]), nodes,
+                                          amounts)))
+                except OvercommitError:
+                    continue
+                if live and rng.random() < 0.2:
+                    victim = live.pop(rng.randrange(len(live)))
+                    if rng.random() < 0.5:
+                        t.remove(victim)
+                    else:
+                        t.truncate(victim, victim.start + 1)
+            t.advance(float(rng.randint(0, 10)))
+            t.check()
+            for _ in range(20):
+                at = float(rng.randint(int(t.horizon), 45)) + rng.choice([0.0, 0.5])
+                length = rng.choice([1.0, 4.0, 15.0, 60.0, INF])
+                shape = shapes[rng.randrange(3)]
+                answers.append((t.fits_at(VMRequest.uniform(rng.randint(1, 6), shape), length, at),
+                                t.vm_fits(shape, at, at + length).tolist(),
+                                t.capacity_lasts_until(at, at + length).tolist()))
+    assert fast == full
+    assert 0 < sum(a[0] for a in fast) < len(fast)
+    t = table()
+    t.add(res(0, 10, [0], [HALF]))
+    t.add(res(5, 20, [1], [FULL]))
+    assert not t.starts_within(5, 40) and t.starts_within(4, 40)
+    assert t.fits_at(vms(1, 2, 1024), 34, 6) and not t.fits_at(vms(2, 2, 1024), 34, 6)
