@@ -582,8 +582,9 @@ class SlotTable:
     def starts_within(self, after: float, before: float) -> bool:
         """Does some reservation start in ``(after, before)``? If not, every node's free
         capacity only grows over that interval (what fits at ``after`` fits all through)."""
-        return next(self._start_times.irange(after, before, inclusive=(False, False)),
-                    None) is not None
+        starts = self._start_times
+        i = starts.bisect_right(after)
+        return i < len(starts) and starts[i] < before
 
     def capacity_lasts_until(self, t: float, until: float = math.inf) -> np.ndarray:
         """For every node, the first time in ``(t, until)`` at which some resource's free
