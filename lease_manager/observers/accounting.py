@@ -86,31 +86,13 @@ class _CSVLines:
         if all(_PLAIN.isdisjoint(field) for field in fields):
             return ",".join(fields) + "\n"
         return self._line(fields + ("",))[:-2] + "\n"   # (a last field: none alone)
+
     def row(self, row: tuple) -> str:
         fmt = _fmt
         source, reason, nodes, extra = row[1], row[12], row[13], row[14:]
-        # (_fmt, with its first case written out for each: the common one)
-        x = row[4]
-        submit = str(int(x)) if type(x) is float and x.is_integer() else fmt(x)
-        x = row[5]
-        start = str(int(x)) if type(x) is float and x.is_integer() else fmt(x)
-        x = row[6]
-        end = str(int(x)) if type(x) is float and x.is_integer() else fmt(x)
-        x = row[8]
-        requested = str(int(x)) if type(x) is float and x.is_integer() else fmt(x)
-        x = row[9]
-        actual = str(int(x)) if type(x) is float and x.is_integer() else fmt(x)
-        x = row[10]
-        wait = str(int(x)) if type(x) is float and x.is_integer() else fmt(x)
-        x = row[11]
-        price = str(int(x)) if type(x) is float and x.is_integer() else fmt(x)
-        if nodes and type(nodes) is list:   # (nodes(), written out)
-            names = self._names
-            if nodes[-1] >= len(names):
-                names.extend(str(i) for i in range(len(names), int(nodes[-1]) + 1))
-            on = " ".join(map(names.__getitem__, nodes))
-        else:
-            on = self.nodes(nodes)
+        submit, start, end, requested, actual, wait, price = map(
+            fmt, (row[4], row[5], row[6], row[8], row[9], row[10], row[11]))
+        on = self.nodes(nodes)
         fields = [str(row[0]), source, row[2], row[3], submit, start, end, str(row[7]),
                   requested, actual, wait, price, reason, on]
         if extra:

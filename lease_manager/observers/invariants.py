@@ -145,16 +145,7 @@ class InvariantChecker:
         while heads and started.get(heads[0][1]) != heads[0][0]:
             heapq.heappop(heads)
         until = heads[0][0] if heads else math.inf
-        if events and events[0][0] < until:   # (_sweep, written out)
-            passed, pop = self._passed, heapq.heappop
-            rows = self._passed_rows
-            while events and events[0][0] < until:
-                event = pop(events)
-                passed.append(event)
-                rows += len(event[3])
-            self._passed_rows = rows
-            if rows >= self._batch:
-                self._apply()
+        self._sweep(until)
 
     def _sweep(self, until: float) -> None:
         """Pass the starts and ends before ``until`` in time order (ends first at an
