@@ -213,35 +213,24 @@ class SlotTable:
         """Reference breakpoint ``t``: a reservation's end or a capacity step (``grows``),
         or a reservation's start."""
         self._refs[t] = self._refs.get(t, 0) + n
-        if grows:
-            count = self._grow_refs.get(t, 0)
-            if count == 0:
-                self._grow_times.add(t)
-            self._grow_refs[t] = count + n
-        else:
-            count = self._start_refs.get(t, 0)
-            if count == 0:
-                self._start_times.add(t)
-            self._start_refs[t] = count + n
+        refs, times = ((self._grow_refs, self._grow_times) if grows
+                       else (self._start_refs, self._start_times))
+        count = refs.get(t, 0)
+        if count == 0:
+            times.add(t)
+        refs[t] = count + n
 
     def _unref(self, t: float, grows: bool, n: int = 1) -> None:
         """Drop ``n`` references to breakpoint ``t``; merge its row away when none is left."""
-        if grows:
-            count = self._grow_refs.get(t)
-            if count is not None:
-                if count > n:
-                    self._grow_refs[t] = count - n
-                else:
-                    del self._grow_refs[t]
-                    self._grow_times.remove(t)
-        else:
-            count = self._start_refs.get(t)
-            if count is not None:
-                if count > n:
-                    self._start_refs[t] = count - n
-                else:
-                    del self._start_refs[t]
-                    self._start_times.remove(t)
+        refs, times = ((self._grow_refs, self._grow_times) if grows
+                       else (self._start_refs, self._start_times))
+        count = refs.get(t)
+        if count is not None:
+            if count > n:
+                refs[t] = count - n
+            else:
+                del refs[t]
+                times.remove(t)
         count = self._refs.get(t)
         if count is None:   # a breakpoint already forgotten by advance()
             return
