@@ -381,16 +381,14 @@ class CountTable:
               else bisect_left(self._t, t + duration, k0 + 1))
         return ke == k0 + 1 or int(np.minimum.reduce(free[k0:ke])) >= count
 
-    def _blocked(self, count: int, k0: int, k_end: int, after: float,
-                 own: Reservation | None) -> np.ndarray:
-        free = self._free[k0:k_end]
-        if own is not None and own.id in self._reservations and own.end > after:
-            lo, hi = self._span(max(own.start, after), own.end)
-            lo, hi = max(lo, k0) - k0, min(hi, k_end) - k0
-            if hi > lo:
-                free = free.copy()
-                free[lo:hi] += self.vms(own)
-        return free < count
+    def _own_rows(self, own: Reservation | None, after: float, k0: int,
+                  k_end: int) -> tuple[int, int]:
+        """Rows ``lo:hi`` (relative to ``k0``, within ``k0:k_end``) where ``own`` counts as
+        free from ``after`` on (``lo >= hi``: none)."""
+        if own is None or own.id not in self._reservations or not own.end > after:
+            return 0, 0
+        lo, hi = self._span(max(own.start, after), own.end)
+        return max(lo, k0) - k0, min(hi, k_end) - k0
 
     def iter_fit_starts(self, demand: VMRequest, duration: float, after: float, *,
                         not_after: float | None = None,
@@ -417,12 +415,11 @@ class CountTable:
         times = self._times[k0:k_end].copy()
         times[0] = after
         free = self._free[k0:k_end]
-        if own is not None and own.id in self._reservations and own.end > after:
-            lo, hi = self._span(max(own.start, after), own.end)
-            lo, hi = max(lo, k0) - k0, min(hi, k_end) - k0
-            if hi > lo:
-                free = free.copy()
-                free[lo:hi] += self.vms(own)
+        lo, hi = self._own_rows(own, after, k0, k_end)
+        if hi > lo:
+            assert own is not None
+            free = free.copy()
+            free[lo:hi] += self.vms(own)
         rows = len(times)
         blocked = free < count
         # the first blocked row at or after each row (rows: none)
@@ -446,9 +443,9 @@ class CountTable:
         times = self._t[k0:k_end]
         times[0] = float(after)
         free = self._free[k0:k_end].tolist()
-        if own is not None and own.id in self._reservations and own.end > after:
-            lo, hi = self._span(max(own.start, after), own.end)
-            lo, hi = max(lo, k0) - k0, min(hi, k_end) - k0
+        lo, hi = self._own_rows(own, after, k0, k_end)
+        if hi > lo:
+            assert own is not None
             vms = self.vms(own)
             for k in range(lo, hi):
                 free[k] += vms
