@@ -33,11 +33,14 @@ class EnactmentDriver(Enactment):
     happened that is not a change of state (the daemon writes it to the lease's history)."""
 
     def __init__(self, run: Run, backend: Any, names: tuple[str, ...],
-                 note: Callable[[int, str], None] = lambda lease_id, text: None) -> None:
+                 note: Callable[[int, str], None] = lambda lease_id, text: None,
+                 handed_over: Callable[[int], None] = lambda lease_id: None) -> None:
         self.run = run
         self.backend = backend
         self.names = names
         self.note = note
+        #: called with a lease's id once the backend has taken the work of a fresh start
+        self.handed_over = handed_over
         #: while True, ``start`` only takes back work that is already running (a restart)
         self.adopting = False
         types = run.nodes.types.names
@@ -73,6 +76,7 @@ class EnactmentDriver(Enactment):
                 self.backend.resume(lease.id)
             else:
                 self.backend.start(self.work(lease, res))
+                self.handed_over(lease.id)
         except EnactmentError as exc:
             self._failed(lease, "starting its work", exc)
 

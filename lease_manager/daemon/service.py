@@ -132,7 +132,8 @@ class Daemon:
             names = getattr(self.backend, "node_names", None)
             names = names() if callable(names) else tuple(
                 f"node-{i + 1}" for i in range(len(run.nodes.capacity)))
-            self.driver = EnactmentDriver(run, self.backend, names, note=self._note)
+            self.driver = EnactmentDriver(run, self.backend, names, note=self._note,
+                                          handed_over=self.store.handed_over)
             return self.driver
 
         self.run = Run(cfg, self.plugins, leases=(), clock=self.clock, serve=True,
@@ -277,6 +278,7 @@ class Daemon:
         if rows:
             self.backend.refresh()
         later: list[tuple[Lease, Any]] = []
+        unstarted: dict[int, Lease] = {}    # their recorded start never reached the backend
         self.restoring = True
         try:
             for row in rows:                    # running work first: it holds its nodes
@@ -292,16 +294,23 @@ class Daemon:
                     continue
                 self.leases[lease.id] = lease
                 if row["state"] in RUNNING_STATES:
-                    counts[self._restore_running(lease, row, now)] += 1
-                else:
-                    later.append((lease, row))
+                    outcome = self._restore_running(lease, row, now)
+                    if outcome != "unstarted":
+                        counts[outcome] += 1
+                        continue
+                    unstarted[lease.id] = lease
+                later.append((lease, row))
             for lease, row in later:            # then leases with a time of their own
-                if row["state"] == "scheduled" and lease.type is not LeaseType.BEST_EFFORT \
-                        and not lease.image_nodes:
+                if (row["state"] == "scheduled" or lease.id in unstarted) \
+                        and lease.type is not LeaseType.BEST_EFFORT and not lease.image_nodes:
                     counts[self._restore_planned(lease, now)] += 1
             for lease, row in later:            # then the queue, in submission order
                 if lease.state is S.NEW:
                     counts[self._restore_queued(lease, row, now)] += 1
+            for lease_id, lease in unstarted.items():
+                self.store.log(lease_id, now, lease.state.value,
+                               "its start had not reached the backend when the daemon "
+                               "stopped: it waits for its start again")
         finally:
             self.restoring = False
         for lease_id in self.backend.known_leases():
@@ -353,6 +362,15 @@ class Daemon:
         plan = json.loads(row["plan"])
         status = self.backend.status(lease.id)
         segment = plan[0] if plan else None
+        if row["starting"]:
+            if status.state == "absent":
+                # the daemon stopped between recording a start and handing over its work:
+                # nothing ran, so the lease is scheduled again as if it had not started
+                self.store.unstart(lease.id, now)
+                if row["starts"] <= 1:
+                    lease.start = None
+                return "unstarted"
+            self.store.handed_over(lease.id)  # the backend has it: the start happened
         if status.state == "exited":
             if status.exit_code:
                 return self._finish_offline(lease, row, "failed", f"its command exited with "

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from lease_manager.kernel.lease import Lease
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS leases (
@@ -39,6 +39,7 @@ CREATE TABLE IF NOT EXISTS leases (
     preemptions INTEGER NOT NULL DEFAULT 0,
     suspensions INTEGER NOT NULL DEFAULT 0,
     starts INTEGER NOT NULL DEFAULT 0,   -- how many times its work was started afresh
+    starting INTEGER NOT NULL DEFAULT 0, -- 1: a start is recorded, the backend has not taken it
     image_nodes TEXT NOT NULL DEFAULT '[]',
     plan TEXT NOT NULL DEFAULT '[]',      -- [{kind, start, end, vm_nodes}]
     updated REAL NOT NULL
@@ -66,7 +67,11 @@ CREATE TABLE IF NOT EXISTS idempotency (
 
 LEASE_COLUMNS = ("id", "request", "type", "state", "submit", "start", "end", "reason", "price",
                  "work_done", "suspended_at", "time_suspended", "preemptions", "suspensions",
-                 "starts", "image_nodes", "plan", "updated")
+                 "starts", "starting", "image_nodes", "plan", "updated")
+#: what each older schema version needs to become the next one
+MIGRATIONS = {
+    1: ("ALTER TABLE leases ADD COLUMN starting INTEGER NOT NULL DEFAULT 0",),
+}
 
 
 def _num(x: float | None) -> float | None:
@@ -92,6 +97,13 @@ class Store:
             self.db.execute("INSERT OR IGNORE INTO meta VALUES ('schema', ?)",
                             (str(SCHEMA_VERSION),))
         version = int(self.meta("schema") or 0)
+        while version in MIGRATIONS:
+            with self.transaction():
+                for statement in MIGRATIONS[version]:
+                    self.db.execute(statement)
+                version += 1
+                self.db.execute("UPDATE meta SET value = ? WHERE key = 'schema'",
+                                (str(version),))
         if version != SCHEMA_VERSION:
             raise sqlite3.DatabaseError(f"{self.path}: schema version {version}, this "
                                         f"lease-manager knows {SCHEMA_VERSION}")
@@ -183,21 +195,38 @@ class Store:
 
     def update(self, lease: Lease, now: float, *, old: str | None = None,
                detail: str = "", started: bool = False) -> None:
-        """Write where ``lease`` stands now; with ``old``, also log the state change."""
+        """Write where ``lease`` stands now; with ``old``, also log the state change. With
+        ``started``, its work starts afresh: the row counts the start and is marked
+        ``starting`` until :meth:`handed_over` says the backend took the work."""
         with self.transaction():
             self.db.execute(
                 "UPDATE leases SET state = ?, start = ?, end = ?, reason = ?, price = ?, "
                 "work_done = ?, suspended_at = ?, time_suspended = ?, preemptions = ?, "
-                "suspensions = ?, starts = starts + ?, image_nodes = ?, plan = ?, updated = ? "
-                "WHERE id = ?",
+                "suspensions = ?, starts = starts + ?, starting = MAX(starting, ?), "
+                "image_nodes = ?, plan = ?, updated = ? WHERE id = ?",
                 (lease.state.value, lease.start, lease.end, lease.reason, lease.price,
                  lease.work_done, lease.suspended_at, lease.time_suspended, lease.preemptions,
-                 lease.suspensions, int(started), json.dumps(list(lease.image_nodes)),
-                 json.dumps(plan_of(lease)), now, lease.id))
+                 lease.suspensions, int(started), int(started),
+                 json.dumps(list(lease.image_nodes)), json.dumps(plan_of(lease)), now,
+                 lease.id))
             if old is not None:
                 self.db.execute("INSERT INTO events (lease_id, time, old, new, detail) "
                                 "VALUES (?, ?, ?, ?, ?)",
                                 (lease.id, now, old, lease.state.value, detail or lease.reason))
+
+    def handed_over(self, lease_id: int) -> None:
+        """The backend took the work of the lease's recorded start."""
+        with self.transaction():
+            self.db.execute("UPDATE leases SET starting = 0 WHERE id = ? AND starting = 1",
+                            (lease_id,))
+
+    def unstart(self, lease_id: int, now: float) -> None:
+        """Take back a recorded start whose work the backend never got (the daemon stopped in
+        between): it is not counted, and a lease that never ran has no start time."""
+        with self.transaction():
+            self.db.execute("UPDATE leases SET starts = MAX(starts - 1, 0), starting = 0, "
+                            "start = CASE WHEN starts <= 1 THEN NULL ELSE start END, "
+                            "updated = ? WHERE id = ?", (now, lease_id))
 
     def end(self, lease_id: int, old: str, state: str, reason: str, now: float) -> None:
         """Put a lease the scheduler no longer holds in a final state (its work ended while

@@ -85,6 +85,93 @@ def test_work_that_vanished_while_down_fails_its_lease(config, tmp_path):
         assert d.client.submit({"duration": 10})["state"] == "active"
 
 
+def _forget_in_backend(tmp_path, lease_id: int) -> None:
+    backend_state = tmp_path / "state" / "enactment" / "simulated" / "state.json"
+    known = json.loads(backend_state.read_text())
+    del known[str(lease_id)]
+    backend_state.write_text(json.dumps(known))
+
+
+def _row(tmp_path, lease_id: int) -> sqlite3.Row:
+    db = sqlite3.connect(tmp_path / "state" / "leases.db")
+    db.row_factory = sqlite3.Row
+    try:
+        return db.execute("SELECT * FROM leases WHERE id = ?", (lease_id,)).fetchone()
+    finally:
+        db.close()
+
+
+def _mark_starting(tmp_path, lease_id: int) -> None:
+    """The row as a daemon killed after recording a start, before the backend took it."""
+    db = sqlite3.connect(tmp_path / "state" / "leases.db")
+    with db:
+        db.execute("UPDATE leases SET starting = 1 WHERE id = ?", (lease_id,))
+    db.close()
+
+
+def test_a_start_is_marked_until_the_backend_takes_its_work(config, tmp_path):
+    with ThreadDaemon(config) as d:
+        lease = d.client.submit({"duration": 5000})
+        assert lease["state"] == "active"
+        row = _row(tmp_path, lease["id"])
+        assert (row["starts"], row["starting"]) == (1, 0)
+        assert ("start", lease["id"]) in d.daemon.backend.log
+
+
+def test_a_start_that_never_reached_the_backend_is_made_again(config, tmp_path):
+    """A daemon killed between recording a start (state ``active``, ``starting`` = 1) and
+    handing the work to its backend: nothing ran, so after the restart the lease starts
+    afresh, once, instead of failing as work that vanished. One 1-core node each::
+
+        before the kill | node-1: 1 (recorded active, never handed over); node-2: 2 (running)
+        after restart   | node-1: 1 (started again now);                  node-2: 2 (taken back)
+    """
+    with ThreadDaemon(config) as d:
+        one = d.client.submit({"duration": 5000})
+        two = d.client.submit({"duration": 5000})
+    _mark_starting(tmp_path, one["id"])
+    _forget_in_backend(tmp_path, one["id"])
+    with ThreadDaemon(config) as d:
+        v = d.client.lease(one["id"])
+        assert v["state"] == "active", v
+        assert ("start", one["id"]) in d.daemon.backend.log      # handed over this time
+        assert ("start", two["id"]) not in d.daemon.backend.log  # taken back as it ran
+        row = _row(tmp_path, one["id"])
+        assert (row["starts"], row["starting"]) == (1, 0)
+        assert v["start"] != one["start"]        # its first real start is this one
+        assert any("had not reached the backend" in e["detail"] for e in v["history"])
+        assert d.client.lease(two["id"])["state"] == "active"
+
+
+def test_a_marked_start_that_the_backend_took_is_taken_back(config, tmp_path):
+    """Killed after the backend took the work but before the daemon recorded it: the work
+    runs on and is not started twice."""
+    with ThreadDaemon(config) as d:
+        lease = d.client.submit({"duration": 5000})
+    _mark_starting(tmp_path, lease["id"])
+    with ThreadDaemon(config) as d:
+        assert d.client.lease(lease["id"])["state"] == "active"
+        assert ("start", lease["id"]) not in d.daemon.backend.log
+        row = _row(tmp_path, lease["id"])
+        assert (row["starts"], row["starting"]) == (1, 0)
+
+
+def test_a_marked_advance_reservation_that_never_started_is_planned_again(config, tmp_path):
+    """An AR over both nodes whose recorded start never reached the backend keeps what is
+    left of its interval, as an AR planned before a restart does."""
+    with ThreadDaemon(config) as d:
+        ar = d.client.submit({"start": "+1", "duration": 3600, "nodes": 2})
+        wait_for(lambda: d.client.lease(ar["id"])["state"] == "active", 10,
+                 what="the AR to start")
+    _mark_starting(tmp_path, ar["id"])
+    _forget_in_backend(tmp_path, ar["id"])
+    with ThreadDaemon(config) as d:
+        v = wait_for(lambda: (lambda v: v if v["state"] == "active" else None)(
+            d.client.lease(ar["id"])), 10, what="the AR to run again")
+        assert v["plan"][0]["end"] == ar["plan"][0]["end"]
+        assert ("start", ar["id"]) in d.daemon.backend.log
+
+
 def test_a_lease_the_scheduler_never_saw_is_submitted_on_restart(config, tmp_path):
     """A crash between writing a request and scheduling it leaves a row in state NEW."""
     with ThreadDaemon(config) as d:
@@ -292,3 +379,41 @@ def test_a_stored_request_out_of_bounds_fails_its_lease_alone(tmp_path, caplog, 
     lines = [r.getMessage() for r in caplog.records if "stored request is invalid" in
              r.getMessage()]
     assert len(lines) == 1 and f"lease {first['id']}: " in lines[0] and "\n" not in lines[0]
+
+
+def test_a_schema_1_database_is_migrated_in_place(tmp_path):
+    """A state folder written before the ``starting`` column existed opens, keeps its rows
+    (none of them marked), and is at the current version afterwards."""
+    from lease_manager.daemon import store as store_module
+
+    path = tmp_path / "leases.db"
+    old_schema = "\n".join(line for line in store_module.SCHEMA.splitlines()
+                           if not line.lstrip().startswith("starting "))
+    db = sqlite3.connect(path)
+    db.executescript(old_schema)
+    with db:
+        db.execute("INSERT INTO meta VALUES ('schema', '1')")
+        db.execute("INSERT INTO leases (id, request, type, state, submit, starts, updated) "
+                   "VALUES (1, '{}', 'best-effort', 'active', 0, 1, 0)")
+    db.close()
+    store = store_module.Store(path)
+    try:
+        assert store.meta("schema") == str(store_module.SCHEMA_VERSION) == "2"
+        row = store.lease(1)
+        assert (row["state"], row["starts"], row["starting"]) == ("active", 1, 0)
+    finally:
+        store.close()
+    store_module.Store(path).close()           # and opens again as it is
+
+
+def test_a_database_of_a_newer_schema_is_refused(tmp_path):
+    from lease_manager.daemon import store as store_module
+
+    path = tmp_path / "leases.db"
+    store_module.Store(path).close()
+    db = sqlite3.connect(path)
+    with db:
+        db.execute("UPDATE meta SET value = '3' WHERE key = 'schema'")
+    db.close()
+    with pytest.raises(sqlite3.DatabaseError, match="schema version 3"):
+        store_module.Store(path)
