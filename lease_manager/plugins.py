@@ -114,7 +114,9 @@ class Plugins:
         self.pm = PluginManager("lease_manager")
         self._active_run: Any = None
         self.pm.add_hookspecs(hookspecs)
-        self._dist: dict[str, tuple[str, str]] = {}
+        #: plugin name -> (distribution, version); an installed plugin's Distribution until
+        #: asked for (reading its metadata costs a few ms of every run)
+        self._dist: dict[str, Any] = {}
         import lease_manager
 
         for name in BUILTIN_PLUGINS:
@@ -155,8 +157,7 @@ class Plugins:
                 raise LeaseManagerError(f"plugin {ep.name!r} ({ep.value}) failed to load: "
                                         f"{type(exc).__name__}: {exc}") from None
             self.pm.register(plugin, name=ep.name)
-            dist = ep.dist
-            self._dist[ep.name] = (dist.metadata["Name"], dist.version) if dist else ("?", "?")
+            self._dist[ep.name] = ep.dist
 
     def _collect_policies(self) -> dict[str, dict[str, tuple[type, str]]]:
         found: dict[str, dict[str, tuple[type, str]]] = {kind: {} for kind in POLICY_KINDS}
@@ -184,6 +185,28 @@ class Plugins:
                               f"installed: {', '.join(sorted(known)) or 'none'}")
         return known[name][0]
 
+    def _distribution(self, name: str) -> tuple[str, str]:
+        """The distribution and version that provide plugin ``name``."""
+        dist = self._dist.get(name, ("-", "-"))
+        if not isinstance(dist, tuple):
+            dist = self._dist[name] = ((dist.metadata["Name"], dist.version) if dist
+                                       else ("?", "?"))
+        return dist
+
+    def distributions(self) -> dict[str, str]:
+        """Each distribution providing a plugin, with its version: what :meth:`describe`
+        lists, without importing the per-run plugins to read their hooks."""
+        import lease_manager
+
+        out = {}
+        for name, plugin in self.pm.list_name_plugin():
+            if plugin is not None:
+                dist, version = self._distribution(name)
+                out[dist] = version
+        if any(self.pm.get_plugin(name) is None for name in RUN_PLUGINS):
+            out["lease-manager (built-in)"] = lease_manager.__version__
+        return out
+
     def describe(self) -> list[PluginInfo]:
         """Every plugin with its distribution, version, hooks and policies."""
         out = []
@@ -193,7 +216,7 @@ class Plugins:
             hooks = tuple(sorted(h.name for h in self.pm.get_hookcallers(plugin) or ()))
             policies = tuple(f"{kind}: {pname}" for kind, named in self.policies.items()
                              for pname, (_, owner) in sorted(named.items()) if owner == name)
-            dist, version = self._dist.get(name, ("-", "-"))
+            dist, version = self._distribution(name)
             out.append(PluginInfo(name, dist, version, hooks, policies))
         import lease_manager
 

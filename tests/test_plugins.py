@@ -201,3 +201,22 @@ def test_the_daemon_fires_the_run_hooks(tmp_path):
     assert recorder.calls == ["run_started", "run_finished", "collect_summary"]
     import json
     assert json.loads((state / "summary.json").read_text())["recorder_calls"] == 3
+
+
+def test_distributions_are_those_describe_lists_without_loading_per_run_plugins():
+    """run.json's ``plugins`` (:meth:`Plugins.distributions`) is what ``describe`` lists, in
+    the same order, and reading it imports none of the per-run plugins' modules (the
+    daemon's observer pulls in the daemon)."""
+    program = (
+        "import sys\n"
+        "from lease_manager.plugins import Plugins, RUN_PLUGINS\n"
+        "plugins = Plugins()\n"
+        "found = plugins.distributions()\n"
+        "loaded = [t.partition(':')[0] for t, _ in RUN_PLUGINS.values()\n"
+        "          if t.partition(':')[0] in sys.modules]\n"
+        "listed = {i.distribution: i.version for i in plugins.describe()}\n"
+        "print(list(found.items()) == list(listed.items()), 'lm-dvfs' in found, loaded)\n")
+    out = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
+                         check=True).stdout.split()
+    assert out[:2] == ["True", "True"], out
+    assert "lease_manager.daemon.service" not in " ".join(out[2:]), out

@@ -108,7 +108,7 @@ def describe(config: Config, overrides: Sequence[str], plugins: Any, out: Path,
     args += ["--out", str(out), "--force"]
     return {
         "lease_manager": __version__,
-        "plugins": {info.distribution: info.version for info in plugins.describe()},
+        "plugins": plugins.distributions(),
         "config": str(Path(config_path).resolve()),
         "overrides": list(overrides),
         "effective": effective(config),
