@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from lease_manager.errors import OvercommitError
+from lease_manager.kernel import profiles
 from lease_manager.kernel.fitting import EPS
 from lease_manager.kernel.lease import Lease, LeaseType
 from lease_manager.kernel.reservation import Reservation
@@ -512,21 +513,14 @@ class CountTable:
                 return True
         return False
 
-    def may_move(self, counts: np.ndarray, durations: np.ndarray, starts: np.ndarray,
-                 after: float) -> np.ndarray:
-        """:meth:`may_fit_before` for many reservations at once, a weaker (still necessary)
-        test: could a reservation of ``counts[i]`` VMs for ``durations[i]``, now starting at
-        ``starts[i] > after``, start in ``[after, starts[i])``? A window that starts earlier
-        either covers the instant just before ``starts[i]`` (the row there must have room) or
-        lies wholly before it (some row starting by ``starts[i] - durations[i]`` must)."""
+    def may_move(self, vector: np.ndarray, counts: np.ndarray, durations: np.ndarray,
+                 starts: np.ndarray, after: float) -> np.ndarray:
+        """:meth:`may_fit_before` for many reservations of VM shape ``vector`` at once, a
+        weaker (still necessary) test (:func:`~lease_manager.kernel.profiles.may_move`)."""
+        if vector.tobytes() != self.shape_key:
+            raise ValueError("a counted table holds VMs of one shape only")
         times, free = self.profile(after)
-        before = np.searchsorted(times, starts, side="left") - 1   # the row before the start
-        room_before = free[np.maximum(before, 0)] >= counts
-        most = np.maximum.accumulate(free)
-        latest = starts - durations   # the latest start of a window wholly before it
-        early = np.searchsorted(times, latest, side="right") - 1
-        room_early = (latest >= after) & (most[np.maximum(early, 0)] >= counts)
-        return (room_before | room_early) & (starts > after)
+        return profiles.may_move(times, free, counts, durations, starts, after)
 
     # per-node answers: for now only (host selection and the mapper, when a lease starts)
     def _now_only(self, t: float) -> None:

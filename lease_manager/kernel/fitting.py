@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from lease_manager.kernel import profiles
 from lease_manager.kernel.reservation import Reservation
 
 if TYPE_CHECKING:
@@ -263,6 +264,17 @@ def may_fit_before(self: SlotTable, demand: VMRequest, duration: float, after: f
         if s + duration <= times[k0 + stop]:
             return True
     return False
+
+
+def may_move(self: SlotTable, vector: np.ndarray, counts: np.ndarray, durations: np.ndarray,
+             starts: np.ndarray, after: float) -> np.ndarray:
+    """:meth:`may_fit_before` for many demands of ``counts[i]`` VMs of shape ``vector`` at
+    once, a weaker (still necessary) test on the rows' totals
+    (:func:`~lease_manager.kernel.profiles.may_move`)."""
+    k0 = self._row(after)
+    times = np.array(self._t[k0:], dtype=float)
+    free = self._row_totals(self._shape(vector))[k0:]
+    return profiles.may_move(times, free, counts, durations, starts, after)
 
 
 def earliest_fit(self: SlotTable, demand: VMRequest, duration: float, after: float, *,

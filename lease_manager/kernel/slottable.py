@@ -648,6 +648,7 @@ class SlotTable:
     _freed_totals = fitting._freed_totals
     earliest_fit_on = fitting.earliest_fit_on
     may_fit_before = fitting.may_fit_before
+    may_move = fitting.may_move
     earliest_fit = fitting.earliest_fit
 
 

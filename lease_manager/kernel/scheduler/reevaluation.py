@@ -4,7 +4,7 @@ a cancellation) left room, never later than the start they were promised."""
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -12,12 +12,11 @@ from lease_manager.kernel.lease import Lease, LeaseState, LeaseType
 from lease_manager.kernel.scheduler.transaction import PlanChange
 
 if TYPE_CHECKING:
-    from lease_manager.kernel.count_table import CountTable
     from lease_manager.kernel.scheduler.core import LeaseScheduler
 
 S = LeaseState
-#: from this many planned leases on, a table that counts VMs first tells with one array
-#: test which of them might move (fewer are cheaper to look at one by one)
+#: from this many planned leases on, the table first tells with one array test (per VM
+#: shape) which of them might move (fewer are cheaper to look at one by one)
 MANY_FUTURE = 8
 
 
@@ -34,8 +33,7 @@ def _reevaluate_future(self: LeaseScheduler, now: float) -> None:
     while first_pass or last_mover is not None:
         stop_at, last_mover = last_mover, None
         leases = list(self.future.values())
-        movable = (_movable(self, leases, now)
-                   if self.table.counted and len(leases) >= MANY_FUTURE else None)
+        movable = _movable(self, leases, now) if len(leases) >= MANY_FUTURE else None
         freed = math.inf   # the earliest time moves gave slots back since ``movable``
         for i, lease in enumerate(leases):
             if lease is stop_at and last_mover is None:
@@ -58,17 +56,32 @@ def _reevaluate_future(self: LeaseScheduler, now: float) -> None:
 
 
 def _movable(self: LeaseScheduler, leases: list[Lease], now: float) -> list[bool]:
-    """Which of ``leases`` (planned on a table that counts VMs) might start earlier: the
-    table's vectorised necessary test, on leases with one reservation (the others are
-    always looked at)."""
-    one = [lease.reservations[0] if len(lease.reservations) == 1 else None
-           for lease in leases]
-    counts = np.array([lease.vms.count for lease in leases], dtype=np.int64)
-    starts = np.array([math.inf if res is None else res.start for res in one])
-    durations = np.array([0.0 if res is None else res.end - res.start for res in one])
-    table = cast("CountTable", self.table)
-    maybe = table.may_move(counts, durations, starts, now) | np.isinf(starts)
-    return maybe.tolist()
+    """Which of ``leases`` might start earlier: the table's vectorised necessary test, for
+    each VM shape, on leases with one reservation of VMs of one shape (the others are always
+    looked at)."""
+    maybe = [True] * len(leases)
+    # VM shape -> (the shape, and of each lease of it: index, VMs, start, end)
+    by_shape: dict[bytes, tuple[np.ndarray, list[int], list[int], list[float], list[float]]] = {}
+    for i, lease in enumerate(leases):
+        plan = lease.reservations
+        key = lease.vms.shape_key
+        if len(plan) == 1 and key is not None and not lease.image_nodes:
+            group = by_shape.get(key)
+            if group is None:
+                group = by_shape[key] = (lease.vms.vectors[0], [], [], [], [])
+            res = plan[0]
+            group[1].append(i)
+            group[2].append(lease.vms.count)
+            group[3].append(res.start)
+            group[4].append(res.end)
+    table = self.table
+    for vector, members, counts, start_list, end_list in by_shape.values():
+        starts = np.array(start_list)
+        found = table.may_move(vector, np.array(counts, dtype=np.int64),
+                               np.array(end_list) - starts, starts, now).tolist()
+        for i, may in zip(members, found):
+            maybe[i] = may
+    return maybe
 
 
 def _move_earlier(self: LeaseScheduler, lease: Lease, now: float) -> bool:

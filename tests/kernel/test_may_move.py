@@ -1,0 +1,137 @@
+"""The tables' many-at-once test of which planned leases might start earlier (re-evaluation
+looks only at those): a necessary condition of ``may_fit_before``, and exactly the test its
+docstring states, on both the slot table and the count table."""
+
+from __future__ import annotations
+
+import math
+import random
+from bisect import bisect_left, bisect_right
+
+import numpy as np
+
+from lease_manager.errors import OvercommitError
+from lease_manager.kernel.count_table import CountTable
+from lease_manager.kernel.lease import VMRequest
+from lease_manager.kernel.mapper import place
+from lease_manager.kernel.resources import parse_site
+from lease_manager.kernel.slottable import Reservation, SlotTable
+
+VM = np.array([1.0, 512.0])     # two per node on "3 CPU:2 Memory:1024"
+SITE = "3 CPU:2 Memory:1024"
+
+
+def stated(times: list[float], free: list[int], count: int, duration: float, start: float,
+           after: float) -> bool:
+    """The test as stated, row by row: room in the row just before ``start``, or in some
+    row beginning by ``start - duration`` (not before ``after``)."""
+    if not start > after:
+        return False
+    if free[bisect_left(times, start) - 1] >= count:
+        return True
+    latest = start - duration
+    return latest >= after and any(f >= count for f in free[:bisect_right(times, latest)])
+
+
+def test_hand_profile():
+    """Six VM slots on 3 nodes. A holds n0 and n1 (4 VMs) over [0, 10); B and C hold every
+    node over [10, 20) and [25, 30); the rows from 0 on have 2, 0, 6, 0 and 6 VMs free::
+
+        time   0    10   20   25   30
+        A      [----)
+        B           [----)
+        C                     [----)
+        free   2    0    6    0    6
+
+    From 0 on, of 2-VM leases planned at 20 for 10 s, 3 VMs at 20 for 10 s, 2 VMs at 20 for
+    15 s and 2 VMs at 10 for 10 s:
+    - the first may move: the row before 20 is full, but a 10-s window wholly before 20
+      starts by 10, and the row at 0 has 2 free;
+    - the second may not: no row by 10 has 3 free;
+    - the third may: a 15-s window starts by 5, in the row at 0 (the test is only necessary:
+      such a window would cross the full row at 10, which ``may_fit_before`` sees);
+    - the fourth may: the row before 10, at 0, has 2 free.
+    A 3-VM lease planned at 30 for 10 s may move: the row before 30 is full, and a window
+    wholly before 30 starts by 20, where a row with 6 free begins.
+    From 6 on the third may not: its window would have to start by 5.
+    """
+    t = SlotTable(parse_site(SITE))
+    t.add(Reservation(None, 0.0, 10.0, np.array([0, 1]), np.array([[2.0, 1024.0]] * 2)))
+    t.add(Reservation(None, 10.0, 20.0, np.array([0, 1, 2]), np.array([[2.0, 1024.0]] * 3)))
+    t.add(Reservation(None, 25.0, 30.0, np.array([0, 1, 2]), np.array([[2.0, 1024.0]] * 3)))
+    counts = np.array([2, 3, 2, 2, 3])
+    durations = np.array([10.0, 10.0, 15.0, 10.0, 10.0])
+    starts = np.array([20.0, 20.0, 20.0, 10.0, 30.0])
+    assert t.may_move(VM, counts, durations, starts, 0.0).tolist() == [
+        True, False, True, True, True]
+    assert t.may_move(VM, counts, durations, starts, 6.0).tolist() == [
+        True, False, False, True, True]
+
+
+def _random_slot_table(rng: random.Random) -> SlotTable:
+    t = SlotTable(parse_site(SITE))
+    for _ in range(rng.randint(2, 10)):
+        start = float(rng.randint(0, 40))
+        nodes = rng.sample([0, 1, 2], rng.randint(1, 3))
+        amounts = [rng.choice([[1.0, 512.0], [2.0, 1024.0], [0.5, 100.0]]) for _ in nodes]
+        try:
+            t.add(Reservation(None, start, start + rng.choice([2.0, 5.0, 12.0, math.inf]),
+                              np.array(nodes), np.array(amounts)))
+        except OvercommitError:
+            continue
+    t.advance(float(rng.randint(0, 8)))
+    return t
+
+
+def _random_count_table(rng: random.Random) -> CountTable:
+    t = CountTable(parse_site(SITE), VM)
+    for _ in range(rng.randint(2, 10)):
+        start = float(rng.randint(0, 40))
+        end = start + rng.choice([2.0, 5.0, 12.0, math.inf])
+        count = rng.randint(1, 4)
+        try:
+            if start == 0.0:   # what runs now is pinned; later reservations are counted
+                placement = place(t, VMRequest.uniform(count, VM), start, end, np.arange(3))
+                if placement is not None:
+                    t.add(placement.reservation(None, start, end))
+            else:
+                t.add(Reservation(None, start, end, np.empty(0, dtype=np.intp),
+                                  np.empty((0, 2)), vm_shape=VM.tobytes(), pending=count))
+        except OvercommitError:
+            continue
+    return t
+
+
+def test_many_at_once_is_necessary_and_is_the_stated_test():
+    """On 80 seeded random tables of each kind, for 30 random planned leases each: whenever
+    ``may_fit_before`` says a lease may move, ``may_move`` says so too, and ``may_move`` is
+    the row-by-row statement of its test."""
+    rng = random.Random(11)
+    checked = passed = 0
+    for make in (_random_slot_table, _random_count_table):
+        for _ in range(80):
+            t = make(rng)
+            after = float(rng.randint(int(t.horizon), int(t.horizon) + 10)) + rng.choice(
+                [0.0, 0.5])
+            counts = [rng.randint(1, 6) for _ in range(30)]
+            durations = [rng.choice([1.0, 3.0, 5.0, 12.0, 30.0]) for _ in range(30)]
+            starts = [after + rng.choice([0.0, 0.5, 1.0, 2.0, 5.0, 10.0, 13.0, 25.0, 41.0])
+                      for _ in range(30)]
+            found = t.may_move(VM, np.array(counts), np.array(durations), np.array(starts),
+                               after).tolist()
+            if isinstance(t, CountTable):
+                row_times, row_free = (a.tolist() for a in t.profile(after))
+            else:
+                k0 = t._row(after)
+                row_times = list(t._t[k0:])
+                row_free = t._row_totals(t._shape(VM))[k0:].tolist()
+            for i in range(30):
+                demand = VMRequest.uniform(counts[i], VM)
+                assert found[i] == stated(row_times, row_free, counts[i], durations[i],
+                                          starts[i], after), (i, counts[i], starts[i])
+                if starts[i] > after and t.may_fit_before(demand, durations[i], after,
+                                                           starts[i]):
+                    assert found[i]
+                    passed += 1
+                checked += 1
+    assert 0 < passed < checked
