@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import heapq
 import math
-from bisect import bisect_left, bisect_right
+from bisect import bisect_left, bisect_right, insort
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
@@ -43,6 +43,8 @@ _NO_NODES = np.empty(0, dtype=np.intp)
 #: queries over at most this many rows of the profile read them as lists (numpy's cost per
 #: call is more than the comparisons then)
 FEW_ROWS = 32
+#: nodes taken out of the list of free nodes one by one (a bisection each), at most
+FEW_NODES = 8
 
 
 def slots_per_node(capacity: np.ndarray, vector: np.ndarray) -> np.ndarray:
@@ -51,6 +53,29 @@ def slots_per_node(capacity: np.ndarray, vector: np.ndarray) -> np.ndarray:
     if not pos.any():
         raise ValueError("a VM must need some resource")
     return np.floor((capacity[:, pos] / vector[pos]).min(axis=1) + EPS).astype(np.int64)
+
+
+def _take_nodes(free: list[int], nodes: list[int]) -> bool:
+    """Take distinct ``nodes`` out of the sorted list ``free``; False, changing nothing, if
+    some are not in it."""
+    count = len(nodes)
+    if free[:count] == nodes:   # the first free nodes: what host selection picks
+        del free[:count]
+        return True
+    if count <= FEW_NODES:
+        at = [bisect_left(free, node) for node in nodes]
+        if any(i == len(free) or free[i] != node for i, node in zip(at, nodes)) or \
+                len(set(at)) < count:
+            return False
+        for i in sorted(at, reverse=True):
+            del free[i]
+        return True
+    taken = set(nodes)
+    kept = [node for node in free if node not in taken]
+    if len(taken) < count or len(kept) != len(free) - count:
+        return False
+    free[:] = kept
+    return True
 
 
 class CountTable:
@@ -84,9 +109,16 @@ class CountTable:
         self._times[0] = origin
         #: how many reservation starts and ends sit on each breakpoint (merged at none)
         self._refs: dict[float, int] = {}
-        #: the engine's clock, and what each node has free then (in VMs) and how many
-        #: reservations it holds
+        #: the engine's clock
         self.now = origin
+        #: with every node hosting one VM at most (a trace replay's usual site): the nodes
+        #: whose slot is free now, in index order, from which what each node has free and
+        #: holds follows (a node with a slot, not in it, holds one reservation). A lease then
+        #: takes or gives back a few list items instead of indexing arrays over nodes.
+        #: None: the two arrays below are kept instead (they are stale while it is a list)
+        self._free_nodes: list[int] | None = (
+            np.flatnonzero(self.slots).tolist() if self.slots.max(initial=0) <= 1 else None)
+        #: what each node has free now (in VMs) and how many reservations it holds
         self._slots_now = self.slots.copy()
         self._nres_now = np.zeros(len(self.slots), dtype=np.int32)
         #: pinned reservations still holding nodes, by end (lazily cleaned)
@@ -240,13 +272,20 @@ class CountTable:
         """``res``'s nodes are taken from now until it ends (OvercommitError, changing
         nothing, if they have not that many VMs free)."""
         nodes = res.nodes
-        per_node = self._per_node(res)
-        slots = self._slots_now
-        left = slots[nodes] - per_node
-        if np.minimum.reduce(left) < 0:
-            raise OvercommitError(f"{res!r} does not fit: it would over-commit a node")
-        slots[nodes] = left
-        self._nres_now[nodes] += 1
+        free = self._free_nodes
+        if free is not None and len(nodes) == len(res.vm_nodes):   # one VM on each node
+            if not _take_nodes(free, nodes.tolist()):
+                raise OvercommitError(f"{res!r} does not fit: it would over-commit a node")
+        else:
+            if free is not None:
+                self._keep_arrays()   # (a reservation of another kind: arrays from now on)
+            per_node = self._per_node(res)
+            slots = self._slots_now
+            left = slots[nodes] - per_node
+            if np.minimum.reduce(left) < 0:
+                raise OvercommitError(f"{res!r} does not fit: it would over-commit a node")
+            slots[nodes] = left
+            self._nres_now[nodes] += 1
         self._held[res.id] = res
         if not math.isinf(res.end):
             heapq.heappush(self._holding, (res.end, res.id))
@@ -255,8 +294,46 @@ class CountTable:
         if self._held.pop(res.id, None) is None:
             return
         nodes = res.nodes
+        free = self._free_nodes
+        if free is not None:   # (with the list, every reservation holds one VM a node)
+            if len(nodes) == 1:
+                insort(free, int(nodes[0]))
+            else:
+                free.extend(nodes.tolist())
+                free.sort()
+            return
         self._slots_now[nodes] += self._per_node(res)
         self._nres_now[nodes] -= 1
+
+    def _keep_arrays(self) -> None:
+        """Stop keeping the list of free nodes: the arrays hold what each node has."""
+        self._slots_now = self._slots_free()
+        self._nres_now = (self.slots - self._slots_now).astype(np.int32)
+        self._free_nodes = None
+
+    def _slots_free(self) -> np.ndarray:
+        """What each node has free now, in VMs (a new array with the list, else the kept
+        one: read, do not change)."""
+        free = self._free_nodes
+        if free is None:
+            return self._slots_now
+        slots = np.zeros(len(self.slots), dtype=np.int64)
+        slots[free] = 1
+        return slots
+
+    @property
+    def one_per_node(self) -> bool:
+        """Whether the table keeps its free nodes in a list (every node hosts one VM at most):
+        :meth:`first_free` answers then."""
+        return self._free_nodes is not None
+
+    def first_free(self, count: int) -> list[int] | None:
+        """The ``count`` lowest-indexed nodes with their slot free now (None if fewer are
+        free); only when :attr:`one_per_node`."""
+        free = self._free_nodes
+        if free is None:
+            raise RuntimeError("the table keeps no list of free nodes")
+        return free[:count] if count <= len(free) else None
 
     def pin(self, res: Reservation, placement: Placement) -> None:
         """A pending reservation starts now: it takes the nodes of ``placement``."""
@@ -533,11 +610,16 @@ class CountTable:
             self._now_only(start)
         if vector.tobytes() != self.shape_key:
             raise ValueError("a counted table holds VMs of one shape only")
-        return self._slots_now.astype(float)
+        free = self._free_nodes
+        if free is None:
+            return self._slots_now.astype(float)
+        fits = np.zeros(len(self.slots))
+        fits[free] = 1.0
+        return fits
 
     def free_at(self, t: float) -> np.ndarray:
         self._now_only(t)
-        return self.capacity - (self.slots - self._slots_now)[:, None] * self.vector
+        return self.capacity - (self.slots - self._slots_free())[:, None] * self.vector
 
     def min_free(self, start: float, end: float) -> np.ndarray:
         return self.free_at(start)
@@ -545,7 +627,9 @@ class CountTable:
     def lease_counts_at(self, t: float) -> np.ndarray:
         if t > self.now:
             self._now_only(t)
-        return self._nres_now.copy()
+        if self._free_nodes is None:
+            return self._nres_now.copy()
+        return (self.slots - self._slots_free()).astype(np.int32)
 
     def capacity_lasts_until(self, t: float, until: float = math.inf) -> np.ndarray:
         """What a node has free now it keeps: nothing later is placed on nodes until then."""
@@ -614,5 +698,10 @@ class CountTable:
         used = np.zeros(len(self.slots), dtype=np.int64)
         for res in self._held.values():
             np.add.at(used, np.asarray(res.vm_nodes, dtype=np.intp), 1)
-        if not (self.slots - used == self._slots_now).all():
+        if not (self.slots - used == self._slots_free()).all():
             raise AssertionError("count table's nodes differ from the reservations holding them")
+        listed = self._free_nodes
+        if listed is not None and (any(a >= b for a, b in zip(listed, listed[1:]))
+                                   or (used > 1).any()):
+            raise AssertionError("count table's free nodes are not a list of distinct nodes "
+                                 "in order, or a node holds more than one VM")

@@ -11,7 +11,7 @@ import numpy as np
 from lease_manager.errors import OvercommitError
 from lease_manager.kernel.events import EventKind
 from lease_manager.kernel.lease import Lease, LeaseState
-from lease_manager.kernel.mapper import place
+from lease_manager.kernel.mapper import Placement, place
 from lease_manager.kernel.slottable import Reservation
 from lease_manager.kernel.slottable import ReservationKind as K
 
@@ -32,8 +32,7 @@ def _place_at(self: LeaseScheduler, lease: Lease, start: float,
     if self.table.counted and start > cast("CountTable", self.table).now:
         return Reservation(lease, start, end, NO_NODES, NO_AMOUNTS, None, K.VM, (),
                            lease.vms.shape_key, lease.vms.count)
-    order = self.host_selection.order_hosts(lease, start, end, self.table_view)
-    placement = place(self.table, lease.vms, start, end, order)
+    placement = _placement(self, lease, start, end)
     if placement is None:
         return None
     res = placement.reservation(lease, start, end)
@@ -42,13 +41,33 @@ def _place_at(self: LeaseScheduler, lease: Lease, start: float,
     return res
 
 
+def _placement(self: LeaseScheduler, lease: Lease, start: float,
+               end: float) -> Placement | None:
+    """Host selection's order and the mapper's placement of ``lease``'s VMs over ``[start,
+    end)``. On a table that counts VMs, one per node, under a policy that orders the nodes
+    with a free slot first by index, that placement is the first free nodes: taken from the
+    table's list of them, without ordering every node."""
+    table = self.table
+    demand = lease.vms
+    if table.counted and getattr(self.host_selection, "free_nodes_first", False):
+        counted = cast("CountTable", table)
+        if counted.one_per_node and demand.shape_key == counted.shape_key and \
+                start <= counted.now:
+            nodes = counted.first_free(demand.count)
+            if nodes is None:
+                return None
+            return Placement.one_per_node(tuple(nodes), np.array(nodes, dtype=np.intp),
+                                          demand.vectors[0])
+    order = self.host_selection.order_hosts(lease, start, end, self.table_view)
+    return place(table, demand, start, end, order)
+
+
 def _pin(self: LeaseScheduler, res: Reservation, now: float) -> None:
     """A reservation of a table that counts VMs starts: host selection and the mapper give
     its VMs nodes now (there are always enough: see :mod:`~lease_manager.kernel.count_table`)."""
     lease = res.lease
     assert lease is not None
-    order = self.host_selection.order_hosts(lease, now, res.end, self.table_view)
-    placement = place(self.table, lease.vms, now, res.end, order)
+    placement = _placement(self, lease, now, res.end)
     if placement is None:
         raise OvercommitError(f"{res!r} finds no nodes when it starts")
     cast("CountTable", self.table).pin(res, placement)
