@@ -100,13 +100,13 @@ class CountTable:
         self.slots = slots_per_node(self.capacity, self.vector)
         self._first_resource = int(np.flatnonzero(self.vector > 0)[0])
         self.total = int(self.slots.sum())
-        #: breakpoint times and the free VM slots from each on (``_free[:len(_t)]``)
+        #: breakpoint times and the free VM slots from each on (lists: a profile has some
+        #: tens of rows, where numpy's cost per call is more than the work)
         self._t: list[float] = [origin]
-        self._free = np.empty(64, dtype=np.int64)
-        self._free[0] = self.total
-        #: the breakpoint times again, as an array beside ``_free`` (``_times[:len(_t)]``)
-        self._times = np.empty(64)
-        self._times[0] = origin
+        self._room: list[int] = [self.total]
+        #: the two as arrays (:attr:`_times`, :attr:`_free`), made when a query over many
+        #: rows asks, until the profile changes (None)
+        self._arrays: tuple[np.ndarray, np.ndarray] | None = None
         #: how many reservation starts and ends sit on each breakpoint (merged at none)
         self._refs: dict[float, int] = {}
         #: the engine's clock
@@ -142,6 +142,24 @@ class CountTable:
     def breakpoints(self) -> int:
         return len(self._t)
 
+    def _profile_arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        arrays = self._arrays
+        if arrays is None:
+            arrays = self._arrays = (np.array(self._t, dtype=float),
+                                     np.array(self._room, dtype=np.int64))
+        return arrays
+
+    @property
+    def _times(self) -> np.ndarray:
+        """The breakpoint times as an array (read, do not change or keep)."""
+        return self._profile_arrays()[0]
+
+    @property
+    def _free(self) -> np.ndarray:
+        """The free VM slots from each breakpoint on, as an array (read, do not change or
+        keep)."""
+        return self._profile_arrays()[1]
+
     def _row(self, t: float) -> int:
         if t < self._t[0]:
             raise ValueError(f"time {t} is before the slot table's horizon {self._t[0]}")
@@ -152,17 +170,9 @@ class CountTable:
         k = self._row(t)
         if self._t[k] == t:
             return k
-        n = len(self._t)
-        free, times = self._free, self._times
-        if n == len(free):
-            self._free = free = np.concatenate([free, np.empty(n, dtype=np.int64)])
-            self._times = times = np.concatenate([times, np.empty(n)])
-        if k + 1 < n:   # (a new last row, the usual case, moves nothing)
-            free[k + 2:n + 1] = free[k + 1:n]
-            times[k + 2:n + 1] = times[k + 1:n]
-        free[k + 1] = free[k]
-        times[k + 1] = t
         self._t.insert(k + 1, t)
+        self._room.insert(k + 1, self._room[k])
+        self._arrays = None
         return k + 1
 
     def _ref(self, t: float, grows: bool = False) -> None:
@@ -179,11 +189,9 @@ class CountTable:
         k = bisect_left(self._t, t)
         if k == 0 or k >= len(self._t) or self._t[k] != t:
             return
-        n = len(self._t)
-        if k < n - 1:
-            self._free[k:n - 1] = self._free[k + 1:n]
-            self._times[k:n - 1] = self._times[k + 1:n]
         del self._t[k]
+        del self._room[k]
+        self._arrays = None
 
     def _span(self, start: float, end: float) -> tuple[int, int]:
         ks = 0 if start <= self._t[0] else self._row(start)
@@ -212,18 +220,13 @@ class CountTable:
         """Take (-1) or give back (+1) ``res``'s VMs in rows ``ks:ke`` of the profile."""
         if ke <= ks:
             return
-        if ke == ks + 1:   # one row (often): no array for it
-            left = int(self._free[ks]) + sign * self.vms(res)
-            if left < 0:
-                raise OvercommitError(f"{res!r} does not fit: the site has too few free VM "
-                                      f"slots")
-            self._free[ks] = left
-            return
-        rows = self._free[ks:ke]
-        rows += sign * self.vms(res)
-        if sign < 0 and np.minimum.reduce(rows) < 0:   # (the ufunc: no wrapper per call)
-            rows -= sign * self.vms(res)
+        room = self._room
+        change = sign * self.vms(res)
+        if sign < 0 and min(room[ks:ke]) + change < 0:
             raise OvercommitError(f"{res!r} does not fit: the site has too few free VM slots")
+        for k in range(ks, ke):
+            room[k] += change
+        self._arrays = None
 
     def add(self, res: Reservation) -> Reservation:
         """Hold ``res``'s VMs; a reservation with nodes must start now (it runs)."""
@@ -415,10 +418,9 @@ class CountTable:
         if k > 0:
             for t in self._t[1:k + 1]:
                 self._refs.pop(t, None)
-            n = len(self._t)
-            self._free[:n - k] = self._free[k:n]
-            self._times[:n - k] = self._times[k:n]
             del self._t[:k]
+            del self._room[:k]
+            self._arrays = None
             self._version += 1
         return ended
 
@@ -439,25 +441,25 @@ class CountTable:
 
     def room_at(self, vector: np.ndarray, t: float) -> float:
         """How many VMs of the table's shape the site could host at ``t``."""
-        return float(self._free[self._row(t)])
+        return float(self._room[self._row(t)])
 
     def profile(self, t: float) -> tuple[np.ndarray, np.ndarray]:
         """The rows from the one holding ``t`` on: their start times (the first one's is at
         most ``t``) and free VM slots (views: read, do not change, do not keep)."""
         k0 = self._row(t)
-        n = len(self._t)
-        return self._times[k0:n], self._free[k0:n]
+        times, free = self._profile_arrays()
+        return times[k0:], free[k0:]
 
     def fits_at(self, demand: VMRequest, duration: float, t: float) -> bool:
         """Does ``demand`` fit all through ``[t, t + duration)``? (Exact.)"""
         count = self._count(demand)
         k0 = self._row(t)
-        free = self._free
-        if free[k0] < count:
+        room = self._room
+        if room[k0] < count:
             return False
         ke = (len(self._t) if math.isinf(duration)
               else bisect_left(self._t, t + duration, k0 + 1))
-        return ke == k0 + 1 or int(np.minimum.reduce(free[k0:ke])) >= count
+        return ke == k0 + 1 or min(room[k0:ke]) >= count
 
     def _own_rows(self, own: Reservation | None, after: float, k0: int,
                   k_end: int) -> tuple[int, int]:
@@ -490,9 +492,10 @@ class CountTable:
         if k_end - k0 <= FEW_ROWS:   # arrays cost more than they save
             yield from self._fit_starts_few(count, duration, after, not_after, own, k0, k_end)
             return
-        times = self._times[k0:k_end].copy()
+        all_times, all_free = self._profile_arrays()
+        times = all_times[k0:k_end].copy()
         times[0] = after
-        free = self._free[k0:k_end]
+        free = all_free[k0:k_end]
         lo, hi = self._own_rows(own, after, k0, k_end)
         if hi > lo:
             assert own is not None
@@ -520,7 +523,7 @@ class CountTable:
         and tests, for a window of a few rows)."""
         times = self._t[k0:k_end]
         times[0] = float(after)
-        free = self._free[k0:k_end].tolist()
+        free = self._room[k0:k_end]
         lo, hi = self._own_rows(own, after, k0, k_end)
         if hi > lo:
             assert own is not None
@@ -689,10 +692,11 @@ class CountTable:
         for res in self._reservations.values():
             ks, ke = self._span(max(res.start, self._t[0]), res.end)
             free[ks:ke] -= self.vms(res)
-        if not (free == self._free[:n]).all():
+        if len(self._room) != n or free.tolist() != self._room:
             raise AssertionError("count table profile differs from its reservations")
-        if not (np.array(self._t) == self._times[:n]).all():
-            raise AssertionError("count table's breakpoint arrays differ")
+        if self._arrays is not None and (self._arrays[0].tolist() != self._t
+                                         or self._arrays[1].tolist() != self._room):
+            raise AssertionError("count table's profile arrays differ from its lists")
         if (free < 0).any():
             raise AssertionError("count table is over-committed")
         used = np.zeros(len(self.slots), dtype=np.int64)

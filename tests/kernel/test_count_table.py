@@ -421,3 +421,52 @@ def test_a_subclass_ordering_hosts_its_own_way_is_asked():
 
     assert GreedyPolicy.free_nodes_first and Same.free_nodes_first
     assert not Reversed.free_nodes_first
+
+
+def test_the_profile_lists_and_their_arrays_agree_through_random_changes():
+    """The profile is kept as lists and made into arrays when a query over many rows asks;
+    through 40 seeded random runs of adds (refused over-commits too), early ends, removals
+    and the clock moving, with the arrays made before every change: the profile must match
+    its reservations (``check``), the arrays the lists, and ``fits_at`` (on the lists) and
+    ``room_at`` the answers read from the arrays."""
+    rng = random.Random(21)
+    refused = checked = 0
+    for _ in range(40):
+        t = table()
+        planned: list[Reservation] = []
+        now = 0.0
+        for _ in range(40):
+            t.profile(t.horizon)   # (the arrays exist before each change)
+            op = rng.random()
+            if op < 0.55:
+                start = now + rng.choice([0.0, 0.0, 3.0, 10.0, 17.0])
+                end = start + rng.choice([1.0, 5.0, 12.0, 30.0, math.inf])
+                try:
+                    planned.append(t.add(pending(start, end, rng.randint(1, 4))))
+                except OvercommitError:
+                    refused += 1
+            elif op < 0.8 and planned:
+                res = planned.pop(rng.randrange(len(planned)))
+                if res in t:
+                    if rng.random() < 0.5 and res.end > max(res.start, now):
+                        t.truncate(res, rng.uniform(max(res.start, now), min(res.end,
+                                                                               res.start + 40)))
+                    else:
+                        t.remove(res)
+            else:
+                now += rng.choice([1.0, 4.0, 9.0])
+                t.advance(now)
+            t.check()
+            times, free = t.profile(t.horizon)
+            assert times.tolist() == t._t and free.tolist() == t._room
+            for _ in range(5):
+                at = now + rng.choice([0.0, 2.0, 7.5, 20.0])
+                length = rng.choice([0.5, 4.0, 15.0, math.inf])
+                count = rng.randint(1, 6)
+                k0 = int(np.searchsorted(times, at, side="right")) - 1
+                ke = (len(times) if math.isinf(length)
+                      else max(k0 + 1, int(np.searchsorted(times, at + length, side="left"))))
+                assert t.fits_at(vms(count), length, at) == bool(free[k0:ke].min() >= count)
+                assert t.room_at(VM, at) == free[k0]
+                checked += 1
+    assert refused > 20 and checked > 5000
