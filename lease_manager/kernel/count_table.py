@@ -450,6 +450,11 @@ class CountTable:
         times, free = self._profile_arrays()
         return times[k0:], free[k0:]
 
+    def profile_lists(self, t: float) -> tuple[list[float], list[int]]:
+        """:meth:`profile` as lists (copies), for a reader in plain Python."""
+        k0 = self._row(t)
+        return self._t[k0:], self._room[k0:]
+
     def fits_at(self, demand: VMRequest, duration: float, t: float) -> bool:
         """Does ``demand`` fit all through ``[t, t + duration)``? (Exact.)"""
         count = self._count(demand)

@@ -244,9 +244,8 @@ def _backfill_counted_short(self: LeaseScheduler, first: int, now: float,
     started: list[int] = []
     p = 0   # candidates[p:] are left
     while p < len(candidates):
-        times, free = table.profile(now)
-        rows = times.tolist()
-        least = list(accumulate(free.tolist(), min))   # fewest free slots up to each row
+        rows, free = table.profile_lists(now)
+        least = list(accumulate(free, min))   # fewest free slots up to each row
         for j in range(p, len(candidates)):
             at, count, end = candidates[j]
             if count <= least[bisect_left(rows, end) - 1]:
