@@ -120,6 +120,37 @@ def _commit(self: LeaseScheduler, lease: Lease, plan: list[Reservation], now: fl
     self._adopt(lease, plan, now, suspends=suspends)
 
 
+def _start_at_once(self: LeaseScheduler, lease: Lease, plan: list[Reservation],
+                   now: float) -> None:
+    """:func:`_commit` of a SCHEDULED lease's ``plan``, one VM reservation on its nodes from
+    ``now`` (no power cap, no memory image): the steps :func:`_adopt` and
+    :func:`~lease_manager.kernel.scheduler.lifecycle.segment_started` take for it, in their
+    order, with the same hooks; what they test is known here. (The lease never enters
+    ``future``: it would leave it before any hook or event could see it there.)"""
+    res = plan[0]
+    self.table.add(res)
+    suspends = res.end - res.start < lease.remaining_requested * lease.stretch
+    lease.reservations = plan
+    if lease.promised_start is None:
+        lease.promised_start = now
+    if "lease_scheduled" not in self._muted:
+        self._emit("lease_scheduled", lease=lease, now=now)
+    if suspends:
+        self.timeline.push(res.end, EventKind.SEGMENT_END, res)
+    lease_id = lease.id
+    self.future.pop(lease_id, None)
+    self._backfill_reserved.discard(lease_id)
+    if lease.start is None:
+        lease.start = now
+    if lease.suspended_at is not None:
+        lease.time_suspended += now - lease.suspended_at
+        lease.suspended_at = None
+    self._move(lease, S.ACTIVE, now)
+    self.running[lease_id] = lease
+    self._emit("lease_started", lease=lease, now=now)
+    self._enactment.start(lease, res, self.work_end(lease, now))
+
+
 def _adopt(self: LeaseScheduler, lease: Lease, plan: list[Reservation], now: float, *,
            suspends: bool = False, start_now: bool = True) -> None:
     """Make ``plan`` (already in the slot table) ``lease``'s plan: announce it, put its
