@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import heapq
 import math
-from bisect import bisect_left, bisect_right
+from bisect import bisect_left, bisect_right, insort
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
@@ -43,6 +43,8 @@ _NO_NODES = np.empty(0, dtype=np.intp)
 #: queries over at most this many rows of the profile read them as lists (numpy's cost per
 #: call is more than the comparisons then)
 FEW_ROWS = 32
+#: nodes taken out of the list of free nodes one by one (a bisection each), at most
+FEW_NODES = 8
 
 
 def slots_per_node(capacity: np.ndarray, vector: np.ndarray) -> np.ndarray:
@@ -51,6 +53,29 @@ def slots_per_node(capacity: np.ndarray, vector: np.ndarray) -> np.ndarray:
     if not pos.any():
         raise ValueError("a VM must need some resource")
     return np.floor((capacity[:, pos] / vector[pos]).min(axis=1) + EPS).astype(np.int64)
+
+
+def _take_nodes(free: list[int], nodes: list[int]) -> bool:
+    """Take distinct ``nodes`` out of the sorted list ``free``; False, changing nothing, if
+    some are not in it."""
+    count = len(nodes)
+    if free[:count] == nodes:   # the first free nodes: what host selection picks
+        del free[:count]
+        return True
+    if count <= FEW_NODES:
+        at = [bisect_left(free, node) for node in nodes]
+        if any(i == len(free) or free[i] != node for i, node in zip(at, nodes)) or \
+                len(set(at)) < count:
+            return False
+        for i in sorted(at, reverse=True):
+            del free[i]
+        return True
+    taken = set(nodes)
+    kept = [node for node in free if node not in taken]
+    if len(taken) < count or len(kept) != len(free) - count:
+        return False
+    free[:] = kept
+    return True
 
 
 class CountTable:
@@ -75,18 +100,25 @@ class CountTable:
         self.slots = slots_per_node(self.capacity, self.vector)
         self._first_resource = int(np.flatnonzero(self.vector > 0)[0])
         self.total = int(self.slots.sum())
-        #: breakpoint times and the free VM slots from each on (``_free[:len(_t)]``)
+        #: breakpoint times and the free VM slots from each on (lists: a profile has some
+        #: tens of rows, where numpy's cost per call is more than the work)
         self._t: list[float] = [origin]
-        self._free = np.empty(64, dtype=np.int64)
-        self._free[0] = self.total
-        #: the breakpoint times again, as an array beside ``_free`` (``_times[:len(_t)]``)
-        self._times = np.empty(64)
-        self._times[0] = origin
+        self._room: list[int] = [self.total]
+        #: the two as arrays (:attr:`_times`, :attr:`_free`), made when a query over many
+        #: rows asks, until the profile changes (None)
+        self._arrays: tuple[np.ndarray, np.ndarray] | None = None
         #: how many reservation starts and ends sit on each breakpoint (merged at none)
         self._refs: dict[float, int] = {}
-        #: the engine's clock, and what each node has free then (in VMs) and how many
-        #: reservations it holds
+        #: the engine's clock
         self.now = origin
+        #: with every node hosting one VM at most (a trace replay's usual site): the nodes
+        #: whose slot is free now, in index order, from which what each node has free and
+        #: holds follows (a node with a slot, not in it, holds one reservation). A lease then
+        #: takes or gives back a few list items instead of indexing arrays over nodes.
+        #: None: the two arrays below are kept instead (they are stale while it is a list)
+        self._free_nodes: list[int] | None = (
+            np.flatnonzero(self.slots).tolist() if self.slots.max(initial=0) <= 1 else None)
+        #: what each node has free now (in VMs) and how many reservations it holds
         self._slots_now = self.slots.copy()
         self._nres_now = np.zeros(len(self.slots), dtype=np.int32)
         #: pinned reservations still holding nodes, by end (lazily cleaned)
@@ -110,6 +142,24 @@ class CountTable:
     def breakpoints(self) -> int:
         return len(self._t)
 
+    def _profile_arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        arrays = self._arrays
+        if arrays is None:
+            arrays = self._arrays = (np.array(self._t, dtype=float),
+                                     np.array(self._room, dtype=np.int64))
+        return arrays
+
+    @property
+    def _times(self) -> np.ndarray:
+        """The breakpoint times as an array (read, do not change or keep)."""
+        return self._profile_arrays()[0]
+
+    @property
+    def _free(self) -> np.ndarray:
+        """The free VM slots from each breakpoint on, as an array (read, do not change or
+        keep)."""
+        return self._profile_arrays()[1]
+
     def _row(self, t: float) -> int:
         if t < self._t[0]:
             raise ValueError(f"time {t} is before the slot table's horizon {self._t[0]}")
@@ -120,17 +170,9 @@ class CountTable:
         k = self._row(t)
         if self._t[k] == t:
             return k
-        n = len(self._t)
-        free, times = self._free, self._times
-        if n == len(free):
-            self._free = free = np.concatenate([free, np.empty(n, dtype=np.int64)])
-            self._times = times = np.concatenate([times, np.empty(n)])
-        if k + 1 < n:   # (a new last row, the usual case, moves nothing)
-            free[k + 2:n + 1] = free[k + 1:n]
-            times[k + 2:n + 1] = times[k + 1:n]
-        free[k + 1] = free[k]
-        times[k + 1] = t
         self._t.insert(k + 1, t)
+        self._room.insert(k + 1, self._room[k])
+        self._arrays = None
         return k + 1
 
     def _ref(self, t: float, grows: bool = False) -> None:
@@ -147,11 +189,9 @@ class CountTable:
         k = bisect_left(self._t, t)
         if k == 0 or k >= len(self._t) or self._t[k] != t:
             return
-        n = len(self._t)
-        if k < n - 1:
-            self._free[k:n - 1] = self._free[k + 1:n]
-            self._times[k:n - 1] = self._times[k + 1:n]
         del self._t[k]
+        del self._room[k]
+        self._arrays = None
 
     def _span(self, start: float, end: float) -> tuple[int, int]:
         ks = 0 if start <= self._t[0] else self._row(start)
@@ -180,18 +220,13 @@ class CountTable:
         """Take (-1) or give back (+1) ``res``'s VMs in rows ``ks:ke`` of the profile."""
         if ke <= ks:
             return
-        if ke == ks + 1:   # one row (often): no array for it
-            left = int(self._free[ks]) + sign * self.vms(res)
-            if left < 0:
-                raise OvercommitError(f"{res!r} does not fit: the site has too few free VM "
-                                      f"slots")
-            self._free[ks] = left
-            return
-        rows = self._free[ks:ke]
-        rows += sign * self.vms(res)
-        if sign < 0 and np.minimum.reduce(rows) < 0:   # (the ufunc: no wrapper per call)
-            rows -= sign * self.vms(res)
+        room = self._room
+        change = sign * self.vms(res)
+        if sign < 0 and min(room[ks:ke]) + change < 0:
             raise OvercommitError(f"{res!r} does not fit: the site has too few free VM slots")
+        for k in range(ks, ke):
+            room[k] += change
+        self._arrays = None
 
     def add(self, res: Reservation) -> Reservation:
         """Hold ``res``'s VMs; a reservation with nodes must start now (it runs)."""
@@ -240,13 +275,20 @@ class CountTable:
         """``res``'s nodes are taken from now until it ends (OvercommitError, changing
         nothing, if they have not that many VMs free)."""
         nodes = res.nodes
-        per_node = self._per_node(res)
-        slots = self._slots_now
-        left = slots[nodes] - per_node
-        if np.minimum.reduce(left) < 0:
-            raise OvercommitError(f"{res!r} does not fit: it would over-commit a node")
-        slots[nodes] = left
-        self._nres_now[nodes] += 1
+        free = self._free_nodes
+        if free is not None and len(nodes) == len(res.vm_nodes):   # one VM on each node
+            if not _take_nodes(free, nodes.tolist()):
+                raise OvercommitError(f"{res!r} does not fit: it would over-commit a node")
+        else:
+            if free is not None:
+                self._keep_arrays()   # (a reservation of another kind: arrays from now on)
+            per_node = self._per_node(res)
+            slots = self._slots_now
+            left = slots[nodes] - per_node
+            if np.minimum.reduce(left) < 0:
+                raise OvercommitError(f"{res!r} does not fit: it would over-commit a node")
+            slots[nodes] = left
+            self._nres_now[nodes] += 1
         self._held[res.id] = res
         if not math.isinf(res.end):
             heapq.heappush(self._holding, (res.end, res.id))
@@ -255,8 +297,46 @@ class CountTable:
         if self._held.pop(res.id, None) is None:
             return
         nodes = res.nodes
+        free = self._free_nodes
+        if free is not None:   # (with the list, every reservation holds one VM a node)
+            if len(nodes) == 1:
+                insort(free, int(nodes[0]))
+            else:
+                free.extend(nodes.tolist())
+                free.sort()
+            return
         self._slots_now[nodes] += self._per_node(res)
         self._nres_now[nodes] -= 1
+
+    def _keep_arrays(self) -> None:
+        """Stop keeping the list of free nodes: the arrays hold what each node has."""
+        self._slots_now = self._slots_free()
+        self._nres_now = (self.slots - self._slots_now).astype(np.int32)
+        self._free_nodes = None
+
+    def _slots_free(self) -> np.ndarray:
+        """What each node has free now, in VMs (a new array with the list, else the kept
+        one: read, do not change)."""
+        free = self._free_nodes
+        if free is None:
+            return self._slots_now
+        slots = np.zeros(len(self.slots), dtype=np.int64)
+        slots[free] = 1
+        return slots
+
+    @property
+    def one_per_node(self) -> bool:
+        """Whether the table keeps its free nodes in a list (every node hosts one VM at most):
+        :meth:`first_free` answers then."""
+        return self._free_nodes is not None
+
+    def first_free(self, count: int) -> list[int] | None:
+        """The ``count`` lowest-indexed nodes with their slot free now (None if fewer are
+        free); only when :attr:`one_per_node`."""
+        free = self._free_nodes
+        if free is None:
+            raise RuntimeError("the table keeps no list of free nodes")
+        return free[:count] if count <= len(free) else None
 
     def pin(self, res: Reservation, placement: Placement) -> None:
         """A pending reservation starts now: it takes the nodes of ``placement``."""
@@ -338,10 +418,9 @@ class CountTable:
         if k > 0:
             for t in self._t[1:k + 1]:
                 self._refs.pop(t, None)
-            n = len(self._t)
-            self._free[:n - k] = self._free[k:n]
-            self._times[:n - k] = self._times[k:n]
             del self._t[:k]
+            del self._room[:k]
+            self._arrays = None
             self._version += 1
         return ended
 
@@ -362,25 +441,30 @@ class CountTable:
 
     def room_at(self, vector: np.ndarray, t: float) -> float:
         """How many VMs of the table's shape the site could host at ``t``."""
-        return float(self._free[self._row(t)])
+        return float(self._room[self._row(t)])
 
     def profile(self, t: float) -> tuple[np.ndarray, np.ndarray]:
         """The rows from the one holding ``t`` on: their start times (the first one's is at
         most ``t``) and free VM slots (views: read, do not change, do not keep)."""
         k0 = self._row(t)
-        n = len(self._t)
-        return self._times[k0:n], self._free[k0:n]
+        times, free = self._profile_arrays()
+        return times[k0:], free[k0:]
+
+    def profile_lists(self, t: float) -> tuple[list[float], list[int]]:
+        """:meth:`profile` as lists (copies), for a reader in plain Python."""
+        k0 = self._row(t)
+        return self._t[k0:], self._room[k0:]
 
     def fits_at(self, demand: VMRequest, duration: float, t: float) -> bool:
         """Does ``demand`` fit all through ``[t, t + duration)``? (Exact.)"""
         count = self._count(demand)
         k0 = self._row(t)
-        free = self._free
-        if free[k0] < count:
+        room = self._room
+        if room[k0] < count:
             return False
         ke = (len(self._t) if math.isinf(duration)
               else bisect_left(self._t, t + duration, k0 + 1))
-        return ke == k0 + 1 or int(np.minimum.reduce(free[k0:ke])) >= count
+        return ke == k0 + 1 or min(room[k0:ke]) >= count
 
     def _own_rows(self, own: Reservation | None, after: float, k0: int,
                   k_end: int) -> tuple[int, int]:
@@ -413,9 +497,10 @@ class CountTable:
         if k_end - k0 <= FEW_ROWS:   # arrays cost more than they save
             yield from self._fit_starts_few(count, duration, after, not_after, own, k0, k_end)
             return
-        times = self._times[k0:k_end].copy()
+        all_times, all_free = self._profile_arrays()
+        times = all_times[k0:k_end].copy()
         times[0] = after
-        free = self._free[k0:k_end]
+        free = all_free[k0:k_end]
         lo, hi = self._own_rows(own, after, k0, k_end)
         if hi > lo:
             assert own is not None
@@ -443,7 +528,7 @@ class CountTable:
         and tests, for a window of a few rows)."""
         times = self._t[k0:k_end]
         times[0] = float(after)
-        free = self._free[k0:k_end].tolist()
+        free = self._room[k0:k_end]
         lo, hi = self._own_rows(own, after, k0, k_end)
         if hi > lo:
             assert own is not None
@@ -533,11 +618,16 @@ class CountTable:
             self._now_only(start)
         if vector.tobytes() != self.shape_key:
             raise ValueError("a counted table holds VMs of one shape only")
-        return self._slots_now.astype(float)
+        free = self._free_nodes
+        if free is None:
+            return self._slots_now.astype(float)
+        fits = np.zeros(len(self.slots))
+        fits[free] = 1.0
+        return fits
 
     def free_at(self, t: float) -> np.ndarray:
         self._now_only(t)
-        return self.capacity - (self.slots - self._slots_now)[:, None] * self.vector
+        return self.capacity - (self.slots - self._slots_free())[:, None] * self.vector
 
     def min_free(self, start: float, end: float) -> np.ndarray:
         return self.free_at(start)
@@ -545,7 +635,9 @@ class CountTable:
     def lease_counts_at(self, t: float) -> np.ndarray:
         if t > self.now:
             self._now_only(t)
-        return self._nres_now.copy()
+        if self._free_nodes is None:
+            return self._nres_now.copy()
+        return (self.slots - self._slots_free()).astype(np.int32)
 
     def capacity_lasts_until(self, t: float, until: float = math.inf) -> np.ndarray:
         """What a node has free now it keeps: nothing later is placed on nodes until then."""
@@ -605,14 +697,20 @@ class CountTable:
         for res in self._reservations.values():
             ks, ke = self._span(max(res.start, self._t[0]), res.end)
             free[ks:ke] -= self.vms(res)
-        if not (free == self._free[:n]).all():
+        if len(self._room) != n or free.tolist() != self._room:
             raise AssertionError("count table profile differs from its reservations")
-        if not (np.array(self._t) == self._times[:n]).all():
-            raise AssertionError("count table's breakpoint arrays differ")
+        if self._arrays is not None and (self._arrays[0].tolist() != self._t
+                                         or self._arrays[1].tolist() != self._room):
+            raise AssertionError("count table's profile arrays differ from its lists")
         if (free < 0).any():
             raise AssertionError("count table is over-committed")
         used = np.zeros(len(self.slots), dtype=np.int64)
         for res in self._held.values():
             np.add.at(used, np.asarray(res.vm_nodes, dtype=np.intp), 1)
-        if not (self.slots - used == self._slots_now).all():
+        if not (self.slots - used == self._slots_free()).all():
             raise AssertionError("count table's nodes differ from the reservations holding them")
+        listed = self._free_nodes
+        if listed is not None and (any(a >= b for a, b in zip(listed, listed[1:]))
+                                   or (used > 1).any()):
+            raise AssertionError("count table's free nodes are not a list of distinct nodes "
+                                 "in order, or a node holds more than one VM")

@@ -46,6 +46,14 @@ class Placement:
         return cls(tuple(int(n) for n in vm_nodes), np.asarray(nodes, dtype=np.intp),
                    np.array([sums[n] for n in nodes]), demand.shape_key)
 
+    @classmethod
+    def one_per_node(cls, vm_nodes: tuple[int, ...], nodes: np.ndarray,
+                     vector: np.ndarray) -> Placement:
+        """One VM of shape ``vector`` on each of ``nodes`` (``vm_nodes``: the same nodes)."""
+        amounts = np.empty((len(vm_nodes), len(vector)), dtype=vector.dtype)
+        amounts[:] = vector
+        return cls(vm_nodes, nodes, amounts, vector.tobytes())
+
     def reservation(self, lease: Lease | None, start: float, end: float,
                     site_amount: np.ndarray | None = None,
                     kind: ReservationKind = ReservationKind.VM) -> Reservation:
@@ -94,9 +102,7 @@ def _place_counts(fits: np.ndarray, count: int, vector: np.ndarray,
         nodes = order[fits > 0][:count].copy()
         if len(nodes) < count:
             return None
-        amounts = np.empty((count, len(vector)), dtype=vector.dtype)
-        amounts[:] = vector
-        return Placement(tuple(nodes.tolist()), nodes, amounts, vector.tobytes())
+        return Placement.one_per_node(tuple(nodes.tolist()), nodes, vector)
     cum = np.cumsum(fits)
     last = int(np.searchsorted(cum, count - 0.5))   # first host where the running total >= count
     if last >= len(order):

@@ -128,6 +128,16 @@ class HostSelectionPolicy(Policy):
     #: has free and holds then): it works with ``[scheduling] placement = at-start``, where
     #: nodes have no future plan
     supports_placement_at_start = False
+    #: True for a policy whose order, on a table that counts VMs (``placement = at-start``)
+    #: where every node hosts one VM at most, holds the nodes with a free slot first, in
+    #: index order: the core then takes the first free nodes without asking it. A subclass
+    #: that defines its own ``order_hosts`` is False unless it says otherwise
+    free_nodes_first = False
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "order_hosts" in vars(cls) and "free_nodes_first" not in vars(cls):
+            cls.free_nodes_first = False
 
     def order_hosts(self, lease: Lease, start: float, end: float,
                     table: SlotTableView) -> Sequence[int] | np.ndarray:

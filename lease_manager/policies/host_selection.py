@@ -21,6 +21,7 @@ class NoPolicy(HostSelectionPolicy):
     name = "no-policy"
     orders_every_node = True
     supports_placement_at_start = True
+    free_nodes_first = True
 
     def order_hosts(self, lease: Lease, start: float, end: float,
                     table: SlotTableView) -> np.ndarray:
@@ -38,6 +39,9 @@ class GreedyPolicy(HostSelectionPolicy):
     name = "greedy"
     orders_every_node = True
     supports_placement_at_start = True
+    #: (nodes with a free slot hold no lease when they host one VM at most: score order is
+    #: index order among them)
+    free_nodes_first = True
     HORIZON = 4
 
     def order_hosts(self, lease: Lease, start: float, end: float,

@@ -275,3 +275,198 @@ def test_at_start_is_refused_where_it_cannot_serve(tmp_path):
                          ["scheduling.placement=at-start"])
     with pytest.raises(ConfigError, match="daemon"):
         Run(config, plugins, serve=True)
+
+
+def test_taking_nodes_out_of_the_free_list_matches_a_set(monkeypatch):
+    """``_take_nodes`` on 400 seeded random sorted lists, taking their first nodes, a few
+    scattered ones, many scattered ones, or some that are not free: it changes the list as
+    removing a set would, or refuses and changes nothing (both ways of taking scattered
+    nodes: one by one and by filtering)."""
+    from lease_manager.kernel import count_table
+    from lease_manager.kernel.count_table import _take_nodes
+
+    rng = random.Random(3)
+    outcomes = []
+    for case in range(400):
+        monkeypatch.setattr(count_table, "FEW_NODES", rng.choice([0, 8, 10**6]))
+        free = sorted(rng.sample(range(60), rng.randint(0, 40)))
+        kind = case % 4
+        count = rng.randint(1, max(1, len(free)))
+        if kind == 0:
+            nodes = free[:count]
+        elif kind == 1:
+            nodes = rng.sample(free, min(count, 3)) if free else [5]
+        elif kind == 2:
+            nodes = rng.sample(free, count) if free else [5]
+        else:
+            nodes = [*rng.sample(free, count - 1), rng.choice([n for n in range(61)
+                                                               if n not in free])]
+        before = list(free)
+        ok = _take_nodes(free, list(nodes))
+        possible = set(nodes) <= set(before)
+        assert ok == possible
+        assert free == (sorted(set(before) - set(nodes)) if ok else before)
+        outcomes.append(ok)
+    assert 0 < sum(outcomes) < len(outcomes)
+
+
+def _same_nodes(a: CountTable, b: CountTable) -> None:
+    """Both tables answer every per-node query about now alike."""
+    assert a.vm_fits(VM, a.now, a.now + 1).tolist() == b.vm_fits(VM, b.now, b.now + 1).tolist()
+    assert a.lease_counts_at(a.now).tolist() == b.lease_counts_at(b.now).tolist()
+    assert a.lease_counts_at(a.now).dtype == b.lease_counts_at(b.now).dtype
+    assert (a.free_at(a.now) == b.free_at(b.now)).all()
+
+
+def test_the_list_of_free_nodes_answers_as_the_arrays():
+    """A site of one-core nodes (one VM each) keeps its free nodes in a list; a copy made to
+    keep arrays from the start must answer alike after every step of 30 seeded random runs
+    (reservations pinned on random or first free nodes, refused over-commits, early ends,
+    removals, the clock moving), and the list must be the nodes with a free slot."""
+    rng = random.Random(7)
+    site = parse_site("9 CPU:1 Memory:1024")
+    pinned = 0
+    for _ in range(30):
+        tables = [CountTable(site, VM), CountTable(site, VM)]
+        tables[1]._keep_arrays()
+        assert tables[0].one_per_node and not tables[1].one_per_node
+        held: list[list[Reservation]] = [[], []]
+        now = 0.0
+        for _ in range(40):
+            op = rng.random()
+            if op < 0.5:
+                count = rng.randint(1, 4)
+                first = tables[0].first_free(count)
+                nodes = (first if first is not None and rng.random() < 0.5
+                         else rng.sample(range(9), count))
+                end = now + rng.choice([5.0, 20.0, math.inf])
+                outcome = []
+                for t, mine in zip(tables, held):
+                    res = Reservation(None, now, end, np.array(nodes, dtype=np.intp),
+                                      np.tile(VM, (count, 1)), vm_nodes=tuple(nodes),
+                                      vm_shape=SHAPE)
+                    try:
+                        mine.append(t.add(res))
+                        outcome.append(True)
+                    except OvercommitError:
+                        outcome.append(False)
+                assert outcome[0] == outcome[1]
+                pinned += outcome[0]
+            elif op < 0.7 and held[0]:
+                k = rng.randrange(len(held[0]))
+                cut = rng.random() < 0.5
+                for t, mine in zip(tables, held):
+                    res = mine.pop(k)
+                    if res in t:
+                        if cut and res.end > now:
+                            t.truncate(res, now)
+                        else:
+                            t.remove(res)
+            else:
+                now += rng.choice([1.0, 5.0, 10.0])
+                for t in tables:
+                    t.advance(now)
+            _same_nodes(*tables)
+            free = tables[0].vm_fits(VM, now, now + 1)
+            assert tables[0].first_free(int(free.sum())) == np.flatnonzero(free).tolist()
+            assert tables[0].first_free(int(free.sum()) + 1) is None
+            for t in tables:
+                t.check()
+    assert pinned > 200
+
+
+@pytest.mark.parametrize("policy", ["greedy", "no-policy"])
+@pytest.mark.parametrize("mode", ["off", "aggressive"])
+def test_first_free_nodes_are_where_host_selection_and_the_mapper_put_a_lease(
+        monkeypatch, policy, mode):
+    """A seeded random workload on eight one-core nodes, replayed with the first free nodes
+    taken from the table's list and again with host selection ordering every node and the
+    mapper placing along that order: every lease gets the same nodes at the same times."""
+    from lease_manager.policies.host_selection import GreedyPolicy, NoPolicy
+
+    def leases():
+        rng = random.Random(13)
+        made, t = [], 0.0
+        for i in range(1, 201):
+            t += rng.choice([0, 0, 20, 90, 400])
+            requested = rng.choice([60, 300, 900])
+            made.append(be(i, rng.randint(1, 5), requested, t,
+                           actual=requested * rng.choice([0.3, 1.0])))
+        return made
+
+    placed = []
+    for fast in (True, False):
+        for cls in (GreedyPolicy, NoPolicy):
+            monkeypatch.setattr(cls, "free_nodes_first", fast)
+        done = leases()
+        simulate(done, f"scheduling.backfilling={mode}", "scheduling.placement=at-start",
+                 f"scheduling.policy-host-selection={policy}",
+                 "tracefile.vm-resources=CPU:1 Memory:0", resources="8 CPU:1 Memory:1024")
+        placed.append([(lease.start, lease.end, [r.nodes.tolist() for r in lease.allocations])
+                       for lease in done])
+    assert placed[0] == placed[1]
+    assert len({tuple(nodes[0]) for _, _, nodes in placed[0]}) > 20   # (varied placements)
+
+
+def test_a_subclass_ordering_hosts_its_own_way_is_asked():
+    """A policy deriving from greedy with its own order does not inherit the shortcut."""
+    from lease_manager.policies.host_selection import GreedyPolicy
+
+    class Reversed(GreedyPolicy):
+        def order_hosts(self, lease, start, end, table):
+            return super().order_hosts(lease, start, end, table)[::-1]
+
+    class Same(GreedyPolicy):
+        pass
+
+    assert GreedyPolicy.free_nodes_first and Same.free_nodes_first
+    assert not Reversed.free_nodes_first
+
+
+def test_the_profile_lists_and_their_arrays_agree_through_random_changes():
+    """The profile is kept as lists and made into arrays when a query over many rows asks;
+    through 40 seeded random runs of adds (refused over-commits too), early ends, removals
+    and the clock moving, with the arrays made before every change: the profile must match
+    its reservations (``check``), the arrays the lists, and ``fits_at`` (on the lists) and
+    ``room_at`` the answers read from the arrays."""
+    rng = random.Random(21)
+    refused = checked = 0
+    for _ in range(40):
+        t = table()
+        planned: list[Reservation] = []
+        now = 0.0
+        for _ in range(40):
+            t.profile(t.horizon)   # (the arrays exist before each change)
+            op = rng.random()
+            if op < 0.55:
+                start = now + rng.choice([0.0, 0.0, 3.0, 10.0, 17.0])
+                end = start + rng.choice([1.0, 5.0, 12.0, 30.0, math.inf])
+                try:
+                    planned.append(t.add(pending(start, end, rng.randint(1, 4))))
+                except OvercommitError:
+                    refused += 1
+            elif op < 0.8 and planned:
+                res = planned.pop(rng.randrange(len(planned)))
+                if res in t:
+                    if rng.random() < 0.5 and res.end > max(res.start, now):
+                        t.truncate(res, rng.uniform(max(res.start, now), min(res.end,
+                                                                               res.start + 40)))
+                    else:
+                        t.remove(res)
+            else:
+                now += rng.choice([1.0, 4.0, 9.0])
+                t.advance(now)
+            t.check()
+            times, free = t.profile(t.horizon)
+            assert times.tolist() == t._t and free.tolist() == t._room
+            for _ in range(5):
+                at = now + rng.choice([0.0, 2.0, 7.5, 20.0])
+                length = rng.choice([0.5, 4.0, 15.0, math.inf])
+                count = rng.randint(1, 6)
+                k0 = int(np.searchsorted(times, at, side="right")) - 1
+                ke = (len(times) if math.isinf(length)
+                      else max(k0 + 1, int(np.searchsorted(times, at + length, side="left"))))
+                assert t.fits_at(vms(count), length, at) == bool(free[k0:ke].min() >= count)
+                assert t.room_at(VM, at) == free[k0]
+                checked += 1
+    assert refused > 20 and checked > 5000

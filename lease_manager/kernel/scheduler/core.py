@@ -519,4 +519,5 @@ class LeaseScheduler:
     _pin = planning._pin
     _find_slot = planning._find_slot
     _commit = planning._commit
+    _start_at_once = planning._start_at_once
     _adopt = planning._adopt

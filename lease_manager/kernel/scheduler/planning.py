@@ -11,7 +11,7 @@ import numpy as np
 from lease_manager.errors import OvercommitError
 from lease_manager.kernel.events import EventKind
 from lease_manager.kernel.lease import Lease, LeaseState
-from lease_manager.kernel.mapper import place
+from lease_manager.kernel.mapper import Placement, place
 from lease_manager.kernel.slottable import Reservation
 from lease_manager.kernel.slottable import ReservationKind as K
 
@@ -32,8 +32,7 @@ def _place_at(self: LeaseScheduler, lease: Lease, start: float,
     if self.table.counted and start > cast("CountTable", self.table).now:
         return Reservation(lease, start, end, NO_NODES, NO_AMOUNTS, None, K.VM, (),
                            lease.vms.shape_key, lease.vms.count)
-    order = self.host_selection.order_hosts(lease, start, end, self.table_view)
-    placement = place(self.table, lease.vms, start, end, order)
+    placement = _placement(self, lease, start, end)
     if placement is None:
         return None
     res = placement.reservation(lease, start, end)
@@ -42,13 +41,33 @@ def _place_at(self: LeaseScheduler, lease: Lease, start: float,
     return res
 
 
+def _placement(self: LeaseScheduler, lease: Lease, start: float,
+               end: float) -> Placement | None:
+    """Host selection's order and the mapper's placement of ``lease``'s VMs over ``[start,
+    end)``. On a table that counts VMs, one per node, under a policy that orders the nodes
+    with a free slot first by index, that placement is the first free nodes: taken from the
+    table's list of them, without ordering every node."""
+    table = self.table
+    demand = lease.vms
+    if table.counted and getattr(self.host_selection, "free_nodes_first", False):
+        counted = cast("CountTable", table)
+        if counted.one_per_node and demand.shape_key == counted.shape_key and \
+                start <= counted.now:
+            nodes = counted.first_free(demand.count)
+            if nodes is None:
+                return None
+            return Placement.one_per_node(tuple(nodes), np.array(nodes, dtype=np.intp),
+                                          demand.vectors[0])
+    order = self.host_selection.order_hosts(lease, start, end, self.table_view)
+    return place(table, demand, start, end, order)
+
+
 def _pin(self: LeaseScheduler, res: Reservation, now: float) -> None:
     """A reservation of a table that counts VMs starts: host selection and the mapper give
     its VMs nodes now (there are always enough: see :mod:`~lease_manager.kernel.count_table`)."""
     lease = res.lease
     assert lease is not None
-    order = self.host_selection.order_hosts(lease, now, res.end, self.table_view)
-    placement = place(self.table, lease.vms, now, res.end, order)
+    placement = _placement(self, lease, now, res.end)
     if placement is None:
         raise OvercommitError(f"{res!r} finds no nodes when it starts")
     cast("CountTable", self.table).pin(res, placement)
@@ -99,6 +118,37 @@ def _commit(self: LeaseScheduler, lease: Lease, plan: list[Reservation], now: fl
                                           last.end - last.start
                                           < lease.remaining_requested * lease.stretch)
     self._adopt(lease, plan, now, suspends=suspends)
+
+
+def _start_at_once(self: LeaseScheduler, lease: Lease, plan: list[Reservation],
+                   now: float) -> None:
+    """:func:`_commit` of a SCHEDULED lease's ``plan``, one VM reservation on its nodes from
+    ``now`` (no power cap, no memory image): the steps :func:`_adopt` and
+    :func:`~lease_manager.kernel.scheduler.lifecycle.segment_started` take for it, in their
+    order, with the same hooks; what they test is known here. (The lease never enters
+    ``future``: it would leave it before any hook or event could see it there.)"""
+    res = plan[0]
+    self.table.add(res)
+    suspends = res.end - res.start < lease.remaining_requested * lease.stretch
+    lease.reservations = plan
+    if lease.promised_start is None:
+        lease.promised_start = now
+    if "lease_scheduled" not in self._muted:
+        self._emit("lease_scheduled", lease=lease, now=now)
+    if suspends:
+        self.timeline.push(res.end, EventKind.SEGMENT_END, res)
+    lease_id = lease.id
+    self.future.pop(lease_id, None)
+    self._backfill_reserved.discard(lease_id)
+    if lease.start is None:
+        lease.start = now
+    if lease.suspended_at is not None:
+        lease.time_suspended += now - lease.suspended_at
+        lease.suspended_at = None
+    self._move(lease, S.ACTIVE, now)
+    self.running[lease_id] = lease
+    self._emit("lease_started", lease=lease, now=now)
+    self._enactment.start(lease, res, self.work_end(lease, now))
 
 
 def _adopt(self: LeaseScheduler, lease: Lease, plan: list[Reservation], now: float, *,

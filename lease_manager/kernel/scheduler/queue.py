@@ -29,6 +29,9 @@ S = LeaseState
 SHORT_QUEUE = 64
 #: up to this many leases leaving the queue in one cycle are deleted in place
 FEW_DONE = 32
+#: a lease planned to run now, on its nodes, alone, starts through _start_at_once (False:
+#: through the general commit, for tests)
+START_AT_ONCE = True
 
 
 def cycle(self: LeaseScheduler, now: float) -> None:
@@ -244,9 +247,8 @@ def _backfill_counted_short(self: LeaseScheduler, first: int, now: float,
     started: list[int] = []
     p = 0   # candidates[p:] are left
     while p < len(candidates):
-        times, free = table.profile(now)
-        rows = times.tolist()
-        least = list(accumulate(free.tolist(), min))   # fewest free slots up to each row
+        rows, free = table.profile_lists(now)
+        least = list(accumulate(free, min))   # fewest free slots up to each row
         for j in range(p, len(candidates)):
             at, count, end = candidates[j]
             if count <= least[bisect_left(rows, end) - 1]:
@@ -341,9 +343,14 @@ def _schedule(self: LeaseScheduler, lease: Lease, now: float, allow_future: bool
     if plan is None:
         return False
     self._move(lease, S.SCHEDULED, now)
-    if plan[0].start > now and not booted:
+    first = plan[0]
+    if first.start > now and not booted:
         self._backfill_reserved.add(lease.id)
-    self._commit(lease, plan, now)
+    if START_AT_ONCE and len(plan) == 1 and first.start == now and first.kind == K.VM \
+            and not first.pending and self.power is None and not lease.image_nodes:
+        self._start_at_once(lease, plan, now)
+    else:
+        self._commit(lease, plan, now)
     if plan[-1].end - plan[0].start < self.length(lease) and not lease.image_nodes:
         # it runs in front of an AR and yields to it: a preemption planned from the start
         lease.preemptions += 1
