@@ -1,0 +1,116 @@
+"""The slot table's fast paths give the general paths' answers, bit for bit.
+
+Each test replays the same seeded random changes (adds, some refused; removals, truncations,
+extensions; the horizon advanced) on two tables, one of them forced through the general path,
+and compares their whole state or their answers after every change.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Callable
+
+import numpy as np
+import pytest
+
+from lease_manager.errors import OvercommitError
+from lease_manager.kernel.resources import parse_site
+from lease_manager.kernel.slottable import Reservation, SlotTable
+
+SITE = "6 CPU:4 Memory:6"
+#: VM shapes, some fractional (their totals are floor(free / size + EPS) in floating point)
+SHAPES = [np.array(v) for v in ([1.0, 1.0], [1.0, 0.0], [2.0, 3.0], [0.3, 0.7], [0.1, 2.0])]
+
+
+def random_reservation(rng: random.Random, lo: float) -> Reservation:
+    """VMs of one shape on 1-3 nodes over a short interval (some never end), drawing power."""
+    v = SHAPES[rng.randrange(len(SHAPES))]
+    nodes = sorted(rng.sample(range(6), rng.randint(1, 3)))
+    counts = [rng.randint(1, 2) for _ in nodes]
+    start = lo + rng.choice([0, 0, 1, 2, 5, 0.5]) + rng.randint(0, 20)
+    end = math.inf if rng.random() < 0.1 else start + rng.choice([0.5, 1, 2, 3, 7, 15])
+    r = Reservation(None, start, end, np.array(nodes), np.array([c * v for c in counts]),
+                    np.array([float(sum(counts))]))
+    if rng.random() < 0.7:
+        r.vm_nodes = tuple(n for n, c in zip(nodes, counts) for _ in range(c))
+        r.vm_shape = v.tobytes()
+    return r
+
+
+def replay(seed: int, steps: int, patch: Callable[[SlotTable], None] | None,
+           look: Callable[[SlotTable, random.Random], object]) -> list[object]:
+    """Random changes of a table (``patch`` applied to it first); after each, ``look`` at it."""
+    rng = random.Random(seed)
+    t = SlotTable(parse_site(SITE), site_resources={"power": 25.0})
+    if patch is not None:
+        patch(t)
+    watch = t.watch()
+    for v in SHAPES[:3]:
+        t.room_at(v, 0.0)   # keep totals for some shapes from the start, others later
+    live: list[Reservation] = []
+    seen: list[object] = []
+    for step in range(steps):
+        op = rng.random()
+        lo = t.horizon
+        watch.reset()
+        outcome: object = None
+        if op < 0.5:
+            r = random_reservation(rng, lo)
+            try:
+                live.append(t.add(r))
+            except OvercommitError:
+                outcome = "refused"
+        elif op < 0.6 and live:
+            t.remove(live.pop(rng.randrange(len(live))))
+        elif op < 0.75 and live:
+            r = rng.choice(live)
+            first = max(r.start, lo + 0.5)
+            t.truncate(r, first + rng.choice([0, 0.5, 1, 2, 4]))
+            if r.end <= r.start:
+                live.remove(r)
+        elif op < 0.85 and live:
+            r = rng.choice(live)
+            if not math.isinf(r.end):
+                try:
+                    t.extend(r, r.end + rng.choice([0.5, 1, 3, math.inf]))
+                except OvercommitError:
+                    outcome = "refused"
+        else:
+            ended = t.advance(lo + rng.choice([0.5, 1, 2, 4]))
+            live = [r for r in live if r not in ended]
+        if step == steps // 3:
+            t.room_at(SHAPES[3], t.horizon)
+        seen.append((step, outcome, watch.lo, watch.hi, watch.freed, look(t, rng)))
+    t.check()
+    return seen
+
+
+def state(t: SlotTable, rng: random.Random) -> object:
+    """Everything the table keeps per row, in time order (bytes: bit for bit)."""
+    slots = t._slots(0, len(t._t))
+    return (list(t._t), t._free[slots].tobytes(), t._nres[slots].tobytes(),
+            t._site[slots].tobytes(),
+            sorted((key, shape.totals[slots].tobytes()) for key, shape in t._shapes.items()))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_changes_of_one_row_equal_the_general_path(seed):
+    """``_apply`` on one row (``_apply_row``) leaves the table as ``_apply_rows`` would."""
+    calls = {"one row": 0}
+
+    def general(t: SlotTable) -> None:
+        t._apply_row = lambda res, k, sign: t._apply_rows(res, k, k + 1, sign)
+
+    def count(t: SlotTable) -> None:
+        one_row = t._apply_row
+
+        def counted(res, k, sign):
+            calls["one row"] += 1
+            one_row(res, k, sign)
+        t._apply_row = counted
+
+    fast = replay(seed, 300, count, state)
+    assert fast == replay(seed, 300, general, state)
+    assert calls["one row"] > 50
+    assert sum(seen[1] == "refused" for seen in fast) > 5
