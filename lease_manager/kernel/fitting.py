@@ -160,27 +160,34 @@ def fits_at(self: SlotTable, demand: VMRequest, duration: float, t: float) -> bo
     slot = self._slot[k0]
     times = self._t
     j = len(times) if math.isinf(duration) else bisect_left(times, t + duration, k0 + 1)
-    # free capacity only grows after t (no reservation starts): the first row is the least
-    one_row = j - k0 > 1 and not self.starts_within(t, t + duration)
+    one_row = None   # (asked once some group passes the totals)
     for count, vector in zip(demand.counts, demand.vectors):
         shape = self._shape(vector)
         if shape.totals[slot] < count:
             return False
+        if one_row is None:   # the window is row k0, or free capacity only grows after t
+            # (no reservation starts): the first row is the least
+            one_row = j - k0 == 1 or not self.starts_within(t, t + duration)
         if one_row:
             if self._window_fits(shape, k0, k0 + 1)[0].sum() < count:
                 return False
-            continue
-        key = (vector.tobytes(), k0)
-        hit = self._cum_cache.get(key)
-        if hit is None or hit[0] != self._version:
-            fits = self._window_fits(shape, k0, len(times))
-            cum = np.minimum.accumulate(fits, axis=0).sum(axis=1).tolist()
-            if len(self._cum_cache) > MAX_SHAPES:
-                self._cum_cache.clear()
-            self._cum_cache[key] = hit = (self._version, cum)
-        if hit[1][j - k0 - 1] < count:
+        elif self._cum_fits(shape, k0)[j - k0 - 1] < count:
             return False
     return True
+
+
+def _cum_fits(self: SlotTable, shape: _Shape, k0: int) -> list[float]:
+    """For every ``j > k0``, at ``j - k0 - 1``: how many VMs of ``shape`` the site hosts all
+    through rows ``k0:j`` (shared by every question about row ``k0`` until the table changes)."""
+    key = (shape.vector.tobytes(), k0)
+    hit = self._cum_cache.get(key)
+    if hit is None or hit[0] != self._version:
+        fits = self._window_fits(shape, k0, len(self._t))
+        cum = np.minimum.accumulate(fits, axis=0).sum(axis=1).tolist()
+        if len(self._cum_cache) > MAX_SHAPES:
+            self._cum_cache.clear()
+        self._cum_cache[key] = hit = (self._version, cum)
+    return hit[1]
 
 
 def _freed_window_fits(self: SlotTable, shape: _Shape, k0: int, k_end: int, slots: np.ndarray,

@@ -681,6 +681,7 @@ class SlotTable:
     vm_fits = fitting.vm_fits
     iter_fit_starts = fitting.iter_fit_starts
     fits_at = fitting.fits_at
+    _cum_fits = fitting._cum_fits
     _freed_window_fits = fitting._freed_window_fits
     _freed_totals = fitting._freed_totals
     earliest_fit_on = fitting.earliest_fit_on

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import math
 import random
+from bisect import bisect_left
 from collections.abc import Callable
 
 import numpy as np
 import pytest
 
 from lease_manager.errors import OvercommitError
+from lease_manager.kernel.lease import VMRequest
 from lease_manager.kernel.resources import parse_site
 from lease_manager.kernel.slottable import Reservation, SlotTable
 
@@ -114,3 +116,36 @@ def test_changes_of_one_row_equal_the_general_path(seed):
     assert fast == replay(seed, 300, general, state)
     assert calls["one row"] > 50
     assert sum(seen[1] == "refused" for seen in fast) > 5
+
+
+def fit_questions(t: SlotTable, rng: random.Random) -> list[tuple[bool, bool]]:
+    """``fits_at`` and the general answer (every group's totals at the start, then its
+    cumulative minima through the window's rows) for random demands, starts and lengths."""
+    answers = []
+    for _ in range(12):
+        at = t.horizon + rng.choice([0, 0, 0.5, 1]) + rng.randint(0, 25)
+        length = rng.choice([0.5, 1, 2, 4, 9, 30, math.inf])
+        groups = rng.sample(range(len(SHAPES)), rng.choice([1, 1, 1, 2]))
+        demand = VMRequest(tuple(rng.randint(1, 20) for _ in groups),
+                           np.array([SHAPES[g] for g in groups]))
+        k0 = t._row(at)
+        j = (len(t._t) if math.isinf(length)
+             else bisect_left(t._t, at + length, k0 + 1))
+        general = True
+        for count, vector in zip(demand.counts, demand.vectors):
+            shape = t._shape(vector)
+            if (shape.totals[t._slot[k0]] < count
+                    or t._cum_fits(shape, k0)[j - k0 - 1] < count):
+                general = False
+                break
+        answers.append((t.fits_at(demand, length, at), general))
+    return answers
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_fits_at_equals_its_general_answer(seed):
+    """``fits_at`` reads row ``k0`` alone where the window is that row or no reservation
+    starts in it; everywhere its answer is the cumulative minima's (the general path)."""
+    answers = [a for seen in replay(seed, 200, None, fit_questions) for a in seen[-1]]
+    assert all(fast == general for fast, general in answers)
+    assert 0.15 < sum(general for _, general in answers) / len(answers) < 0.85
