@@ -251,11 +251,33 @@ def may_fit_before(self: SlotTable, demand: VMRequest, duration: float, after: f
     kb = bisect_left(times, before, k0 + 1)
     if kb <= k0:
         return False
+    if len(demand.counts) == 1:   # (most often): the answer is often plain from two numbers
+        count = demand.counts[0]
+        totals = self._row_totals(self._shape(demand.vectors[0]))
+        if not totals[kb - 1] < count:   # the last row is not blocked
+            return True
+        totals = totals[k0:kb]
+        if np.maximum.reduce(totals) < count:   # every row is blocked
+            return False
+        blocked = totals < count
+    else:
+        blocked = self._blocked_rows(demand, k0, kb)
+    return _runs_fit(times, k0, blocked, after, duration)
+
+
+def _blocked_rows(self: SlotTable, demand: VMRequest, k0: int, kb: int) -> np.ndarray:
+    """For rows ``k0:kb``: is some group of ``demand`` more than the row's totals?"""
     blocked = None
     for count, vector in zip(demand.counts, demand.vectors):
         b = self._row_totals(self._shape(vector))[k0:kb] < count
         blocked = b if blocked is None else blocked | b
     assert blocked is not None   # a demand has at least one VM shape
+    return blocked
+
+
+def _runs_fit(times: list[float], k0: int, blocked: np.ndarray, after: float,
+              duration: float) -> bool:
+    """:meth:`may_fit_before`'s answer from its ``blocked`` rows (``k0`` on)."""
     if not blocked[-1]:   # the last run of unblocked rows reaches ``before``
         return True
     # A window can only start at ``after`` or right after a blocked row (starting later in

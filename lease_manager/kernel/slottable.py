@@ -686,6 +686,7 @@ class SlotTable:
     _freed_totals = fitting._freed_totals
     earliest_fit_on = fitting.earliest_fit_on
     may_fit_before = fitting.may_fit_before
+    _blocked_rows = fitting._blocked_rows
     earliest_fit = fitting.earliest_fit
 
 

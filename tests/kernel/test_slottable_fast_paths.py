@@ -10,12 +10,14 @@ from __future__ import annotations
 import math
 import random
 from bisect import bisect_left
+from collections import Counter
 from collections.abc import Callable
 
 import numpy as np
 import pytest
 
 from lease_manager.errors import OvercommitError
+from lease_manager.kernel.fitting import _runs_fit
 from lease_manager.kernel.lease import VMRequest
 from lease_manager.kernel.resources import parse_site
 from lease_manager.kernel.slottable import Reservation, SlotTable
@@ -149,3 +151,36 @@ def test_fits_at_equals_its_general_answer(seed):
     answers = [a for seen in replay(seed, 200, None, fit_questions) for a in seen[-1]]
     assert all(fast == general for fast, general in answers)
     assert 0.15 < sum(general for _, general in answers) / len(answers) < 0.85
+
+
+def move_questions(t: SlotTable, rng: random.Random) -> list[tuple[bool, bool, str]]:
+    """``may_fit_before`` and its general answer (the runs of unblocked rows) for random
+    demands, with which case the general answer is: the last row free, every row blocked, or
+    some runs to look at."""
+    answers = []
+    for _ in range(12):
+        after = t.horizon + rng.choice([0, 0, 0.5, 1]) + rng.randint(0, 15)
+        before = after + rng.choice([0.5, 1, 3, 6, 12, 20])
+        duration = rng.choice([0.5, 1, 2, 5, 10])
+        groups = rng.sample(range(len(SHAPES)), rng.choice([1, 1, 1, 2]))
+        demand = VMRequest(tuple(rng.randint(1, 20) for _ in groups),
+                           np.array([SHAPES[g] for g in groups]))
+        k0 = t._row(after)
+        kb = bisect_left(t._t, before, k0 + 1)
+        blocked = t._blocked_rows(demand, k0, kb)
+        case = "last" if not blocked[-1] else "all" if blocked.all() else "runs"
+        answers.append((t.may_fit_before(demand, duration, after, before),
+                        _runs_fit(t._t, k0, blocked, after, duration), case))
+    return answers
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_may_fit_before_equals_its_general_answer(seed):
+    """With one VM shape, ``may_fit_before`` answers from the last row's totals (not
+    blocked: yes) and the largest totals (below the demand: every row is blocked, no); its
+    answers are always those of the runs of unblocked rows."""
+    answers = [a for seen in replay(seed, 200, None, move_questions) for a in seen[-1]]
+    assert all(fast == general for fast, general, _ in answers)
+    cases = Counter(case for _, _, case in answers)
+    assert min(cases["last"], cases["all"], cases["runs"]) > 100, cases
+    assert 0 < sum(general for _, general, case in answers if case == "runs") < cases["runs"]
