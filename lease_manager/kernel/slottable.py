@@ -68,23 +68,26 @@ class ChangeWatch:
 class _Shape:
     """A VM shape the table keeps totals for: ``totals[slot]`` = VMs the site hosts there."""
 
-    __slots__ = ("vector", "resources", "scale", "totals", "row_totals", "row_totals_version")
+    __slots__ = ("vector", "resources", "scale", "totals", "row_totals", "row_totals_version",
+                 "_pairs")
 
     def __init__(self, vector: np.ndarray, capacity_slots: int) -> None:
         self.vector = vector
         self.resources = np.flatnonzero(vector > 0)
         self.scale = 1.0 / vector[self.resources]
+        #: (resource, 1 / size) for the resources a VM needs, as Python numbers
+        self._pairs = list(zip(self.resources.tolist(), self.scale.tolist()))
         self.totals = np.zeros(capacity_slots)
         self.row_totals = self.totals[:0]
         self.row_totals_version = -1
 
     def fits(self, free: np.ndarray) -> np.ndarray:
         """How many VMs fit in each cell of ``free`` (``(..., resources)`` -> ``(...)``)."""
-        if self.resources.size == 0:
+        if not self._pairs:
             return np.full(free.shape[:-1], float(1 << 30))
-        resources, scales = self.resources.tolist(), self.scale.tolist()
-        out = free[..., resources[0]] * scales[0]
-        for r, scale in zip(resources[1:], scales[1:]):
+        r, scale = self._pairs[0]
+        out = free[..., r] * scale
+        for r, scale in self._pairs[1:]:
             np.minimum(out, free[..., r] * scale, out=out)
         out += EPS
         np.floor(out, out=out)
@@ -297,7 +300,7 @@ class SlotTable:
         free = self._free[slot]   # a view: written through below
         before = free[res.nodes]
         after = before + sign * res.amounts
-        if sign < 0 and (after < -EPS).any():
+        if sign < 0 and np.fmin.reduce(after, axis=None, initial=0.0) < -EPS:
             raise OvercommitError(f"{res!r} does not fit: it would over-commit a node")
         site = None
         if res.site_amount is not None and len(self.site_resources):
@@ -323,10 +326,11 @@ class SlotTable:
     def _apply_rows(self, res: Reservation, ks: int, ke: int, sign: int) -> None:
         """:meth:`_apply` to any rows ``ks:ke``."""
         slots = self._slots(ks, ke)
-        cells = (slots[:, None], res.nodes[None, :])
+        cells = (slots[:, None], res.nodes)
         before = self._free[cells]
         after = before + sign * res.amounts
-        if sign < 0 and (after < -EPS).any():
+        # (the least of them and 0, NaNs left out: the same test, with one call)
+        if sign < 0 and np.fmin.reduce(after, axis=None, initial=0.0) < -EPS:
             raise OvercommitError(f"{res!r} does not fit: it would over-commit a node")
         site = None
         if res.site_amount is not None and len(self.site_resources):
