@@ -37,7 +37,10 @@ def _window_fits(self: SlotTable, shape: _Shape, ks: int, ke: int) -> np.ndarray
         lo, hi = min(ks, hit[1]), len(self._t)
     else:
         lo, hi = ks, ke
-    fits = shape.fits(self._free[self._slots(lo, hi)])
+    if hi - lo == 1:   # (often: the row where a lease would start now) a view of its slot
+        fits = shape.fits(self._free[self._slot[lo]][None])
+    else:
+        fits = shape.fits(self._free[self._slots(lo, hi)])
     if len(self._window_cache) > MAX_SHAPES:
         self._window_cache.clear()
     self._window_cache[key] = (self._version, lo, hi, fits)
@@ -51,8 +54,9 @@ def vm_fits(self: SlotTable, vector: np.ndarray, start: float, end: float) -> np
         end = start + EPS
     ks, ke = self._span(start, end)
     shape = self._shape(vector)
-    if ke - ks > 1 and not self.starts_within(start, end):   # free capacity only grows:
-        return self._window_fits(shape, ks, ks + 1)[0]      # the first row is the least
+    # one row, or free capacity only grows over the window: the first row is the least
+    if ke - ks == 1 or not self.starts_within(start, end):
+        return self._window_fits(shape, ks, ks + 1)[0]
     return self._window_fits(shape, ks, ke).min(axis=0)
 
 
@@ -168,8 +172,8 @@ def fits_at(self: SlotTable, demand: VMRequest, duration: float, t: float) -> bo
         if one_row is None:   # the window is row k0, or free capacity only grows after t
             # (no reservation starts): the first row is the least
             one_row = j - k0 == 1 or not self.starts_within(t, t + duration)
-        if one_row:
-            if self._window_fits(shape, k0, k0 + 1)[0].sum() < count:
+        if one_row:   # (np.add.reduce is what .sum() calls, without its wrapper)
+            if np.add.reduce(self._window_fits(shape, k0, k0 + 1)[0]) < count:
                 return False
         elif self._cum_fits(shape, k0)[j - k0 - 1] < count:
             return False
