@@ -38,7 +38,10 @@ def _window_fits(self: SlotTable, shape: _Shape, ks: int, ke: int) -> np.ndarray
         lo, hi = min(ks, hit[1]), len(self._t)
     else:
         lo, hi = ks, ke
-    fits = shape.fits(self._free[self._slots(lo, hi)])
+    if hi - lo == 1:   # (often: the row where a lease would start now) a view of its slot
+        fits = shape.fits(self._free[self._slot[lo]][None])
+    else:
+        fits = shape.fits(self._free[self._slots(lo, hi)])
     if len(self._window_cache) > MAX_SHAPES:
         self._window_cache.clear()
     self._window_cache[key] = (self._version, lo, hi, fits)
@@ -52,8 +55,9 @@ def vm_fits(self: SlotTable, vector: np.ndarray, start: float, end: float) -> np
         end = start + EPS
     ks, ke = self._span(start, end)
     shape = self._shape(vector)
-    if ke - ks > 1 and not self.starts_within(start, end):   # free capacity only grows:
-        return self._window_fits(shape, ks, ks + 1)[0]      # the first row is the least
+    # one row, or free capacity only grows over the window: the first row is the least
+    if ke - ks == 1 or not self.starts_within(start, end):
+        return self._window_fits(shape, ks, ks + 1)[0]
     return self._window_fits(shape, ks, ke).min(axis=0)
 
 
@@ -161,27 +165,34 @@ def fits_at(self: SlotTable, demand: VMRequest, duration: float, t: float) -> bo
     slot = self._slot[k0]
     times = self._t
     j = len(times) if math.isinf(duration) else bisect_left(times, t + duration, k0 + 1)
-    # free capacity only grows after t (no reservation starts): the first row is the least
-    one_row = j - k0 > 1 and not self.starts_within(t, t + duration)
+    one_row = None   # (asked once some group passes the totals)
     for count, vector in zip(demand.counts, demand.vectors):
         shape = self._shape(vector)
         if shape.totals[slot] < count:
             return False
-        if one_row:
-            if self._window_fits(shape, k0, k0 + 1)[0].sum() < count:
+        if one_row is None:   # the window is row k0, or free capacity only grows after t
+            # (no reservation starts): the first row is the least
+            one_row = j - k0 == 1 or not self.starts_within(t, t + duration)
+        if one_row:   # (np.add.reduce is what .sum() calls, without its wrapper)
+            if np.add.reduce(self._window_fits(shape, k0, k0 + 1)[0]) < count:
                 return False
-            continue
-        key = (vector.tobytes(), k0)
-        hit = self._cum_cache.get(key)
-        if hit is None or hit[0] != self._version:
-            fits = self._window_fits(shape, k0, len(times))
-            cum = np.minimum.accumulate(fits, axis=0).sum(axis=1).tolist()
-            if len(self._cum_cache) > MAX_SHAPES:
-                self._cum_cache.clear()
-            self._cum_cache[key] = hit = (self._version, cum)
-        if hit[1][j - k0 - 1] < count:
+        elif self._cum_fits(shape, k0)[j - k0 - 1] < count:
             return False
     return True
+
+
+def _cum_fits(self: SlotTable, shape: _Shape, k0: int) -> list[float]:
+    """For every ``j > k0``, at ``j - k0 - 1``: how many VMs of ``shape`` the site hosts all
+    through rows ``k0:j`` (shared by every question about row ``k0`` until the table changes)."""
+    key = (shape.vector.tobytes(), k0)
+    hit = self._cum_cache.get(key)
+    if hit is None or hit[0] != self._version:
+        fits = self._window_fits(shape, k0, len(self._t))
+        cum = np.minimum.accumulate(fits, axis=0).sum(axis=1).tolist()
+        if len(self._cum_cache) > MAX_SHAPES:
+            self._cum_cache.clear()
+        self._cum_cache[key] = hit = (self._version, cum)
+    return hit[1]
 
 
 def _freed_window_fits(self: SlotTable, shape: _Shape, k0: int, k_end: int, slots: np.ndarray,
@@ -245,11 +256,33 @@ def may_fit_before(self: SlotTable, demand: VMRequest, duration: float, after: f
     kb = bisect_left(times, before, k0 + 1)
     if kb <= k0:
         return False
+    if len(demand.counts) == 1:   # (most often): the answer is often plain from two numbers
+        count = demand.counts[0]
+        totals = self._row_totals(self._shape(demand.vectors[0]))
+        if not totals[kb - 1] < count:   # the last row is not blocked
+            return True
+        totals = totals[k0:kb]
+        if np.maximum.reduce(totals) < count:   # every row is blocked
+            return False
+        blocked = totals < count
+    else:
+        blocked = self._blocked_rows(demand, k0, kb)
+    return _runs_fit(times, k0, blocked, after, duration)
+
+
+def _blocked_rows(self: SlotTable, demand: VMRequest, k0: int, kb: int) -> np.ndarray:
+    """For rows ``k0:kb``: is some group of ``demand`` more than the row's totals?"""
     blocked = None
     for count, vector in zip(demand.counts, demand.vectors):
         b = self._row_totals(self._shape(vector))[k0:kb] < count
         blocked = b if blocked is None else blocked | b
     assert blocked is not None   # a demand has at least one VM shape
+    return blocked
+
+
+def _runs_fit(times: list[float], k0: int, blocked: np.ndarray, after: float,
+              duration: float) -> bool:
+    """:meth:`may_fit_before`'s answer from its ``blocked`` rows (``k0`` on)."""
     if not blocked[-1]:   # the last run of unblocked rows reaches ``before``
         return True
     # A window can only start at ``after`` or right after a blocked row (starting later in

@@ -68,23 +68,26 @@ class ChangeWatch:
 class _Shape:
     """A VM shape the table keeps totals for: ``totals[slot]`` = VMs the site hosts there."""
 
-    __slots__ = ("vector", "resources", "scale", "totals", "row_totals", "row_totals_version")
+    __slots__ = ("vector", "resources", "scale", "totals", "row_totals", "row_totals_version",
+                 "_pairs")
 
     def __init__(self, vector: np.ndarray, capacity_slots: int) -> None:
         self.vector = vector
         self.resources = np.flatnonzero(vector > 0)
         self.scale = 1.0 / vector[self.resources]
+        #: (resource, 1 / size) for the resources a VM needs, as Python numbers
+        self._pairs = list(zip(self.resources.tolist(), self.scale.tolist()))
         self.totals = np.zeros(capacity_slots)
         self.row_totals = self.totals[:0]
         self.row_totals_version = -1
 
     def fits(self, free: np.ndarray) -> np.ndarray:
         """How many VMs fit in each cell of ``free`` (``(..., resources)`` -> ``(...)``)."""
-        if self.resources.size == 0:
+        if not self._pairs:
             return np.full(free.shape[:-1], float(1 << 30))
-        resources, scales = self.resources.tolist(), self.scale.tolist()
-        out = free[..., resources[0]] * scales[0]
-        for r, scale in zip(resources[1:], scales[1:]):
+        r, scale = self._pairs[0]
+        out = free[..., r] * scale
+        for r, scale in self._pairs[1:]:
             np.minimum(out, free[..., r] * scale, out=out)
         out += EPS
         np.floor(out, out=out)
@@ -285,11 +288,49 @@ class SlotTable:
     # ----------------------------------------------------------------------------- changes
     def _apply(self, res: Reservation, ks: int, ke: int, sign: int) -> None:
         """Take (``sign=-1``) or give back (``+1``) ``res``'s resources in rows ``ks:ke``."""
+        if ke - ks == 1:
+            self._apply_row(res, ks, sign)
+        else:
+            self._apply_rows(res, ks, ke, sign)
+
+    def _apply_row(self, res: Reservation, k: int, sign: int) -> None:
+        """:meth:`_apply` to row ``k`` alone (a reservation between two adjacent breakpoints,
+        often): plain indexing of one slot instead of a grid of row and node indices."""
+        slot = self._slot[k]
+        free = self._free[slot]   # a view: written through below
+        before = free[res.nodes]
+        after = before + sign * res.amounts
+        if sign < 0 and np.fmin.reduce(after, axis=None, initial=0.0) < -EPS:
+            raise OvercommitError(f"{res!r} does not fit: it would over-commit a node")
+        site = None
+        if res.site_amount is not None and len(self.site_resources):
+            site = self._site[slot] + sign * res.site_amount
+            if sign < 0 and (site < -EPS).any():
+                raise OvercommitError(f"{res!r} does not fit: it would over-commit the site")
+        free[res.nodes] = after
+        nres = self._nres[slot]
+        nres[res.nodes] -= sign
+        if site is not None:
+            self._site[slot] = site
+        for key, shape in self._shapes.items():
+            if key == res.vm_shape:
+                shape.totals[slot] += sign * len(res.vm_nodes)
+            else:
+                shape.totals[slot] += (shape.fits(after) - shape.fits(before)).sum()
+        self._version += 1
+        if self._watches:
+            hi = self._t[k + 1] if k + 1 < len(self._t) else math.inf
+            for watch in self._watches:
+                watch.record(self._t[k], hi, sign > 0)
+
+    def _apply_rows(self, res: Reservation, ks: int, ke: int, sign: int) -> None:
+        """:meth:`_apply` to any rows ``ks:ke``."""
         slots = self._slots(ks, ke)
-        cells = (slots[:, None], res.nodes[None, :])
+        cells = (slots[:, None], res.nodes)
         before = self._free[cells]
         after = before + sign * res.amounts
-        if sign < 0 and (after < -EPS).any():
+        # (the least of them and 0, NaNs left out: the same test, with one call)
+        if sign < 0 and np.fmin.reduce(after, axis=None, initial=0.0) < -EPS:
             raise OvercommitError(f"{res!r} does not fit: it would over-commit a node")
         site = None
         if res.site_amount is not None and len(self.site_resources):
@@ -644,10 +685,12 @@ class SlotTable:
     vm_fits = fitting.vm_fits
     iter_fit_starts = fitting.iter_fit_starts
     fits_at = fitting.fits_at
+    _cum_fits = fitting._cum_fits
     _freed_window_fits = fitting._freed_window_fits
     _freed_totals = fitting._freed_totals
     earliest_fit_on = fitting.earliest_fit_on
     may_fit_before = fitting.may_fit_before
+    _blocked_rows = fitting._blocked_rows
     may_move = fitting.may_move
     earliest_fit = fitting.earliest_fit
 

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -47,14 +48,26 @@ class GreedyPolicy(HostSelectionPolicy):
     def order_hosts(self, lease: Lease, start: float, end: float,
                     table: SlotTableView) -> np.ndarray:
         counts = table.lease_counts_at(start)   # (a new array: changed in place below)
-        if table.counted:   # nothing is placed on nodes later: every free capacity lasts,
-            # and the order is the scores' (a stable sort of small integers is a radix sort)
-            np.minimum(counts, self.HORIZON, out=counts)
-            return counts.astype(np.uint8).argsort(kind="stable")
+        if table.counted:   # nothing is placed on nodes later: every free capacity lasts
+            return self._by_counts(counts)
+        until = table.capacity_lasts_until(start, end)
+        if np.minimum.reduce(until, initial=math.inf) == math.inf:
+            # every node's free capacity lasts to the end: every duration score is 1
+            return self._by_counts(counts)
+        return self._by_scores(counts, until - start, end - start)
+
+    def _by_counts(self, counts: np.ndarray) -> np.ndarray:
+        """The order when every duration score is 1: the scores then fall strictly as
+        min(leases, 4) grows, so they sort as those counts do (``counts`` is changed; a
+        stable sort of small integers is a radix sort)."""
+        np.minimum(counts, self.HORIZON, out=counts)
+        return counts.astype(np.uint8).argsort(kind="stable")
+
+    def _by_scores(self, counts: np.ndarray, lasts: np.ndarray,
+                   duration: float) -> np.ndarray:
+        """The order by the whole score (``lasts``: how long each node's free capacity lasts)."""
         counts = np.minimum(counts, self.HORIZON)
         lease_score = (self.HORIZON - counts) / self.HORIZON
-        duration = end - start
-        lasts = table.capacity_lasts_until(start, end) - start
         if np.isinf(duration):   # an unlimited lease: only capacity free for ever lasts
             duration_score = np.where(np.isinf(lasts), 1.0, 0.0)
         else:
