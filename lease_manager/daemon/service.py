@@ -313,9 +313,17 @@ class Daemon:
                                "stopped: it waits for its start again")
         finally:
             self.restoring = False
+        running = self.run.scheduler.running
         for lease_id in self.backend.known_leases():
-            if self.find(lease_id) is None:     # work of a lease that is over: clean up
+            known = self.find(lease_id)
+            if known is None:                   # work of a lease that is over: clean up
                 self._stop_quietly(lease_id)
+            elif lease_id not in running and not known.image_nodes and \
+                    self.backend.status(lease_id).state not in ("planned", "absent"):
+                # work of a lease queued again (preempted, losing it) before it was stopped
+                self._stop_quietly(lease_id)
+                self.store.log(lease_id, now, known.state.value,
+                               "work left over from before it was queued again: stopped")
         self.run.scheduler.cycle(now)           # the queue gets its plans before any answer
         for lease in list(self.run.scheduler.future.values()):
             self.driver.prepare(lease, now)     # a backend that books ahead books again

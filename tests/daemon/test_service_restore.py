@@ -229,6 +229,33 @@ def test_leftover_work_of_a_finished_lease_is_stopped_on_restart(config, tmp_pat
         assert d.client.lease(lease["id"])["state"] == "cancelled"
 
 
+def test_work_of_a_lease_queued_again_before_it_was_stopped_is_stopped_on_restart(config,
+                                                                                 tmp_path):
+    """A running lease preempted by cancellation is recorded as queued again before its work
+    is stopped; a daemon killed in between leaves the row queued and the work running. On
+    restart that work is stopped before the lease starts afresh (it lost its work), and the
+    start counts: two in all. One 1-core node each::
+
+        before the kill | node-1: 1 (recorded queued again, its work still running)
+        after restart   | node-1: 1's old work stopped, then 1 started afresh
+    """
+    with ThreadDaemon(config) as d:
+        lease = d.client.submit({"duration": 5000})
+        assert lease["state"] == "active"
+    db = sqlite3.connect(tmp_path / "state" / "leases.db")
+    with db:
+        db.execute("UPDATE leases SET state = 'queued', plan = '[]', work_done = 0 "
+                   "WHERE id = ?", (lease["id"],))
+    db.close()
+    with ThreadDaemon(config) as d:
+        log = d.daemon.backend.log
+        assert log.index(("stop", lease["id"])) < log.index(("start", lease["id"]))
+        v = d.client.lease(lease["id"])
+        assert v["state"] == "active"
+        assert any("left over" in e["detail"] for e in v["history"])
+        assert _row(tmp_path, lease["id"])["starts"] == 2
+
+
 def test_a_second_daemon_on_the_same_state_is_refused(config):
     from lease_manager.daemon.service import Daemon
     from lease_manager.errors import LeaseManagerError
@@ -417,3 +444,30 @@ def test_a_database_of_a_newer_schema_is_refused(tmp_path):
     db.close()
     with pytest.raises(sqlite3.DatabaseError, match="schema version 3"):
         store_module.Store(path)
+
+
+def test_a_cancelled_running_lease_is_recorded_queued_before_its_work_stops(tmp_path):
+    """``suspension = none``: an AR that needs the one node cancels the running lease now and
+    queues it again. Its new state is in the database before its backend is told to stop
+    the work (as a lease's end is), so a daemon killed in between restarts with a queued
+    lease and left-over work, not with running work that vanished::
+
+        node-1 | 1 (BE, running: cancelled now, queued again after 3) | 3 (AR, +100 s)
+    """
+    config = write_config(tmp_path, resources="1 CPU:1 Memory:1024")
+    with ThreadDaemon(config, "scheduling.suspension=none") as d:
+        one = d.client.submit({"duration": 5000})
+        assert one["state"] == "active"
+        backend = d.daemon.backend
+        stop = backend.stop
+        seen = []
+
+        def recording_stop(lease_id):
+            seen.append((lease_id, d.daemon.store.lease(lease_id)["state"]))
+            stop(lease_id)
+
+        backend.stop = recording_stop
+        ar = d.client.submit({"start": "+100", "duration": 100})
+        assert ar["state"] == "scheduled"
+        assert seen and seen[0] == (one["id"], "queued"), seen
+        assert d.client.lease(one["id"])["preemptions"] == 1

@@ -327,5 +327,7 @@ def _cancel_running(self: LeaseScheduler, lease: Lease, now: float) -> None:
     lease.reservations = []
     lease.work_done = 0.0
     del self.running[lease.id]
-    self._enactment.stop(lease, now)
+    # recorded before the work stops, as an end is: a daemon killed in between finds a queued
+    # lease whose work is left over (stopped on restore), not running work that vanished
     self._move(lease, S.QUEUED, now)
+    self._enactment.stop(lease, now)
