@@ -100,19 +100,23 @@ def state(t: SlotTable, rng: random.Random) -> object:
 
 @pytest.mark.parametrize("seed", range(6))
 def test_changes_of_one_row_equal_the_general_path(seed):
-    """``_apply`` on one row (``_apply_row``) leaves the table as ``_apply_rows`` would."""
+    """``_apply`` on one row (one slot, ``_change_rows``) leaves the table as the grid of
+    row and node indices would."""
     calls = {"one row": 0}
 
     def general(t: SlotTable) -> None:
-        t._apply_row = lambda res, k, sign: t._apply_rows(res, k, k + 1, sign)
+        def grid(ks, ke):
+            slots = t._slots(ks, ke)
+            return slots, slots[:, None]
+        t._change_rows = grid
 
     def count(t: SlotTable) -> None:
-        one_row = t._apply_row
+        rows = t._change_rows
 
-        def counted(res, k, sign):
-            calls["one row"] += 1
-            one_row(res, k, sign)
-        t._apply_row = counted
+        def counted(ks, ke):
+            calls["one row"] += ke - ks == 1
+            return rows(ks, ke)
+        t._change_rows = counted
 
     fast = replay(seed, 300, count, state)
     assert fast == replay(seed, 300, general, state)
