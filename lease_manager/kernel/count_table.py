@@ -573,7 +573,7 @@ class CountTable:
         if kb <= k0:
             return False
         if kb - k0 <= FEW_ROWS:   # plain Python: the runs of rows with room, one by one
-            free = self._free[k0:kb].tolist()
+            free = self._room[k0:kb]
             if free[-1] >= count:
                 return True
             run = -1   # the first row of the run with room being read (-1: none)
@@ -586,17 +586,7 @@ class CountTable:
                         return True
                     run = -1
             return False
-        blocked = self._free[k0:kb] < count
-        if not blocked[-1]:
-            return True
-        bounds = (np.nonzero(blocked[1:] != blocked[:-1])[0] + 1).tolist()
-        if not blocked[0]:
-            bounds.insert(0, 0)
-        for start_row, stop in zip(bounds[::2], bounds[1::2]):
-            s = after if start_row == 0 else times[k0 + start_row]
-            if s + duration <= times[k0 + stop]:
-                return True
-        return False
+        return profiles.runs_fit(times, k0, self._free[k0:kb] < count, after, duration)
 
     def may_move(self, vector: np.ndarray, counts: np.ndarray, durations: np.ndarray,
                  starts: np.ndarray, after: float) -> np.ndarray:

@@ -267,7 +267,7 @@ def may_fit_before(self: SlotTable, demand: VMRequest, duration: float, after: f
         blocked = totals < count
     else:
         blocked = self._blocked_rows(demand, k0, kb)
-    return _runs_fit(times, k0, blocked, after, duration)
+    return profiles.runs_fit(times, k0, blocked, after, duration)
 
 
 def _blocked_rows(self: SlotTable, demand: VMRequest, k0: int, kb: int) -> np.ndarray:
@@ -278,25 +278,6 @@ def _blocked_rows(self: SlotTable, demand: VMRequest, k0: int, kb: int) -> np.nd
         blocked = b if blocked is None else blocked | b
     assert blocked is not None   # a demand has at least one VM shape
     return blocked
-
-
-def _runs_fit(times: list[float], k0: int, blocked: np.ndarray, after: float,
-              duration: float) -> bool:
-    """:meth:`may_fit_before`'s answer from its ``blocked`` rows (``k0`` on)."""
-    if not blocked[-1]:   # the last run of unblocked rows reaches ``before``
-        return True
-    # A window can only start at ``after`` or right after a blocked row (starting later in
-    # a run of unblocked rows is never better); it must end before the next blocked row.
-    # The rows where blocking changes, from row 0 on, alternately start and stop the runs
-    # of unblocked rows (the last row is blocked, so every run has a stop).
-    bounds = (np.nonzero(blocked[1:] != blocked[:-1])[0] + 1).tolist()
-    if not blocked[0]:
-        bounds.insert(0, 0)
-    for start_row, stop in zip(bounds[::2], bounds[1::2]):
-        s = after if start_row == 0 else times[k0 + start_row]
-        if s + duration <= times[k0 + stop]:
-            return True
-    return False
 
 
 def may_move(self: SlotTable, vector: np.ndarray, counts: np.ndarray, durations: np.ndarray,

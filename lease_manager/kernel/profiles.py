@@ -22,3 +22,24 @@ def may_move(times: np.ndarray, free: np.ndarray, counts: np.ndarray, durations:
     early = np.searchsorted(times, latest, side="right") - 1
     room_early = (latest >= after) & (most[np.maximum(early, 0)] >= counts)
     return (room_before | room_early) & (starts > after)
+
+
+def runs_fit(times: list[float], k0: int, blocked: np.ndarray, after: float,
+             duration: float) -> bool:
+    """``may_fit_before``'s answer from its ``blocked`` rows (``times[k0:]`` on, up to
+    ``before``): does a run of unblocked rows, starting at ``after`` or at a row, last
+    ``duration``, or reach ``before``?"""
+    if not blocked[-1]:   # the last run of unblocked rows reaches ``before``
+        return True
+    # A window can only start at ``after`` or right after a blocked row (starting later in
+    # a run of unblocked rows is never better); it must end before the next blocked row.
+    # The rows where blocking changes, from row 0 on, alternately start and stop the runs
+    # of unblocked rows (the last row is blocked, so every run has a stop).
+    bounds = (np.nonzero(blocked[1:] != blocked[:-1])[0] + 1).tolist()
+    if not blocked[0]:
+        bounds.insert(0, 0)
+    for start_row, stop in zip(bounds[::2], bounds[1::2]):
+        s = after if start_row == 0 else times[k0 + start_row]
+        if s + duration <= times[k0 + stop]:
+            return True
+    return False

@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 
 from lease_manager.errors import OvercommitError
-from lease_manager.kernel.fitting import _runs_fit
 from lease_manager.kernel.lease import VMRequest
+from lease_manager.kernel.profiles import runs_fit
 from lease_manager.kernel.resources import parse_site
 from lease_manager.kernel.slottable import Reservation, SlotTable
 
@@ -180,7 +180,7 @@ def move_questions(t: SlotTable, rng: random.Random) -> list[tuple[bool, bool, s
         blocked = t._blocked_rows(demand, k0, kb)
         case = "last" if not blocked[-1] else "all" if blocked.all() else "runs"
         answers.append((t.may_fit_before(demand, duration, after, before),
-                        _runs_fit(t._t, k0, blocked, after, duration), case))
+                        runs_fit(t._t, k0, blocked, after, duration), case))
     return answers
 
 
