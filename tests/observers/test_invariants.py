@@ -116,7 +116,10 @@ def _random_batch(rng: np.random.Generator, count: int, width: int, events: int,
                   ) -> list[tuple[float, int, int, np.ndarray, np.ndarray]]:
     """Passed events as the sweep keeps them: (time, 0 end / 1 start, sequence, nodes,
     amounts), in time order; a few nodes much more often than the rest, some given as negative
-    indices, fractional amounts that may take a node above its capacity."""
+    indices, fractional amounts that may take a node above its capacity (or whole ones, as
+    integers; or as float32), node indices as int64 or int32."""
+    node_type = rng.choice([np.int64, np.int32])
+    amount_type = rng.choice([np.float64, np.float64, np.float32, np.int64])
     weights = 1.0 / np.arange(1, count + 1) ** 1.5
     weights /= weights.sum()
     batch = []
@@ -129,7 +132,10 @@ def _random_batch(rng: np.random.Generator, count: int, width: int, events: int,
             nodes = nodes - count   # (the same nodes, counted from the end)
         amounts = rng.choice([0.1, 0.25, 1 / 3, 0.5, 0.7, 1.0, 1.3], size=(size, width))
         amounts *= rng.choice([1.0, 1.0, 1.0, 512.0], size=width)
-        batch.append((t, int(rng.random() < 0.55), seq, nodes, amounts))
+        if amount_type is np.int64:
+            amounts = np.ceil(amounts)
+        batch.append((t, int(rng.random() < 0.55), seq, nodes.astype(node_type),
+                      amounts.astype(amount_type)))
     return batch
 
 
