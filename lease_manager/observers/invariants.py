@@ -82,6 +82,9 @@ class InvariantChecker:
         self._first_starts: list[tuple[float, int]] = []
         self._started: dict[int, float] = {}
         self._over: list[str] = []
+        #: arrays _apply works in, kept for the next batch (as large as the largest yet):
+        #: fresh pages cost as much as the arithmetic
+        self._scratch: dict[str, np.ndarray] = {}
 
     @hookimpl(tryfirst=True)
     def lease_started(self, ctx: RunContext, lease: Lease, now: float) -> None:
@@ -187,7 +190,13 @@ class InvariantChecker:
         node_lists = list(map(_NODES, passed))
         try:
             nodes = np.concatenate(node_lists)
-            amounts = np.concatenate(list(map(_AMOUNTS, passed))).astype(float, copy=False)
+            parts = list(map(_AMOUNTS, passed))
+            try:
+                if width >= 0:
+                    amounts = np.concatenate(parts, out=self._work("amounts", (len(nodes),
+                                                                               width)))
+            except TypeError:   # (not cast to floats safely: as astype does)
+                amounts = np.concatenate(parts).astype(float, copy=False)
         except ValueError:
             pass
         if (nodes is None or amounts is None or nodes.ndim != 1 or width < 0
@@ -205,51 +214,55 @@ class InvariantChecker:
         # each node's rows, in the sweep's order (a stable sort: a radix sort on 16 bits)
         order = np.argsort(nodes.astype(np.int16) if count <= 2 ** 15 else nodes,
                            kind="stable")
-        node_sorted = nodes.take(order)
-        event_sorted = event_of.take(order)
+        work, n = self._work, len(nodes)
+        small = np.dtype(np.int32 if n < 2 ** 31 else np.intp)   # (row numbers: half the bytes)
+        node_sorted = nodes.take(order, out=work("node_sorted", (n,), nodes.dtype), mode="clip")
+        event_sorted = event_of.take(order, out=work("event_sorted", (n,), np.int32),
+                                     mode="clip")
         twice = node_sorted[1:] == node_sorted[:-1]
         twice &= event_sorted[1:] == event_sorted[:-1]
         if twice.any():
             self._apply_one_by_one(passed)   # a node twice in one allocation
             return
-        del event_sorted, twice
-        # an end takes its amounts away: x - a is x + (-a), exactly (amounts is a new array)
+        # an end takes its amounts away: x - a is x + (-a), exactly (amounts is a copy)
         flat = amounts.reshape(-1)
         np.negative(flat, out=flat, where=np.repeat(~starts, sizes * width))
         lengths = np.bincount(nodes, minlength=count)
         # the nodes by their rows, most first, and each row's rank among its node's rows
         by_rows = np.argsort(-lengths, kind="stable")[:np.count_nonzero(lengths)]
-        place = np.empty(count, dtype=np.intp)
+        place = np.empty(count, dtype=small)
         place[by_rows] = np.arange(len(by_rows))
         most = lengths.take(by_rows)   # (descending)
         depth = int(most[0])
-        rank = (np.cumsum(lengths) - lengths).take(node_sorted)
-        np.subtract(np.arange(len(nodes)), rank, out=rank)
-        node_place = place.take(node_sorted)
-        del node_sorted
+        firsts = (np.cumsum(lengths) - lengths).astype(small)
+        rank = firsts.take(node_sorted, out=work("rank", (n,), small), mode="clip")
+        index = self._scratch.get("index")
+        if index is None or len(index) < n or index.dtype != small:
+            index = self._scratch["index"] = np.arange(n, dtype=small)
+        np.subtract(index[:n], rank, out=rank)
+        node_place = place.take(node_sorted, out=work("node_place", (n,), small), mode="clip")
         # wave[r]: the nodes with more than r rows (wave[depth] is 0); waves up to `cut`
         # (each a few numpy calls), then the `hot` nodes with more rows add them in turn (a
         # few more each): the fewest calls
         wave = len(by_rows) - np.cumsum(np.bincount(most, minlength=depth + 1))
         cut = int(np.argmin(np.arange(depth + 1) + 3 * wave))
         hot = int(wave[cut])
-        offsets = np.zeros(cut + 1, dtype=np.intp)
+        offsets = np.zeros(cut + 1, dtype=small)
         np.cumsum(wave[:cut], out=offsets[1:])
         # where each row goes (wave by wave, then each hot node's rest), and the rows there
         if hot:
-            tails = np.zeros(hot + 1, dtype=np.intp)
+            tails = np.zeros(hot + 1, dtype=small)
             np.cumsum(most[:hot] - cut, out=tails[1:])
             tails += offsets[cut] - cut
             dest = np.where(rank < cut, offsets.take(np.minimum(rank, cut)) + node_place,
                             tails.take(np.minimum(node_place, hot)) + rank)
         else:
-            dest = offsets.take(rank)
+            dest = offsets.take(rank, out=work("dest", (n,), small), mode="clip")
             dest += node_place
-        del rank, node_place
-        source = np.empty_like(order)
+        source = work("source", (n,), small)
         source[dest] = order
-        del dest, order
-        rows = amounts.take(source, axis=0)
+        # (mode clip: the indices are valid, and out is not buffered)
+        rows = amounts.take(source, axis=0, out=work("rows", amounts.shape), mode="clip")
         held = usage.take(by_rows, axis=0)
         # (nodes alike: any rows of the limits are the same)
         limit = self._limit[:len(by_rows)] if self._uniform else self._limit.take(by_rows,
@@ -262,11 +275,11 @@ class InvariantChecker:
             if check and (now > limit[:k]).any():
                 hit = np.flatnonzero((now > limit[:k]).any(axis=1))
                 found.append((source[lo + hit], now[hit]))
-        for i, (lo, n) in enumerate(zip(tails[:hot].tolist() if hot else (),
-                                        most[:hot].tolist(), strict=True)):
-            block = np.empty((n - cut + 1, width))
+        for i, (lo, length) in enumerate(zip(tails[:hot].tolist() if hot else (),
+                                             most[:hot].tolist(), strict=True)):
+            block = np.empty((length - cut + 1, width))
             block[0] = held[i]
-            block[1:] = rows[lo + cut:lo + n]
+            block[1:] = rows[lo + cut:lo + length]
             np.add.accumulate(block, axis=0, out=block)
             held[i] = block[-1]
             if check:
@@ -286,6 +299,16 @@ class InvariantChecker:
             t, node = passed[int(event_of[row])][0], int(given[row])
             self._over.append(f"node {node} holds {values[i].tolist()} at time "
                               f"{t:g}, above its capacity {self.capacity[node].tolist()}")
+
+    def _work(self, name: str, shape: tuple[int, ...], dtype: type | np.dtype = float,
+              ) -> np.ndarray:
+        """An array of ``shape`` to work in, reused from the last batch when it is large
+        enough (its values are left over: to be written)."""
+        size = math.prod(shape)
+        buffer = self._scratch.get(name)
+        if buffer is None or len(buffer) < size or buffer.dtype != dtype:
+            buffer = self._scratch[name] = np.empty(size, dtype)
+        return buffer[:size].reshape(shape)
 
     def _apply_one_by_one(self, passed: list[tuple[float, int, int, np.ndarray, np.ndarray]],
                           ) -> None:
@@ -310,6 +333,7 @@ class InvariantChecker:
         ten)."""
         self._sweep(math.inf)
         self._apply()
+        self._scratch.clear()
         return list(self._over)
 
     def verify(self) -> None:
