@@ -82,6 +82,9 @@ class InvariantChecker:
         self._first_starts: list[tuple[float, int]] = []
         self._started: dict[int, float] = {}
         self._over: list[str] = []
+        #: arrays _apply works in, kept for the next batch (as large as the largest yet):
+        #: fresh pages cost as much as the arithmetic
+        self._scratch: dict[str, np.ndarray] = {}
 
     @hookimpl(tryfirst=True)
     def lease_started(self, ctx: RunContext, lease: Lease, now: float) -> None:
@@ -168,7 +171,13 @@ class InvariantChecker:
         """Apply the events passed, in order, to what every node holds, recording every node
         a start takes above its capacity: the additions the sweep would make one event at a
         time, made node by node (each node's rows in order, so each sum is the same), and
-        every start's rows compared with the capacity at once."""
+        every start's rows compared with the capacity.
+
+        A node's r-th row of the batch is added in wave r: a wave holds at most one row per
+        node, so it is one vector addition, and with the nodes ranked by their number of rows
+        (most first) the nodes of wave r are the first ones, those with more than r rows. The
+        few nodes with many more rows than most (the waves would be many and short) add the
+        rest of theirs in turn (np.add.accumulate down their rows)."""
         passed = self._passed
         if not passed:
             return
@@ -181,7 +190,13 @@ class InvariantChecker:
         node_lists = list(map(_NODES, passed))
         try:
             nodes = np.concatenate(node_lists)
-            amounts = np.concatenate(list(map(_AMOUNTS, passed))).astype(float, copy=False)
+            parts = list(map(_AMOUNTS, passed))
+            try:
+                if width >= 0:
+                    amounts = np.concatenate(parts, out=self._work("amounts", (len(nodes),
+                                                                               width)))
+            except TypeError:   # (not cast to floats safely: as astype does)
+                amounts = np.concatenate(parts).astype(float, copy=False)
         except ValueError:
             pass
         if (nodes is None or amounts is None or nodes.ndim != 1 or width < 0
@@ -190,59 +205,110 @@ class InvariantChecker:
                 or nodes.min() < -count or nodes.max() >= count):
             self._apply_one_by_one(passed)   # (anything unusual: as the sweep always did)
             return
-        event_of = np.repeat(np.arange(len(passed)), list(map(len, node_lists)))
+        sizes = np.fromiter(map(len, node_lists), dtype=np.intp, count=len(passed))
         starts = np.fromiter(map(_IS_START, passed), dtype=bool, count=len(passed))
+        event_of = np.repeat(np.arange(len(passed), dtype=np.int32), sizes)
         given = nodes   # (as the messages name them)
-        nodes = np.where(nodes < 0, nodes + count, nodes)
+        if nodes.min() < 0:
+            nodes = np.where(nodes < 0, nodes + count, nodes)
         # each node's rows, in the sweep's order (a stable sort: a radix sort on 16 bits)
         order = np.argsort(nodes.astype(np.int16) if count <= 2 ** 15 else nodes,
                            kind="stable")
-        node_sorted, event_sorted = nodes[order], event_of[order]
-        same_node = node_sorted[1:] == node_sorted[:-1]
-        if (same_node & (event_sorted[1:] == event_sorted[:-1])).any():
+        work, n = self._work, len(nodes)
+        small = np.dtype(np.int32 if n < 2 ** 31 else np.intp)   # (row numbers: half the bytes)
+        node_sorted = nodes.take(order, out=work("node_sorted", (n,), nodes.dtype), mode="clip")
+        event_sorted = event_of.take(order, out=work("event_sorted", (n,), np.int32),
+                                     mode="clip")
+        twice = node_sorted[1:] == node_sorted[:-1]
+        twice &= event_sorted[1:] == event_sorted[:-1]
+        if twice.any():
             self._apply_one_by_one(passed)   # a node twice in one allocation
             return
-        # an end takes its amounts away: x - a is x + (-a), exactly
-        start_sorted = starts[event_sorted]
-        signed = amounts[order]
-        np.negative(signed, out=signed, where=~start_sorted[:, None])
-        firsts = np.flatnonzero(np.concatenate(([True], ~same_node)))
-        lasts = np.append(firsts[1:], len(node_sorted))
-        touched = node_sorted[firsts]
-        lengths = lasts - firsts
-        rank = np.arange(len(node_sorted)) - np.repeat(firsts, lengths)
-        depth = int(lengths.max())
-        if (depth + 1) * len(touched) <= 4 * len(node_sorted) + 1024:
-            # a node per column: what it holds, then its rows (zeros after them, which change
-            # no sum before them), summed down the column
-            column = np.repeat(np.arange(len(touched)), lengths)
-            steps = np.zeros((depth + 1, len(touched), width))
-            steps[0] = usage[touched]
-            steps[rank + 1, column] = signed
-            np.add.accumulate(steps, axis=0, out=steps)
-            held = steps[rank + 1, column]   # what the row's node holds after it
-            usage[touched] = steps[lengths, np.arange(len(touched))]
-        else:   # few nodes with many rows: each node's rows summed in turn
-            held = np.empty_like(signed)
-            for node, lo, hi in zip(touched.tolist(), firsts.tolist(), lasts.tolist()):
-                block = np.empty((hi - lo + 1, width))
-                block[0] = usage[node]
-                block[1:] = signed[lo:hi]
-                np.add.accumulate(block, axis=0, out=block)
-                held[lo:hi] = block[1:]
-                usage[node] = block[-1]
-        limit = self._limit[0] if self._uniform else self._limit[node_sorted]
-        above = held > limit
-        if len(self._over) >= 10 or not above.any():   # (above after an end too: rare)
+        # an end takes its amounts away: x - a is x + (-a), exactly (amounts is a copy)
+        flat = amounts.reshape(-1)
+        np.negative(flat, out=flat, where=np.repeat(~starts, sizes * width))
+        lengths = np.bincount(nodes, minlength=count)
+        # the nodes by their rows, most first, and each row's rank among its node's rows
+        by_rows = np.argsort(-lengths, kind="stable")[:np.count_nonzero(lengths)]
+        place = np.empty(count, dtype=small)
+        place[by_rows] = np.arange(len(by_rows))
+        most = lengths.take(by_rows)   # (descending)
+        depth = int(most[0])
+        firsts = (np.cumsum(lengths) - lengths).astype(small)
+        rank = firsts.take(node_sorted, out=work("rank", (n,), small), mode="clip")
+        index = self._scratch.get("index")
+        if index is None or len(index) < n or index.dtype != small:
+            index = self._scratch["index"] = np.arange(n, dtype=small)
+        np.subtract(index[:n], rank, out=rank)
+        node_place = place.take(node_sorted, out=work("node_place", (n,), small), mode="clip")
+        # wave[r]: the nodes with more than r rows (wave[depth] is 0); waves up to `cut`
+        # (each a few numpy calls), then the `hot` nodes with more rows add them in turn (a
+        # few more each): the fewest calls
+        wave = len(by_rows) - np.cumsum(np.bincount(most, minlength=depth + 1))
+        cut = int(np.argmin(np.arange(depth + 1) + 3 * wave))
+        hot = int(wave[cut])
+        offsets = np.zeros(cut + 1, dtype=small)
+        np.cumsum(wave[:cut], out=offsets[1:])
+        # where each row goes (wave by wave, then each hot node's rest), and the rows there
+        if hot:
+            tails = np.zeros(hot + 1, dtype=small)
+            np.cumsum(most[:hot] - cut, out=tails[1:])
+            tails += offsets[cut] - cut
+            dest = np.where(rank < cut, offsets.take(np.minimum(rank, cut)) + node_place,
+                            tails.take(np.minimum(node_place, hot)) + rank)
+        else:
+            dest = offsets.take(rank, out=work("dest", (n,), small), mode="clip")
+            dest += node_place
+        source = work("source", (n,), small)
+        source[dest] = order
+        # (mode clip: the indices are valid, and out is not buffered)
+        rows = amounts.take(source, axis=0, out=work("rows", amounts.shape), mode="clip")
+        held = usage.take(by_rows, axis=0)
+        # (nodes alike: any rows of the limits are the same)
+        limit = self._limit[:len(by_rows)] if self._uniform else self._limit.take(by_rows,
+                                                                                   axis=0)
+        check = len(self._over) < 10
+        found: list[tuple[np.ndarray, np.ndarray]] = []   # (rows above, what they held)
+        for k, lo in zip(wave[:cut].tolist(), offsets.tolist(), strict=False):
+            now = held[:k]
+            now += rows[lo:lo + k]
+            if check and (now > limit[:k]).any():
+                hit = np.flatnonzero((now > limit[:k]).any(axis=1))
+                found.append((source[lo + hit], now[hit]))
+        for i, (lo, length) in enumerate(zip(tails[:hot].tolist() if hot else (),
+                                             most[:hot].tolist(), strict=True)):
+            block = np.empty((length - cut + 1, width))
+            block[0] = held[i]
+            block[1:] = rows[lo + cut:lo + length]
+            np.add.accumulate(block, axis=0, out=block)
+            held[i] = block[-1]
+            if check:
+                hit = np.flatnonzero((block[1:] > limit[i]).any(axis=1))
+                if len(hit):
+                    found.append((source[lo + cut + hit], block[1 + hit]))
+        usage[by_rows] = held
+        if not found:
             return
-        over = above.any(axis=1) & start_sorted
-        if over.any():
-            # in the sweep's order: event by event, an event's nodes in its order
-            for row in np.sort(order[over])[:10 - len(self._over)].tolist():
-                t, node = passed[int(event_of[row])][0], int(given[row])
-                where = int(np.flatnonzero(order == row)[0])
-                self._over.append(f"node {node} holds {held[where].tolist()} at time "
-                                  f"{t:g}, above its capacity {self.capacity[node].tolist()}")
+        over = np.concatenate([row for row, _ in found])
+        values = np.concatenate([value for _, value in found])
+        is_start = starts[event_of[over]]   # (above after an end too: rare)
+        over, values = over[is_start], values[is_start]
+        # in the sweep's order: event by event, an event's nodes in its order
+        for i in np.argsort(over, kind="stable")[:10 - len(self._over)].tolist():
+            row = int(over[i])
+            t, node = passed[int(event_of[row])][0], int(given[row])
+            self._over.append(f"node {node} holds {values[i].tolist()} at time "
+                              f"{t:g}, above its capacity {self.capacity[node].tolist()}")
+
+    def _work(self, name: str, shape: tuple[int, ...], dtype: type | np.dtype = float,
+              ) -> np.ndarray:
+        """An array of ``shape`` to work in, reused from the last batch when it is large
+        enough (its values are left over: to be written)."""
+        size = math.prod(shape)
+        buffer = self._scratch.get(name)
+        if buffer is None or len(buffer) < size or buffer.dtype != dtype:
+            buffer = self._scratch[name] = np.empty(size, dtype)
+        return buffer[:size].reshape(shape)
 
     def _apply_one_by_one(self, passed: list[tuple[float, int, int, np.ndarray, np.ndarray]],
                           ) -> None:
@@ -267,6 +333,7 @@ class InvariantChecker:
         ten)."""
         self._sweep(math.inf)
         self._apply()
+        self._scratch.clear()
         return list(self._over)
 
     def verify(self) -> None:

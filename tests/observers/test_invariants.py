@@ -110,3 +110,55 @@ def test_events_applied_in_batches_give_the_same_usage_and_findings(batch):
             assert len(checker._passed) < batch   # applied as they came
         found.append((checker.over_commitments(), checker._usage.tolist()))
     assert found[0] == found[1] and found[0][0]
+
+
+def _random_batch(rng: np.random.Generator, count: int, width: int, events: int,
+                  ) -> list[tuple[float, int, int, np.ndarray, np.ndarray]]:
+    """Passed events as the sweep keeps them: (time, 0 end / 1 start, sequence, nodes,
+    amounts), in time order; a few nodes much more often than the rest, some given as negative
+    indices, fractional amounts that may take a node above its capacity (or whole ones, as
+    integers; or as float32), node indices as int64 or int32."""
+    node_type = rng.choice([np.int64, np.int32])
+    amount_type = rng.choice([np.float64, np.float64, np.float32, np.int64])
+    weights = 1.0 / np.arange(1, count + 1) ** 1.5
+    weights /= weights.sum()
+    batch = []
+    t = 0.0
+    for seq in range(events):
+        t += float(rng.choice([0.0, 0.5, 1.0]))
+        size = int(rng.integers(1, min(count, 8) + 1))
+        nodes = rng.choice(count, size=size, replace=False, p=weights)
+        if rng.random() < 0.2:
+            nodes = nodes - count   # (the same nodes, counted from the end)
+        amounts = rng.choice([0.1, 0.25, 1 / 3, 0.5, 0.7, 1.0, 1.3], size=(size, width))
+        amounts *= rng.choice([1.0, 1.0, 1.0, 512.0], size=width)
+        if amount_type is np.int64:
+            amounts = np.ceil(amounts)
+        batch.append((t, int(rng.random() < 0.55), seq, nodes.astype(node_type),
+                      amounts.astype(amount_type)))
+    return batch
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_batched_sweep_adds_and_finds_exactly_what_one_event_at_a_time_does(seed):
+    """Random batches (over-commitments, fractional amounts, one to three resources, nodes of
+    different capacities or alike, nodes in many events of a batch and a few in most of them):
+    the batch path's usage is bitwise the one of applying each event in turn, and it reports
+    the same over-commitments in the same order (ten at most)."""
+    rng = np.random.default_rng(1000 + seed)
+    for _ in range(6):
+        count = int(rng.choice([1, 2, 5, 40, 300]))
+        width = int(rng.integers(1, 4))
+        capacity = rng.choice([1.0, 2.0, 3.0], size=(count, width))
+        if rng.random() < 0.4:
+            capacity[:] = capacity[0]   # (nodes alike: one capacity row to compare with)
+        batched, reference = InvariantChecker(capacity), InvariantChecker(capacity)
+        assert batched._uniform == reference._uniform == bool((capacity == capacity[0]).all())
+        for _ in range(4):
+            batch = _random_batch(rng, count, width, int(rng.choice([1, 30, 300])))
+            batched._passed = list(batch)
+            batched._apply()
+            reference._apply_one_by_one(batch)
+            assert batched._usage.tobytes() == reference._usage.tobytes()
+            assert batched._over == reference._over
+            assert batched._passed == [] and batched._passed_rows == 0
