@@ -277,7 +277,8 @@ class CountTable:
         nodes = res.nodes
         free = self._free_nodes
         if free is not None and len(nodes) == len(res.vm_nodes):   # one VM on each node
-            if not _take_nodes(free, nodes.tolist()):
+            # (its VMs' nodes are then its nodes, in their order, as Python numbers)
+            if not _take_nodes(free, list(res.vm_nodes)):
                 raise OvercommitError(f"{res!r} does not fit: it would over-commit a node")
         else:
             if free is not None:
@@ -302,7 +303,7 @@ class CountTable:
             if len(nodes) == 1:
                 insort(free, int(nodes[0]))
             else:
-                free.extend(nodes.tolist())
+                free.extend(res.vm_nodes)   # (one VM on each node: see _hold)
                 free.sort()
             return
         self._slots_now[nodes] += self._per_node(res)
