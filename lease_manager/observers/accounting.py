@@ -230,7 +230,9 @@ class Accounting:
         if len(allocations) == 1:   # one reservation's nodes are distinct: sort them only
             res = allocations[0]
             self._use(res)
-            nodes = res.nodes.tolist()
+            # (one VM on each node: its VMs' nodes are its nodes, as Python numbers)
+            nodes = (list(res.vm_nodes) if len(res.vm_nodes) == len(res.nodes)
+                     else res.nodes.tolist())
             nodes.sort()
         elif allocations:
             for res in allocations:
