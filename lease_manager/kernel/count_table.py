@@ -104,8 +104,8 @@ class CountTable:
         #: tens of rows, where numpy's cost per call is more than the work)
         self._t: list[float] = [origin]
         self._room: list[int] = [self.total]
-        #: the two as arrays (:attr:`_times`, :attr:`_free`), made when a query over many
-        #: rows asks, until the profile changes (None)
+        #: the two as arrays (:meth:`_profile_arrays`), made when a query over many rows
+        #: asks, until the profile changes (None)
         self._arrays: tuple[np.ndarray, np.ndarray] | None = None
         #: how many reservation starts and ends sit on each breakpoint (merged at none)
         self._refs: dict[float, int] = {}
@@ -143,22 +143,12 @@ class CountTable:
         return len(self._t)
 
     def _profile_arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        """The breakpoint times and free VM slots as arrays (read, do not change or keep)."""
         arrays = self._arrays
         if arrays is None:
             arrays = self._arrays = (np.array(self._t, dtype=float),
                                      np.array(self._room, dtype=np.int64))
         return arrays
-
-    @property
-    def _times(self) -> np.ndarray:
-        """The breakpoint times as an array (read, do not change or keep)."""
-        return self._profile_arrays()[0]
-
-    @property
-    def _free(self) -> np.ndarray:
-        """The free VM slots from each breakpoint on, as an array (read, do not change or
-        keep)."""
-        return self._profile_arrays()[1]
 
     def _row(self, t: float) -> int:
         if t < self._t[0]:
@@ -587,7 +577,8 @@ class CountTable:
                         return True
                     run = -1
             return False
-        return profiles.runs_fit(times, k0, self._free[k0:kb] < count, after, duration)
+        return profiles.runs_fit(times, k0, self._profile_arrays()[1][k0:kb] < count, after,
+                                 duration)
 
     def may_move(self, vector: np.ndarray, counts: np.ndarray, durations: np.ndarray,
                  starts: np.ndarray, after: float) -> np.ndarray:
@@ -609,12 +600,7 @@ class CountTable:
             self._now_only(start)
         if vector.tobytes() != self.shape_key:
             raise ValueError("a counted table holds VMs of one shape only")
-        free = self._free_nodes
-        if free is None:
-            return self._slots_now.astype(float)
-        fits = np.zeros(len(self.slots))
-        fits[free] = 1.0
-        return fits
+        return self._slots_free().astype(float)
 
     def free_at(self, t: float) -> np.ndarray:
         self._now_only(t)
