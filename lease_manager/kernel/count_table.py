@@ -21,7 +21,7 @@ from __future__ import annotations
 import heapq
 import math
 from bisect import bisect_left, bisect_right, insort
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -580,14 +580,14 @@ class CountTable:
         return profiles.runs_fit(times, k0, self._profile_arrays()[1][k0:kb] < count, after,
                                  duration)
 
-    def may_move(self, vector: np.ndarray, counts: np.ndarray, durations: np.ndarray,
-                 starts: np.ndarray, after: float) -> np.ndarray:
-        """:meth:`may_fit_before` for many reservations of VM shape ``vector`` at once, a
-        weaker (still necessary) test (:func:`~lease_manager.kernel.profiles.may_move`)."""
+    def move_test(self, vector: np.ndarray, after: float) -> Callable[[int, float, float], bool]:
+        """:meth:`may_fit_before`'s weaker (still necessary) test, for one reservation of
+        VM shape ``vector`` at a time, on the rows from the one holding ``after`` on
+        (:func:`~lease_manager.kernel.profiles.move_test`; good until the table changes)."""
         if vector.tobytes() != self.shape_key:
             raise ValueError("a counted table holds VMs of one shape only")
-        times, free = self.profile(after)
-        return profiles.may_move(times, free, counts, durations, starts, after)
+        times, free = self.profile_lists(after)
+        return profiles.move_test(times, free, after)
 
     # per-node answers: for now only (host selection and the mapper, when a lease starts)
     def _now_only(self, t: float) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_left
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -280,15 +280,14 @@ def _blocked_rows(self: SlotTable, demand: VMRequest, k0: int, kb: int) -> np.nd
     return blocked
 
 
-def may_move(self: SlotTable, vector: np.ndarray, counts: np.ndarray, durations: np.ndarray,
-             starts: np.ndarray, after: float) -> np.ndarray:
-    """:meth:`may_fit_before` for many demands of ``counts[i]`` VMs of shape ``vector`` at
-    once, a weaker (still necessary) test on the rows' totals
-    (:func:`~lease_manager.kernel.profiles.may_move`)."""
+def move_test(self: SlotTable, vector: np.ndarray, after: float
+              ) -> Callable[[int, float, float], bool]:
+    """:meth:`may_fit_before`'s weaker (still necessary) test, for one reservation of VM
+    shape ``vector`` at a time, on the rows' totals from the row holding ``after`` on
+    (:func:`~lease_manager.kernel.profiles.move_test`; good until the table changes)."""
     k0 = self._row(after)
-    times = np.array(self._t[k0:], dtype=float)
-    free = self._row_totals(self._shape(vector))[k0:]
-    return profiles.may_move(times, free, counts, durations, starts, after)
+    return profiles.move_test(self._t[k0:], self._row_totals(self._shape(vector))[k0:].tolist(),
+                              after)
 
 
 def earliest_fit(self: SlotTable, demand: VMRequest, duration: float, after: float, *,

@@ -2,26 +2,40 @@
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
+from collections.abc import Callable, Sequence
+from itertools import accumulate
+
 import numpy as np
 
 
-def may_move(times: np.ndarray, free: np.ndarray, counts: np.ndarray, durations: np.ndarray,
-             starts: np.ndarray, after: float) -> np.ndarray:
-    """Could a reservation of ``counts[i]`` VMs for ``durations[i]``, now starting at
-    ``starts[i] > after``, start in ``[after, starts[i])`` if it were given up? A necessary
-    test for many reservations at once, on the rows from the one holding ``after`` on: their
-    start times ``times`` and the VMs each could host, ``free``.
+def move_test(times: Sequence[float], free: Sequence[float], after: float
+              ) -> Callable[[int, float, float], bool]:
+    """A necessary test of whether a reservation, if it were given up, could start earlier,
+    on the rows from the one holding ``after`` on: their start times ``times`` and the VMs
+    each could host, ``free``. ``test(count, start, end)``: could ``count`` VMs for ``end -
+    start``, now reserved over ``[start, end)`` with ``start > after``, start in ``[after,
+    start)``?
 
-    A window that starts earlier either covers the instant just before ``starts[i]`` (the row
-    there must have room) or lies wholly before it (some row starting by ``starts[i] -
-    durations[i]`` must)."""
-    before = np.searchsorted(times, starts, side="left") - 1   # the row before the start
-    room_before = free[np.maximum(before, 0)] >= counts
-    most = np.maximum.accumulate(free)
-    latest = starts - durations   # the latest start of a window wholly before it
-    early = np.searchsorted(times, latest, side="right") - 1
-    room_early = (latest >= after) & (most[np.maximum(early, 0)] >= counts)
-    return (room_before | room_early) & (starts > after)
+    A window that starts earlier either covers the instant just before ``start`` (the row
+    there must have room) or lies wholly before it (some row starting by ``start - (end -
+    start)`` must). In plain Python, one reservation at a time: a re-evaluation pass asks
+    about a few tens of leases, read straight from them, with nothing collected first."""
+    most = list(accumulate(free, max))   # the most room of any row up to each
+
+    def test(count: int, start: float, end: float) -> bool:
+        if not start > after:
+            return False
+        before = bisect_left(times, start) - 1   # the row before the start
+        if free[before if before > 0 else 0] >= count:
+            return True
+        latest = start - (end - start)   # the latest start of a window wholly before it
+        if not latest >= after:
+            return False
+        early = bisect_right(times, latest) - 1
+        return most[early if early > 0 else 0] >= count
+
+    return test
 
 
 def runs_fit(times: list[float], k0: int, blocked: np.ndarray, after: float,

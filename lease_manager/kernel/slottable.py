@@ -663,7 +663,7 @@ class SlotTable:
     earliest_fit_on = fitting.earliest_fit_on
     may_fit_before = fitting.may_fit_before
     _blocked_rows = fitting._blocked_rows
-    may_move = fitting.may_move
+    move_test = fitting.move_test
     earliest_fit = fitting.earliest_fit
 
 

@@ -4,9 +4,8 @@ a cancellation) left room, never later than the start they were promised."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import TYPE_CHECKING
-
-import numpy as np
 
 from lease_manager.kernel.lease import Lease, LeaseState, LeaseType
 from lease_manager.kernel.scheduler.transaction import PlanChange
@@ -15,8 +14,8 @@ if TYPE_CHECKING:
     from lease_manager.kernel.scheduler.core import LeaseScheduler
 
 S = LeaseState
-#: from this many planned leases on, the table first tells with one array test (per VM
-#: shape) which of them might move (fewer are cheaper to look at one by one)
+#: from this many planned leases on, the table's cheap necessary test first tells which of
+#: them might move (fewer are cheaper to look at one by one)
 MANY_FUTURE = 8
 
 
@@ -56,31 +55,22 @@ def _reevaluate_future(self: LeaseScheduler, now: float) -> None:
 
 
 def _movable(self: LeaseScheduler, leases: list[Lease], now: float) -> list[bool]:
-    """Which of ``leases`` might start earlier: the table's vectorised necessary test, for
-    each VM shape, on leases with one reservation of VMs of one shape (the others are always
-    looked at)."""
+    """Which of ``leases`` might start earlier: the table's necessary test (one per VM
+    shape) on leases with one reservation of VMs of one shape; the others are always
+    looked at."""
     maybe = [True] * len(leases)
-    # VM shape -> (the shape, and of each lease of it: index, VMs, start, end)
-    by_shape: dict[bytes, tuple[np.ndarray, list[int], list[int], list[float], list[float]]] = {}
+    table = self.table
+    tests: dict[bytes, Callable[[int, float, float], bool]] = {}
     for i, lease in enumerate(leases):
         plan = lease.reservations
-        key = lease.vms.shape_key
+        vms = lease.vms
+        key = vms.shape_key
         if len(plan) == 1 and key is not None and not lease.image_nodes:
-            group = by_shape.get(key)
-            if group is None:
-                group = by_shape[key] = (lease.vms.vectors[0], [], [], [], [])
+            test = tests.get(key)
+            if test is None:
+                test = tests[key] = table.move_test(vms.vectors[0], now)
             res = plan[0]
-            group[1].append(i)
-            group[2].append(lease.vms.count)
-            group[3].append(res.start)
-            group[4].append(res.end)
-    table = self.table
-    for vector, members, counts, start_list, end_list in by_shape.values():
-        starts = np.array(start_list)
-        found = table.may_move(vector, np.array(counts, dtype=np.int64),
-                               np.array(end_list) - starts, starts, now).tolist()
-        for i, may in zip(members, found):
-            maybe[i] = may
+            maybe[i] = test(vms.count, res.start, res.end)
     return maybe
 
 
