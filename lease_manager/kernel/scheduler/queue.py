@@ -166,15 +166,15 @@ def _start_head(self: LeaseScheduler, lease: Lease, now: float) -> bool:
     or resume from, no allocation that may change.
     """
     table = self.table
+    steady = not (self._ars or self.bootable or lease.image_nodes or lease.malleable is not None
+                  or self.preparation is not None or self.haizea_planning)
     blocked = self._blocked_head
-    if (blocked is not None and blocked[0] is lease and blocked[1] == table.version
-            and now < blocked[2]):
+    if (steady and blocked is not None and blocked[0] is lease
+            and blocked[1] == table.version and now < blocked[2]):
         return False
     if self._schedule(lease, now, False):
         return True
-    if self._unfit and not (self._ars or self.bootable or lease.image_nodes
-                            or lease.malleable is not None or self.preparation is not None
-                            or self.haizea_planning):
+    if steady and self._unfit:
         self._blocked_head = (lease, table.version, table.next_breakpoint(now))
     return False
 
