@@ -430,11 +430,6 @@ class CountTable:
             raise ValueError("a counted table holds VMs of one shape only")
         return demand.count
 
-    def next_breakpoint(self, t: float) -> float:
-        """The start of the row after the one holding ``t`` (inf for the last row)."""
-        k = self._row(t) + 1
-        return self._t[k] if k < len(self._t) else math.inf
-
     def room_at(self, vector: np.ndarray, t: float) -> float:
         """How many VMs of the table's shape the site could host at ``t``."""
         return float(self._room[self._row(t)])

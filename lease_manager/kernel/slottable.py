@@ -167,11 +167,6 @@ class SlotTable:
         """A number that changes whenever the table changes (for caching answers)."""
         return self._version
 
-    def next_breakpoint(self, t: float) -> float:
-        """The start of the row after the one holding ``t`` (inf for the last row)."""
-        k = self._row(t) + 1
-        return self._t[k] if k < len(self._t) else math.inf
-
     def room_at(self, vector: np.ndarray, t: float) -> float:
         """How many VMs of shape ``vector`` the whole site could host at instant ``t``."""
         return float(self._shape(vector).totals[self._slot[self._row(t)]])

@@ -248,11 +248,6 @@ class LeaseScheduler:
         self.running: dict[int, Lease] = {}
         #: ids of the advance reservations holding a plan (queued leases may run in front)
         self._ars: set[int] = set()
-        #: whether the last lease _schedule looked at did not fit now (by the table)
-        self._unfit = False
-        #: without backfilling: the head of the queue that did not fit now, the table's
-        #: version then and the end of the row it asked about (see queue._start_head)
-        self._blocked_head: tuple[Lease, int, float] | None = None
         #: nodes that are off and could be booted, with the earliest time a lease could
         #: start on each (kept by the node power states; empty without them)
         self.bootable: dict[int, float] = {}
@@ -471,7 +466,6 @@ class LeaseScheduler:
     _drop_future = queue._drop_future
     _may_reserve = queue._may_reserve
     _process_queue = queue._process_queue
-    _start_head = queue._start_head
     _backfill_now = queue._backfill_now
     _schedule = queue._schedule
     _run_until_a_reservation = queue._run_until_a_reservation

@@ -129,7 +129,7 @@ def _process_queue(self: LeaseScheduler, now: float) -> None:
             done.add(i)
         i += 1
     if self.backfilling == "off":
-        while i < n and self._start_head(queue[i], now):   # the head blocks the rest
+        while i < n and self._schedule(queue[i], now, False):   # the head blocks the rest
             done.add(i)
             i += 1
     elif i < n:
@@ -154,29 +154,6 @@ def _process_queue(self: LeaseScheduler, now: float) -> None:
             del self._queue_counts[j]
             del self._queue_shapes[j]
             del self._queue_lengths[j]
-
-
-def _start_head(self: LeaseScheduler, lease: Lease, now: float) -> bool:
-    """Start ``lease``, the first lease left in the queue, now (no backfilling).
-
-    A lease that did not fit is not asked again while the table is unchanged and the clock
-    is in the same row: it does not fit then either (from a later instant of that row, a
-    window reaches over the same rows and maybe further). Only where the table alone
-    decides: no advance reservation to run in front of, no node to boot, no image to send
-    or resume from, no allocation that may change.
-    """
-    table = self.table
-    steady = not (self._ars or self.bootable or lease.image_nodes or lease.malleable is not None
-                  or self.preparation is not None or self.haizea_planning)
-    blocked = self._blocked_head
-    if (steady and blocked is not None and blocked[0] is lease
-            and blocked[1] == table.version and now < blocked[2]):
-        return False
-    if self._schedule(lease, now, False):
-        return True
-    if steady and self._unfit:
-        self._blocked_head = (lease, table.version, table.next_breakpoint(now))
-    return False
 
 
 def _backfill_now(self: LeaseScheduler, first: int, now: float) -> list[int]:
@@ -352,8 +329,7 @@ def _schedule(self: LeaseScheduler, lease: Lease, now: float, allow_future: bool
         duration = self.length(lease)
         res = None
         plan = None
-        self._unfit = not self.table.fits_at(lease.vms, duration, now)
-        if not self._unfit:
+        if self.table.fits_at(lease.vms, duration, now):
             res = self._place_at(lease, now, duration)
         if res is None:
             plan = self._run_until_a_reservation(lease, now, duration)
