@@ -58,24 +58,20 @@ def vm_fits(self: SlotTable, vector: np.ndarray, start: float, end: float) -> np
     # one row, or free capacity only grows over the window: the first row is the least
     if ke - ks == 1 or not self.starts_within(start, end):
         return self._window_fits(shape, ks, ks + 1)[0]
-    return shape.fits(self._free[self._least_slots(self._least_rows(ks, ke))]).min(axis=0)
+    return self._least_fits(shape, ks, ke)[1].min(axis=0)
 
 
-def _least_rows(self: SlotTable, ks: int, ke: int) -> list[int]:
-    """Row ``ks`` and the later rows of ``ks:ke`` that begin at a reservation's start: the
-    only rows where some node's free capacity can fall (between them it only grows), so what
-    a node can host all through rows ``ks:j`` is the least at those of them before ``j``."""
-    times = self._t
+def _least_fits(self: SlotTable, shape: _Shape, ks: int, ke: int) -> tuple[list[int], np.ndarray]:
+    """Row ``ks`` and the later rows of ``ks:ke`` that begin at a reservation's start, and
+    the per-node VM counts of ``shape`` in them. Only there can some node's free capacity
+    fall (between them it only grows), so what a node can host all through rows ``ks:j`` is
+    the least at those of them before ``j``."""
+    times, slot = self._t, self._slot
     rows = [ks]
     if ke - ks > 1:
         for t in self._start_times.irange(times[ks], times[ke - 1], inclusive=(False, True)):
             rows.append(bisect_left(times, t, ks + 1, ke))   # (every start is a breakpoint)
-    return rows
-
-
-def _least_slots(self: SlotTable, rows: list[int]) -> np.ndarray:
-    slot = self._slot
-    return np.array([slot[k] for k in rows], dtype=np.intp)
+    return rows, shape.fits(self._free[np.array([slot[k] for k in rows], dtype=np.intp)])
 
 
 # Longer than ~50 lines on purpose: the hottest query of the replay: its closures share precomputed
@@ -205,8 +201,7 @@ def _cum_fits(self: SlotTable, shape: _Shape, k0: int) -> list[float]:
     hit = self._cum_cache.get(key)
     if hit is None or hit[0] != self._version:
         n = len(self._t)
-        rows = self._least_rows(k0, n)   # (the least of a node's rows is at one of these)
-        fits = shape.fits(self._free[self._least_slots(rows)])
+        rows, fits = self._least_fits(shape, k0, n)   # (a node's least is at one of these)
         least = np.minimum.accumulate(fits, axis=0).sum(axis=1).tolist()
         cum: list[float] = []
         for value, first, stop in zip(least, rows, rows[1:] + [n]):

@@ -658,8 +658,7 @@ class SlotTable:
     iter_fit_starts = fitting.iter_fit_starts
     fits_at = fitting.fits_at
     _cum_fits = fitting._cum_fits
-    _least_rows = fitting._least_rows
-    _least_slots = fitting._least_slots
+    _least_fits = fitting._least_fits
     _freed_window_fits = fitting._freed_window_fits
     _freed_totals = fitting._freed_totals
     earliest_fit_on = fitting.earliest_fit_on
