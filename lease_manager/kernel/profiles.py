@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Sequence
 from itertools import accumulate
@@ -18,10 +19,13 @@ def move_test(times: Sequence[float], free: Sequence[float], after: float
     start)``?
 
     A window that starts earlier either covers the instant just before ``start`` (the row
-    there must have room) or lies wholly before it (some row starting by ``start - (end -
-    start)`` must). In plain Python, one reservation at a time: a re-evaluation pass asks
-    about a few tens of leases, read straight from them, with nothing collected first."""
+    there must have room) or lies wholly before it, inside a run of rows with room that
+    stops by ``start`` and lasts as long (from ``after``, for a run from the first row): the
+    statement of ``may_fit_before``, on these rows. The runs are found once per VM count,
+    when first needed; a lease is read straight from itself, with nothing collected first
+    (a re-evaluation pass asks about a few tens of leases)."""
     most = list(accumulate(free, max))   # the most room of any row up to each
+    runs: dict[int, tuple[list[float], list[float]]] = {}
 
     def test(count: int, start: float, end: float) -> bool:
         if not start > after:
@@ -29,13 +33,46 @@ def move_test(times: Sequence[float], free: Sequence[float], after: float
         before = bisect_left(times, start) - 1   # the row before the start
         if free[before if before > 0 else 0] >= count:
             return True
-        latest = start - (end - start)   # the latest start of a window wholly before it
+        duration = end - start
+        latest = start - duration   # the latest start of a window wholly before it
         if not latest >= after:
             return False
         early = bisect_right(times, latest) - 1
-        return most[early if early > 0 else 0] >= count
+        if most[early if early > 0 else 0] < count:
+            return False
+        found = runs.get(count)
+        if found is None:
+            found = runs[count] = complete_runs(times, free, count, after)
+        stops, longest = found
+        j = bisect_right(stops, start) - 1
+        # (lenient by a few ulps: may_fit_before adds the duration to the run's start, and
+        # its duration can be the lease's length, within 1e-9 of this one)
+        return j >= 0 and longest[j] >= duration - 1e-9 * (abs(start) + duration + 1.0)
 
     return test
+
+
+def complete_runs(times: Sequence[float], free: Sequence[float], count: int, after: float
+                  ) -> tuple[list[float], list[float]]:
+    """The runs of rows with room for ``count`` that stop at a later row (a run from the
+    first row starts at ``after``): each one's stop time, ascending, and the longest of the
+    runs up to it."""
+    stops: list[float] = []
+    longest: list[float] = []
+    best = -math.inf
+    begin = None   # the start of the run being read (None: none)
+    for k, room in enumerate(free):
+        if room >= count:
+            if begin is None:
+                begin = after if k == 0 else times[k]
+        elif begin is not None:
+            stop = times[k]
+            if stop - begin > best:
+                best = stop - begin
+            stops.append(stop)
+            longest.append(best)
+            begin = None
+    return stops, longest
 
 
 def runs_fit(times: list[float], k0: int, blocked: np.ndarray, after: float,
