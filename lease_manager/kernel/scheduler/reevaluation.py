@@ -12,6 +12,7 @@ from lease_manager.kernel.scheduler.transaction import PlanChange
 
 if TYPE_CHECKING:
     from lease_manager.kernel.scheduler.core import LeaseScheduler
+    from lease_manager.kernel.slottable import SlotTable
 
 S = LeaseState
 #: from this many planned leases on, the table's cheap necessary test first tells which of
@@ -32,21 +33,21 @@ def _reevaluate_future(self: LeaseScheduler, now: float) -> None:
     while first_pass or last_mover is not None:
         stop_at, last_mover = last_mover, None
         leases = list(self.future.values())
-        movable = _movable(self, leases, now) if len(leases) >= MANY_FUTURE else None
-        freed = math.inf   # the earliest time moves gave slots back since ``movable``
-        for i, lease in enumerate(leases):
+        tests = _MoveTests(self.table, now) if len(leases) >= MANY_FUTURE else None
+        freed = math.inf   # the earliest time moves gave slots back since the tests' rows
+        for lease in leases:
             if lease is stop_at and last_mover is None:
                 break
-            if movable is not None and not movable[i]:
-                # the test looks at the rows before the lease's start only: slots given
-                # back there since it was made may let it start earlier
+            if tests is not None and not tests.may_move(lease):
+                # the tests look at the rows before the lease's start only: slots given
+                # back there since they were read may let it start earlier
                 if freed >= lease.reservations[0].start:
                     continue
-                movable[i:] = _movable(self, leases[i:], now)
+                tests.clear()
                 freed = math.inf
-                if not movable[i]:
+                if not tests.may_move(lease):
                     continue
-            old = lease.reservations[0] if movable is not None else None
+            old = lease.reservations[0] if tests is not None else None
             if self._move_earlier(lease, now):
                 last_mover = lease
                 if old is not None:   # its old slot, less the new one, is free again
@@ -54,24 +55,31 @@ def _reevaluate_future(self: LeaseScheduler, now: float) -> None:
         first_pass = False
 
 
-def _movable(self: LeaseScheduler, leases: list[Lease], now: float) -> list[bool]:
-    """Which of ``leases`` might start earlier: the table's necessary test (one per VM
-    shape) on leases with one reservation of VMs of one shape; the others are always
-    looked at."""
-    maybe = [True] * len(leases)
-    table = self.table
-    tests: dict[bytes, Callable[[int, float, float], bool]] = {}
-    for i, lease in enumerate(leases):
+class _MoveTests:
+    """Which planned leases might start earlier: the table's necessary test (one per VM
+    shape, on the rows as they are when it is first asked for) on leases with one
+    reservation of VMs of one shape; the others are always looked at."""
+
+    def __init__(self, table: SlotTable, now: float) -> None:
+        self._table = table
+        self._now = now
+        self._tests: dict[bytes, Callable[[int, float, float], bool]] = {}
+
+    def clear(self) -> None:
+        """Read the rows again at the next question (slots were given back)."""
+        self._tests.clear()
+
+    def may_move(self, lease: Lease) -> bool:
         plan = lease.reservations
         vms = lease.vms
         key = vms.shape_key
-        if len(plan) == 1 and key is not None and not lease.image_nodes:
-            test = tests.get(key)
-            if test is None:
-                test = tests[key] = table.move_test(vms.vectors[0], now)
-            res = plan[0]
-            maybe[i] = test(vms.count, res.start, res.end)
-    return maybe
+        if len(plan) != 1 or key is None or lease.image_nodes:
+            return True
+        test = self._tests.get(key)
+        if test is None:
+            test = self._tests[key] = self._table.move_test(vms.vectors[0], self._now)
+        res = plan[0]
+        return test(vms.count, res.start, res.end)
 
 
 def _move_earlier(self: LeaseScheduler, lease: Lease, now: float) -> bool:
