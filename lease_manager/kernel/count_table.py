@@ -549,9 +549,37 @@ class CountTable:
                      not_after: float | None = None, site_demand: np.ndarray | None = None,
                      own: Reservation | None = None,
                      released: Sequence[Reservation] = ()) -> float | None:
-        return next(self.iter_fit_starts(demand, duration, after, not_after=not_after,
-                                         site_demand=site_demand, own=own,
-                                         released=released), None)
+        """The first of :meth:`iter_fit_starts`' candidates, or ``None``: the start of the
+        first run of rows with room that lasts ``duration`` (a window that fits from later
+        in a run fits from its start too), found row by row, up to it only."""
+        if released or not duration > 0:
+            return next(self.iter_fit_starts(demand, duration, after, not_after=not_after,
+                                             site_demand=site_demand, own=own,
+                                             released=released), None)
+        if not_after is not None and not_after < after:
+            return None
+        count = self._count(demand)
+        times, room = self._t, self._room
+        k0 = self._row(after)
+        k_end = (len(times) if not_after is None or math.isinf(duration)
+                 else bisect_left(times, not_after + duration, k0 + 1))
+        lo, hi = self._own_rows(own, after, k0, k_end)
+        extra = self.vms(own) if hi > lo and own is not None else 0
+        lo, hi = lo + k0, hi + k0
+        begin = None   # the start of the run of rows with room being read (None: none)
+        end = math.inf
+        for k in range(k0, k_end):
+            if begin is not None and times[k] >= end:
+                return begin   # no row without room before the window's end
+            if room[k] + (extra if lo <= k < hi else 0) >= count:
+                if begin is None:
+                    begin = float(after) if k == k0 else times[k]
+                    if not_after is not None and begin > not_after:
+                        return None
+                    end = begin + duration
+            else:
+                begin = None
+        return begin   # (a run up to the last row looked at fits)
 
     def may_fit_before(self, demand: VMRequest, duration: float, after: float,
                        before: float) -> bool:

@@ -213,6 +213,46 @@ def test_queries_over_few_rows_answer_as_the_array_queries(monkeypatch):
     assert 0 < sum(may for _, may in answers[0]) < len(answers[0])
 
 
+def test_earliest_fit_is_the_first_candidate_start(monkeypatch):
+    """``earliest_fit`` scans the rows up to the first fit; on 60 seeded random profiles
+    (up to 60 reservations of 1-6 VMs on 24 slots, at whole and fractional times) it gives
+    the first of ``iter_fit_starts``' candidates, by the array path and by the list path,
+    for queries with and without a latest start and an own reservation (planned or
+    started), of whole, fractional and unlimited lengths."""
+    from lease_manager.kernel import count_table
+
+    rng = random.Random(17)
+    found = none = 0
+    for _ in range(60):
+        t = CountTable(parse_site("12 CPU:2 Memory:1024"), VM)
+        planned = []
+        for _ in range(rng.randint(5, 60)):
+            start = float(rng.randint(0, 80) * 5) + rng.choice([0.0, 0.0, 0.25, 2.5])
+            res = pending(start, start + rng.choice([5, 10, 12.5, 25, 60, 200]),
+                          rng.randint(1, 6))
+            try:
+                planned.append(t.add(res))
+            except OvercommitError:
+                pass
+        for _ in range(40):
+            count = rng.randint(1, 24)
+            length = rng.choice([0.5, 1.0, 10.0, 12.5, 55.0, math.inf])
+            after = float(rng.randint(0, 450)) + rng.choice([0.0, 0.25])
+            not_after = rng.choice([None, after, after + rng.randint(0, 200) + 0.5])
+            own = rng.choice([None, *planned]) if planned else None
+            firsts = []
+            for few in (0, 10**9):
+                monkeypatch.setattr(count_table, "FEW_ROWS", few)
+                firsts.append(next(t.iter_fit_starts(vms(count), length, after,
+                                                     not_after=not_after, own=own), None))
+            got = t.earliest_fit(vms(count), length, after, not_after=not_after, own=own)
+            assert firsts == [got, got], (count, length, after, not_after, own)
+            assert got is None or type(got) is float
+            found += got is not None
+            none += got is None
+    assert found > 300 and none > 100
+
+
 @pytest.mark.parametrize("mode", ["off", "aggressive", "intermediate", "conservative"])
 def test_seeded_random_workload_every_lease_finds_nodes_when_it_starts(mode):
     """300 leases of 1-6 one-core VMs on 4 nodes of 3 cores, early ends and deadlines mixed
