@@ -591,22 +591,21 @@ class CountTable:
         kb = bisect_left(times, before, k0 + 1)
         if kb <= k0:
             return False
-        if kb - k0 <= FEW_ROWS:   # plain Python: the runs of rows with room, one by one
-            free = self._room[k0:kb]
-            if free[-1] >= count:
+        room = self._room
+        if room[kb - 1] >= count:
+            return True
+        # the runs of rows with room, one by one, up to the first that lasts (the last row
+        # has none: a run that reaches a row at or after its end stops by then)
+        end = None   # where a window from the start of the run being read would end
+        for k in range(k0, kb):
+            if end is not None and end <= times[k]:
                 return True
-            run = -1   # the first row of the run with room being read (-1: none)
-            for k, slots in enumerate(free):
-                if slots >= count:
-                    if run < 0:
-                        run = k
-                elif run >= 0:
-                    if (after if run == 0 else times[k0 + run]) + duration <= times[k0 + k]:
-                        return True
-                    run = -1
-            return False
-        return profiles.runs_fit(times, k0, self._profile_arrays()[1][k0:kb] < count, after,
-                                 duration)
+            if room[k] >= count:
+                if end is None:
+                    end = (after if k == k0 else times[k]) + duration
+            else:
+                end = None
+        return False
 
     def move_test(self, vector: np.ndarray, after: float) -> Callable[[int, float, float], bool]:
         """:meth:`may_fit_before`'s weaker (still necessary) test, for one reservation of

@@ -253,6 +253,40 @@ def test_earliest_fit_is_the_first_candidate_start(monkeypatch):
     assert found > 300 and none > 100
 
 
+def test_may_fit_before_is_the_runs_statement():
+    """``may_fit_before`` reads the rows one by one, up to the first run that lasts; on 60
+    seeded random profiles (as above) it answers as the array statement of the test,
+    ``profiles.runs_fit`` on the rows before ``before``: the last of them has room, or a run
+    of rows with room, from ``after`` or a row's start, lasts the duration."""
+    from lease_manager.kernel import profiles
+
+    rng = random.Random(29)
+    answers = []
+    for _ in range(60):
+        t = CountTable(parse_site("12 CPU:2 Memory:1024"), VM)
+        for _ in range(rng.randint(5, 60)):
+            start = float(rng.randint(0, 80) * 5) + rng.choice([0.0, 0.0, 0.25, 2.5])
+            try:
+                t.add(pending(start, start + rng.choice([5, 10, 12.5, 25, 60, 200]),
+                              rng.randint(1, 6)))
+            except OvercommitError:
+                pass
+        times, room = (a.tolist() for a in t.profile(0.0))
+        for _ in range(40):
+            count = rng.randint(1, 24)
+            length = rng.choice([0.5, 1.0, 10.0, 12.5, 55.0, 300.0])
+            after = float(rng.randint(0, 450)) + rng.choice([0.0, 0.25])
+            before = after + rng.choice([0.25, 5.0, 30.0, 100.0, 400.0])
+            k0 = max(i for i, x in enumerate(times) if x <= after)
+            kb = min((i for i, x in enumerate(times) if x >= before), default=len(times))
+            blocked = np.array(room[k0:kb]) < count
+            expected = profiles.runs_fit(times, k0, blocked, after, length)
+            got = t.may_fit_before(vms(count), length, after, before)
+            assert got == expected, (count, length, after, before)
+            answers.append(got)
+    assert 200 < sum(answers) < len(answers) - 200
+
+
 @pytest.mark.parametrize("mode", ["off", "aggressive", "intermediate", "conservative"])
 def test_seeded_random_workload_every_lease_finds_nodes_when_it_starts(mode):
     """300 leases of 1-6 one-core VMs on 4 nodes of 3 cores, early ends and deadlines mixed
