@@ -475,7 +475,26 @@ class CountTable:
         through ``[s, s + duration)`` (exact); ``own`` counts as free from ``after`` on.
 
         Candidates are ``after`` and the later breakpoints where free slots grow: a window
-        that fits from a breakpoint where they do not grow fits from the one before too."""
+        that fits from a breakpoint where they do not grow fits from the one before too.
+        The first is found by :meth:`earliest_fit`'s scan; the others, as the table is
+        when they are asked for (a caller that takes the first asks for no more)."""
+        if released or not duration > 0:
+            yield from self._fit_starts(demand, duration, after, not_after=not_after, own=own,
+                                        released=released)
+            return
+        first = self.earliest_fit(demand, duration, after, not_after=not_after, own=own)
+        if first is None:
+            return
+        yield first
+        for start in self._fit_starts(demand, duration, after, not_after=not_after, own=own):
+            if start > first:
+                yield start
+
+    def _fit_starts(self, demand: VMRequest, duration: float, after: float, *,
+                    not_after: float | None = None, own: Reservation | None = None,
+                    released: Sequence[Reservation] = ()) -> Iterator[float]:
+        """Every candidate of :meth:`iter_fit_starts`, from arrays or (over a few rows) in
+        plain Python."""
         if released:
             raise NotImplementedError("preemption needs placement = when-planned")
         if not_after is not None and not_after < after:
@@ -553,9 +572,8 @@ class CountTable:
         first run of rows with room that lasts ``duration`` (a window that fits from later
         in a run fits from its start too), found row by row, up to it only."""
         if released or not duration > 0:
-            return next(self.iter_fit_starts(demand, duration, after, not_after=not_after,
-                                             site_demand=site_demand, own=own,
-                                             released=released), None)
+            return next(self._fit_starts(demand, duration, after, not_after=not_after,
+                                         own=own, released=released), None)
         if not_after is not None and not_after < after:
             return None
         count = self._count(demand)
