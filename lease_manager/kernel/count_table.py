@@ -626,9 +626,10 @@ class CountTable:
         return False
 
     def move_test(self, vector: np.ndarray, after: float) -> Callable[[int, float, float], bool]:
-        """:meth:`may_fit_before`'s weaker (still necessary) test, for one reservation of
-        VM shape ``vector`` at a time, on the rows from the one holding ``after`` on
-        (:func:`~lease_manager.kernel.profiles.move_test`; good until the table changes)."""
+        """:meth:`may_fit_before`'s test, for one reservation of VM shape ``vector`` at a
+        time, on the rows from the one holding ``after`` on, as they are now
+        (:func:`~lease_manager.kernel.profiles.move_test`). While the table only takes
+        slots it stays necessary: yes whenever :meth:`may_fit_before` would say yes."""
         if vector.tobytes() != self.shape_key:
             raise ValueError("a counted table holds VMs of one shape only")
         times, free = self.profile_lists(after)

@@ -299,9 +299,10 @@ def _blocked_rows(self: SlotTable, demand: VMRequest, k0: int, kb: int) -> np.nd
 
 def move_test(self: SlotTable, vector: np.ndarray, after: float
               ) -> Callable[[int, float, float], bool]:
-    """:meth:`may_fit_before`'s weaker (still necessary) test, for one reservation of VM
-    shape ``vector`` at a time, on the rows' totals from the row holding ``after`` on
-    (:func:`~lease_manager.kernel.profiles.move_test`; good until the table changes)."""
+    """:meth:`may_fit_before`'s test, for one reservation of VM shape ``vector`` at a time,
+    on the rows' totals from the row holding ``after`` on, as they are now
+    (:func:`~lease_manager.kernel.profiles.move_test`). While the table only takes slots it
+    stays necessary: yes whenever :meth:`may_fit_before` would say yes."""
     k0 = self._row(after)
     return profiles.move_test(self._t[k0:], self._row_totals(self._shape(vector))[k0:].tolist(),
                               after)

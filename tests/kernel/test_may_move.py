@@ -152,6 +152,52 @@ def test_move_test_is_necessary_and_is_the_stated_test():
     assert 0 < passed < checked
 
 
+def _take_some(t: SlotTable | CountTable, rng: random.Random, after: float) -> None:
+    """Add up to three reservations from ``after`` on (slots are only taken)."""
+    for _ in range(rng.randint(1, 3)):
+        start = after + rng.choice([0.0, 0.5, 1.0, 3.0, 8.0, 20.0])
+        end = start + rng.choice([1.0, 2.0, 5.0, 12.0])
+        count = rng.randint(1, 3)
+        try:
+            if isinstance(t, CountTable):
+                t.add(Reservation(None, start, end, np.empty(0, dtype=np.intp),
+                                  np.empty((0, 2)), vm_shape=VM.tobytes(), pending=count))
+            else:
+                nodes = rng.sample([0, 1, 2], count)
+                t.add(Reservation(None, start, end, np.array(nodes),
+                                  np.array([[1.0, 512.0]] * count)))
+        except OvercommitError:
+            continue
+
+
+def test_move_test_stays_necessary_while_slots_are_taken():
+    """On 80 seeded random tables of each kind: a test made at ``after`` answers 15 random
+    leases, then the table takes slots (up to three reservations are added), and for 15 more
+    leases, whenever ``may_fit_before`` says one may move on the table as it is now, the
+    test says so too (re-evaluation keeps a test while moves only take slots)."""
+    rng = random.Random(23)
+    checked = passed = 0
+    for make in (_random_slot_table, _random_count_table):
+        for _ in range(80):
+            t = make(rng)
+            after = float(rng.randint(int(t.horizon), int(t.horizon) + 10))
+            test = t.move_test(VM, after)
+            for phase in range(2):
+                if phase:
+                    _take_some(t, rng, after)
+                for _ in range(15):
+                    count = rng.randint(1, 6)
+                    duration = rng.choice([1.0, 3.0, 5.0, 12.0, 30.0])
+                    start = after + rng.choice([0.5, 1.0, 2.0, 5.0, 10.0, 13.0, 25.0, 41.0])
+                    found = test(count, start, start + duration)
+                    if phase and t.may_fit_before(VMRequest.uniform(count, VM), duration,
+                                                  after, start):
+                        assert found, (count, start, duration)
+                        passed += 1
+                    checked += phase
+    assert 0 < passed < checked
+
+
 @pytest.mark.parametrize("placement", ["at-start", "when-planned"])
 def test_reevaluation_with_the_test_moves_what_it_moves_without(tmp_path, monkeypatch,
                                                                 placement):
