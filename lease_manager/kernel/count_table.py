@@ -625,6 +625,40 @@ class CountTable:
                 end = None
         return False
 
+    def earlier_start(self, demand: VMRequest, duration: float, after: float,
+                      own: Reservation) -> float | None:
+        """The earliest start in ``[after, own.start)`` at which ``demand`` fits for
+        ``duration`` with ``own`` (its reservation now) given up, or ``None``: what
+        :meth:`may_fit_before` and then :meth:`earliest_fit` answer, in one reading of the
+        rows before ``own.start``. A window from there either lies in a run of rows with room
+        that lasts, or runs on into ``own``'s rows, where ``own`` gives its VMs back."""
+        before = own.start
+        count = self._count(demand)
+        times, room = self._t, self._room
+        k0 = self._row(after)
+        kb = bisect_left(times, before, k0 + 1)
+        if kb <= k0:
+            return None
+        begin = None   # the start of the run of rows with room being read (None: none)
+        end = math.inf
+        for k in range(k0, kb):
+            if begin is not None and times[k] >= end:
+                return begin   # no row without room before the window's end
+            if room[k] >= count:
+                if begin is None:
+                    begin = float(after) if k == k0 else times[k]
+                    end = begin + duration
+            else:
+                begin = None
+        if begin is None:
+            return None
+        if end <= own.end and self.vms(own) >= count and own.id in self._reservations:
+            return begin   # the run goes on through own's rows, past the window's end
+        # (a window that outlasts own, or more VMs than own gives back: read on as
+        # earliest_fit does)
+        start = self.earliest_fit(demand, duration, after, not_after=before, own=own)
+        return start if start is not None and start < before else None
+
     def move_test(self, vector: np.ndarray, after: float) -> Callable[[int, float, float], bool]:
         """:meth:`may_fit_before`'s test, for one reservation of VM shape ``vector`` at a
         time, on the rows from the one holding ``after`` on, as they are now

@@ -308,6 +308,17 @@ def move_test(self: SlotTable, vector: np.ndarray, after: float
                               after)
 
 
+def earlier_start(self: SlotTable, demand: VMRequest, duration: float, after: float,
+                  own: Reservation) -> float | None:
+    """The earliest start in ``[after, own.start)`` at which ``demand`` fits for
+    ``duration`` with ``own`` (its reservation now) given up, or ``None``:
+    :meth:`may_fit_before`, then :meth:`earliest_fit`."""
+    if not self.may_fit_before(demand, duration, after, own.start):
+        return None
+    start = self.earliest_fit(demand, duration, after, not_after=own.start, own=own)
+    return start if start is not None and start < own.start else None
+
+
 def earliest_fit(self: SlotTable, demand: VMRequest, duration: float, after: float, *,
                  not_after: float | None = None, site_demand: np.ndarray | None = None,
                  own: Reservation | None = None,

@@ -102,7 +102,8 @@ class SlotTable:
     :meth:`min_free`, :meth:`vm_fits`, :meth:`lease_counts_at`, :meth:`capacity_lasts_until`,
     :meth:`reservations_at`, :meth:`reservations_between`, :meth:`next_start_on`,
     :meth:`change_points`, :meth:`site_room`,
-    :meth:`earliest_fit`, :meth:`iter_fit_starts`, :meth:`may_fit_before`.
+    :meth:`earliest_fit`, :meth:`earlier_start`, :meth:`iter_fit_starts`,
+    :meth:`may_fit_before`.
     Changes: :meth:`add`, :meth:`remove`, :meth:`truncate`, :meth:`extend`,
     :meth:`extend_all`, :meth:`add_site_resource`, :meth:`set_site_capacity`,
     :meth:`advance`.
@@ -666,6 +667,7 @@ class SlotTable:
     _blocked_rows = fitting._blocked_rows
     move_test = fitting.move_test
     earliest_fit = fitting.earliest_fit
+    earlier_start = fitting.earlier_start
 
 
     # ------------------------------------------------------------------------- checking

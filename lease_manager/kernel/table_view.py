@@ -17,8 +17,8 @@ class SlotTableView:
     QUERIES = ("free_at", "site_free_at", "site_capacity_at", "min_free", "vm_fits",
                "lease_counts_at", "capacity_lasts_until", "reservations_at",
                "reservations_between", "next_start_on", "change_points", "earliest_fit",
-               "earliest_fit_on", "iter_fit_starts", "may_fit_before", "fits_at", "room_at",
-               "site_room", "watch")
+               "earliest_fit_on", "earlier_start", "iter_fit_starts", "may_fit_before",
+               "fits_at", "room_at", "site_room", "watch")
 
     def __init__(self, table: SlotTable) -> None:
         self._table = table

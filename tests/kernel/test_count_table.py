@@ -291,6 +291,77 @@ def test_may_fit_before_is_the_runs_statement():
     assert 200 < sum(answers) < len(answers) - 200
 
 
+def test_earlier_start_by_hand():
+    """Six VM slots (3 nodes of 2 CPUs). L, planned for 2 VMs over [30, 50), asks where it
+    could start earlier if it gave its reservation up. Gantt chart (VMs held) and room:
+
+        time    0     10    20    30    40    50
+        A       5                                   A: 5 VMs over [0, 10)
+        B                   3                       B: 3 VMs over [20, 30)
+        C                         3                 C: 3 VMs over [30, 40)
+        L                         2     2           L: 2 VMs over [30, 50) (own)
+        room    1     6     3     1(3)  4(6)  6     (in brackets: with L's VMs back)
+
+    - 2 VMs for 10 s from 0: 10 (the run of rows with room from 10 lasts 10 s);
+    - 2 VMs for 20 s from 0: 10 (the run from 10 reaches 30 and goes on in L's rows);
+    - 4 VMs for 10 s from 0: 10; for 20 s: none (the row at 20 has room for 3);
+    - 2 VMs for 20 s from 15: 15 (``after``, inside a run);
+    - 3 VMs (more than L gives back) for 25 s from 0: 10, read on past 30 as
+      ``earliest_fit`` does (room 1 + 2 at 30, then 4 + 2 at 40: the window ends at 35)."""
+    t = table()
+    t.add(pending(0.0, 10.0, 5))
+    t.add(pending(20.0, 30.0, 3))
+    t.add(pending(30.0, 40.0, 3))
+    own = t.add(pending(30.0, 50.0, 2))
+    assert t.profile_lists(0.0) == ([0.0, 10.0, 20.0, 30.0, 40.0, 50.0], [1, 6, 3, 1, 4, 6])
+    got = [t.earlier_start(vms(2), 10.0, 0.0, own), t.earlier_start(vms(2), 20.0, 0.0, own),
+           t.earlier_start(vms(4), 10.0, 0.0, own), t.earlier_start(vms(4), 20.0, 0.0, own),
+           t.earlier_start(vms(2), 20.0, 15.0, own), t.earlier_start(vms(3), 25.0, 0.0, own)]
+    assert got == [10.0, 10.0, 10.0, None, 15.0, 10.0]
+
+
+def test_earlier_start_is_may_fit_before_then_earliest_fit():
+    """``earlier_start`` reads the rows once; on 60 seeded random profiles (as above) it
+    answers as ``may_fit_before`` followed by ``earliest_fit`` with the lease's own
+    reservation given up, kept when it is before that reservation, for planned leases of
+    their own VM count (re-evaluation's question) and of more VMs than they hold, for their
+    own length, a length an ulp longer or shorter, half of it, and 7.5 s more (the cases read
+    on past the rows before the reservation)."""
+    rng = random.Random(41)
+    found = none = 0
+    for _ in range(60):
+        t = CountTable(parse_site("12 CPU:2 Memory:1024"), VM)
+        planned = []
+        for _ in range(rng.randint(20, 90)):
+            start = float(rng.randint(1, 80) * 5) + rng.choice([0.0, 0.0, 0.25, 2.5])
+            res = pending(start, start + rng.choice([5, 10, 12.5, 25, 60, 200]),
+                          rng.randint(1, 6))
+            try:
+                planned.append(t.add(res))
+            except OvercommitError:
+                pass
+        for _ in range(40):
+            own = rng.choice(planned)
+            after = float(rng.randint(0, int(own.start))) + rng.choice([0.0, 0.25])
+            if not after < own.start:
+                continue
+            count = own.pending + rng.choice([0, 0, 0, 3, 8])
+            length = own.end - own.start
+            length = rng.choice([length, length, math.nextafter(length, math.inf),
+                                 math.nextafter(length, 0.0), length / 2, length + 7.5])
+            expected = None
+            if t.may_fit_before(vms(count), length, after, own.start):
+                start = t.earliest_fit(vms(count), length, after, not_after=own.start,
+                                       own=own)
+                expected = start if start is not None and start < own.start else None
+            got = t.earlier_start(vms(count), length, after, own)
+            assert got == expected, (count, length, after, own)
+            assert got is None or type(got) is float
+            found += got is not None
+            none += got is None
+    assert found > 1500 and none > 200
+
+
 @pytest.mark.parametrize("mode", ["off", "aggressive", "intermediate", "conservative"])
 def test_seeded_random_workload_every_lease_finds_nodes_when_it_starts(mode):
     """300 leases of 1-6 one-core VMs on 4 nodes of 3 cores, early ends and deadlines mixed

@@ -96,11 +96,11 @@ def _move_earlier(self: LeaseScheduler, lease: Lease, now: float) -> bool:
         # a whole run: keep its length exactly (end - start of a reservation placed at a
         # fractional time can be an ulp short, and the work would then outlive the move)
         duration = length
-    if res.start <= now or not table.may_fit_before(lease.vms, duration, now, res.start):
+    if res.start <= now:
         return False
     # with its own reservation counted as free, where could the lease start?
-    start = table.earliest_fit(lease.vms, duration, now, not_after=res.start, own=res)
-    if start is None or start >= res.start:
+    start = table.earlier_start(lease.vms, duration, now, res)
+    if start is None:
         return False
     change = PlanChange(table)
     change.remove(res)
