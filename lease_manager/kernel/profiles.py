@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Sequence
-from itertools import accumulate
+from itertools import accumulate, islice
 
 import numpy as np
 
@@ -24,7 +24,9 @@ def move_test(times: Sequence[float], free: Sequence[float], after: float
     statement of ``may_fit_before``, on these rows. The runs are found once per VM count,
     when first needed; a lease is read straight from itself, with nothing collected first
     (a re-evaluation pass asks about a few tens of leases)."""
-    most = list(accumulate(free, max))   # the most room of any row up to each
+    # the most room of any row up to each, computed as far as a lease needs (a pass reads
+    # about half the rows: leases late in the plan are long or wait for a row with room)
+    most: list[float] = []
     runs: dict[int, tuple[list[float], list[float]]] = {}
 
     def test(count: int, start: float, end: float) -> bool:
@@ -38,7 +40,16 @@ def move_test(times: Sequence[float], free: Sequence[float], after: float
         if not latest >= after:
             return False
         early = bisect_right(times, latest) - 1
-        if most[early if early > 0 else 0] < count:
+        if early < 0:
+            early = 0
+        known = len(most)
+        if early >= known:
+            if known:   # (from the last known, given again first: skipped)
+                most.extend(islice(accumulate(free[known:early + 1], max,
+                                              initial=most[-1]), 1, None))
+            else:
+                most.extend(accumulate(free[:early + 1], max))
+        if most[early] < count:
             return False
         found = runs.get(count)
         if found is None:
