@@ -27,6 +27,7 @@ def move_test(times: Sequence[float], free: Sequence[float], after: float
     # the most room of any row up to each, computed as far as a lease needs (a pass reads
     # about half the rows: leases late in the plan are long or wait for a row with room)
     most: list[float] = []
+    running_most = accumulate(free, max)
     runs: dict[int, tuple[list[float], list[float]]] = {}
 
     def test(count: int, start: float, end: float) -> bool:
@@ -42,13 +43,8 @@ def move_test(times: Sequence[float], free: Sequence[float], after: float
         early = bisect_right(times, latest) - 1
         if early < 0:
             early = 0
-        known = len(most)
-        if early >= known:
-            if known:   # (from the last known, given again first: skipped)
-                most.extend(islice(accumulate(free[known:early + 1], max,
-                                              initial=most[-1]), 1, None))
-            else:
-                most.extend(accumulate(free[:early + 1], max))
+        if early >= len(most):
+            most.extend(islice(running_most, early + 1 - len(most)))
         if most[early] < count:
             return False
         found = runs.get(count)
