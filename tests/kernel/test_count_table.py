@@ -52,6 +52,23 @@ def vms(count) -> VMRequest:
     return VMRequest.uniform(count, VM)
 
 
+def random_plan(rng: random.Random, reservations: tuple[int, int] = (5, 60), first: int = 0
+                ) -> tuple[CountTable, list[Reservation]]:
+    """A table of 24 VM slots with a seeded random plan: ``reservations`` (a range) pending
+    reservations of 1-6 VMs from ``first`` x 5 s on, at whole and fractional times, and the
+    ones that fitted (the others are left out)."""
+    t = CountTable(parse_site("12 CPU:2 Memory:1024"), VM)
+    planned = []
+    for _ in range(rng.randint(*reservations)):
+        start = float(rng.randint(first, 80) * 5) + rng.choice([0.0, 0.0, 0.25, 2.5])
+        res = pending(start, start + rng.choice([5, 10, 12.5, 25, 60, 200]), rng.randint(1, 6))
+        try:
+            planned.append(t.add(res))
+        except OvercommitError:
+            pass
+    return t, planned
+
+
 def test_profile_counts_pending_and_running_vms():
     """Six slots. R = 3 VMs running [0, 10) on n0, n0, n1. A pending reservation of 4 VMs
     over [5, 20) is refused (only 3 slots are free until 10); P = 3 VMs over [5, 20) fits.
@@ -225,16 +242,7 @@ def test_earliest_fit_is_the_first_candidate_start(monkeypatch):
     rng = random.Random(17)
     found = none = 0
     for _ in range(60):
-        t = CountTable(parse_site("12 CPU:2 Memory:1024"), VM)
-        planned = []
-        for _ in range(rng.randint(5, 60)):
-            start = float(rng.randint(0, 80) * 5) + rng.choice([0.0, 0.0, 0.25, 2.5])
-            res = pending(start, start + rng.choice([5, 10, 12.5, 25, 60, 200]),
-                          rng.randint(1, 6))
-            try:
-                planned.append(t.add(res))
-            except OvercommitError:
-                pass
+        t, planned = random_plan(rng)
         for _ in range(40):
             count = rng.randint(1, 24)
             length = rng.choice([0.5, 1.0, 10.0, 12.5, 55.0, math.inf])
@@ -267,14 +275,7 @@ def test_may_fit_before_is_the_runs_statement():
     rng = random.Random(29)
     answers = []
     for _ in range(60):
-        t = CountTable(parse_site("12 CPU:2 Memory:1024"), VM)
-        for _ in range(rng.randint(5, 60)):
-            start = float(rng.randint(0, 80) * 5) + rng.choice([0.0, 0.0, 0.25, 2.5])
-            try:
-                t.add(pending(start, start + rng.choice([5, 10, 12.5, 25, 60, 200]),
-                              rng.randint(1, 6)))
-            except OvercommitError:
-                pass
+        t, _ = random_plan(rng)
         times, room = (a.tolist() for a in t.profile(0.0))
         for _ in range(40):
             count = rng.randint(1, 24)
@@ -330,16 +331,7 @@ def test_earlier_start_is_may_fit_before_then_earliest_fit():
     rng = random.Random(41)
     found = none = 0
     for _ in range(60):
-        t = CountTable(parse_site("12 CPU:2 Memory:1024"), VM)
-        planned = []
-        for _ in range(rng.randint(20, 90)):
-            start = float(rng.randint(1, 80) * 5) + rng.choice([0.0, 0.0, 0.25, 2.5])
-            res = pending(start, start + rng.choice([5, 10, 12.5, 25, 60, 200]),
-                          rng.randint(1, 6))
-            try:
-                planned.append(t.add(res))
-            except OvercommitError:
-                pass
+        t, planned = random_plan(rng, reservations=(20, 90), first=1)
         for _ in range(40):
             own = rng.choice(planned)
             after = float(rng.randint(0, int(own.start))) + rng.choice([0.0, 0.25])
