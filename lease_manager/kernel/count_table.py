@@ -448,13 +448,16 @@ class CountTable:
 
     def fits_at(self, demand: VMRequest, duration: float, t: float) -> bool:
         """Does ``demand`` fit all through ``[t, t + duration)``? (Exact.)"""
-        count = self._count(demand)
+        return self.count_fits(self._count(demand), t, t + duration)
+
+    def count_fits(self, count: int, t: float, end: float) -> bool:
+        """Do ``count`` VMs of the table's shape fit all through ``[t, end)``? (:meth:`fits_at`
+        for a VM count: exact.)"""
         k0 = self._row(t)
         room = self._room
         if room[k0] < count:
             return False
-        ke = (len(self._t) if math.isinf(duration)
-              else bisect_left(self._t, t + duration, k0 + 1))
+        ke = len(self._t) if math.isinf(end) else bisect_left(self._t, end, k0 + 1)
         return ke == k0 + 1 or min(room[k0:ke]) >= count
 
     def _own_rows(self, own: Reservation | None, after: float, k0: int,

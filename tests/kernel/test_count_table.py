@@ -321,6 +321,28 @@ def test_earlier_start_by_hand():
     assert got == [10.0, 10.0, 10.0, None, 15.0, 10.0]
 
 
+def test_count_fits_by_hand():
+    """Six VM slots; the profile of ``test_earlier_start_by_hand`` (L's 2 VMs held):
+
+        time    0     10    20    30    40    50
+        room    1     6     3     1     4     6
+
+    - 1 VM over [0, 40): fits (the fewest free is 1);
+    - 2 VMs over [0, 5): no (1 free at 0);
+    - 2 VMs over [10, 30): fits (6, 3); over [10, 30.5): no (1 free at 30);
+    - 6 VMs over [12, 20): fits (a window ending at a row's start does not reach it);
+    - 4 VMs from 40 on, unlimited: fits (4, 6); 5 VMs: no."""
+    t = table()
+    for start, end, count in ((0.0, 10.0, 5), (20.0, 30.0, 3), (30.0, 40.0, 3),
+                              (30.0, 50.0, 2)):
+        t.add(pending(start, end, count))
+    assert t.profile_lists(0.0) == ([0.0, 10.0, 20.0, 30.0, 40.0, 50.0], [1, 6, 3, 1, 4, 6])
+    got = [t.count_fits(1, 0.0, 40.0), t.count_fits(2, 0.0, 5.0), t.count_fits(2, 10.0, 30.0),
+           t.count_fits(2, 10.0, 30.5), t.count_fits(6, 12.0, 20.0),
+           t.count_fits(4, 40.0, math.inf), t.count_fits(5, 40.0, math.inf)]
+    assert got == [True, False, True, False, True, True, False]
+
+
 def test_earlier_start_is_may_fit_before_then_earliest_fit():
     """``earlier_start`` reads the rows once; on 60 seeded random profiles (as above) it
     answers as ``may_fit_before`` followed by ``earliest_fit`` with the lease's own

@@ -10,7 +10,6 @@ import math
 from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable
-from itertools import accumulate
 from typing import TYPE_CHECKING, cast
 
 import numpy as np
@@ -238,26 +237,16 @@ def _backfill_counted(self: LeaseScheduler, first: int, now: float) -> list[int]
 def _backfill_counted_short(self: LeaseScheduler, first: int, now: float,
                             room: float) -> list[int]:
     """:func:`_backfill_counted` in plain Python, for a short queue: the same tests, one
-    lease at a time (a profile of some tens of rows is read as lists)."""
+    lease at a time, each asked of the table as it is then."""
     table = cast("CountTable", self.table)
-    counts, lengths = self._queue_counts, self._queue_lengths
-    # (position, VM count, end if it started now) of the leases with room now
-    candidates = [(k, counts[k], lengths[k] + now) for k in range(first, len(self.queue))
-                  if counts[k] <= room]
+    counts, lengths, queue = self._queue_counts, self._queue_lengths, self.queue
+    fits = table.count_fits
     started: list[int] = []
-    p = 0   # candidates[p:] are left
-    while p < len(candidates):
-        rows, free = table.profile_lists(now)
-        least = list(accumulate(free, min))   # fewest free slots up to each row
-        for j in range(p, len(candidates)):
-            at, count, end = candidates[j]
-            if count <= least[bisect_left(rows, end) - 1]:
-                break
-        else:
-            break
-        if self._schedule(self.queue[at], now, False):
-            started.append(at)
-        p = j + 1
+    for k in range(first, len(queue)):
+        count = counts[k]
+        if count <= room and fits(count, now, lengths[k] + now) and \
+                self._schedule(queue[k], now, False):
+            started.append(k)
     return started
 
 
