@@ -208,6 +208,8 @@ def _backfill_counted(self: LeaseScheduler, first: int, now: float) -> list[int]
     over the rest of the queue finds the next lease that starts, until none is left."""
     table = cast("CountTable", self.table)
     room = table.room_at(table.vector, now)
+    if room < 1:   # (a lease has a VM at least: none starts now)
+        return []
     if len(self.queue) - first < SHORT_QUEUE:   # arrays cost more than they save
         return _backfill_counted_short(self, first, now, room)
     # only leases with room now can start now: look at those alone (views of the arrays
