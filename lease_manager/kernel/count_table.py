@@ -28,6 +28,7 @@ import numpy as np
 
 from lease_manager.errors import OvercommitError
 from lease_manager.kernel import profiles
+from lease_manager.kernel.enum_members import members
 from lease_manager.kernel.fitting import EPS
 from lease_manager.kernel.lease import Lease, LeaseType
 from lease_manager.kernel.reservation import Reservation
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
     from lease_manager.kernel.resources import NodeSet
 
 _NO_NODES = np.empty(0, dtype=np.intp)
+LT = members(LeaseType)
 #: queries over at most this many rows of the profile read them as lists (numpy's cost per
 #: call is more than the comparisons then)
 FEW_ROWS = 32
@@ -420,7 +422,7 @@ class CountTable:
         if lease.vms.shape_key != self.shape_key:
             return ("its VMs are not of the site's one VM shape, which placement = at-start "
                     "needs")
-        if lease.type is LeaseType.ADVANCE_RESERVATION:
+        if lease.type is LT.ADVANCE_RESERVATION:
             return "an advance reservation needs placement = when-planned"
         return ""
 

@@ -13,6 +13,7 @@ import threading
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING
 
+from lease_manager.kernel.enum_members import members
 from lease_manager.kernel.events import EventKind, Timeline
 from lease_manager.kernel.lease import LeaseType
 from lease_manager.kernel.scheduler import Enactment
@@ -22,6 +23,8 @@ if TYPE_CHECKING:
     from lease_manager.kernel.lease import Lease
     from lease_manager.kernel.scheduler import LeaseScheduler
     from lease_manager.kernel.slottable import Reservation, SlotTable
+
+EK = members(EventKind)
 
 
 class ReplayEnactment(Enactment):
@@ -36,7 +39,7 @@ class ReplayEnactment(Enactment):
     def start(self, lease: Lease, res: Reservation, end: float) -> None:
         """``lease``'s VMs run in ``res``; its work (and shutdown) ends at ``end``."""
         if end <= res.end and not math.isinf(end):
-            self.timeline.push(end, EventKind.END, res)
+            self.timeline.push(end, EK.END, res)
 
     def resize(self, lease: Lease, res: Reservation, end: float) -> None:
         """A malleable lease's work goes on in ``res``, ending at ``end`` (its END event in the

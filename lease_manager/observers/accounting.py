@@ -24,6 +24,7 @@ from typing import IO, TYPE_CHECKING, Any
 import numpy as np
 
 from lease_manager.hookspecs import hookimpl
+from lease_manager.kernel.enum_members import members
 from lease_manager.kernel.lease import LeaseState, LeaseType
 
 if TYPE_CHECKING:
@@ -57,6 +58,7 @@ def _fmt(x: float | str | None) -> str:
 
 
 _INFINITE = (math.inf, -math.inf)
+S = members(LeaseState)
 #: the text of each lease type and state (an enum's value is a Python-level property)
 _TYPE_TEXT = {t: t.value for t in LeaseType}
 _STATE_TEXT = {s: s.value for s in LeaseState}
@@ -207,7 +209,7 @@ class Accounting:
         self._seen.add(lease_id)
         state = lease.state
         self.states[state] += 1
-        accepted = state is not LeaseState.REJECTED
+        accepted = state is not S.REJECTED
         if not accepted:
             self.rejected_by_reason[lease.reason.split(":")[0]] += 1
         type_text = _TYPE_TEXT[lease.type]
@@ -216,7 +218,7 @@ class Accounting:
         self.suspensions += lease.suspensions
         self.time_suspended += lease.time_suspended
         start, end, submit = lease.start, lease.end, lease.submit
-        done = state is LeaseState.DONE
+        done = state is S.DONE
         if lease.deadline is not None and done and end is not None:
             self.deadlines["met" if end <= lease.deadline + 1e-9 else "missed"] += 1
         wait = None if start is None else start - submit   # (Lease.wait)
@@ -341,7 +343,6 @@ class Accounting:
 
     # -------------------------------------------------------------------------- results
     def summary(self, capacity_total: np.ndarray) -> dict[str, Any]:
-        S = LeaseState
         first = self.first_submit if not math.isinf(self.first_submit) else 0.0
         makespan = max(self.last_end - first, 0.0) if self._completed else 0.0
         util = {}

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from lease_manager.hookspecs import hookimpl
+from lease_manager.kernel.enum_members import members
 from lease_manager.kernel.lease import LeaseState, LeaseType
 from lease_manager.kernel.malleable import work_of
 
@@ -38,10 +39,11 @@ TOLERANCE = 1e-6
 _BATCH_ROWS = 4096
 _IS_START, _NODES, _AMOUNTS = (operator.itemgetter(i) for i in (1, 3, 4))
 
+S = members(LeaseState)
+LT = members(LeaseType)
 
 #: the states of a lease that holds resources and waits for an event to leave them
-RUNNING_STATES = frozenset({LeaseState.ACTIVE, LeaseState.SUSPENDING, LeaseState.RESUMING,
-                            LeaseState.MIGRATING})
+RUNNING_STATES = frozenset({S.ACTIVE, S.SUSPENDING, S.RESUMING, S.MIGRATING})
 
 
 def stranded(leases: Iterable[Lease]) -> list[str]:
@@ -101,7 +103,7 @@ class InvariantChecker:
         if start_request is not None and now < start_request - TOLERANCE:
             self.violations.append(f"lease {lease_id} started at {now}, before the earliest "
                                    f"start {start_request} it requested")
-        if (lease.type is LeaseType.BEST_EFFORT and lease.preemptions == 0
+        if (lease.type is LT.BEST_EFFORT and lease.preemptions == 0
                 and lease.promised_start is not None and now > lease.promised_start + TOLERANCE):
             self.violations.append(f"lease {lease_id} started at {now}, later than the "
                                    f"{lease.promised_start} it was promised")
@@ -119,13 +121,13 @@ class InvariantChecker:
         started = self._started
         started.pop(lease_id, None)
         state = lease.state
-        if (lease.type is LeaseType.DEADLINE and state is LeaseState.DONE
+        if (lease.type is LT.DEADLINE and state is S.DONE
                 and lease.deadline is not None and lease.end is not None
                 and lease.end > lease.deadline + TOLERANCE):
             self.violations.append(f"deadline lease {lease_id} ended at {lease.end}, after its "
                                    f"deadline {lease.deadline}")
         m = lease.malleable
-        if m is not None and state is LeaseState.DONE:
+        if m is not None and state is S.DONE:
             # every single-server second of its work done once, at the rates of its
             # allocations as they really ran
             done = work_of(lease, ctx.config.get("scheduling", "shutdown-time"))

@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import numpy as np
 
+from lease_manager.kernel.enum_members import members
 from lease_manager.kernel.events import Timeline
 from lease_manager.kernel.lease import Lease, LeaseState, LeaseType
 from lease_manager.kernel.mapper import place_on
@@ -75,7 +76,8 @@ if TYPE_CHECKING:
         QueuePolicy,
     )
 
-S = LeaseState
+S = members(LeaseState)
+LT = members(LeaseType)
 FUTURE_RESERVATIONS = {"off": 0, "aggressive": 1, "conservative": math.inf}
 
 
@@ -305,15 +307,15 @@ class LeaseScheduler:
                                     f"the maximum {lease.max_price:g}")
             return
         kind = lease.type
-        if kind is LeaseType.BEST_EFFORT:
+        if kind is LT.BEST_EFFORT:
             if self.queue_policy.hold(lease, now):
                 self._move(lease, S.HELD, now)
                 self.held[lease.id] = lease
             else:
                 self._enqueue(lease, now)
-        elif kind is LeaseType.IMMEDIATE:
+        elif kind is LT.IMMEDIATE:
             self._schedule_immediate(lease, now)
-        elif kind is LeaseType.ADVANCE_RESERVATION:
+        elif kind is LT.ADVANCE_RESERVATION:
             self._schedule_ar(lease, now)
         else:
             self._schedule_deadline(lease, now)
@@ -342,7 +344,7 @@ class LeaseScheduler:
             if self._what_if_memo is not None and self._what_if_memo[0] == key:
                 return self._what_if_memo[1]   # asked again at once (an operating point's try)
             not_after: float | None = None
-            if lease.type is LeaseType.IMMEDIATE or lease.type is LeaseType.ADVANCE_RESERVATION:
+            if lease.type is LT.IMMEDIATE or lease.type is LT.ADVANCE_RESERVATION:
                 not_after = after
             if lease.deadline is not None:
                 latest = lease.deadline - length
@@ -430,7 +432,7 @@ class LeaseScheduler:
         """How long a reservation for the rest of ``lease`` lasts (its remaining work, stretched
         by its DVFS level, plus the shutdown; an advance reservation's interval is what it asked
         for)."""
-        if lease.type is LeaseType.ADVANCE_RESERVATION:
+        if lease.type is LT.ADVANCE_RESERVATION:
             return lease.requested_duration
         return lease.remaining_requested * lease.stretch + self.shutdown_of(lease)
 
@@ -447,7 +449,7 @@ class LeaseScheduler:
         if not self.shutdown_after_early_end and lease.remaining_actual < \
                 lease.remaining_requested:
             shutdown = 0.0   # Haizea: a lease whose VMs end early ends then
-        if (lease.type is LeaseType.ADVANCE_RESERVATION
+        if (lease.type is LT.ADVANCE_RESERVATION
                 and work + shutdown >= lease.requested_duration):
             return start + lease.requested_duration   # its interval's end, exactly
         # summed as length() is: a run of the whole request ends exactly with its reservation

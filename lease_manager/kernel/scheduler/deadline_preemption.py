@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from lease_manager.kernel.enum_members import members
 from lease_manager.kernel.lease import Lease, LeaseState
 from lease_manager.kernel.scheduler import preemption
 from lease_manager.kernel.slottable import Reservation
@@ -20,7 +21,7 @@ from lease_manager.kernel.slottable import Reservation
 if TYPE_CHECKING:
     from lease_manager.kernel.scheduler.core import LeaseScheduler
 
-S = LeaseState
+S = members(LeaseState)
 
 
 def preempt_for_deadline(self: LeaseScheduler, lease: Lease, duration: float,

@@ -20,16 +20,19 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from lease_manager.kernel.enum_members import members
+from lease_manager.kernel.events import EventKind
 from lease_manager.kernel.lease import Lease, LeaseState
 from lease_manager.kernel.mapper import Placement
-from lease_manager.kernel.slottable import EPS, Reservation
-from lease_manager.kernel.slottable import ReservationKind as K
+from lease_manager.kernel.slottable import EPS, Reservation, ReservationKind
 
 if TYPE_CHECKING:
     from lease_manager.kernel.scheduler.core import LeaseScheduler
     from lease_manager.kernel.scheduler.haizea_resumption import HaizeaSuspendResume
 
-S = LeaseState
+S = members(LeaseState)
+K = members(ReservationKind)
+EK = members(EventKind)
 
 
 def threshold(self: LeaseScheduler, lease: Lease) -> float:
@@ -161,8 +164,7 @@ def tell_planned_preemption(self: LeaseScheduler, lease: Lease, steps: list[Rese
     if segments[0].start <= now:
         preempted(now)
     else:
-        from lease_manager.kernel.events import EventKind
-        self.timeline.push(segments[0].start, EventKind.CALL, preempted)
+        self.timeline.push(segments[0].start, EK.CALL, preempted)
 
 
 def schedule_queued(self: LeaseScheduler, lease: Lease, now: float, allow_future: bool) -> bool:

@@ -24,15 +24,18 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
+from lease_manager.kernel.enum_members import members
 from lease_manager.kernel.events import EventKind
 from lease_manager.kernel.lease import Lease
 from lease_manager.kernel.scheduler import haizea_asap, suspension
 from lease_manager.kernel.scheduler.suspension import SuspendResume
-from lease_manager.kernel.slottable import Reservation
-from lease_manager.kernel.slottable import ReservationKind as K
+from lease_manager.kernel.slottable import Reservation, ReservationKind
 
 if TYPE_CHECKING:
     from lease_manager.kernel.scheduler.core import LeaseScheduler
+
+K = members(ReservationKind)
+EK = members(EventKind)
 
 #: the values of ``[scheduling] suspendresume-model``
 MODELS = ("lease-manager", "haizea")
@@ -163,4 +166,4 @@ def _tell_preemption_when_running(self: LeaseScheduler, lease: Lease, vm: Reserv
             lease.preemptions += 1
             self._emit("lease_preempted", lease=lease, now=at)
 
-    self.timeline.push(vm.start, EventKind.CALL, preempted)
+    self.timeline.push(vm.start, EK.CALL, preempted)

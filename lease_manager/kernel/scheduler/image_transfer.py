@@ -36,18 +36,20 @@ from typing import TYPE_CHECKING
 import attrs
 import numpy as np
 
+from lease_manager.kernel.enum_members import members
 from lease_manager.kernel.events import EventKind
 from lease_manager.kernel.lease import Lease, LeaseState
 from lease_manager.kernel.mapper import place
 from lease_manager.kernel.scheduler import haizea_asap
 from lease_manager.kernel.scheduler.haizea_resumption import HaizeaSuspendResume
-from lease_manager.kernel.slottable import Reservation
-from lease_manager.kernel.slottable import ReservationKind as K
+from lease_manager.kernel.slottable import Reservation, ReservationKind
 
 if TYPE_CHECKING:
     from lease_manager.kernel.scheduler.core import LeaseScheduler
 
-S = LeaseState
+S = members(LeaseState)
+K = members(ReservationKind)
+EK = members(EventKind)
 
 
 def transfer_seconds(megabytes: float, megabits_per_second: float) -> float:
@@ -156,7 +158,7 @@ class ImageTransfers:
         amounts = np.zeros((len(nodes_array), sched.table.capacity.shape[1]))
         res = Reservation(lease, start, start + duration, nodes_array, amounts, None, K.TRANSFER)
         insort(self.transfers, Transfer(start, start + duration, lease.extra["disk-image"], res))
-        sched.timeline.push(start + duration, EventKind.CALL,
+        sched.timeline.push(start + duration, EK.CALL,
                             lambda now, res=res: self._arrived(sched, res, now))
         return res
 

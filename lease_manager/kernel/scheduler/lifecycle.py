@@ -5,15 +5,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from lease_manager.kernel.enum_members import members
 from lease_manager.kernel.events import EventKind
 from lease_manager.kernel.lease import Lease, LeaseState
-from lease_manager.kernel.slottable import Reservation
-from lease_manager.kernel.slottable import ReservationKind as K
+from lease_manager.kernel.slottable import Reservation, ReservationKind
 
 if TYPE_CHECKING:
     from lease_manager.kernel.scheduler.core import LeaseScheduler
 
-S = LeaseState
+S = members(LeaseState)
+K = members(ReservationKind)
+EK = members(EventKind)
 
 
 def segment_started(self: LeaseScheduler, res: Reservation, now: float) -> None:
@@ -86,7 +88,7 @@ def segment_ended(self: LeaseScheduler, res: Reservation, now: float) -> None:
         self._adopt(lease, resumption, now)
         for later in resumption:   # a further suspension it plans (preempted again)
             if later.kind == K.SUSPEND:
-                self.timeline.push(later.end, EventKind.SEGMENT_END, later)
+                self.timeline.push(later.end, EK.SEGMENT_END, later)
         return
     self._requeue(lease)
 

@@ -9,17 +9,19 @@ from typing import TYPE_CHECKING, cast
 import numpy as np
 
 from lease_manager.errors import OvercommitError
+from lease_manager.kernel.enum_members import members
 from lease_manager.kernel.events import EventKind
 from lease_manager.kernel.lease import Lease, LeaseState
 from lease_manager.kernel.mapper import Placement, place
-from lease_manager.kernel.slottable import Reservation
-from lease_manager.kernel.slottable import ReservationKind as K
+from lease_manager.kernel.slottable import Reservation, ReservationKind
 
 if TYPE_CHECKING:
     from lease_manager.kernel.count_table import CountTable
     from lease_manager.kernel.scheduler.core import LeaseScheduler
 
-S = LeaseState
+S = members(LeaseState)
+K = members(ReservationKind)
+EK = members(EventKind)
 NO_NODES = np.empty(0, dtype=np.intp)
 NO_AMOUNTS = np.empty((0, 0))
 
@@ -136,7 +138,7 @@ def _start_at_once(self: LeaseScheduler, lease: Lease, plan: list[Reservation],
     if "lease_scheduled" not in self._muted:
         self._emit("lease_scheduled", lease=lease, now=now)
     if suspends:
-        self.timeline.push(res.end, EventKind.SEGMENT_END, res)
+        self.timeline.push(res.end, EK.SEGMENT_END, res)
     lease_id = lease.id
     self.future.pop(lease_id, None)
     self._backfill_reserved.discard(lease_id)
@@ -173,8 +175,8 @@ def _adopt(self: LeaseScheduler, lease: Lease, plan: list[Reservation], now: flo
     self.future[lease.id] = lease
     for res in plan:
         if res.start > now or (not start_now and res is plan[0]):
-            self.timeline.push(res.start, EventKind.START, res)
+            self.timeline.push(res.start, EK.START, res)
     if suspends:
-        self.timeline.push(plan[-1].end, EventKind.SEGMENT_END, plan[-1])
+        self.timeline.push(plan[-1].end, EK.SEGMENT_END, plan[-1])
     if start_now and plan[0].start <= now:
         self.segment_started(plan[0], now)

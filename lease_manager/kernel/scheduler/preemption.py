@@ -16,17 +16,20 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Literal
 
+from lease_manager.kernel.enum_members import members
 from lease_manager.kernel.events import EventKind
 from lease_manager.kernel.lease import Lease, LeaseState, LeaseType
 from lease_manager.kernel.scheduler import haizea_asap
 from lease_manager.kernel.scheduler.transaction import PlanChange
-from lease_manager.kernel.slottable import Reservation
-from lease_manager.kernel.slottable import ReservationKind as K
+from lease_manager.kernel.slottable import Reservation, ReservationKind
 
 if TYPE_CHECKING:
     from lease_manager.kernel.scheduler.core import LeaseScheduler
 
-S = LeaseState
+S = members(LeaseState)
+K = members(ReservationKind)
+LT = members(LeaseType)
+EK = members(EventKind)
 
 
 def _victims(self: LeaseScheduler, lease: Lease, start: float, duration: float,
@@ -40,7 +43,7 @@ def _victims(self: LeaseScheduler, lease: Lease, start: float, duration: float,
         other = res.lease
         if (not isinstance(other, Lease) or other.id in scored or other is lease
                 or other.state not in (S.SCHEDULED, S.ACTIVE)
-                or (other.type is LeaseType.DEADLINE and other.state is not S.SCHEDULED
+                or (other.type is LT.DEADLINE and other.state is not S.SCHEDULED
                     and not _may_suspend(self, other, start, now))):
             continue
         if self.preemption.scores_at_preemption:   # Haizea's DeadlinePolicy
@@ -92,7 +95,7 @@ def _preempt_for(self: LeaseScheduler, lease: Lease, victims: list[Lease], start
     first under a :class:`PlanChange` that is rolled back; if the lease or any deadline victim
     finds no slot, the preemption is refused. A running deadline victim that cannot suspend
     is cancelled and planned again whole."""
-    movable = sorted((v for v in victims if v.type is LeaseType.DEADLINE),
+    movable = sorted((v for v in victims if v.type is LT.DEADLINE),
                      key=lambda v: (v.deadline, v.id))
     if not movable:   # as always: preempt, then place
         for victim in victims:
@@ -122,7 +125,7 @@ def _preempt_for(self: LeaseScheduler, lease: Lease, victims: list[Lease], start
     if res is None or len(plans) < len(movable):
         return None
     for victim in victims:
-        if victim.type is not LeaseType.DEADLINE:
+        if victim.type is not LT.DEADLINE:
             self._preempt(victim, start, now)
     for victim, plan in plans:
         if victim.state is S.SCHEDULED:
@@ -180,7 +183,7 @@ def _stop_planned_resumption(self: LeaseScheduler, lease: Lease, segment: Reserv
             lease.preemptions += 1
             self._emit("lease_preempted", lease=lease, now=at)
 
-    self.timeline.push(segment.start, EventKind.CALL, preempted)
+    self.timeline.push(segment.start, EK.CALL, preempted)
 
 
 #: :func:`_stop_at`'s answer for a running lease that cannot suspend: it is cancelled now
@@ -238,7 +241,7 @@ def _deadline_replan(self: LeaseScheduler, victim: Lease, start: float, now: flo
     if at is None:
         return None
 
-    def part(kind: K, a: float, b: float) -> Reservation:
+    def part(kind: ReservationKind, a: float, b: float) -> Reservation:
         return Reservation(victim, a, b, image.nodes, image.amounts, None, kind,
                            image.vm_nodes, image.vm_shape)
 
@@ -306,11 +309,11 @@ def _preempt(self: LeaseScheduler, lease: Lease, by_start: float, now: float) ->
             if stop <= now:
                 self._begin_suspension(lease, now)
             elif suspend > 0:
-                self.timeline.push(stop, EventKind.START, plan[-1])
+                self.timeline.push(stop, EK.START, plan[-1])
             if suspend > 0:
-                self.timeline.push(by_start, EventKind.SEGMENT_END, plan[-1])
+                self.timeline.push(by_start, EK.SEGMENT_END, plan[-1])
             else:   # nothing to write: suspended the moment it stops
-                self.timeline.push(stop, EventKind.SEGMENT_END, res)
+                self.timeline.push(stop, EK.SEGMENT_END, res)
         else:                          # cancelled now and requeued, losing its work
             _cancel_running(self, lease, now)
             self._requeue(lease)

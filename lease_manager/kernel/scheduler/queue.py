@@ -14,16 +14,18 @@ from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
+from lease_manager.kernel.enum_members import members
 from lease_manager.kernel.lease import Lease, LeaseState, LeaseType
 from lease_manager.kernel.scheduler import haizea_asap, image_transfer
-from lease_manager.kernel.slottable import Reservation
-from lease_manager.kernel.slottable import ReservationKind as K
+from lease_manager.kernel.slottable import Reservation, ReservationKind
 
 if TYPE_CHECKING:
     from lease_manager.kernel.count_table import CountTable
     from lease_manager.kernel.scheduler.core import LeaseScheduler
 
-S = LeaseState
+S = members(LeaseState)
+K = members(ReservationKind)
+LT = members(LeaseType)
 #: below this many queued leases, the fitting ones are found without arrays
 SHORT_QUEUE = 64
 #: up to this many leases leaving the queue in one cycle are deleted in place
@@ -368,11 +370,11 @@ def _run_until_a_reservation(self: LeaseScheduler, lease: Lease, now: float,
     resume time); the longest such slot ending at an AR's start is taken.
     """
     if (not self._ars or not self._can_suspend(lease)
-            or lease.type is not LeaseType.BEST_EFFORT):
+            or lease.type is not LT.BEST_EFFORT):
         return None
     ar_starts = sorted({r.start for r in self.table.reservations_between(now, now + length)
                         if r.start > now and isinstance(r.lease, Lease)
-                        and r.lease.type is LeaseType.ADVANCE_RESERVATION})
+                        and r.lease.type is LT.ADVANCE_RESERVATION})
     best = None
     for end in ar_starts:
         if not self.table.fits_at(lease.vms, end - now, now):

@@ -7,6 +7,7 @@ import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from lease_manager.kernel.enum_members import members
 from lease_manager.kernel.lease import Lease, LeaseState, LeaseType
 from lease_manager.kernel.scheduler.transaction import PlanChange
 
@@ -14,7 +15,8 @@ if TYPE_CHECKING:
     from lease_manager.kernel.scheduler.core import LeaseScheduler
     from lease_manager.kernel.slottable import SlotTable
 
-S = LeaseState
+S = members(LeaseState)
+LT = members(LeaseType)
 #: from this many planned leases on, the table's cheap necessary test first tells which of
 #: them might move (fewer are cheaper to look at one by one)
 MANY_FUTURE = 8
@@ -85,7 +87,7 @@ class _MoveTests:
 def _move_earlier(self: LeaseScheduler, lease: Lease, now: float) -> bool:
     if lease.image_nodes and lease.state is S.SCHEDULED:
         return self._move_resumption_earlier(lease, now)
-    if lease.type not in (LeaseType.BEST_EFFORT, LeaseType.DEADLINE) or len(
+    if lease.type not in (LT.BEST_EFFORT, LT.DEADLINE) or len(
             lease.reservations) != 1:
         return False
     table = self.table

@@ -19,15 +19,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from lease_manager.kernel.enum_members import members
 from lease_manager.kernel.lease import Lease, LeaseState
 from lease_manager.kernel.scheduler import haizea_asap, image_transfer
-from lease_manager.kernel.slottable import Reservation
-from lease_manager.kernel.slottable import ReservationKind as K
+from lease_manager.kernel.slottable import Reservation, ReservationKind
 
 if TYPE_CHECKING:
     from lease_manager.kernel.scheduler.core import LeaseScheduler
 
-S = LeaseState
+S = members(LeaseState)
+K = members(ReservationKind)
 #: the values of ``[scheduling] reevaluation``
 REEVALUATIONS = ("move-earlier", "replan")
 

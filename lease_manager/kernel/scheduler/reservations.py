@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from lease_manager.kernel.enum_members import members
 from lease_manager.kernel.lease import Lease, LeaseType
 from lease_manager.kernel.scheduler import deadline_preemption, image_transfer, preemption
 from lease_manager.kernel.scheduler.transaction import PlanChange
@@ -14,6 +15,8 @@ from lease_manager.kernel.slottable import Reservation
 
 if TYPE_CHECKING:
     from lease_manager.kernel.scheduler.core import LeaseScheduler
+
+LT = members(LeaseType)
 
 
 def _schedule_immediate(self: LeaseScheduler, lease: Lease, now: float) -> None:
@@ -95,7 +98,7 @@ def _make_room(self: LeaseScheduler, lease: Lease, slot: Callable[[], Reservatio
     ``[start, end)`` and have slack elsewhere in their windows; never past a deadline. If
     any of them cannot be placed again, nothing changes and None is returned."""
     movable = [o for o in self.future.values()
-               if o.type is LeaseType.DEADLINE and len(o.reservations) == 1
+               if o.type is LT.DEADLINE and len(o.reservations) == 1
                and o.reservations[0].start > now and o.reservations[0].start < end
                and o.reservations[0].end > start]
     if not movable:

@@ -14,16 +14,18 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from lease_manager.kernel.enum_members import members
 from lease_manager.kernel.lease import Lease, LeaseState
 from lease_manager.kernel.malleable import Allocation, progress
 from lease_manager.kernel.mapper import place
 from lease_manager.kernel.scheduler.transaction import PlanChange
-from lease_manager.kernel.slottable import ReservationKind as K
+from lease_manager.kernel.slottable import ReservationKind
 
 if TYPE_CHECKING:
     from lease_manager.kernel.scheduler.core import LeaseScheduler
 
-S = LeaseState
+S = members(LeaseState)
+K = members(ReservationKind)
 
 
 def resize(self: LeaseScheduler, lease: Lease, now: float, allocation: Allocation, *,

@@ -5,15 +5,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from lease_manager.kernel.enum_members import members
 from lease_manager.kernel.lease import Lease, LeaseState, LeaseType
 from lease_manager.kernel.mapper import Placement
-from lease_manager.kernel.slottable import Reservation
-from lease_manager.kernel.slottable import ReservationKind as K
+from lease_manager.kernel.slottable import Reservation, ReservationKind
 
 if TYPE_CHECKING:
     from lease_manager.kernel.scheduler.core import LeaseScheduler
 
-S = LeaseState
+S = members(LeaseState)
+K = members(ReservationKind)
+LT = members(LeaseType)
 
 
 def restore_running(self: LeaseScheduler, lease: Lease, vm_nodes: tuple[int, ...],
@@ -25,7 +27,7 @@ def restore_running(self: LeaseScheduler, lease: Lease, vm_nodes: tuple[int, ...
 
     Restore running leases first, then planned ones (:meth:`restore_planned`), then
     queued ones (:meth:`restore_queued`), so that every lease finds the room it had."""
-    if lease.type is LeaseType.ADVANCE_RESERVATION:
+    if lease.type is LT.ADVANCE_RESERVATION:
         assert lease.start_request is not None, "an advance reservation has a start"
         end = lease.start_request + lease.requested_duration
         self._ars.add(lease.id)
@@ -48,11 +50,11 @@ def restore_planned(self: LeaseScheduler, lease: Lease, now: float) -> None:
     best-effort lease is queued in its place."""
     self._restoring = True
     try:
-        if lease.type is LeaseType.BEST_EFFORT:
+        if lease.type is LT.BEST_EFFORT:
             self._enqueue(lease, now)
-        elif lease.type is LeaseType.ADVANCE_RESERVATION:
+        elif lease.type is LT.ADVANCE_RESERVATION:
             self._schedule_ar(lease, now)
-        elif lease.type is LeaseType.IMMEDIATE:
+        elif lease.type is LT.IMMEDIATE:
             self._schedule_immediate(lease, now)
         else:
             self._schedule_deadline(lease, now)

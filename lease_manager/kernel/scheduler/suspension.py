@@ -6,15 +6,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from lease_manager.kernel.enum_members import members
 from lease_manager.kernel.lease import Lease, LeaseState
 from lease_manager.kernel.malleable import progress
-from lease_manager.kernel.slottable import Reservation
-from lease_manager.kernel.slottable import ReservationKind as K
+from lease_manager.kernel.slottable import Reservation, ReservationKind
 
 if TYPE_CHECKING:
     from lease_manager.kernel.scheduler.core import LeaseScheduler
 
-S = LeaseState
+S = members(LeaseState)
+K = members(ReservationKind)
 
 
 class SuspendResume:
@@ -111,7 +112,7 @@ def _resumption_plan_after(self: LeaseScheduler, lease: Lease, now: float, after
         return None
     start, nodes, amounts, vm_nodes, vm_shape, transfer = best
 
-    def segment(kind: K, a: float, b: float) -> Reservation:
+    def segment(kind: ReservationKind, a: float, b: float) -> Reservation:
         return Reservation(lease, a, b, nodes, amounts, None, kind, vm_nodes, vm_shape)
 
     t = start
