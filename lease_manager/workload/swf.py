@@ -75,6 +75,34 @@ class SWFJob(NamedTuple):
     line: int
 
 
+@attrs.frozen
+class JobBlock:
+    """Consecutive jobs read together: ``values[i]`` holds the 18 fields of the job on line
+    ``lines[i]``, as floats (the integer fields hold integers, exactly)."""
+
+    values: np.ndarray   # (jobs, 18)
+    lines: np.ndarray    # (jobs,)
+
+    @classmethod
+    def of(cls, jobs: list[SWFJob]) -> JobBlock:
+        return cls(np.array([job[:_EIGHTEEN] for job in jobs], dtype=float),
+                   np.array([job.line for job in jobs], dtype=np.int64))
+
+    def rows(self, start: int, stop: int | None = None) -> JobBlock:
+        """The jobs ``start`` to ``stop`` (excluded) of the block."""
+        return JobBlock(self.values[start:stop], self.lines[start:stop])
+
+    def jobs(self) -> Iterator[SWFJob]:
+        """The block's jobs, one by one."""
+        columns = self.values.T
+        fields = columns.tolist()
+        ints = columns[_INT_FIELDS, :].astype(np.int64).tolist()
+        for i, values in zip(_INT_FIELDS, ints):
+            fields[i] = values
+        return map(tuple.__new__, itertools.repeat(SWFJob),
+                   zip(*fields, self.lines.tolist()))
+
+
 #: the largest magnitude a field may have (seconds: about 317 years)
 MAX_FIELD = 1e10
 #: the shortest requested time lease_manager plans, in seconds (smaller positive values are
@@ -162,6 +190,12 @@ class SWFReader:
         raise TraceError(message, file=self.path, line=line, field=field)
 
     def jobs(self) -> Iterator[SWFJob]:
+        """The jobs, in file order."""
+        for block in self.blocks():
+            yield from block.jobs()
+
+    def blocks(self) -> Iterator[JobBlock]:
+        """The jobs, in file order, as blocks of consecutive jobs read together."""
         raw = getattr(self._fh, "buffer", None)
         fh = self._fh
         read = 0   # lines read so far
@@ -187,12 +221,9 @@ class SWFReader:
                     break
         self.position = self.size
 
-    def _chunk(self, lines: list[str], first: int) -> Iterator[SWFJob]:
+    def _chunk(self, lines: list[str], first: int) -> Iterator[JobBlock]:
         """The jobs of consecutive ``lines`` (the first is line ``first``), in order, with the
-        header directives among them recorded where they come.
-
-        (This and :meth:`_run` give plain iterators when they can, not generators: a job
-        then goes through no Python frame between them and :meth:`jobs`.)"""
+        header directives among them recorded where they come."""
         texts = list(map(str.strip, lines))
         if not texts:
             return iter(())
@@ -200,7 +231,7 @@ class SWFReader:
             return self._run(texts, first)
         return self._chunk_with_comments(texts, first)
 
-    def _chunk_with_comments(self, texts: list[str], first: int) -> Iterator[SWFJob]:
+    def _chunk_with_comments(self, texts: list[str], first: int) -> Iterator[JobBlock]:
         start = 0   # of the job lines not parsed yet
         for i, stripped in enumerate(texts):
             if stripped and stripped[0] != ";":
@@ -215,50 +246,60 @@ class SWFReader:
         if start < len(texts):
             yield from self._run(texts[start:], first + start)
 
-    def _run(self, texts: list[str], first: int) -> Iterator[SWFJob]:
+    def _run(self, texts: list[str], first: int) -> Iterator[JobBlock]:
         """The jobs of consecutive job lines (stripped, neither empty nor comments), read
         together (:func:`_numbers`) and checked as :meth:`_parse` checks them; a line those
         checks refuse, and every line when the run has a line without 18 fields or a field
         :func:`_numbers` does not read as float() does, goes through :meth:`_parse` in its
-        turn, which reports it."""
-        numbers = range(first, first + len(texts))
+        turn, which reports it. (A plain iterator when every line is read together.)"""
         text = "\n".join(texts)
         v = None
         # (as in _parse: float() also reads '٣', '1_000', 'nan' and 'inf')
         if text.isascii() and "_" not in text and "n" not in text and "N" not in text:
             v = _numbers(text, len(texts))
         if v is None:
-            return self._one_by_one(texts, numbers, None)
-        v = v.T   # (a field per row)
-        ints = v[_INT_FIELDS, :]
-        requested = v[_REQUESTED_TIME]
+            return self._one_by_one(texts, first)
+        ints = v[:, _INT_FIELDS]
+        requested = v[:, _REQUESTED_TIME]
         # the checks of _parse, line by line (no value is a nan: no 'n' in the text)
-        bad = ((np.abs(v) > MAX_FIELD).any(axis=0) | (ints != np.floor(ints)).any(axis=0)
+        bad = ((np.abs(v) > MAX_FIELD).any(axis=1) | (ints != np.floor(ints)).any(axis=1)
                | ((0 < requested) & (requested < MIN_REQUESTED))
-               | (np.maximum(v[4], v[7]) > MAX_PROCS))
-        refused = bool(bad.any())
-        if refused:
-            ints = np.where(bad, 0.0, ints)   # (no cast of a huge value to an int)
-        fields = v.tolist()
-        for i, values in zip(_INT_FIELDS, ints.astype(np.int64).tolist()):
-            fields[i] = values
-        jobs = map(tuple.__new__, itertools.repeat(SWFJob), zip(*fields, numbers))
-        return self._one_by_one(texts, numbers, zip(jobs, bad.tolist())) if refused else jobs
+               | (np.maximum(v[:, 4], v[:, 7]) > MAX_PROCS))
+        lines = np.arange(first, first + len(texts))
+        if not bad.any():
+            return iter((JobBlock(v, lines),))
+        return self._around_refused(texts, JobBlock(v, lines), np.flatnonzero(bad).tolist())
 
-    def _one_by_one(self, texts: list[str], numbers: range,
-                    read: Iterator[tuple[SWFJob, bool]] | None) -> Iterator[SWFJob]:
-        """The jobs of lines that :meth:`_parse` parses (or reports) one by one: all of them,
-        or those ``read`` (a job and whether the checks refused its line) says were refused
-        (the others are taken from it)."""
-        for text, number in zip(texts, numbers):
-            if read is not None:
-                job, refused = next(read)
-                if not refused:
-                    yield job
-                    continue
-            parsed = self._parse(text, number)
-            if parsed is not None:
-                yield parsed
+    def _around_refused(self, texts: list[str], block: JobBlock, refused: list[int]
+                        ) -> Iterator[JobBlock]:
+        """The jobs of a run read together but for the lines ``refused`` (indices), which
+        :meth:`_parse` reports in their turn: the jobs before each come first."""
+        start = 0
+        for k in refused:
+            if start < k:
+                yield block.rows(start, k)
+            job = self._parse(texts[k], int(block.lines[k]))
+            if job is not None:
+                yield JobBlock.of([job])
+            start = k + 1
+        if start < len(texts):
+            yield block.rows(start)
+
+    def _one_by_one(self, texts: list[str], first: int) -> Iterator[JobBlock]:
+        """The jobs of lines that :meth:`_parse` parses (or reports) one by one, as one block
+        (the jobs before a line it raises for come first)."""
+        jobs: list[SWFJob] = []
+        for number, text in enumerate(texts, first):
+            try:
+                job = self._parse(text, number)
+            except TraceError:
+                if jobs:
+                    yield JobBlock.of(jobs)
+                raise
+            if job is not None:
+                jobs.append(job)
+        if jobs:
+            yield JobBlock.of(jobs)
 
     def _parse(self, text: str, number: int) -> SWFJob | None:
         parts = text.split()
@@ -409,6 +450,30 @@ class TraceStats:
                 "bad_lines": self.bad_lines}
 
 
+#: what the filters make of a job (its code, from :func:`_job_codes`), and where it is counted
+_LEASE, _QUEUE_NOT_SELECTED, _BEFORE_WINDOW, _AFTER_WINDOW, _NEGATIVE_RUN, _NO_PROCS = range(6)
+_FILTERED_FOR = {_QUEUE_NOT_SELECTED: "queue not selected",
+                 _BEFORE_WINDOW: "before the time window"}
+_SKIPPED_FOR = {_NEGATIVE_RUN: "run time < 0", _NO_PROCS: "no processor count"}
+
+
+def _job_codes(values: np.ndarray, queues: np.ndarray | None, window_start: float,
+               window_end: float) -> np.ndarray:
+    """What the filters make of each job of ``values`` (one job per row): the first filter, in
+    the order :func:`swf_leases` applies them, that takes it, or ``_LEASE``."""
+    submit = values[:, 1]
+    procs = np.where(values[:, 7] > 0, values[:, 7], values[:, 4])
+    codes = np.full(len(values), _LEASE, dtype=np.int8)
+    # the filters in reverse order: an earlier one overwrites what a later one set
+    codes[procs <= 0] = _NO_PROCS
+    codes[values[:, 3] < 0] = _NEGATIVE_RUN
+    codes[submit >= window_end] = _AFTER_WINDOW
+    codes[submit < window_start] = _BEFORE_WINDOW
+    if queues is not None:
+        codes[~np.isin(values[:, 14], queues)] = _QUEUE_NOT_SELECTED
+    return codes
+
+
 # Longer than ~50 lines on purpose: one generator applying the replay rules and filters in the
 # order the README states them.
 def swf_leases(reader: SWFReader, conv: SWFConversion, stats: TraceStats | None = None,
@@ -419,61 +484,83 @@ def swf_leases(reader: SWFReader, conv: SWFConversion, stats: TraceStats | None 
     requested time <= 0 means the run time; the actual duration is min(run time, requested
     time); VMs = ceil(processors / procs_per_vm) with processors = field 8 if > 0 else field 5;
     in the cloud paradigm the requested time is the actual duration.
+
+    The filters are applied to a block of jobs at once (:func:`_job_codes`), and the jobs are
+    then counted and turned into leases one by one: :class:`TraceStats` is up to date whenever
+    a lease is handed out.
     """
     stats = stats if stats is not None else TraceStats()
     window_start, window_end = conv.window_start, conv.window_start + conv.window_length
-    queues = frozenset(conv.queues)
+    queues = np.array(sorted(conv.queues), dtype=float) if conv.queues else None
     max_jobs, per_vm, vector, cloud = (conv.max_jobs, conv.procs_per_vm, conv.vm_vector,
                                        conv.paradigm == "cloud")
     filtered, skipped, path = stats.filtered, stats.skipped, reader.path
+    counted_in = {**{code: (filtered, key) for code, key in _FILTERED_FOR.items()},
+                  **{code: (skipped, key) for code, key in _SKIPPED_FOR.items()}}
     vm_requests: dict[int, VMRequest] = {}
     base: float | None = None
     last_submit = -math.inf
     next_id = first_id
-    for job in reader.jobs():
-        (number, submit, _, run_time, allocated_procs, _, _, requested_procs, requested_time,
-         _, _, _, _, _, queue, _, _, _, line) = job
-        stats.read += 1
-        if submit < last_submit:
-            raise TraceError(f"jobs are not in submit order ({submit:g} after "
-                             f"{last_submit:g})", file=path, line=line,
-                             field="field 2 (submit time)")
-        last_submit = submit
-        if queues and queue not in queues:
-            filtered["queue not selected"] += 1
+    best_effort = LeaseType.BEST_EFFORT
+    for block in reader.blocks():
+        values = block.values
+        if not len(values):
             continue
-        if submit < window_start:
-            filtered["before the time window"] += 1
-            continue
-        if submit >= window_end:
-            filtered[AFTER_WINDOW] += 1   # jobs are in submit order: reading stops
+        submit = values[:, 1]
+        codes = _job_codes(values, queues, window_start, window_end)
+        # reading stops at the first job out of submit order (an error), after the window,
+        # or beyond max-jobs, whichever comes first
+        stop, why = len(values), None
+        previous = np.concatenate(([last_submit], submit[:-1]))
+        out_of_order = np.flatnonzero(submit < previous)
+        if len(out_of_order):
+            stop, why = int(out_of_order[0]), "order"
+        after = np.flatnonzero(codes[:stop] == _AFTER_WINDOW)
+        if len(after):
+            stop, why = int(after[0]), AFTER_WINDOW
+        if max_jobs:
+            kept = np.flatnonzero(codes[:stop] == _LEASE)
+            room = max_jobs - stats.replayed
+            if len(kept) > room:
+                stop, why = int(kept[room]), BEYOND_MAX_JOBS
+        rows = np.flatnonzero(codes[:stop] == _LEASE)
+        kept_values = values[rows]
+        procs = np.where(kept_values[:, 7] > 0, kept_values[:, 7], kept_values[:, 4])
+        jobs = zip(kept_values[:, 0].astype(np.int64).tolist(), kept_values[:, 1].tolist(),
+                   kept_values[:, 3].tolist(), kept_values[:, 8].tolist(),
+                   procs.astype(np.int64).tolist(), block.lines[rows].tolist())
+        for code in codes[:stop].tolist():
+            stats.read += 1
+            if code:
+                counter, key = counted_in[code]
+                counter[key] += 1
+                continue
+            number, job_submit, run_time, requested_time, job_procs, line = next(jobs)
+            run = max(run_time, 1)
+            requested = requested_time if requested_time > 0 else run
+            actual = min(run, requested)
+            if cloud:
+                requested = actual
+            vms = -(-job_procs // per_vm)
+            request = vm_requests.get(vms)
+            if request is None:
+                request = vm_requests[vms] = VMRequest.uniform(vms, vector)
+            if base is None:
+                base = job_submit if conv.rebase else 0
+            stats.replayed += 1
+            lease = Lease(next_id, best_effort, job_submit - base, request, requested,
+                          actual, source_id=str(number), origin=f"{path}:{line}")
+            next_id += 1
+            yield lease
+        if why is not None:
+            stats.read += 1
+            if why == "order":
+                raise TraceError(f"jobs are not in submit order ({float(submit[stop]):g} after "
+                                 f"{float(previous[stop]):g})", file=path,
+                                 line=int(block.lines[stop]), field="field 2 (submit time)")
+            filtered[why] += 1   # jobs are in submit order: reading stops
             break
-        if run_time < 0:
-            skipped["run time < 0"] += 1
-            continue
-        procs = requested_procs if requested_procs > 0 else allocated_procs
-        if procs <= 0:
-            skipped["no processor count"] += 1
-            continue
-        if max_jobs and stats.replayed >= max_jobs:
-            filtered[BEYOND_MAX_JOBS] += 1   # read, so accounted for; reading stops
-            break
-        run = max(run_time, 1)
-        requested = requested_time if requested_time > 0 else run
-        actual = min(run, requested)
-        if cloud:
-            requested = actual
-        vms = -(-procs // per_vm)
-        request = vm_requests.get(vms)
-        if request is None:
-            request = vm_requests[vms] = VMRequest.uniform(vms, vector)
-        if base is None:
-            base = submit if conv.rebase else 0
-        stats.replayed += 1
-        lease = Lease(next_id, LeaseType.BEST_EFFORT, submit - base, request, requested,
-                      actual, source_id=str(number), origin=f"{path}:{line}")
-        next_id += 1
-        yield lease
+        last_submit = float(submit[-1])
     stats.bad_lines = len(reader.bad_lines)
 
 
