@@ -6,6 +6,7 @@ lease's VMs as fit on its free capacity all through the interval (Haizea's greed
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -50,15 +51,24 @@ class Placement:
     def one_per_node(cls, vm_nodes: tuple[int, ...], nodes: np.ndarray,
                      vector: np.ndarray) -> Placement:
         """One VM of shape ``vector`` on each of ``nodes`` (``vm_nodes``: the same nodes)."""
-        amounts = np.empty((len(vm_nodes), len(vector)), dtype=vector.dtype)
-        amounts[:] = vector
-        return cls(vm_nodes, nodes, amounts, vector.tobytes())
+        shape = vector.tobytes()
+        return cls(vm_nodes, nodes, _rows_of(shape, vector.dtype.str, len(vm_nodes)), shape)
 
     def reservation(self, lease: Lease | None, start: float, end: float,
                     site_amount: np.ndarray | None = None,
                     kind: ReservationKind = ReservationKind.VM) -> Reservation:
         return Reservation(lease, start, end, self.nodes, self.amounts, site_amount, kind,
                            self.vm_nodes, self.vm_shape)
+
+
+@functools.lru_cache(maxsize=4096)
+def _rows_of(shape: bytes, dtype: str, count: int) -> np.ndarray:
+    """``count`` rows of the VM shape ``shape`` (a vector's bytes), read-only: reservations of
+    as many VMs, one a node, share them (a replay makes one per lease)."""
+    rows = np.empty((count, len(shape) // np.dtype(dtype).itemsize), dtype=dtype)
+    rows[:] = np.frombuffer(shape, dtype=dtype)
+    rows.flags.writeable = False
+    return rows
 
 
 def place(table: SlotTable, demand: VMRequest, start: float, end: float,

@@ -1,0 +1,29 @@
+"""Placement.one_per_node: one VM on each node, as the count table's fast path places leases."""
+
+import numpy as np
+import pytest
+
+from lease_manager.kernel.mapper import Placement
+
+
+def test_one_vm_a_node_holds_the_vm_shape_on_each_node():
+    vector = np.array([1.0, 1024.0])
+    placement = Placement.one_per_node((3, 5, 9), np.array([3, 5, 9]), vector)
+    assert placement.vm_nodes == (3, 5, 9)
+    assert placement.nodes.tolist() == [3, 5, 9]
+    assert placement.amounts.tolist() == [[1.0, 1024.0]] * 3
+    assert placement.vm_shape == vector.tobytes()
+
+
+def test_placements_of_as_many_vms_share_read_only_rows():
+    """The rows are shared between placements of one shape and count, so nothing may write
+    into them."""
+    a = Placement.one_per_node((0, 1), np.array([0, 1]), np.array([1.0, 1024.0]))
+    b = Placement.one_per_node((7, 8), np.array([7, 8]), np.array([1.0, 1024.0]))
+    assert a.amounts is b.amounts
+    with pytest.raises(ValueError, match="read-only"):
+        a.amounts[0, 0] = 2.0
+    other_count = Placement.one_per_node((4,), np.array([4]), np.array([1.0, 1024.0]))
+    other_shape = Placement.one_per_node((0, 1), np.array([0, 1]), np.array([2.0, 512.0]))
+    assert other_count.amounts.tolist() == [[1.0, 1024.0]]
+    assert other_shape.amounts.tolist() == [[2.0, 512.0]] * 2
