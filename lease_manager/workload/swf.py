@@ -195,7 +195,7 @@ class SWFReader:
             yield from block.jobs()
 
     def blocks(self) -> Iterator[JobBlock]:
-        """The jobs, in file order, as blocks of consecutive jobs read together."""
+        """The jobs, in file order, as blocks of consecutive jobs read together (none empty)."""
         raw = getattr(self._fh, "buffer", None)
         fh = self._fh
         read = 0   # lines read so far
@@ -457,12 +457,12 @@ _FILTERED_FOR = {_QUEUE_NOT_SELECTED: "queue not selected",
 _SKIPPED_FOR = {_NEGATIVE_RUN: "run time < 0", _NO_PROCS: "no processor count"}
 
 
-def _job_codes(values: np.ndarray, queues: np.ndarray | None, window_start: float,
-               window_end: float) -> np.ndarray:
-    """What the filters make of each job of ``values`` (one job per row): the first filter, in
-    the order :func:`swf_leases` applies them, that takes it, or ``_LEASE``."""
+def _job_codes(values: np.ndarray, procs: np.ndarray, queues: np.ndarray | None,
+               window_start: float, window_end: float) -> np.ndarray:
+    """What the filters make of each job of ``values`` (one job per row, ``procs`` its
+    processors): the first filter, in the order :func:`swf_leases` applies them, that takes
+    it, or ``_LEASE``."""
     submit = values[:, 1]
-    procs = np.where(values[:, 7] > 0, values[:, 7], values[:, 4])
     codes = np.full(len(values), _LEASE, dtype=np.int8)
     # the filters in reverse order: an earlier one overwrites what a later one set
     codes[procs <= 0] = _NO_PROCS
@@ -504,10 +504,9 @@ def swf_leases(reader: SWFReader, conv: SWFConversion, stats: TraceStats | None 
     best_effort = LeaseType.BEST_EFFORT
     for block in reader.blocks():
         values = block.values
-        if not len(values):
-            continue
         submit = values[:, 1]
-        codes = _job_codes(values, queues, window_start, window_end)
+        procs = np.where(values[:, 7] > 0, values[:, 7], values[:, 4])
+        codes = _job_codes(values, procs, queues, window_start, window_end)
         # reading stops at the first job out of submit order (an error), after the window,
         # or beyond max-jobs, whichever comes first
         stop, why = len(values), None
@@ -525,10 +524,9 @@ def swf_leases(reader: SWFReader, conv: SWFConversion, stats: TraceStats | None 
                 stop, why = int(kept[room]), BEYOND_MAX_JOBS
         rows = np.flatnonzero(codes[:stop] == _LEASE)
         kept_values = values[rows]
-        procs = np.where(kept_values[:, 7] > 0, kept_values[:, 7], kept_values[:, 4])
         jobs = zip(kept_values[:, 0].astype(np.int64).tolist(), kept_values[:, 1].tolist(),
                    kept_values[:, 3].tolist(), kept_values[:, 8].tolist(),
-                   procs.astype(np.int64).tolist(), block.lines[rows].tolist())
+                   procs[rows].astype(np.int64).tolist(), block.lines[rows].tolist())
         for code in codes[:stop].tolist():
             stats.read += 1
             if code:
