@@ -651,6 +651,8 @@ class HookRelay:
         self._pm = plugins.pm
         self._ctx = ctx
         self._targets: dict[str, list[tuple[Callable[..., Any], tuple[str, ...] | None]]] = {}
+        #: per hook, what :meth:`lease_hook` calls: functions of ``(ctx, lease, now)``
+        self._lease_targets: dict[str, list[Callable[[RunContext, Lease, float], Any]]] = {}
         #: hooks found to have no implementation (until plugins change): a caller on a hot
         #: path may test this set instead of making a call that does nothing
         self.muted: set[str] = set()
@@ -659,6 +661,7 @@ class HookRelay:
     def clear(self) -> None:
         """Forget who implements what (the plugin manager calls this when plugins change)."""
         self._targets.clear()
+        self._lease_targets.clear()
         self.muted.clear()
 
     def _resolve(self, name: str) -> list[tuple[Callable[..., Any], tuple[str, ...] | None]]:
@@ -671,9 +674,7 @@ class HookRelay:
     def __call__(self, name: str, **kwargs: Any) -> None:
         targets = self._targets.get(name)
         if targets is None:
-            targets = self._targets[name] = self._resolve(name)
-            if not targets:
-                self.muted.add(name)
+            targets = self._targets_of(name)
         if targets:
             ctx = self._ctx
             every = len(kwargs) + 1
@@ -685,6 +686,42 @@ class HookRelay:
                 else:
                     given = dict(kwargs, ctx=ctx)
                     function(*[given[arg] for arg in argnames])
+
+    def lease_hook(self, name: str, lease: Lease, now: float) -> None:
+        """``self(name, lease=lease, now=now)``, with positional arguments (as pluggy calls
+        implementations): the hooks about one lease run a few times per lease in a replay,
+        and keyword arguments cost a dictionary per call and per implementation."""
+        targets = self._lease_targets.get(name)
+        if targets is None:
+            targets = self._lease_targets[name] = [
+                _positional(function, argnames) for function, argnames in self._targets_of(name)]
+        ctx = self._ctx
+        for function in targets:
+            function(ctx, lease, now)
+
+    def _targets_of(self, name: str) -> list[tuple[Callable[..., Any], tuple[str, ...] | None]]:
+        targets = self._targets.get(name)
+        if targets is None:
+            targets = self._targets[name] = self._resolve(name)
+            if not targets:
+                self.muted.add(name)
+        return targets
+
+
+_LEASE_ARGUMENTS = ("ctx", "lease", "now")
+
+
+def _positional(function: Callable[..., Any],
+                argnames: tuple[str, ...] | None) -> Callable[[RunContext, Lease, float], Any]:
+    """``function`` (a hook implementation taking ``argnames``, or pluggy's caller for
+    ``None``) as a function of ``(ctx, lease, now)``."""
+    if argnames == _LEASE_ARGUMENTS:
+        return function
+    if argnames is None:
+        return lambda ctx, lease, now: function(ctx=ctx, lease=lease, now=now)
+    names = argnames
+    return lambda ctx, lease, now: function(
+        *[{"ctx": ctx, "lease": lease, "now": now}[arg] for arg in names])
 
 
 def load_run(path: str | Path | None, overrides: Iterable[str] = (), *,

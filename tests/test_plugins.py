@@ -220,3 +220,51 @@ def test_distributions_are_those_describe_lists_without_loading_per_run_plugins(
                          check=True).stdout.split()
     assert out[:2] == ["True", "True"], out
     assert "lease_manager.daemon.service" not in " ".join(out[2:]), out
+
+
+def test_lease_hooks_reach_implementations_whatever_arguments_they_take():
+    """The hooks about one lease are called positionally on the scheduler's hot path; an
+    implementation still gets the arguments it names, in its own order, a wrapper still
+    wraps, and a plugin registered during the run sees the rest of it.
+
+    4 nodes: #1 (2 nodes) runs 0:00-1:00, #2 (4 nodes, submitted at 0:01) 1:00-2:00::
+
+        node 0-1 |####1####|####2####|
+        node 2-3 |         |####2####|
+                 0        1:00      2:00
+    """
+    calls: list[tuple] = []
+
+    class Late:
+        @hookimpl
+        def lease_ended(self, now, lease):
+            calls.append(("late ended", lease.id, now))
+
+    class Reordered:
+        @hookimpl
+        def lease_submitted(self, lease, ctx, now):
+            calls.append(("submitted", lease.id, now, ctx.scheduler is not None))
+
+        @hookimpl
+        def lease_started(self, now, lease):
+            calls.append(("started", lease.id, now))
+
+        @hookimpl
+        def lease_ended(self, lease):
+            calls.append(("ended", lease.id))
+            if lease.id == 1:
+                plugins.pm.register(Late())
+
+    class Wrapper:
+        @hookimpl(wrapper=True)
+        def lease_started(self, lease):
+            calls.append(("before start", lease.id))
+            yield
+            calls.append(("after start", lease.id))
+
+    plugins = Plugins(entry_points=False, extra=[Reordered(), Wrapper()])
+    simulate([be(1, 2, HOUR, 0), be(2, 4, HOUR, 60)], plugins=plugins)
+    assert calls == [("submitted", 1, 0, True), ("before start", 1), ("started", 1, 0),
+                     ("after start", 1), ("submitted", 2, 60, True),
+                     ("ended", 1), ("before start", 2), ("started", 2, HOUR), ("after start", 2),
+                     ("late ended", 2, 2 * HOUR), ("ended", 2)]

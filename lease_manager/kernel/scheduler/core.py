@@ -221,6 +221,11 @@ class LeaseScheduler:
         self._replanning_lease = False
         self._enactment = enactment or Enactment()
         self._emit = emit or (lambda hook, **kw: None)
+        #: ``_emit(hook, lease=lease, now=now)`` for the hooks about one lease, positionally
+        #: where the emitter can (a :class:`~lease_manager.run.HookRelay`)
+        self._emit_lease: Callable[[str, Lease, float], None] = getattr(
+            emit, "lease_hook", None) or (
+            lambda hook, lease, now: self._emit(hook, lease=lease, now=now))
         #: hooks the emitter knows nobody implements (a :class:`~lease_manager.run.HookRelay`
         #: keeps it up to date): the hottest emits are skipped for these
         self._muted: Collection[str] = getattr(emit, "muted", frozenset())
@@ -276,7 +281,7 @@ class LeaseScheduler:
 
     def submit(self, lease: Lease, now: float) -> None:
         """A lease arrives: admission, pricing, then the queue or its own slot."""
-        self._emit("lease_submitted", lease=lease, now=now)
+        self._emit_lease("lease_submitted", lease, now)
         too_big = self.oversize_reason(lease) or (
             self.table.counted and cast("CountTable", self.table).refuses(lease))
         if too_big:
@@ -407,7 +412,7 @@ class LeaseScheduler:
     def refuse(self, lease: Lease, now: float, reason: str) -> None:
         """A lease arrives and is refused before any admission (a meta-scheduler found no
         site for it): the hooks see it submitted, then rejected with ``reason``."""
-        self._emit("lease_submitted", lease=lease, now=now)
+        self._emit_lease("lease_submitted", lease, now)
         self.reject(lease, now, reason)
 
     def reject(self, lease: Lease, now: float, reason: str) -> None:
@@ -415,11 +420,11 @@ class LeaseScheduler:
             lease.reason = f"could not be planned again after a restart: {reason}"
             lease.end = now
             self._move(lease, S.FAILED, now)
-            self._emit("lease_ended", lease=lease, now=now)
+            self._emit_lease("lease_ended", lease, now)
             return
         lease.reason = reason
         self._move(lease, S.REJECTED, now)
-        self._emit("lease_rejected", lease=lease, now=now)
+        self._emit_lease("lease_rejected", lease, now)
 
     def _move(self, lease: Lease, state: LeaseState, now: float) -> None:
         """Change ``lease``'s state (the state machine checks the move) and tell the hooks."""

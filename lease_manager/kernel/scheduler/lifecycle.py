@@ -43,7 +43,7 @@ def segment_started(self: LeaseScheduler, res: Reservation, now: float) -> None:
             lease.suspended_at = None
         self._move(lease, S.ACTIVE, now)
         self.running[lease.id] = lease
-        self._emit("lease_started", lease=lease, now=now)
+        self._emit_lease("lease_started", lease, now)
         self._enactment.start(lease, res, self.work_end(lease, now))
     elif kind == K.MIGRATE and lease.state is S.SCHEDULED:
         _leave_future(self, lease)
@@ -123,7 +123,7 @@ def _finish(self: LeaseScheduler, lease: Lease, state: LeaseState, now: float) -
                                                                     lease.time_suspended)
     self._move(lease, state, now)
     self._enactment.stop(lease, now)
-    self._emit("lease_ended", lease=lease, now=now)
+    self._emit_lease("lease_ended", lease, now)
 
 
 def cancel(self: LeaseScheduler, lease: Lease, now: float, reason: str = "cancelled") -> None:
@@ -164,6 +164,6 @@ def _end_early(self: LeaseScheduler, lease: Lease, now: float, reason: str,
     if state is S.NEW:
         self._move(lease, S.CANCELLED, now)
         lease.end = now
-        self._emit("lease_ended", lease=lease, now=now)
+        self._emit_lease("lease_ended", lease, now)
         return
     self._finish(lease, final, now)

@@ -149,7 +149,7 @@ def _start_at_once(self: LeaseScheduler, lease: Lease, plan: list[Reservation],
         lease.suspended_at = None
     self._move(lease, S.ACTIVE, now)
     self.running[lease_id] = lease
-    self._emit("lease_started", lease=lease, now=now)
+    self._emit_lease("lease_started", lease, now)
     self._enactment.start(lease, res, self.work_end(lease, now))
 
 
