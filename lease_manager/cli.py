@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import sys
@@ -33,6 +34,10 @@ def _simulate(args: argparse.Namespace) -> int:
         raise LeaseManagerError(f"cannot write results to {out}: {exc.strerror}") from None
     run.stream_outputs(out)   # leases.csv is written as leases end, not kept
     bar = _progress_bar(run, args.quiet)
+    # what exists now (modules, the run's set-up) lives through the replay: the garbage
+    # collector's full passes need not walk it again and again (a short replay is mostly
+    # such passes over the modules)
+    gc.freeze()
     try:
         summary = run.run(progress=bar.update if bar else None)
     except InvariantViolation as exc:
@@ -44,6 +49,7 @@ def _simulate(args: argparse.Namespace) -> int:
         run.accounting.discard_stream()   # no half-written leases.csv left behind
         raise
     finally:
+        gc.unfreeze()   # (a caller in the same process collects as before)
         if bar:
             bar.close()
     trace = run.config.get("tracefile", "tracefile")

@@ -554,3 +554,32 @@ def test_progress_bar_counts_the_traces_jobs_with_rate_and_simulated_time(tmp_pa
     assert {total for _, total in counts} == {5545}
     assert counts[-1][0] == 5545 and [n for n, _ in counts] == sorted(n for n, _ in counts)
     assert "jobs/s" in frames[-1] and "simulated" in frames[-1] and "days" in frames[-1]
+
+
+@pytest.mark.parametrize("fails", [False, True])
+def test_simulate_freezes_the_set_up_for_the_replay_only(tmp_path, monkeypatch, fails):
+    """The objects there are when the replay starts are left out of the garbage collector's
+    passes while it runs, and given back to them when it ends, well or not (a caller in the
+    same process, like this test, collects as before)."""
+    import gc
+
+    from lease_manager import cli
+    from lease_manager.run import Run
+
+    during = []
+    replay = Run.run
+
+    def run(self, *args, **kwargs):
+        during.append(gc.get_freeze_count())
+        if fails:
+            raise KeyboardInterrupt
+        return replay(self, *args, **kwargs)
+
+    monkeypatch.setattr(Run, "run", run)
+    sample = Path(__file__).resolve().parents[1] / "etc" / "sample.ini"
+    before = gc.get_freeze_count()
+    code = cli.main(["simulate", str(sample), "--quiet", "--out", str(tmp_path / "run"),
+                     "--set", "tracefile.max-jobs=10"])
+    assert code == (130 if fails else 0)
+    assert during and during[0] > before   # (the run itself among them)
+    assert gc.get_freeze_count() == before == 0
