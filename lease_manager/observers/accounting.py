@@ -72,6 +72,28 @@ _SUM_IN_PYTHON = 32
 _PLAIN = frozenset(',"\r\n')
 
 
+#: read-only arrays of amounts whose sums over their rows are kept (and the arrays with them),
+#: at most
+_KNOWN_SUMS = 256
+
+
+def _row_sums(amounts: np.ndarray, width: int) -> list[float] | None:
+    """The sum of ``amounts``' rows (nodes x ``width`` resources, float64) as numpy's
+    ``amounts.sum(axis=0)`` computes it, in Python numbers; None for other arrays."""
+    shape = amounts.shape
+    if amounts.dtype is not _FLOAT or len(shape) != 2 or shape[1] != width:
+        return None
+    if width == 2 and (shape[0] == 1 or (1 < shape[0] <= _SUM_IN_PYTHON
+                                         and amounts.flags.c_contiguous)):
+        rows = amounts.tolist()
+        first, second = rows[0]
+        for x, y in itertools.islice(rows, 1, None):   # numpy adds the rows of a C-ordered
+            first += x                                 # array in turn
+            second += y
+        return [first, second]
+    return amounts.sum(axis=0).tolist()
+
+
 class _CSVLines:
     """``leases.csv`` lines, one at a time (a csv writer into a reused buffer)."""
 
@@ -176,6 +198,8 @@ class Accounting:
         self.time_suspended = 0.0
         #: capacity x seconds actually held (:attr:`used`)
         self._used: list[float] = [0.0] * len(self.resource_names)
+        #: id -> (read-only amounts, the sums of their rows): see _use
+        self._row_sums: dict[int, tuple[np.ndarray, list[float]]] = {}
 
     # ------------------------------------------------------------------------ observing
     @hookimpl(tryfirst=True)
@@ -289,21 +313,27 @@ class Accounting:
         times its duration, added to the running sums, as numpy's
         ``used += res.amounts.sum(axis=0) * (res.end - res.start)`` computes it."""
         amounts, duration = res.amounts, res.end - res.start
-        shape = amounts.shape
-        if (amounts.dtype is _FLOAT and len(shape) == 2 and shape[1] == 2 == len(self._used)
-                and (shape[0] == 1 or (1 < shape[0] <= _SUM_IN_PYTHON
-                                       and amounts.flags.c_contiguous))):
-            rows = amounts.tolist()
-            first, second = rows[0]
-            for x, y in itertools.islice(rows, 1, None):   # numpy adds the rows of a
-                first += x                                 # C-ordered array in turn
-                second += y
+        known = self._row_sums.get(id(amounts))
+        sums: list[float] | None
+        if known is not None and known[0] is amounts:
+            sums = known[1]
+        else:
+            sums = _row_sums(amounts, len(self._used))
+            if sums is None:   # (not float64 rows, one per node: numpy's own arithmetic)
+                used = np.array(self._used)
+                used += amounts.sum(axis=0) * duration
+                self._used = used.tolist()
+                return
+            if not amounts.flags.writeable:   # rows shared by many reservations (one VM a
+                if len(self._row_sums) >= _KNOWN_SUMS:   # node): summed once
+                    self._row_sums.clear()
+                self._row_sums[id(amounts)] = (amounts, sums)
+        if len(sums) == 2:
             used_first, used_second = self._used
+            first, second = sums
             self._used = [used_first + first * duration, used_second + second * duration]
-            return
-        used = np.array(self._used)
-        used += amounts.sum(axis=0) * duration
-        self._used = used.tolist()
+        else:
+            self._used = [used + total * duration for used, total in zip(self._used, sums)]
 
     @property
     def used(self) -> np.ndarray:
