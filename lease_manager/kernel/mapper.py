@@ -61,6 +61,24 @@ class Placement:
                            self.vm_nodes, self.vm_shape)
 
 
+def reservation_one_per_node(lease: Lease, start: float, end: float,
+                             nodes: list[int]) -> Reservation:
+    """``lease``'s VM reservation over ``[start, end)`` with one VM of its one shape on each of
+    ``nodes``: ``Placement.one_per_node(tuple(nodes), np.array(nodes), vector)``'s
+    reservation, made without the placement (a replay makes one per lease that starts)."""
+    demand = lease.vms
+    shape = demand.shape_key
+    vector = demand.vectors[0]
+    dtype = _FLOAT_CODE if vector.dtype is _FLOAT else vector.dtype.str
+    return Reservation(lease, start, end, np.array(nodes, dtype=np.intp),
+                       _rows_of(shape, dtype, len(nodes)), None, ReservationKind.VM,
+                       tuple(nodes), shape)
+
+
+_FLOAT = np.dtype(float)
+_FLOAT_CODE = _FLOAT.str
+
+
 @functools.lru_cache(maxsize=4096)
 def _rows_of(shape: bytes, dtype: str, count: int) -> np.ndarray:
     """``count`` rows of the VM shape ``shape`` (a vector's bytes), read-only: reservations of

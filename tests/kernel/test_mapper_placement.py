@@ -27,3 +27,27 @@ def test_placements_of_as_many_vms_share_read_only_rows():
     other_shape = Placement.one_per_node((0, 1), np.array([0, 1]), np.array([2.0, 512.0]))
     assert other_count.amounts.tolist() == [[1.0, 1024.0]]
     assert other_shape.amounts.tolist() == [[2.0, 512.0]] * 2
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int64])
+def test_the_reservation_made_directly_is_the_placements(dtype):
+    """``reservation_one_per_node`` (the scheduler's path for a lease starting on the first
+    free nodes) gives the reservation ``Placement.one_per_node(...).reservation`` gives: the
+    same nodes, the same shared rows, the same VM nodes, shape and kind."""
+    from lease_manager.kernel.lease import Lease, LeaseType, VMRequest
+    from lease_manager.kernel.mapper import reservation_one_per_node
+
+    vector = np.array([[2, 512]], dtype=dtype)
+    vector.flags.writeable = False
+    lease = Lease(1, LeaseType.BEST_EFFORT, 0, VMRequest((3,), vector), 100, 100)
+    direct = reservation_one_per_node(lease, 10.0, 110.0, [2, 4, 6])
+    placed = Placement.one_per_node((2, 4, 6), np.array([2, 4, 6], dtype=np.intp),
+                                    vector[0]).reservation(lease, 10.0, 110.0)
+    assert direct.id != placed.id
+    for field in ("lease", "start", "end", "site_amount", "kind", "vm_nodes", "vm_shape",
+                  "pending", "overhead"):
+        assert getattr(direct, field) == getattr(placed, field), field
+    assert direct.amounts is placed.amounts and direct.amounts.dtype == dtype
+    assert direct.nodes.dtype == placed.nodes.dtype == np.intp
+    assert direct.nodes.tolist() == placed.nodes.tolist() == [2, 4, 6]
+    assert type(direct.vm_nodes[0]) is int

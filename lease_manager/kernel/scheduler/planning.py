@@ -11,8 +11,8 @@ import numpy as np
 from lease_manager.errors import OvercommitError
 from lease_manager.kernel.enum_members import members
 from lease_manager.kernel.events import EventKind
-from lease_manager.kernel.lease import Lease, LeaseState
-from lease_manager.kernel.mapper import Placement, place
+from lease_manager.kernel.lease import Lease, LeaseState, VMRequest
+from lease_manager.kernel.mapper import Placement, place, reservation_one_per_node
 from lease_manager.kernel.slottable import Reservation, ReservationKind
 
 if TYPE_CHECKING:
@@ -31,9 +31,20 @@ def _place_at(self: LeaseScheduler, lease: Lease, start: float,
     """Ask host selection for an order and the mapper for a placement at ``start`` (a
     table that counts VMs places a reservation that starts later when it starts)."""
     end = start + duration
-    if self.table.counted and start > cast("CountTable", self.table).now:
-        return Reservation(lease, start, end, NO_NODES, NO_AMOUNTS, None, K.VM, (),
-                           lease.vms.shape_key, lease.vms.count)
+    table = self.table
+    if table.counted:
+        counted = cast("CountTable", table)
+        if start > counted.now:
+            return Reservation(lease, start, end, NO_NODES, NO_AMOUNTS, None, K.VM, (),
+                               lease.vms.shape_key, lease.vms.count)
+        if _on_first_free(self, counted, lease.vms):   # _placement's, without a Placement
+            nodes = counted.first_free(lease.vms.count)   # (one per lease that starts)
+            if nodes is None:
+                return None
+            res = reservation_one_per_node(lease, start, end, nodes)
+            if self.power is not None and not self.power.admits([res]):
+                return None
+            return res
     placement = _placement(self, lease, start, end)
     if placement is None:
         return None
@@ -41,6 +52,14 @@ def _place_at(self: LeaseScheduler, lease: Lease, start: float,
     if self.power is not None and not self.power.admits([res]):
         return None   # the power cap has no room for it (or for booting its nodes)
     return res
+
+
+def _on_first_free(self: LeaseScheduler, counted: CountTable, demand: VMRequest) -> bool:
+    """Whether ``demand``, starting now on the table that counts VMs, goes on the first free
+    nodes, one VM on each: the table has one VM a node, of ``demand``'s one shape, and host
+    selection puts the nodes with a free slot first, by index."""
+    return (counted.one_per_node and demand.shape_key == counted.shape_key
+            and getattr(self.host_selection, "free_nodes_first", False))
 
 
 def _placement(self: LeaseScheduler, lease: Lease, start: float,
@@ -51,10 +70,9 @@ def _placement(self: LeaseScheduler, lease: Lease, start: float,
     table's list of them, without ordering every node."""
     table = self.table
     demand = lease.vms
-    if table.counted and getattr(self.host_selection, "free_nodes_first", False):
+    if table.counted:
         counted = cast("CountTable", table)
-        if counted.one_per_node and demand.shape_key == counted.shape_key and \
-                start <= counted.now:
+        if start <= counted.now and _on_first_free(self, counted, demand):
             nodes = counted.first_free(demand.count)
             if nodes is None:
                 return None
