@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from lease_manager.hookspecs import hookimpl
 from lease_manager.kernel.lease import LeaseState
 
 from support import HOUR, MIN, be, five_leases, simulate, times
@@ -198,3 +199,50 @@ def test_every_lease_is_accounted_for_once():
     assert run.accounting.recorded == 5
     with pytest.raises(AssertionError, match="twice"):
         run.accounting.record(leases[0])
+
+
+@pytest.mark.parametrize("placement", ["when-planned", "at-start"])
+@pytest.mark.parametrize("mode", ["off", "aggressive", "intermediate"])
+def test_the_arrays_beside_the_queue_follow_it(mode, placement):
+    """After every scheduling cycle, each queued lease's key, VM count, shape id and length
+    sit at its position in the arrays beside the queue, and the census counts the queued
+    leases of each shape: leases leave the queue from the head (FCFS) or anywhere in it."""
+    import collections
+    import random
+
+    from lease_manager.config.schema import load_config
+    from lease_manager.kernel.scheduler.queue import _shape_id
+    from lease_manager.plugins import Plugins
+    from lease_manager.run import Run
+
+    from support import be as lease_of
+
+    rng = random.Random(7)
+    leases, t = [], 0.0
+    for i in range(1, 201):
+        t += rng.choice([0, 0, 30, 120, 600])
+        leases.append(lease_of(i, rng.randint(1, 4), rng.choice([300, 900, 3600]), t,
+                               actual=rng.choice([None, 60.0, 200.0])))
+    checked = []
+
+    class Check:
+        @hookimpl
+        def scheduling_cycle_end(self, ctx, now):
+            sched = run.scheduler
+            queue = sched.queue
+            assert [sched.queue_policy.sort_key(l) for l in queue] == sched._queue_keys
+            assert list(sched._queue_counts) == [l.vms.count for l in queue]
+            assert list(sched._queue_shapes) == [_shape_id(sched, l) for l in queue]
+            assert list(sched._queue_lengths) == [sched.length(l) for l in queue]
+            census = collections.Counter(sched._queue_shapes)
+            assert {k: n for k, n in sched._shape_census.items() if n} == dict(census)
+            checked.append(len(queue))
+
+    plugins = Plugins(entry_points=False, extra=[Check()])
+    config = load_config(None, plugins.schema, [
+        "simulation.resources=4 CPU:1 Memory:1024", f"scheduling.backfilling={mode}",
+        "scheduling.backfilling-reservations=3", f"scheduling.placement={placement}"])
+    run = Run(config, plugins, leases=leases)
+    run.run()
+    assert all(l.state is LeaseState.DONE for l in leases)
+    assert max(checked) >= 20   # (the queue was long at times)

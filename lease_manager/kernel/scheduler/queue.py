@@ -122,6 +122,9 @@ def _process_queue(self: LeaseScheduler, now: float) -> None:
     """Schedule queued leases in order: while another future reservation is allowed, each
     lease in turn starts now or reserves; after that only leases that start now."""
     queue = self.queue
+    if not self.max_future and self.backfilling == "off":
+        _start_from_head(self, now)
+        return
     done: set[int] = set()
     n = len(queue)
     i = 0
@@ -155,6 +158,25 @@ def _process_queue(self: LeaseScheduler, now: float) -> None:
             del self._queue_counts[j]
             del self._queue_shapes[j]
             del self._queue_lengths[j]
+
+
+def _start_from_head(self: LeaseScheduler, now: float) -> None:
+    """:func:`_process_queue` without backfilling (FCFS): leases start in queue order until
+    one cannot, and those that started leave from the head of the queue."""
+    queue, schedule = self.queue, self._schedule
+    n = len(queue)
+    i = 0
+    while i < n and schedule(queue[i], now, False):   # the head blocks the rest
+        i += 1
+    if i:
+        census, shapes = self._shape_census, self._queue_shapes
+        for j in range(i):
+            census[shapes[j]] -= 1
+        del queue[:i]
+        del self._queue_keys[:i]
+        del self._queue_counts[:i]
+        del self._queue_shapes[:i]
+        del self._queue_lengths[:i]
 
 
 def _backfill_now(self: LeaseScheduler, first: int, now: float) -> list[int]:
