@@ -439,7 +439,12 @@ class LeaseScheduler:
         for)."""
         if lease.type is LT.ADVANCE_RESERVATION:
             return lease.requested_duration
-        return lease.remaining_requested * lease.stretch + self.shutdown_of(lease)
+        # (remaining_requested and shutdown_of written out: a few calls per lease and cycle)
+        remaining = lease.requested_duration - lease.work_done
+        if self.shutdown_per_vm:
+            return remaining * lease.stretch + (self.shutdown
+                                                + self.shutdown_per_vm * lease.vms.count)
+        return remaining * lease.stretch + self.shutdown
 
     def shutdown_of(self, lease: Lease) -> float:
         """How long shutting ``lease``'s VMs down takes."""
