@@ -120,6 +120,7 @@ class Engine:
         pop_due = timeline.pop_due
         before_step, after_step = self.before_step, self.after_step
         advance = self.table.advance
+        untie_ended = getattr(sched, "untie_ended", None) or (lambda: None)
         end, segment_end, start = EventKind.END, EventKind.SEGMENT_END, EventKind.START
         nxt = next(self._arrivals, None)
         now = self.clock.now()
@@ -158,6 +159,7 @@ class Engine:
                         sched.segment_started(payload, now)
                     else:
                         payload(now)
+                payload = None   # (the last one is not kept: see untie_ended)
                 while nxt is not None and nxt.submit <= now:
                     sched.submit(nxt, now)
                     nxt = next(self._arrivals, None)
@@ -165,6 +167,7 @@ class Engine:
             for after in after_step:
                 after(now)
             advance(now)
+            untie_ended()
             self.steps += 1
             if progress is not None and self.steps % 512 == 0:
                 progress(now)

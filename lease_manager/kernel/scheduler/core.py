@@ -253,6 +253,8 @@ class LeaseScheduler:
         self._backfill_reserved: set[int] = set()
         #: leases running, suspending or resuming, by id
         self.running: dict[int, Lease] = {}
+        #: leases that ended since :meth:`untie_ended` was last called
+        self._ended: list[Lease] = []
         #: ids of the advance reservations holding a plan (queued leases may run in front)
         self._ars: set[int] = set()
         #: nodes that are off and could be booted, with the earliest time a lease could
@@ -514,6 +516,7 @@ class LeaseScheduler:
     segment_ended = lifecycle.segment_ended
     work_finished = lifecycle.work_finished
     _finish = lifecycle._finish
+    untie_ended = lifecycle.untie_ended
     cancel = lifecycle.cancel
     fail = lifecycle.fail
     _end_early = lifecycle._end_early
