@@ -202,6 +202,10 @@ class SiteSchedulers:
     def release_all_held(self, now: float) -> int:
         return sum(site.scheduler.release_all_held(now) for site in self.sites)
 
+    def untie_ended(self) -> None:
+        for site in self.sites:
+            site.scheduler.untie_ended()
+
     def active_leases(self) -> list[Lease]:
         return [*self.pending,
                 *(lease for site in self.sites for lease in site.scheduler.active_leases())]

@@ -157,3 +157,40 @@ def test_a_lease_of_several_allocations_is_untied_only_if_none_is_kept(no_collec
     untie_ended(sched)
     assert ref() is not None and kept.lease is ref()
     assert all(res.lease is ref() for res in ref().allocations)
+
+
+def test_every_site_of_a_multi_site_run_lets_its_ended_leases_go(no_collector):
+    """Two sites (``[site:NAME]``): the engine asks each site's scheduler, and an ended lease
+    nothing keeps is freed whichever site ran it."""
+    refs: list = []
+    plugins = Plugins(entry_points=False)
+    config = load_config(None, plugins.schema, [
+        "site:a.resources=2 CPU:1 Memory:1024", "site:a.pstates=1.0:100:200",
+        "site:b.resources=2 CPU:1 Memory:1024", "site:b.pstates=1.0:50:150"])
+    run = Run(config, plugins, leases=_stream(refs, 16))
+    run.run()
+    # (leases of 3 VMs fit neither 2-node site: rejected)
+    assert (run.summary["leases_completed"], run.summary["leases_rejected"]) == (11, 5)
+    assert all(not site.scheduler._ended for site in run.sites)
+    del run
+    assert all(ref() is None for ref in refs)
+
+
+def test_the_ended_leases_waiting_are_bounded_within_a_step(monkeypatch):
+    """Ten leases end at one instant; with room for three waiting, the scheduler lets them go
+    as they pile up, before the step is over."""
+    from lease_manager.kernel.scheduler import lifecycle
+    from lease_manager.kernel.scheduler.core import LeaseScheduler
+
+    monkeypatch.setattr(lifecycle, "MAX_ENDED", 3)
+    waiting: list[int] = []
+    untie = LeaseScheduler.untie_ended
+
+    def counted(self):
+        waiting.append(len(self._ended))
+        untie(self)
+
+    monkeypatch.setattr(LeaseScheduler, "untie_ended", counted)
+    _run(Plugins(entry_points=False), (be(i, 1, HOUR, 0) for i in range(1, 11)),
+         "simulation.resources=10 CPU:1 Memory:1024")
+    assert max(waiting) == 4 and sum(waiting) == 10

@@ -126,6 +126,12 @@ def _finish(self: LeaseScheduler, lease: Lease, state: LeaseState, now: float) -
     self._enactment.stop(lease, now)
     self._emit_lease("lease_ended", lease, now)
     self._ended.append(lease)
+    if len(self._ended) > MAX_ENDED:   # (a driver that never calls untie_ended: no growth)
+        self.untie_ended()
+
+
+#: ended leases waiting for :func:`untie_ended`, at most
+MAX_ENDED = 4096
 
 
 def untie_ended(self: LeaseScheduler) -> None:
