@@ -120,7 +120,7 @@ class Engine:
         pop_due = timeline.pop_due
         before_step, after_step = self.before_step, self.after_step
         advance = self.table.advance
-        untie_ended = getattr(sched, "untie_ended", None) or (lambda: None)
+        untie_ended = sched.untie_ended
         end, segment_end, start = EventKind.END, EventKind.SEGMENT_END, EventKind.START
         nxt = next(self._arrivals, None)
         now = self.clock.now()

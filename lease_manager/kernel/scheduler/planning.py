@@ -32,24 +32,18 @@ def _place_at(self: LeaseScheduler, lease: Lease, start: float,
     table that counts VMs places a reservation that starts later when it starts)."""
     end = start + duration
     table = self.table
-    if table.counted:
-        counted = cast("CountTable", table)
-        if start > counted.now:
-            return Reservation(lease, start, end, NO_NODES, NO_AMOUNTS, None, K.VM, (),
-                               lease.vms.shape_key, lease.vms.count)
-        if _on_first_free(self, counted, lease.vms):   # _placement's, without a Placement
-            nodes = counted.first_free(lease.vms.count)   # (one per lease that starts)
-            if nodes is None:
-                return None
-            res = reservation_one_per_node(lease, start, end, nodes)
-            if self.power is not None and not self.power.admits([res]):
-                return None
-            return res
-    placement = _placement(self, lease, start, end)
-    if placement is None:
-        return None
-    res = placement.reservation(lease, start, end)
-    if self.power is not None and not self.power.admits([res]):
+    res: Reservation | None
+    if table.counted and start > cast("CountTable", table).now:
+        return Reservation(lease, start, end, NO_NODES, NO_AMOUNTS, None, K.VM, (),
+                           lease.vms.shape_key, lease.vms.count)
+    if table.counted and _on_first_free(self, cast("CountTable", table), lease.vms):
+        # _placement's, without making a Placement (one per lease that starts)
+        nodes = cast("CountTable", table).first_free(lease.vms.count)
+        res = None if nodes is None else reservation_one_per_node(lease, start, end, nodes)
+    else:
+        placement = _placement(self, lease, start, end)
+        res = None if placement is None else placement.reservation(lease, start, end)
+    if res is not None and self.power is not None and not self.power.admits([res]):
         return None   # the power cap has no room for it (or for booting its nodes)
     return res
 
