@@ -451,10 +451,12 @@ class TraceStats:
 
 
 #: what the filters make of a job (its code, from :func:`_job_codes`), and where it is counted
-_LEASE, _QUEUE_NOT_SELECTED, _BEFORE_WINDOW, _AFTER_WINDOW, _NEGATIVE_RUN, _NO_PROCS = range(6)
+(_LEASE, _QUEUE_NOT_SELECTED, _BEFORE_WINDOW, _AFTER_WINDOW, _NEGATIVE_RUN, _NO_PROCS,
+ _NEGATIVE_SUBMIT) = range(7)
 _FILTERED_FOR = {_QUEUE_NOT_SELECTED: "queue not selected",
                  _BEFORE_WINDOW: "before the time window"}
-_SKIPPED_FOR = {_NEGATIVE_RUN: "run time < 0", _NO_PROCS: "no processor count"}
+_SKIPPED_FOR = {_NEGATIVE_SUBMIT: "submit time < 0", _NEGATIVE_RUN: "run time < 0",
+                _NO_PROCS: "no processor count"}
 
 
 def _job_codes(values: np.ndarray, procs: np.ndarray, queues: np.ndarray | None,
@@ -471,6 +473,7 @@ def _job_codes(values: np.ndarray, procs: np.ndarray, queues: np.ndarray | None,
     codes[submit < window_start] = _BEFORE_WINDOW
     if queues is not None:
         codes[~np.isin(values[:, 14], queues)] = _QUEUE_NOT_SELECTED
+    codes[submit < 0] = _NEGATIVE_SUBMIT
     return codes
 
 
@@ -480,7 +483,9 @@ def swf_leases(reader: SWFReader, conv: SWFConversion, stats: TraceStats | None 
                *, first_id: int = 1) -> Iterator[Lease]:
     """Turn the reader's jobs into best-effort leases, in submit order.
 
-    Rules: jobs with run time < 0 are skipped (counted); a run time of 0 becomes 1 s; a
+    Rules: jobs with submit time < 0 (unknown: they cannot be placed in time, and the submit
+    order is checked over the others) or run time < 0 are skipped (counted); a run time of 0
+    becomes 1 s; a
     requested time <= 0 means the run time; the actual duration is min(run time, requested
     time); VMs = ceil(processors / procs_per_vm) with processors = field 8 if > 0 else field 5;
     in the cloud paradigm the requested time is the actual duration.
@@ -508,12 +513,16 @@ def swf_leases(reader: SWFReader, conv: SWFConversion, stats: TraceStats | None 
         procs = np.where(values[:, 7] > 0, values[:, 7], values[:, 4])
         codes = _job_codes(values, procs, queues, window_start, window_end)
         # reading stops at the first job out of submit order (an error), after the window,
-        # or beyond max-jobs, whichever comes first
-        stop, why = len(values), None
-        previous = np.concatenate(([last_submit], submit[:-1]))
-        out_of_order = np.flatnonzero(submit < previous)
+        # or beyond max-jobs, whichever comes first; the order is that of the jobs whose
+        # submit time is known
+        stop, why, before = len(values), None, last_submit
+        known = np.flatnonzero(submit >= 0)
+        known_submit = submit[known]
+        previous = np.concatenate(([last_submit], known_submit[:-1]))
+        out_of_order = np.flatnonzero(known_submit < previous)
         if len(out_of_order):
-            stop, why = int(out_of_order[0]), "order"
+            stop, why = int(known[out_of_order[0]]), "order"
+            before = float(previous[out_of_order[0]])
         after = np.flatnonzero(codes[:stop] == _AFTER_WINDOW)
         if len(after):
             stop, why = int(after[0]), AFTER_WINDOW
@@ -554,11 +563,12 @@ def swf_leases(reader: SWFReader, conv: SWFConversion, stats: TraceStats | None 
             stats.read += 1
             if why == "order":
                 raise TraceError(f"jobs are not in submit order ({float(submit[stop]):g} after "
-                                 f"{float(previous[stop]):g})", file=path,
+                                 f"{before:g})", file=path,
                                  line=int(block.lines[stop]), field="field 2 (submit time)")
             filtered[why] += 1   # jobs are in submit order: reading stops
             break
-        last_submit = float(submit[-1])
+        if len(known):
+            last_submit = float(known_submit[-1])
     stats.bad_lines = len(reader.bad_lines)
 
 

@@ -180,6 +180,34 @@ def test_out_of_submit_order(tmp_path):
     assert str(info.value).startswith(f"{path}:3: field 2 (submit time): ")
 
 
+def test_jobs_with_an_unknown_submit_time_are_skipped_and_not_in_the_order(tmp_path):
+    """As in the archive's cleaned LLNL Thunder log, where 1,190 records have every field
+    -1 but their number: such a job cannot be placed in time. It is skipped and counted,
+    wherever it comes (first, between jobs, last), and the submit order is that of the other
+    jobs: a job before the last known submit time is still out of order, and the error names
+    the times in order."""
+    unknown = " ".join(["299"] + ["-1"] * 9 + ["1", "36", "-1", "66", "-1", "2", "-1", "-1"])
+    path = write(tmp_path, unknown, job(1, 100, 10), unknown, job(2, 150, 10),
+                 job(3, 150, 10, alloc=-1), unknown)
+    stats = TraceStats()
+    leases = convert(path, stats, window_start=120.0)
+    assert [(lease.source_id, lease.submit) for lease in leases] == [("2", 150)]
+    assert stats.read == 6 and stats.replayed == 1
+    assert stats.skipped == {"submit time < 0": 3, "no processor count": 1}
+    assert stats.filtered == {"before the time window": 1}
+    path = write(tmp_path, job(1, 100, 10), job(2, 200, 10), unknown, job(3, 150, 10),
+                 name="disorder.swf")
+    with pytest.raises(TraceError, match=r"not in submit order \(150 after 200\)") as info:
+        convert(path)
+    assert info.value.line == 4
+    # the same across the reader's blocks of lines, the first ending with the unknown
+    from lease_manager.workload.swf import _CHUNK
+    lines = [job(n, 1000 + n, 10) for n in range(1, _CHUNK)] + [unknown, job(0, 1050, 10)]
+    with pytest.raises(TraceError, match=rf"\(1050 after {1000 + _CHUNK - 1}\)") as info:
+        convert(write(tmp_path, *lines, name="blocks.swf"))
+    assert info.value.line == _CHUNK + 1
+
+
 def test_equal_submit_times_are_in_order(tmp_path):
     path = write(tmp_path, job(1, 100, 10), job(2, 100, 10))
     assert [lease.submit for lease in convert(path)] == [100, 100]

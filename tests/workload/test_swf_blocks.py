@@ -42,6 +42,9 @@ def reference_leases(reader: SWFReader, conv: SWFConversion, stats: TraceStats
     next_id = 1
     for job in reader.jobs():
         stats.read += 1
+        if job.submit < 0:   # unknown: not placed in time, nor in the submit order
+            stats.skipped["submit time < 0"] += 1
+            continue
         if job.submit < last_submit:
             raise TraceError(f"jobs are not in submit order ({job.submit:g} after "
                              f"{last_submit:g})", file=reader.path, line=job.line,
@@ -86,13 +89,14 @@ def reference_leases(reader: SWFReader, conv: SWFConversion, stats: TraceStats
 
 def random_trace(rng: random.Random, jobs: int, *, disorder: bool, bad: bool) -> str:
     """SWF text: jobs with every kind of value the filters look at, between comments, blank
-    lines and (if ``bad``) malformed lines; with ``disorder`` one job out of submit order."""
+    lines and (if ``bad``) malformed lines; with ``disorder`` one job out of submit order.
+    About one job in a hundred has an unknown submit time (-1)."""
     lines = ["; MaxNodes: 144", ""]
     submit = 0.0
     wrong = rng.randrange(jobs) if disorder else -1
     for n in range(1, jobs + 1):
         submit += rng.choice([0, 0, 1, 7, 60.5, 3600])
-        at = submit - 500 if n == wrong else submit
+        at = submit - 500 if n == wrong else -1 if rng.random() < 0.01 else submit
         run = rng.choice([-1, 0, 0.5, 1, 2.25, 10, 3600, rng.uniform(0, 1e5)])
         alloc = rng.choice([-1, 0, 1, 8, 9, 64, 144])
         req_procs = rng.choice([-1, 0, 8, 17, 128])
@@ -162,7 +166,7 @@ def test_the_traces_reach_every_filter_and_stop(tmp_path):
     list(swf_leases(SWFReader(path), SWFConversion(vm_vector=VM, queues=(1, 2, 3, 4),
                                                     window_start=100.0), stats))
     assert set(stats.filtered) == {"queue not selected", "before the time window"}
-    assert set(stats.skipped) == {"run time < 0", "no processor count"}
+    assert set(stats.skipped) == {"submit time < 0", "run time < 0", "no processor count"}
     stats = TraceStats()
     list(swf_leases(SWFReader(path), SWFConversion(vm_vector=VM, window_length=1e5), stats))
     assert AFTER_WINDOW in stats.filtered
