@@ -473,7 +473,7 @@ def _job_codes(values: np.ndarray, procs: np.ndarray, queues: np.ndarray | None,
     codes[submit < window_start] = _BEFORE_WINDOW
     if queues is not None:
         codes[~np.isin(values[:, 14], queues)] = _QUEUE_NOT_SELECTED
-    codes[submit < 0] = _NEGATIVE_SUBMIT
+    codes[submit < 0] = _NEGATIVE_SUBMIT   # (the first filter: an unknown time is in no window)
     return codes
 
 
@@ -485,10 +485,9 @@ def swf_leases(reader: SWFReader, conv: SWFConversion, stats: TraceStats | None 
 
     Rules: jobs with submit time < 0 (unknown: they cannot be placed in time, and the submit
     order is checked over the others) or run time < 0 are skipped (counted); a run time of 0
-    becomes 1 s; a
-    requested time <= 0 means the run time; the actual duration is min(run time, requested
-    time); VMs = ceil(processors / procs_per_vm) with processors = field 8 if > 0 else field 5;
-    in the cloud paradigm the requested time is the actual duration.
+    becomes 1 s; a requested time <= 0 means the run time; the actual duration is min(run
+    time, requested time); VMs = ceil(processors / procs_per_vm) with processors = field 8 if
+    > 0 else field 5; in the cloud paradigm the requested time is the actual duration.
 
     The filters are applied to a block of jobs at once (:func:`_job_codes`), and the jobs are
     then counted and turned into leases one by one: :class:`TraceStats` is up to date whenever
