@@ -33,12 +33,13 @@ def _place_at(self: LeaseScheduler, lease: Lease, start: float,
     end = start + duration
     table = self.table
     res: Reservation | None
-    if table.counted and start > cast("CountTable", table).now:
+    counted = cast("CountTable", table) if table.counted else None
+    if counted is not None and start > counted.now:
         return Reservation(lease, start, end, NO_NODES, NO_AMOUNTS, None, K.VM, (),
                            lease.vms.shape_key, lease.vms.count)
-    if table.counted and _on_first_free(self, cast("CountTable", table), lease.vms):
+    if counted is not None and _on_first_free(self, counted, lease.vms):
         # _placement's, without making a Placement (one per lease that starts)
-        nodes = cast("CountTable", table).first_free(lease.vms.count)
+        nodes = counted.first_free(lease.vms.count)
         res = None if nodes is None else reservation_one_per_node(lease, start, end, nodes)
     else:
         placement = _placement(self, lease, start, end)
