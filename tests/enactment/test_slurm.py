@@ -224,16 +224,22 @@ def test_jobs_run_outside_the_state_folder(backend, lease_ids, tmp_path):
 
 
 def test_empty_command_holds_until_the_end(backend, lease_ids):
+    """An empty command holds its allocation until the lease's end: still running well after
+    it started, and exited 0 once the end has passed. Slurm may take up to two seconds to
+    start the job (``start`` waits for it) and ends it a second before the whole second of the
+    lease's end at the latest (see the module doc): the lease is long enough that "well after
+    it started" is before that, however slow the start."""
     lease = lease_ids[3]
     now = time.time()
-    backend.start(Work(lease, "", vms(1), start=now, end=now + 4))
+    end = now + 8
+    backend.start(Work(lease, "", vms(1), start=now, end=end))
     assert backend.status(lease).state == "running"
-    time.sleep(1.5)
+    time.sleep(max(0.0, now + 4 - time.time()))
+    assert time.time() < math.floor(end) - 1   # (the earliest Slurm may end it)
     assert backend.status(lease).state == "running"
     status = wait_for(lambda: (s := backend.status(lease)).state == "exited" and s, 20,
                       "the held work to end")
-    # it ends at the lease's end (Slurm stops it up to a second early: see the module doc)
-    assert status.exit_code == 0 and time.time() >= now + 2.5
+    assert status.exit_code == 0 and time.time() >= math.floor(end) - 1
     backend.stop(lease)
 
 
