@@ -184,6 +184,31 @@ def test_truncate():
         t.truncate(b, 4)
 
 
+def test_changes_land_after_the_pool_of_rows_grows():
+    """100 half-CPU reservations on n1, one over each [2i, 2i+1): 200 breakpoints, more than
+    the table's first pool of rows holds, so it grows (twice). Then every reservation with
+    an odd i is removed and every one with i % 4 == 2 cut to [2i, 2i+0.5).
+
+    time   0    1    2  2.5  3    4    5    6    7 ...
+    n1     [0---)    [2-)           [4---)    [6-)...   (i % 4 == 0: whole; == 2: cut)
+    """
+    t = table()
+    placed = [t.add(res(2 * i, 2 * i + 1, [1], [HALF])) for i in range(100)]
+    t.check()
+    assert t.breakpoints == 200
+    for i, r in enumerate(placed):
+        if i % 2:
+            t.remove(r)
+        elif i % 4 == 2:
+            t.truncate(r, 2 * i + 0.5)
+    t.check()
+    for i in range(100):
+        held = i % 2 == 0
+        assert t.free_at(2 * i + 0.25).tolist() == [FULL, HALF if held else FULL, FULL]
+        assert t.free_at(2 * i + 0.75).tolist() == [FULL, HALF if i % 4 == 0 else FULL, FULL]
+        assert t.lease_counts_at(2 * i + 0.25).tolist() == [0, int(held), 0]
+
+
 def test_extend():
     """A is extended from [0,10) to [0,12): it now overlaps C on n0 (half + full > 2 CPUs:
     refused, nothing changes); B from [5,20) to [5,25) on n1, which is free."""
