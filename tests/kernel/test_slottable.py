@@ -189,8 +189,9 @@ def test_changes_land_after_the_pool_of_rows_grows():
     the table's first pool of rows holds, so it grows (twice). Then every reservation with
     an odd i is removed and every one with i % 4 == 2 cut to [2i, 2i+0.5).
 
-    time   0    1    2  2.5  3    4    5    6    7 ...
-    n1     [0---)    [2-)           [4---)    [6-)...   (i % 4 == 0: whole; == 2: cut)
+    time   0     1     2     3     4   4.5   5     6     7     8     9  ...
+    n1     [0----)                 [2-)                    [4----)      ...
+    (reservation i over [2i, 2i+1): i odd removed, i % 4 == 2 cut, i % 4 == 0 whole)
     """
     t = table()
     placed = [t.add(res(2 * i, 2 * i + 1, [1], [HALF])) for i in range(100)]
