@@ -318,13 +318,16 @@ def scale(repeat: int, timeout: float, million: bool, placements: Sequence[str])
             small = [run_child(simulate_cmd(tmpdir / "small", settings_of("aggressive",
                                                                           placement)),
                                timeout) for _ in range(repeat)]
+            if not all(r.ok for r in small):
+                print(f"{name}, 144 nodes: {next(r.error for r in small if not r.ok)}")
+                continue
             per_small = statistics.median(r.cpu for r in small) / leases_of(tmpdir / "small")
             trace4 = tmpdir / "x70-4.swf"
             tiled_trace(trace4, 4, 70)
             big = [run_child(simulate_cmd(tmpdir / "big", settings + (
                 f"tracefile.tracefile={trace4}",)), timeout) for _ in range(repeat)]
             if not all(r.ok for r in big):
-                print(f"{name}, 10,000 nodes: {big[0].error}")
+                print(f"{name}, 10,000 nodes: {next(r.error for r in big if not r.ok)}")
                 continue
             per_big = statistics.median(r.cpu for r in big) / leases_of(tmpdir / "big")
             print(f"{name}: CPU per lease: {1000 * per_small:.3f} ms at 144 nodes (30-day "
