@@ -310,44 +310,46 @@ def scale(repeat: int, timeout: float, million: bool, placements: Sequence[str])
     print("\n(d) scale: the 30-day jobs, processors x70, tiled in time, on 10,000 nodes "
           "(aggressive)")
     for placement in placements:
-        name = label("aggressive", placement)
-        settings = settings_of("aggressive", placement) + (
-            "simulation.resources=10000 CPU:1 Memory:1024",)
         with tempfile.TemporaryDirectory(prefix="lm-bench-") as tmp:
-            tmpdir = Path(tmp)
-            small = [run_child(simulate_cmd(tmpdir / "small", settings_of("aggressive",
-                                                                          placement)),
-                               timeout) for _ in range(repeat)]
-            if not all(r.ok for r in small):
-                print(f"{name}, 144 nodes: {next(r.error for r in small if not r.ok)}")
-                continue
-            per_small = statistics.median(r.cpu for r in small) / leases_of(tmpdir / "small")
-            trace4 = tmpdir / "x70-4.swf"
-            tiled_trace(trace4, 4, 70)
-            big = [run_child(simulate_cmd(tmpdir / "big", settings + (
-                f"tracefile.tracefile={trace4}",)), timeout) for _ in range(repeat)]
-            if not all(r.ok for r in big):
-                print(f"{name}, 10,000 nodes: {next(r.error for r in big if not r.ok)}")
-                continue
-            per_big = statistics.median(r.cpu for r in big) / leases_of(tmpdir / "big")
-            print(f"{name}: CPU per lease: {1000 * per_small:.3f} ms at 144 nodes (30-day "
-                  f"trace), {1000 * per_big:.3f} ms at 10,000 nodes "
-                  f"({leases_of(tmpdir / 'big'):,} leases): {per_big / per_small:.2f}x "
-                  f"(target 2x: {'ok' if per_big <= 2 * per_small else 'MISSED'})",
-                  flush=True)
-            for copies, limit in ((40, 1536.0),) + (((200, 4096.0),) if million else ()):
-                trace = tmpdir / f"x70-{copies}.swf"
-                tiled_trace(trace, copies, 70)
-                m = run_child(simulate_cmd(tmpdir / f"mem{copies}", settings + (
-                    f"tracefile.tracefile={trace}",)), timeout)
-                if not m.ok:
-                    print(f"{name}, {copies} copies: {m.error}")
-                    continue
-                n = leases_of(tmpdir / f"mem{copies}")
-                print(f"{name}: {n:,} leases on 10,000 nodes: {m.cpu:.1f} CPU-s, peak "
-                      f"{m.rss_mb:,.0f} MB (target {limit:,.0f} MB: "
-                      f"{'ok' if m.rss_mb <= limit else 'MISSED'})", flush=True)
-                trace.unlink()
+            scale_one(placement, Path(tmp), repeat, timeout, million)
+
+
+def scale_one(placement: str, tmpdir: Path, repeat: int, timeout: float, million: bool) -> None:
+    """:func:`scale` for one placement, its files in ``tmpdir``."""
+    name = label("aggressive", placement)
+    small_settings = settings_of("aggressive", placement)
+    settings = small_settings + ("simulation.resources=10000 CPU:1 Memory:1024",)
+    small = [run_child(simulate_cmd(tmpdir / "small", small_settings), timeout)
+             for _ in range(repeat)]
+    if not all(r.ok for r in small):
+        print(f"{name}, 144 nodes: {next(r.error for r in small if not r.ok)}")
+        return
+    per_small = statistics.median(r.cpu for r in small) / leases_of(tmpdir / "small")
+    trace4 = tmpdir / "x70-4.swf"
+    tiled_trace(trace4, 4, 70)
+    big = [run_child(simulate_cmd(tmpdir / "big", settings + (
+        f"tracefile.tracefile={trace4}",)), timeout) for _ in range(repeat)]
+    if not all(r.ok for r in big):
+        print(f"{name}, 10,000 nodes: {next(r.error for r in big if not r.ok)}")
+        return
+    per_big = statistics.median(r.cpu for r in big) / leases_of(tmpdir / "big")
+    print(f"{name}: CPU per lease: {1000 * per_small:.3f} ms at 144 nodes (30-day trace), "
+          f"{1000 * per_big:.3f} ms at 10,000 nodes ({leases_of(tmpdir / 'big'):,} leases): "
+          f"{per_big / per_small:.2f}x (target 2x: "
+          f"{'ok' if per_big <= 2 * per_small else 'MISSED'})", flush=True)
+    for copies, limit in ((40, 1536.0),) + (((200, 4096.0),) if million else ()):
+        trace = tmpdir / f"x70-{copies}.swf"
+        tiled_trace(trace, copies, 70)
+        m = run_child(simulate_cmd(tmpdir / f"mem{copies}", settings + (
+            f"tracefile.tracefile={trace}",)), timeout)
+        if not m.ok:
+            print(f"{name}, {copies} copies: {m.error}")
+            continue
+        n = leases_of(tmpdir / f"mem{copies}")
+        print(f"{name}: {n:,} leases on 10,000 nodes: {m.cpu:.1f} CPU-s, peak "
+              f"{m.rss_mb:,.0f} MB (target {limit:,.0f} MB: "
+              f"{'ok' if m.rss_mb <= limit else 'MISSED'})", flush=True)
+        trace.unlink()
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -10,7 +10,14 @@ import pytest
 
 from lease_manager.errors import TraceError
 from lease_manager.kernel.lease import LeaseType
-from lease_manager.workload.swf import SWFConversion, SWFJob, SWFReader, TraceStats, swf_leases
+from lease_manager.workload.swf import (
+    _CHUNK,
+    SWFConversion,
+    SWFJob,
+    SWFReader,
+    TraceStats,
+    swf_leases,
+)
 
 VM = np.array([1.0, 1024.0])
 
@@ -201,7 +208,6 @@ def test_jobs_with_an_unknown_submit_time_are_skipped_and_not_in_the_order(tmp_p
         convert(path)
     assert info.value.line == 4
     # the same across the reader's blocks of lines, the first ending with the unknown
-    from lease_manager.workload.swf import _CHUNK
     lines = [job(n, 1000 + n, 10) for n in range(1, _CHUNK)] + [unknown, job(0, 1050, 10)]
     with pytest.raises(TraceError, match=rf"\(1050 after {1000 + _CHUNK - 1}\)") as info:
         convert(write(tmp_path, *lines, name="blocks.swf"))
