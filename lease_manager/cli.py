@@ -217,7 +217,8 @@ def _sweep(args: argparse.Namespace) -> int:
         raise LeaseManagerError("--jobs must be at least 1")
     only = [name for item in args.only for name in item.split(",") if name.strip()]
     return sweep_command(args.sweep, args.out, list_only=args.list, executor=args.executor,
-                         jobs=jobs, quiet=args.quiet, only=[n.strip() for n in only])
+                         jobs=jobs, quiet=args.quiet, only=[n.strip() for n in only],
+                         force=args.force, add=args.add)
 
 
 def _report(args: argparse.Namespace) -> int:
@@ -324,7 +325,14 @@ def build_parser() -> argparse.ArgumentParser:
                          "skipped) and collect their summaries into DIR/results.csv and "
                          "DIR/results.sqlite.")
     swp.add_argument("sweep", help="sweep file (.ini with a [sweep] section)")
-    swp.add_argument("--out", help="output directory (default: results/SWEEP-NAME)")
+    swp.add_argument("--out", help="output directory (default: results/SWEEP-NAME); one that "
+                     "holds another sweep is refused unless --force or --add")
+    swp.add_argument("--force", action="store_true",
+                     help="replace the other sweep's results in --out")
+    swp.add_argument("--add", action="store_true",
+                     help="keep the other sweep's results in --out: this sweep goes to "
+                     "OUT/SWEEP-NAME/, and OUT/results.csv lists both (this sweep's profiles "
+                     "as SWEEP-NAME/PROFILE)")
     swp.add_argument("--list", action="store_true",
                      help="list the runs, their settings and whether each is done, without "
                      "running them")

@@ -30,9 +30,12 @@ class DaemonUnavailable(LeaseManagerError):
     """The daemon did not answer, or answered 503 or 504: the request may be tried again
     (after ``retry_after`` seconds when the daemon said so)."""
 
-    def __init__(self, message: str, *, retry_after: float | None = None) -> None:
+    def __init__(self, message: str, *, retry_after: float | None = None,
+                 refused: bool = False) -> None:
         super().__init__(message)
         self.retry_after = retry_after
+        #: nothing listens at the daemon's address (yet: ``serve ... &`` binds a moment later)
+        self.refused = refused
 
 
 def _retry_after(headers: Any) -> float | None:
@@ -59,15 +62,26 @@ class Client:
     #: how long a call waits, in all, for a daemon that answers 503 with ``Retry-After``
     #: (restoring its leases after a restart: nothing of the request was done)
     RESTORE_WAIT = 300.0
+    #: how long a call waits for a daemon that refuses connections (one started a moment ago
+    #: in the background has not bound its port yet: nothing of the request reached it)
+    START_WAIT = 5.0
 
     def call(self, method: str, path: str, body: Any = None, *,
              content_type: str = "application/json",
              headers: dict[str, str] | None = None) -> Any:
-        deadline = time.monotonic() + self.RESTORE_WAIT
+        started = time.monotonic()
+        deadline = started + self.RESTORE_WAIT
         while True:
             try:
                 return self._call_once(method, path, body, content_type, headers)
             except DaemonUnavailable as exc:
+                if exc.refused:
+                    if time.monotonic() + 0.1 > started + self.START_WAIT:
+                        raise DaemonUnavailable(
+                            f"{exc} (waited {self.START_WAIT:g} s for a daemon to start "
+                            "listening there)", refused=True) from None
+                    time.sleep(0.1)
+                    continue
                 if exc.retry_after is None or time.monotonic() + exc.retry_after > deadline:
                     raise
                 time.sleep(exc.retry_after)
@@ -107,8 +121,9 @@ class Client:
                 raise DaemonUnavailable(text, retry_after=_retry_after(exc.headers)) from None
             raise LeaseManagerError(text) from None
         except urllib.error.URLError as exc:
-            raise DaemonUnavailable(f"cannot reach the daemon at {self.url}: "
-                                    f"{exc.reason}") from None
+            raise DaemonUnavailable(f"cannot reach the daemon at {self.url}: {exc.reason}",
+                                    refused=isinstance(exc.reason, ConnectionRefusedError)
+                                    ) from None
         except (TimeoutError, ConnectionError, http.client.HTTPException) as exc:
             raise DaemonUnavailable(f"the daemon at {self.url} did not answer: "
                                     f"{exc or type(exc).__name__}") from None

@@ -338,14 +338,20 @@ def _raise_interrupt(signum: int, frame: Any) -> None:
 
 
 def sweep_command(path: str, out: str | None, *, list_only: bool, executor: str, jobs: int,
-                  quiet: bool, only: Sequence[str] = ()) -> int:
-    """``lease-manager sweep``: list or run a sweep (``only`` those profiles); 0 if every run
-    is done, 1 otherwise."""
+                  quiet: bool, only: Sequence[str] = (), force: bool = False,
+                  add: bool = False) -> int:
+    """``lease-manager sweep``: list or run a sweep (``only`` those profiles) into ``out``
+    (``force`` replaces another sweep there, ``add`` keeps it: see sweep_folder.py); 0 if every
+    run is done, 1 otherwise."""
+    from lease_manager.experiments.results import write_results
+    from lease_manager.experiments.sweep_folder import claim_sweep_folder
+
     sweep = load_sweep(path)
     if only:
         sweep = only_profiles(sweep, only)
-    out_dir = Path(out) if out else Path("results") / Path(path).stem
+    requested = Path(out) if out else Path("results") / Path(path).stem
     if list_only:
+        out_dir = requested / sweep.path.stem if add else requested
         width = max(len(r.run_id) for r in sweep.runs)
         every = [dict(r.settings) for r in sweep.runs]
         keys = list(dict.fromkeys(k for s in every for k in s))
@@ -365,6 +371,7 @@ def sweep_command(path: str, out: str | None, *, list_only: bool, executor: str,
         return 0
     if executor != "local":
         dask_address(executor)   # a malformed address fails before anything starts
+    out_dir = claim_sweep_folder(sweep.path, requested, force=force, add=add)
     previous = signal.getsignal(signal.SIGTERM)
     signal.signal(signal.SIGTERM, _raise_interrupt)
     try:
@@ -378,9 +385,13 @@ def sweep_command(path: str, out: str | None, *, list_only: bool, executor: str,
               f"{outcome.total} runs done; run the same command again to resume",
               file=sys.stderr)
         return 130
+    if out_dir != requested:     # --add: the folder's table lists both sweeps
+        write_results(requested)
     if not quiet:
         print(f"{sweep.describe()}: {outcome.done} run now, {outcome.already_done} already "
-              f"done, {len(outcome.failed)} failed; results in {out_dir / 'results.csv'}")
+              f"done, {len(outcome.failed)} failed; results in {out_dir / 'results.csv'}"
+              + (f" (both sweeps in {requested / 'results.csv'}, this one's profiles as "
+                 f"{out_dir.name}/PROFILE)" if out_dir != requested else ""))
     if outcome.failed:
         ids = ", ".join(run_id for run_id, _ in outcome.failed)
         print(f"lease-manager: {len(outcome.failed)} run(s) failed: {ids} (each folder's "

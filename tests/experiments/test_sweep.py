@@ -356,12 +356,16 @@ def test_list_shows_runs_and_their_state(resumed, capsys):
     assert lines[5].split()[:2] == ["off/later/seed-1", "partial"]
 
 
-def test_changed_settings_are_not_mixed_with_finished_runs(resumed, tmp_path, capsys):
-    path = tmp_path / "changed.ini"
-    text = resumed["path"].read_text().replace("backfilling = conservative",
-                                               "backfilling = intermediate")
-    path.write_text(text.replace("later.swf", str(resumed["path"].parent / "later.swf")))
-    assert cli.main(["sweep", str(path), "--out", str(resumed["out"]), "--jobs", "1"]) == 2
+def test_changed_settings_are_not_mixed_with_finished_runs(resumed, capsys):
+    """The sweep file edited after its runs finished: run again into the same folder, it is
+    refused (another sweep file is refused before that: test_sweep_folder.py)."""
+    path = resumed["path"]
+    original = path.read_text()
+    path.write_text(original.replace("backfilling = conservative", "backfilling = intermediate"))
+    try:
+        assert cli.main(["sweep", str(path), "--out", str(resumed["out"]), "--jobs", "1"]) == 2
+    finally:
+        path.write_text(original)
     err = capsys.readouterr().err
     assert "finished runs were made with other settings" in err
     assert "conservative/sdsc-blue-600requests/seed-1" in err
