@@ -31,6 +31,13 @@ from lease_manager.experiments import plots  # noqa: E402
 PROFILES = ("off", "conservative")
 
 
+@pytest.fixture(autouse=True)
+def wide_terminal(monkeypatch):
+    """The tables wrap to the terminal's width (``COLUMNS``, 80 in pytest-xdist's workers and
+    in many terminals): the tests read them at one fixed width that holds every column."""
+    monkeypatch.setenv("COLUMNS", "200")
+
+
 @pytest.fixture(scope="module")
 def sweep_dir(tmp_path_factory) -> Path:
     d = tmp_path_factory.mktemp("report")
