@@ -7,6 +7,17 @@ import sys
 import pytest
 
 from slurm_support import find_slurm_node
+from support import LONG
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests marked ``long`` skip, saying how to run them, unless ``LM_LONG=1``."""
+    if LONG:
+        return
+    skip = pytest.mark.skip(reason="long profile: LM_LONG=1 runs it (CI does)")
+    for item in items:
+        if item.get_closest_marker("long"):
+            item.add_marker(skip)
 
 
 @pytest.fixture

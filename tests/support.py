@@ -4,6 +4,7 @@ Imported by test modules as ``from support import ...`` (pytest puts ``tests/`` 
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -14,6 +15,11 @@ from lease_manager.run import Run
 
 ROOT = Path(__file__).resolve().parent.parent
 TRACES = ROOT / "traces"
+
+#: ``LM_LONG=1``: the long profile (tests marked ``long``, and the long fuzz), as CI runs it
+LONG = os.environ.get("LM_LONG") == "1"
+#: cases per fuzzed format: 300, 3,000 in the long profile; ``LM_FUZZ_CASES`` sets it
+FUZZ_CASES = int(os.environ.get("LM_FUZZ_CASES", "3000" if LONG else "300"))
 SHARED_TRACES = ROOT.parent / "shared" / "traces"
 MIN = 60
 HOUR = 3600

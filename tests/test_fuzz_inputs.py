@@ -9,14 +9,13 @@ the file); any other exception, or a case taking more than 10 s, fails. A config
 is read also replays a few leases, which must all end and give a summary of finite numbers.
 The cases are the same on every run (seeded), so a failure reproduces.
 
-The quick profile (the default) runs 300 cases per format; ``LM_FUZZ_CASES=10000`` runs the
-long profile (or any number of cases).
+The quick profile (the default) runs 300 cases per format, the long one (``LM_LONG=1``, as in CI)
+3,000; ``LM_FUZZ_CASES=N`` runs any number of cases.
 """
 
 from __future__ import annotations
 
 import math
-import os
 import random
 import re
 import time
@@ -35,9 +34,9 @@ from lease_manager.run import Run
 from lease_manager.workload.lwf import read_lwf
 from lease_manager.workload.swf import SWFConversion, SWFReader, swf_leases
 
-from support import ROOT
+from support import FUZZ_CASES, ROOT
 
-CASES = int(os.environ.get("LM_FUZZ_CASES", "300"))
+CASES = FUZZ_CASES
 #: the longest one case may take, seconds
 HANG = 10.0
 NASTY = ["-1", "0", "1", "1e-320", "1e-9", "0.0001", "1e16", "1e400", "-1e16", "nan", "inf",

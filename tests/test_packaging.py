@@ -69,7 +69,8 @@ def test_ci_reads_the_readmes_sample_replay_and_test_command(tmp_path):
     assert main_command.endswith(" && .venv/bin/lease-manager simulate etc/sample.ini "
                                  "--out results/sample")
     assert re.fullmatch(r"python3 -m venv \.venv && \.venv/bin/pip install -e '\.\[test\]'.* "
-                        r"&& \.venv/bin/python -m pytest -q", test_command), test_command
+                        r"&& \.venv/bin/python -m pytest -q -n auto --dist loadfile",
+                        test_command), test_command
     # the lines of the README's first code block, exactly
     readme = (ROOT / "README.md").read_text().splitlines()
     assert readme[0] == "```sh" and readme[1:3] == [main_command, test_command]

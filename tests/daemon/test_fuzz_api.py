@@ -2,15 +2,14 @@
 
 Every answer is 201 or 400 (never a 5xx, never a dead daemon); a 400 names what is wrong;
 an accepted lease's numbers are finite and within the documented bounds. The quick profile
-(the default) runs 300 cases; ``LM_FUZZ_CASES=10000`` runs the long one, as for the readers'
-fuzz in ``tests/test_fuzz_inputs.py``.
+(the default) runs 300 cases, the long one (``LM_LONG=1``) 3,000, and ``LM_FUZZ_CASES=N`` any
+number, as for the readers' fuzz in ``tests/test_fuzz_inputs.py``.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import os
 from datetime import timedelta, timezone
 
 import pytest
@@ -19,8 +18,9 @@ from test_api import SITE, assert_serving, call, submit
 from lease_manager.daemon.lease_requests import FIELDS, MAX_SECONDS
 
 from daemon_support import ThreadDaemon, write_config
+from support import FUZZ_CASES
 
-CASES = int(os.environ.get("LM_FUZZ_CASES", "300"))
+CASES = FUZZ_CASES
 #: the site of SITE: 4 nodes, and [daemon] max-vms-per-node's default
 MAX_VMS_PER_LEASE = 4 * 64
 

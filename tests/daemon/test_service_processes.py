@@ -14,6 +14,8 @@ import uuid
 from datetime import datetime
 from pathlib import Path
 
+import pytest
+
 from lease_manager.daemon.client import DaemonUnavailable
 from lease_manager.errors import LeaseManagerError
 
@@ -40,6 +42,7 @@ def stamped(path: Path) -> str:
     return f"date +%s.%N > {path}"
 
 
+@pytest.mark.long
 def test_best_effort_ar_and_immediate_processes(tmp_path):
     """One node of one core, real clock (no speed-up); times in seconds from the first
     request::
@@ -118,6 +121,7 @@ def test_best_effort_ar_and_immediate_processes(tmp_path):
         assert daemon.terminate_and_clean() == 0
 
 
+@pytest.mark.long
 def test_sigkill_during_a_burst_at_concurrency_8_then_restore_under_load(tmp_path):
     """Four single-core nodes, 10x speed-up: leases of 5 s (0.5 s of wall time) whose
     commands take 0.2 s and write their lease id. Eight clients submit 30 leases each, every
@@ -218,6 +222,7 @@ def test_work_that_ended_while_the_daemon_was_down(tmp_path):
     kill_leftover_processes(config)
 
 
+@pytest.mark.long
 def test_sigkill_while_a_lease_is_suspended_for_an_ar(tmp_path):
     """One node, real clock, seconds from the start::
 

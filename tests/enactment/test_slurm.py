@@ -21,6 +21,9 @@ from lease_manager.plugins import Plugins
 from daemon_support import wait_for as poll
 from slurm_support import sh as _sh
 
+#: the Slurm runs belong to the long profile (LM_LONG=1; CI starts Slurm and runs them)
+pytestmark = pytest.mark.long
+
 
 def make_backend(tmp_path: Path, node: str | None, cpus: int, **slurm: str) -> SlurmBackend:
     options = {"nodes": node or "", **slurm}

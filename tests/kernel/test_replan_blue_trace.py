@@ -5,7 +5,6 @@ says how Haizea's times were obtained)."""
 from __future__ import annotations
 
 import csv
-import os
 
 import pytest
 
@@ -73,8 +72,7 @@ probes: best-effort
 """
 
 
-@pytest.mark.skipif(not os.environ.get("LM_HAIZEA_FULL"),
-                    reason="about 45 CPU-s: set LM_HAIZEA_FULL=1 to run it")
+@pytest.mark.long      # about 45 CPU-s
 @pytest.mark.parametrize("suspension, reference", [
     ("none", REFERENCE),
     ("all", REFERENCE.with_name("haizea10-sdsc-blue-30days-suspension-starts.txt"))])

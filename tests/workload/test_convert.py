@@ -170,6 +170,7 @@ def test_merge_streams_and_checks_order():
     assert "not in submit order" in str(info.value)
 
 
+@pytest.mark.long
 def test_convert_command_round_trip_replays_the_same(tmp_path):
     """SWF -> LWF -> SWF with `lease-manager convert`; replaying each gives the same schedule."""
     import csv
