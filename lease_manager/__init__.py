@@ -49,6 +49,7 @@ if TYPE_CHECKING:   # what the exported names are, for type checkers
     from lease_manager.experiments.relative import results_with_nm  # noqa: F401
     from lease_manager.experiments.sweep import FinishedRun, etc_file, run_sweep_file  # noqa: F401
     from lease_manager.hookspecs import hookimpl  # noqa: F401
+    from lease_manager.kernel.extra_attributes import ExtraAttribute  # noqa: F401
     from lease_manager.kernel.lease import Lease, LeaseState, LeaseType, VMRequest  # noqa: F401
     from lease_manager.kernel.malleable import Allocation, Malleability  # noqa: F401
     from lease_manager.kernel.slottable import (  # noqa: F401
@@ -84,6 +85,7 @@ __all__ = [
     "SiteSelectionPolicy", "AllocationPolicy", "Allocation", "Malleability",
     "Planner", "PowerBoard", "PlanTask", "Platform", "Spot",
     "Lease", "LeaseState", "LeaseType", "VMRequest", "Reservation", "ReservationKind",
+    "ExtraAttribute",
     "SlotTable", "characteristics",
     "LeaseManagerError", "InputError", "ConfigError", "TraceError",
     "run_sweep_file", "FinishedRun", "etc_file", "read_series", "bin_means", "results_with_nm",
@@ -110,6 +112,7 @@ _LAZY = {"AMOUNTS": "lease_manager.config.schema",
          "LeaseManagerError": "lease_manager.errors",
          "TraceError": "lease_manager.errors",
          "hookimpl": "lease_manager.hookspecs",
+         "ExtraAttribute": "lease_manager.kernel.extra_attributes",
          "Lease": "lease_manager.kernel.lease",
          "LeaseState": "lease_manager.kernel.lease",
          "LeaseType": "lease_manager.kernel.lease",

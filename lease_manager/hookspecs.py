@@ -39,6 +39,7 @@ import pluggy
 if TYPE_CHECKING:
     from lease_manager.config.schema import Option
     from lease_manager.context import RunContext
+    from lease_manager.kernel.extra_attributes import ExtraAttribute
     from lease_manager.kernel.lease import Lease, LeaseState
 
 hookspec = pluggy.HookspecMarker("lease_manager")
@@ -55,6 +56,18 @@ def register_options() -> Iterable[Option] | None:
     are validated, overridable with ``--set`` and listed by ``lease-manager config-doc``. A
     plugin should use a section of its own. Return an iterable of
     :class:`~lease_manager.Option` (or None).
+    """
+
+
+@hookspec
+def register_extra_attributes() -> Iterable[ExtraAttribute] | None:
+    """Declare the lease ``extra`` attributes this plugin interprets, with their bounds.
+
+    Called once, when the :class:`~lease_manager.plugins.Plugins` object is built. Every value
+    of a declared attribute that comes from outside (an LWF document, an API request, a row
+    the daemon stored) is checked and normalised before anything is stored or planned, and a
+    bad one is refused in one line: a policy reading ``lease.extra[NAME]`` then finds a value
+    of the declared kind. Return an iterable of :class:`~lease_manager.ExtraAttribute`.
     """
 
 

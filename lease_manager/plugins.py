@@ -23,6 +23,7 @@ from lease_manager import hookspecs
 from lease_manager.config.core_options import core_options
 from lease_manager.config.schema import Schema
 from lease_manager.errors import ConfigError, LeaseManagerError
+from lease_manager.kernel.extra_attributes import ExtraAttribute, registry
 from lease_manager.policies import POLICY_KINDS
 
 BUILTIN_PLUGINS = (
@@ -134,6 +135,22 @@ class Plugins:
                 self.schema.add(impl.function() or ())   # type: ignore[arg-type]
             except ValueError as exc:
                 raise LeaseManagerError(f"plugin {impl.plugin_name!r}: {exc}") from None
+        #: the lease ``extra`` attributes the core and the plugins interpret, by name
+        self.extra_attributes = self._collect_extra_attributes()
+
+    def _collect_extra_attributes(self) -> dict[str, ExtraAttribute]:
+        declared: list[ExtraAttribute] = []
+        for impl in self.pm.hook.register_extra_attributes.get_hookimpls():
+            try:
+                mine = list(impl.function() or ())  # type: ignore[call-overload]
+                registry(mine)
+            except (TypeError, ValueError) as exc:
+                raise LeaseManagerError(f"plugin {impl.plugin_name!r}: {exc}") from None
+            declared += mine
+        try:
+            return registry(declared)
+        except ValueError as exc:
+            raise LeaseManagerError(f"plugins: {exc}") from None
 
     def begin_run(self, run: Any) -> None:
         """``run`` is being built with these plugins (refused while another run is open: its

@@ -324,7 +324,8 @@ class Handler(BaseHTTPRequestHandler):
             from lease_manager.workload.lwf import read_lwf
 
             try:
-                workload = read_lwf("request body", d.run.nodes.types, data=data)
+                workload = read_lwf("request body", d.run.nodes.types, data=data,
+                                    attributes=d.plugins.extra_attributes)
             except InputError as exc:
                 raise HTTPError(400, str(exc), field=exc.field) from None
             if not workload.leases:
@@ -348,7 +349,8 @@ class Handler(BaseHTTPRequestHandler):
             requests = []
             for i, item in enumerate(bodies):
                 try:
-                    requests.append(normalise(item, d.run.nodes, d.default_vm, now))
+                    requests.append(normalise(item, d.run.nodes, d.default_vm, now,
+                                              d.plugins.extra_attributes))
                 except RequestError as exc:
                     field = exc.field
                     if isinstance(body, list):

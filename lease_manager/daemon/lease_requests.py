@@ -8,10 +8,12 @@ that dictionary, at submission and again when a restarted daemon restores it.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from lease_manager.kernel.extra_attributes import ExtraAttribute, ExtraAttributeError, check_extra
 from lease_manager.kernel.lease import Lease, LeaseType, VMRequest
 from lease_manager.kernel.timeutil import parse_duration, parse_instant
 
@@ -124,8 +126,10 @@ def _instant(field: str, value: Any, now: float) -> float:
 
 # Longer than ~50 lines on purpose: the fields are checked in the order they depend on each other
 # (type, start, deadline, duration, VMs); split up, the rules would scatter.
-def normalise(body: Any, nodes: NodeSet, default_vm: np.ndarray, now: float) -> dict:
-    """Check a JSON request and return it normalised (absolute times, seconds, defaults)."""
+def normalise(body: Any, nodes: NodeSet, default_vm: np.ndarray, now: float,
+              attributes: Mapping[str, ExtraAttribute] | None = None) -> dict:
+    """Check a JSON request and return it normalised (absolute times, seconds, defaults);
+    ``attributes`` are the interpreted ``extra`` attributes (the core's when None)."""
     if not isinstance(body, dict):
         raise RequestError("", "a lease request must be a JSON object")
     unknown = sorted(set(body) - set(FIELDS))
@@ -190,6 +194,7 @@ def normalise(body: Any, nodes: NodeSet, default_vm: np.ndarray, now: float) -> 
             raise RequestError(f"extra.{key}", "must be a string, number or boolean")
         if isinstance(value, str):
             _text(f"extra.{key}", value)
+    _check_interpreted(extra, attributes)
     return {
         "type": kind,
         "start": start_at,
@@ -205,6 +210,14 @@ def normalise(body: Any, nodes: NodeSet, default_vm: np.ndarray, now: float) -> 
         "extra": extra,
         "submitted": now,
     }
+
+
+def _check_interpreted(extra: Mapping[str, Any],
+                       attributes: Mapping[str, ExtraAttribute] | None) -> None:
+    try:
+        check_extra(extra, attributes)
+    except ExtraAttributeError as exc:
+        raise RequestError(f"extra.{exc.name}", exc.detail) from None
 
 
 def workdir_field(value: Any) -> str:
@@ -270,10 +283,12 @@ def groups_of(request: dict) -> list[dict]:
                                       "resources": request["resources"]}]
 
 
-def check_stored(request: Any, nodes: NodeSet) -> None:
+def check_stored(request: Any, nodes: NodeSet,
+                 attributes: Mapping[str, ExtraAttribute] | None = None) -> None:
     """Check a normalised request read back from the database with the bounds the API
-    applies to a new one (a row edited to a duration of 1e300 was restored as it was);
-    raise :class:`RequestError` naming the field otherwise."""
+    applies to a new one (a row edited to a duration of 1e300 was restored as it was, and one
+    whose ``disk-image-size`` was ``"x"`` stopped every restart); raise :class:`RequestError`
+    naming the field otherwise."""
     if not isinstance(request, dict):
         raise RequestError("", "is not a JSON object")
     if request.get("type") not in TYPES:
@@ -312,6 +327,7 @@ def check_stored(request: Any, nodes: NodeSet) -> None:
     extra = request.get("extra")
     if not isinstance(extra, dict) or len(extra) > MAX_EXTRA:
         raise RequestError("extra", f"must be an object of at most {MAX_EXTRA} attributes")
+    _check_interpreted(extra, attributes)
 
 
 def build_lease(lease_id: int, request: dict, nodes: NodeSet) -> Lease:

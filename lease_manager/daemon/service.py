@@ -337,7 +337,7 @@ class Daemon:
         except ValueError:
             raise RequestError("request", "is not JSON") from None
         try:
-            check_stored(request, self.run.nodes)
+            check_stored(request, self.run.nodes, self.plugins.extra_attributes)
         except (KeyError, TypeError) as exc:
             raise RequestError("request", f"malformed ({type(exc).__name__}: {exc})") from None
         for field in ("submit", "work_done", "start", "price", "time_suspended",

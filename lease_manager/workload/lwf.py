@@ -40,6 +40,7 @@ import logging
 import math
 import re
 import zlib
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -48,6 +49,8 @@ import numpy as np
 
 from lease_manager.energy.lease_power import MAX_LEASE_WATTS, WATTS_ATTRIBUTE
 from lease_manager.errors import TraceError
+from lease_manager.input_files import input_problem
+from lease_manager.kernel.extra_attributes import ExtraAttribute, ExtraAttributeError, check_extra
 from lease_manager.kernel.lease import Lease, LeaseType, VMRequest
 from lease_manager.kernel.resources import NodeSet, ResourceTypes
 from lease_manager.kernel.timeutil import MIN_DURATION, parse_duration
@@ -111,12 +114,15 @@ def is_lwf(path: str | Path) -> bool:
 
 # ----------------------------------------------------------------------------- reading
 def read_lwf(path: str | Path, types: ResourceTypes | None = None, *,
-             first_id: int = 1, data: bytes | None = None) -> LWFWorkload:
+             first_id: int = 1, data: bytes | None = None,
+             attributes: Mapping[str, ExtraAttribute] | None = None) -> LWFWorkload:
     """Read and validate an LWF file; leases get ids ``first_id, first_id + 1, ...``.
 
     ``types`` are the run's resource types (lease vectors are over them); None means the types
     the file's ``<site>`` declares (an error if it has none). With ``data``, the document is
-    those bytes and ``path`` only names it in messages (a request body, say).
+    those bytes and ``path`` only names it in messages (a request body, say). The ``<extra>``
+    attributes that the core or a plugin interprets (``attributes``: the core's when None) are
+    checked against their declarations.
     """
     file = str(path)
     root = _parse(file, data)
@@ -128,7 +134,7 @@ def read_lwf(path: str | Path, types: ResourceTypes | None = None, *,
                              "site it runs on", file=file, line=root.sourceline)
         types = site.types
     description = root.findtext("description")
-    reader = _LeaseReader(file, types, first_id)
+    reader = _LeaseReader(file, types, first_id, attributes)
     leases = [reader.lease(request) for request in root.iterfind("lease-requests/lease-request")]
     warnings = []
     if reader.out_of_order:   # Haizea 1.1 sorts them too: sort, keeping equal arrivals in order
@@ -147,6 +153,9 @@ def read_lwf(path: str | Path, types: ResourceTypes | None = None, *,
 def _parse(file: str, raw: bytes | None = None) -> etree._Element:
     from lxml import etree  # here: a replay of an SWF trace never loads lxml
 
+    problem = "" if raw is not None else input_problem(file, limit=None)
+    if problem:
+        raise TraceError(f"the workload {problem}", file=file)
     try:
         if raw is None:
             raw = Path(file).read_bytes()
@@ -314,9 +323,11 @@ def _amounts(node_set: etree._Element, types: ResourceTypes, file: str, *, what:
 class _LeaseReader:
     """Turns ``<lease-request>`` elements into leases, in order, checking arrival order."""
 
-    def __init__(self, file: str, types: ResourceTypes, first_id: int) -> None:
+    def __init__(self, file: str, types: ResourceTypes, first_id: int,
+                 attributes: Mapping[str, ExtraAttribute] | None = None) -> None:
         self.file = file
         self.types = types
+        self.attributes = attributes
         self.next_id = first_id
         self.last_arrival = -math.inf
         #: ``(line, arrival, latest arrival before it)`` of each request out of order
@@ -404,6 +415,11 @@ class _LeaseReader:
         if image is not None:
             extra["disk-image"] = image.get("id")
             extra["disk-image-size"] = int(image.get("size"))
+            try:
+                check_extra(extra)
+            except ExtraAttributeError as exc:
+                field = "id" if exc.name == "disk-image" else "size"
+                raise self.error(image, f"<disk-image {field}>", exc.detail) from None
         max_price = None
         for attr in elem.iterfind("extra/attr"):
             name = attr.get("name")
@@ -429,6 +445,10 @@ class _LeaseReader:
                     raise self.error(attr, "<attr watts>",
                                      f"{attr.get('value')!r} is not a power (a number of watts "
                                      f"per VM in [0, {MAX_LEASE_WATTS:g}])")
+            try:
+                check_extra({name: attr.get("value")}, self.attributes)
+            except ExtraAttributeError as exc:
+                raise self.error(attr, f"<attr {name}>", exc.detail) from None
             extra[name] = attr.get("value")
 
         lease = Lease(self.next_id, kind, arrival, vms, duration, actual,

@@ -381,6 +381,10 @@ def test_a_bad_stored_clock_anchor_does_not_lock_the_state_folder(tmp_path, anch
     (lambda r: {**r, "type": "forever"}, "type: 'forever' is not one of"),
     (lambda r: {k: v for k, v in r.items() if k != "command"}, "command: must be a string"),
     (lambda r: [r], "is not a JSON object"),
+    (lambda r: {**r, "extra": {"disk-image": "a", "disk-image-size": "x"}},
+     "extra.disk-image-size: 'x' is not a number"),
+    (lambda r: {**r, "extra": {"preemptible": "perhaps"}},
+     "extra.preemptible: 'perhaps' is not true or false"),
 ])
 def test_a_stored_request_out_of_bounds_fails_its_lease_alone(tmp_path, caplog, edit, field):
     """Stored rows were not checked on restore: one edited to a duration of 1e300 was
