@@ -31,6 +31,7 @@ from lease_manager.energy.power_model import (
 )
 from lease_manager.energy.series import StepSeries
 from lease_manager.errors import LeaseManagerError, TraceError
+from lease_manager.input_files import input_problem
 from lease_manager.kernel.clock import RealClock, SimulatedClock
 from lease_manager.kernel.count_table import CountTable
 from lease_manager.kernel.engine import Engine, ReplayEnactment
@@ -470,6 +471,9 @@ class Run:
         if not path:
             raise cfg.error("tracefile", "tracefile", "no trace file given (set it in "
                                                       "[tracefile] or with --set)")
+        problem = input_problem(path, limit=None)
+        if problem:
+            raise cfg.error("tracefile", "tracefile", f"{path} {problem}")
         if not Path(path).is_file():
             raise cfg.error("tracefile", "tracefile", f"trace file not found: {path}")
         if is_lwf(path):

@@ -19,6 +19,7 @@ from typing import Any
 import attrs
 
 from lease_manager.errors import ConfigError, all_errors
+from lease_manager.input_files import input_problem
 from lease_manager.kernel.resources import parse_amounts, parse_site
 from lease_manager.kernel.timeutil import format_duration, parse_duration
 from lease_manager.numbers import is_plain, parse_float, parse_int
@@ -71,6 +72,34 @@ def _parse_float(text: str) -> float:
 
 def _parse_list(text: str) -> tuple[str, ...]:
     return tuple(p for p in re.split(r"[,\s]+", text.strip()) if p)
+
+
+def _parse_names(text: str) -> tuple[str, ...]:
+    names = _parse_list(text)
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise ValueError(f"{twice[0]!r} is named twice")
+    return names
+
+
+#: the longest path and file name the kernel takes (Linux's PATH_MAX and NAME_MAX, in bytes)
+MAX_PATH_BYTES = 4095
+MAX_NAME_BYTES = 255
+
+
+def path_problem(path: str) -> str:
+    """Why ``path`` can name no file (a NUL character, a name or a path too long), or ""."""
+    if "\x00" in path:
+        return "a path cannot hold a NUL character"
+    encoded = path.encode("utf-8", "surrogateescape")
+    if len(encoded) > MAX_PATH_BYTES:
+        return f"the path is {len(encoded)} bytes long (at most {MAX_PATH_BYTES})"
+    longest = max(encoded.split(b"/"), key=len)
+    if len(longest) > MAX_NAME_BYTES:
+        start = longest[:24].decode(errors="replace")
+        return f"the path has a name of {len(longest)} bytes ({start}...; at most " \
+               f"{MAX_NAME_BYTES})"
+    return ""
 
 
 def _parse_int_list(text: str) -> tuple[int, ...]:
@@ -192,7 +221,7 @@ def _parse_cop(text: str) -> float | tuple[str, float, float]:
 COP = OptionType("number above 0 (inf: no cooling), or uniform:LOW:HIGH or normal:MEAN:SD "
                  "(drawn per site from the run's seed; a normal draw is cut at 1e-9)",
                  _parse_cop, _format_value)
-NAMES = OptionType("list of names", _parse_list, lambda v: ", ".join(v))
+NAMES = OptionType("list of names", _parse_names, lambda v: ", ".join(v))
 INTEGERS = OptionType("list of integers", _parse_int_list, lambda v: ", ".join(map(str, v)))
 SITE = OptionType("nodes (e.g. '144 CPU:8 Memory:16384'; groups separated by ';'), "
                   "in-tracefile (the LWF trace's <site>) or file:PATH (an XML <site> file)",
@@ -411,6 +440,9 @@ def read_ini(path: Path, what: str) -> tuple[configparser.ConfigParser,
 
     Syntax errors are :class:`ConfigError` naming the file and line (``what`` names the kind
     of file in messages: "configuration file", "sweep file")."""
+    problem = input_problem(path)
+    if problem:
+        raise ConfigError(f"the {what} {problem}", file=str(path))
     try:
         text = path.read_text()
     except FileNotFoundError:
@@ -445,6 +477,9 @@ def read_sites_file(path: Path, schema: Schema) -> dict[tuple[str, str], tuple[s
     ``(section, option) -> (text, "FILE:LINE")`` entries (empty cells set nothing)."""
     import csv
 
+    problem = input_problem(path)
+    if problem:
+        raise ConfigError(f"the sites file {problem}", file=str(path))
     try:
         text = path.read_text()
     except FileNotFoundError:
@@ -565,6 +600,12 @@ def load_config(path: str | Path | None, schema: Schema,
     if raw.get(("simulation", "sites-file"), ("", ""))[0].strip():   # "": no sites file
         text, source = raw[("simulation", "sites-file")]
         csv_path = (Path.cwd() if source == "--set" else base) / text.strip()
+        problem = path_problem(str(csv_path))
+        if problem:
+            file, _, line_text = source.rpartition(":")
+            raise ConfigError(problem, field="[simulation] sites-file",
+                              **(dict(file=file, line=int(line_text)) if line_text.isdigit()
+                                 else dict(file=source)))
         for (section, name), entry in read_sites_file(csv_path, schema).items():
             site_sections.setdefault(section, None)
             if (section, name) not in raw:   # the ini file and --set win over the table
@@ -603,6 +644,10 @@ def load_config(path: str | Path | None, schema: Schema,
         if opt.type.is_path(value):
             origin = bases.get((section, name), base if source != "--set" else Path.cwd())
             value = str(origin / value)
+            problem = path_problem(value)
+            if problem:
+                errors.append(ConfigError(problem, field=f"[{section}] {name}", **loc))
+                continue
         if is_site:
             sites[section[len(SITE_PREFIX):].strip()][name] = value
         else:

@@ -19,6 +19,7 @@ import numpy as np
 
 from lease_manager.energy.series import MAX_TIME, StepSeries
 from lease_manager.errors import InputError
+from lease_manager.input_files import input_problem
 from lease_manager.numbers import parse_float
 
 
@@ -50,6 +51,9 @@ def read_forecast(path: str | Path, *, maximum: float) -> GreenForecast:
     """Read an ``issued,time,watts`` CSV file; raise :class:`InputError` naming the file, line
     and field of the first bad value."""
     path = Path(path)
+    problem = input_problem(path)
+    if problem:
+        raise InputError(f"the forecast {problem}", file=str(path))
     try:
         text = path.read_text()
     except OSError as exc:

@@ -15,6 +15,7 @@ import attrs
 import numpy as np
 
 from lease_manager.errors import InputError
+from lease_manager.input_files import input_problem
 from lease_manager.numbers import parse_float
 
 #: the largest value a series may hold (watts, $/kWh or kg/kWh)
@@ -49,6 +50,9 @@ def read_step_series(path: str | Path, what: str, *, maximum: float = MAX_VALUE
     """Read a ``time,value`` CSV file; raise :class:`InputError` naming the file, line and
     field of the first bad value (``what`` names the value: 'watts', 'price'...)."""
     path = Path(path)
+    problem = input_problem(path)
+    if problem:
+        raise InputError(f"the {what} series {problem}", file=str(path))
     try:
         text = path.read_text()
     except OSError as exc:

@@ -10,6 +10,7 @@ from collections.abc import Iterable, Iterator
 import numpy as np
 
 from lease_manager.errors import TraceError
+from lease_manager.input_files import input_problem
 from lease_manager.kernel.lease import Lease, LeaseType, VMRequest
 from lease_manager.numbers import parse_int
 
@@ -49,6 +50,9 @@ def read_image_file(path: str) -> list[tuple[str, int]]:
     """Haizea 1.0's image file: ``IMAGE SIZE-MB`` lines, then a line starting with ``#``,
     then one image name per line, given to the leases in arrival order. Returns the
     sequence as ``(image, size)`` pairs."""
+    problem = input_problem(path)
+    if problem:
+        raise TraceError(f"the image file {problem}", file=path)
     try:
         lines = open(path).read().splitlines()
     except OSError as exc:

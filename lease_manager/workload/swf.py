@@ -23,6 +23,7 @@ import attrs
 import numpy as np
 
 from lease_manager.errors import TraceError
+from lease_manager.input_files import input_problem
 from lease_manager.kernel.lease import Lease, LeaseType, VMRequest
 
 #: The 18 SWF fields, in order, with the names used in error messages.
@@ -133,6 +134,9 @@ _CHUNK = 4096
 def open_text(path: str | Path) -> IO[str]:
     """Open a trace as text, decompressing ``.gz`` files."""
     path = Path(path)
+    problem = input_problem(path, limit=None)
+    if problem:
+        raise TraceError(f"the trace {problem}", file=str(path))
     try:
         raw = path.open("rb")
     except FileNotFoundError:

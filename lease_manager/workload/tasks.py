@@ -27,6 +27,7 @@ import numpy as np
 
 from lease_manager.energy.lease_power import MAX_LEASE_WATTS, WATTS_ATTRIBUTE
 from lease_manager.errors import TraceError
+from lease_manager.input_files import input_problem
 from lease_manager.kernel.lease import Lease, LeaseType, VMRequest
 from lease_manager.numbers import parse_float
 
@@ -50,6 +51,9 @@ def read_tasks(path: str | Path, vm_vector: np.ndarray) -> list[Lease]:
 
 def iter_tasks(path: str | Path, vm_vector: np.ndarray) -> Iterator[Lease]:
     name = str(path)
+    problem = input_problem(path)
+    if problem:
+        raise TraceError(f"the task file {problem}", file=name)
     try:
         text = Path(path).read_text()
     except (OSError, UnicodeDecodeError) as exc:

@@ -489,3 +489,44 @@ def test_plugin_options_are_documented(plugin_schema):
     assert "- default: `01:00`" not in energy and "- default: `00:01:00`" in energy
     assert "- default: `pdu`" in energy
     assert doc.index("## [accounting]") < doc.index("## [energy]")    # after the core's
+
+
+@pytest.mark.parametrize("value, message", [
+    ("a" * 256 + ".swf", "the path has a name of 260 bytes (aaaaaaaaaaaaaaaaaaaaaaaa...; at "
+                         "most 255)"),
+    ("/" + "d/" * 2100 + "t.swf", "bytes long (at most 4095)"),
+])
+def test_a_path_no_file_can_have_is_one_line(tmp_path, schema, value, message):
+    """A name over 255 bytes or a path over 4,095 once ended in an OSError traceback when the
+    file was opened: refused where the option is read, naming it."""
+    path = write_ini(tmp_path, f"[simulation]\nresources = 4 CPU:1\n[tracefile]\n"
+                               f"tracefile = {value}\n")
+    err = load_error(path, schema)
+    assert str(err).startswith(f"{path}:4: [tracefile] tracefile: ")
+    assert message in str(err) and "\n" not in str(err)
+
+
+def test_a_nul_in_a_path_is_one_line(schema):
+    with pytest.raises(ConfigError) as caught:
+        load_config(None, schema, ["simulation.resources=4 CPU:1",
+                                   "simulation.sites-file=a\x00b"])
+    assert str(caught.value) == \
+        "--set: [simulation] sites-file: a path cannot hold a NUL character"
+
+
+def test_a_probe_named_twice_is_one_line(tmp_path, schema):
+    """``probes = usage, usage`` registered the probe twice: pluggy's ValueError ("Plugin name
+    already registered") and a page of traceback."""
+    path = write_ini(tmp_path, "[simulation]\nresources = 4 CPU:1\n[accounting]\n"
+                               "probes = usage, usage\n")
+    err = load_error(path, schema)
+    assert str(err) == f"{path}:4: [accounting] probes: 'usage' is named twice"
+
+
+def test_a_sites_file_that_is_not_a_regular_file_is_one_line(schema):
+    """``sites-file = /dev/zero`` was read until the kernel killed the process."""
+    with pytest.raises(ConfigError) as caught:
+        load_config(None, schema, ["simulation.resources=4 CPU:1",
+                                   "simulation.sites-file=/dev/zero"])
+    assert str(caught.value) == \
+        "/dev/zero: the sites file is a device, pipe or socket, not a regular file"
