@@ -108,6 +108,12 @@ class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     timeout = 30            # seconds a client may take to send its request
     daemon: Daemon        # set on the subclass made for each server
+    # An answer leaves in one write: unbuffered, the headers and the body went in two, and
+    # on a kept-alive connection the body waited for the client's delayed acknowledgement of
+    # the headers (Nagle's algorithm): p50 54 ms instead of 18 at concurrency 8. The buffer
+    # is flushed at the end of each request (BaseHTTPRequestHandler.handle_one_request).
+    wbufsize = 1 << 16
+    disable_nagle_algorithm = True
 
     def log_message(self, fmt: str, *args: Any) -> None:
         log.debug("%s %s", self.address_string(), fmt % args)
