@@ -112,14 +112,22 @@ class ThreadDaemon:
 class ProcessDaemon:
     """``lease-manager serve CONFIG`` as a child process, run from the config's folder."""
 
-    def __init__(self, config: Path, *args: str) -> None:
+    def __init__(self, config: Path, *args: str, max_files: int | None = None) -> None:
+        """``max_files``: the daemon's limit of open file descriptors (RLIMIT_NOFILE)."""
         self.config = config
         self.state = config.parent / "state"
         (self.state / "daemon.json").unlink(missing_ok=True)
         self.log = open(config.parent / "daemon.log", "ab")
+
+        def limit_files() -> None:
+            import resource
+
+            if max_files is not None:
+                resource.setrlimit(resource.RLIMIT_NOFILE, (max_files, max_files))
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "lease_manager.cli", "serve", str(config), *args],
-            cwd=config.parent, stdout=self.log, stderr=subprocess.STDOUT)
+            cwd=config.parent, stdout=self.log, stderr=subprocess.STDOUT,
+            preexec_fn=limit_files if max_files is not None else None)
         info = wait_for(self._info, 30, what="the daemon to write daemon.json")
         self.url = info["url"]
         self.token = (self.state / "token").read_text().strip()

@@ -455,6 +455,14 @@ def core_options(policy_names: Mapping[str, tuple[str, ...]]) -> list[Option]:
             0600 on first start."""),
         Option("daemon", "max-body", INTEGER, 1048576, minimum=1, maximum=1 << 30, doc="""
             Largest request body the API accepts, in bytes (larger ones get 413)."""),
+        Option("daemon", "max-connections", INTEGER, 256, minimum=1, maximum=65536, doc="""
+            Most API connections open at once (and never more than half the file
+            descriptors the process may open). When all are taken, the one that has waited
+            longest for its request is closed to make room; if every one is being answered,
+            the newcomer is closed."""),
+        Option("daemon", "request-timeout", FLOAT, 30.0, minimum=0.1, maximum=3600, doc="""
+            Seconds a client has to send each whole request (headers and body), from the
+            moment the daemon waits for it: an idle or slow connection is closed after it."""),
         Option("daemon", "max-vms-per-node", INTEGER, 64, minimum=1, maximum=1_000_000, doc="""
             Bounds what one request may make the daemon run, tied to the site's size: a lease
             may have at most nodes x this many VMs, a submission (a list or an LWF document)

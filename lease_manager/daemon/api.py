@@ -12,12 +12,14 @@ import hmac
 import json
 import logging
 import re
+import socket
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
 
+from lease_manager.daemon.connections import ConnectionGuard, accept_pausing
 from lease_manager.daemon.lease_requests import (
     RequestError,
     from_lease,
@@ -132,9 +134,29 @@ class Handler(BaseHTTPRequestHandler):
         if self.command != "HEAD":
             self.wfile.write(data)
 
+    def handle_one_request(self) -> None:
+        self.server.guard.waiting(self.connection)    # type: ignore[attr-defined]
+        try:
+            super().handle_one_request()     # it flushes the answer at its end
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True     # the client went, or the reaper shut it
+
+    def finish(self) -> None:
+        try:
+            super().finish()         # flushes what is buffered for a client that may be gone
+        except (BrokenPipeError, ConnectionResetError):
+            pass                     # it went, or the reaper shut it: nothing to tell it
+
+    def _answering(self) -> None:
+        """The whole request is in: the request timeout stops counting."""
+        self.server.guard.answering(self.connection)  # type: ignore[attr-defined]
+
     def _handle(self, method: str) -> None:
         self._body_read = False
         self._reply_headers: dict[str, str] | None = None
+        if self.headers.get("Content-Length", "0").strip() in ("", "0") and \
+                not self.headers.get("Transfer-Encoding"):
+            self._answering()
         try:
             url = urlsplit(self.path)
             if len(self.path) > 2048:
@@ -253,6 +275,7 @@ class Handler(BaseHTTPRequestHandler):
             raise HTTPError(413, f"the body is {length} bytes; the limit is {limit}")
         data = self.rfile.read(length)
         self._body_read = True
+        self._answering()
         if len(data) < length:
             raise HTTPError(400, "the body is shorter than its Content-Length")
         return data
@@ -543,6 +566,24 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
     request_queue_size = 64
+    guard: ConnectionGuard
+
+    def get_request(self) -> tuple[socket.socket, Any]:
+        return accept_pausing(self.socket)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        if not self.guard.admit(request):
+            self.shutdown_request(request)
+            return
+        super().process_request(request, client_address)
+
+    def close_request(self, request: Any) -> None:
+        self.guard.closed(request)
+        super().close_request(request)
+
+    def server_close(self) -> None:
+        self.guard.stop()
+        super().server_close()
 
 
 def start_api(daemon: Daemon) -> tuple[_Server, str]:
@@ -557,6 +598,9 @@ def start_api(daemon: Daemon) -> tuple[_Server, str]:
     except OSError as exc:
         raise cfg.error("daemon", "port", f"cannot listen on {host}:{port}: "
                                           f"{exc.strerror}") from None
+    server.guard = ConnectionGuard(cfg.get("daemon", "max-connections"),
+                                   cfg.get("daemon", "request-timeout"))
+    server.guard.start_reaper()
     # a short poll interval: shutdown() waits for it, so the daemon stops promptly
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
                               name="lm-api", daemon=True)

@@ -9,6 +9,7 @@ runs out: the backend stops the work then); work that ends earlier is noticed by
 
 from __future__ import annotations
 
+import errno
 import logging
 import math
 from collections.abc import Callable
@@ -139,7 +140,17 @@ class EnactmentDriver(Enactment):
     def reconcile(self, now: float) -> None:
         """Compare the backend's real state with the plan and act on every difference: work
         that exited ends its lease (DONE, or FAILED on a non-zero code), work that vanished
-        fails it, work found in the wrong running/suspended state is put right."""
+        fails it, work found in the wrong running/suspended state is put right. A round that
+        finds no file descriptor free is skipped (the next one tries again): it once stopped
+        the daemon ("internal error: ... Too many open files")."""
+        try:
+            self._reconcile(now)
+        except OSError as exc:
+            if exc.errno not in (errno.EMFILE, errno.ENFILE):
+                raise
+            log.warning("reconciliation skipped: %s", exc.strerror)
+
+    def _reconcile(self, now: float) -> None:
         sched = self.run.scheduler
         try:
             self.backend.refresh()

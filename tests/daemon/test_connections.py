@@ -1,0 +1,125 @@
+"""The API under hostile clients: connections are bounded in number and in time, and a full
+descriptor table never stops the daemon (issue: about 1,000 idle connections without a token
+made its reconciliation fail with EMFILE, and the daemon exited)."""
+
+from __future__ import annotations
+
+import socket
+import time
+
+import pytest
+
+from lease_manager.daemon.connections import ConnectionGuard, connection_cap
+
+from daemon_support import ProcessDaemon, ThreadDaemon, write_config
+
+
+def pair() -> socket.socket:
+    a, b = socket.socketpair()
+    b.close()
+    return a
+
+
+def test_the_guard_makes_room_from_the_longest_waiting_and_reaps_the_late():
+    """Cap 3: a, b, c admitted (a first); c's request is in (answering). d comes: a, the one
+    waiting longest, is shut down to make room. b goes answering too; e comes: d is evicted
+    (waiting); f comes with b, c, e... : e is the only one waiting, so it goes. With every
+    connection answering, a newcomer is refused. The reaper shuts the ones waiting longer than
+    the timeout (10 s here), on the guard's own clock."""
+    guard = ConnectionGuard(3, request_timeout=10.0)
+    a, b, c, d, e, f, g = (pair() for _ in range(7))
+    for sock in (a, b, c):
+        assert guard.admit(sock)
+    guard.answering(c)
+    assert guard.admit(d) and guard.shut == 1
+    with pytest.raises(OSError):
+        a.send(b"x")                          # shut down
+    guard.closed(a)
+    guard.answering(b)
+    assert guard.admit(e) and guard.shut == 2     # d evicted
+    guard.closed(d)
+    guard.answering(e)
+    assert not guard.admit(f) and guard.refused == 1
+    guard.waiting(e)
+    assert guard.reap(now=time.monotonic() + 5) == 0
+    assert guard.reap(now=time.monotonic() + 11) == 1 and guard.shut == 3
+    guard.closed(e)
+    assert guard.admit(g)
+    for sock in (a, b, c, d, e, f, g):
+        sock.close()
+
+
+def test_the_cap_keeps_half_the_descriptors():
+    import resource
+
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    assert connection_cap(10**6) == max(1, soft // 2 - 64)
+    assert connection_cap(4) == 4
+
+
+def raw(td: ThreadDaemon) -> socket.socket:
+    host, port = td.daemon.server.server_address[:2]
+    return socket.create_connection((host, port), timeout=20)
+
+
+def closed_by_the_daemon(sock: socket.socket) -> bool:
+    try:
+        return sock.recv(1) == b""
+    except ConnectionResetError:
+        return True
+
+
+def test_an_idle_and_a_slow_client_are_closed_after_the_request_timeout(tmp_path):
+    config = write_config(tmp_path, extra="request-timeout = 1")
+    with ThreadDaemon(config) as td:
+        idle = raw(td)
+        slow = raw(td)
+        t0 = time.monotonic()
+        slow.send(b"POST /v1/leases HTTP/1.1\r\nContent-Length: 100\r\n\r\n{")   # then nothing
+        assert closed_by_the_daemon(idle) and closed_by_the_daemon(slow)
+        assert time.monotonic() - t0 >= 1.0       # not before the timeout
+        assert td.client.call("GET", "/v1/health")["status"] == "ok"
+
+
+def test_a_full_house_of_idle_connections_makes_room_for_a_client(tmp_path):
+    config = write_config(tmp_path, extra="max-connections = 4")
+    with ThreadDaemon(config) as td:
+        idle = [raw(td) for _ in range(4)]
+        time.sleep(0.2)     # let the server admit them all (the order it admits them in)
+        assert td.client.call("GET", "/v1/health")["status"] == "ok"
+        assert closed_by_the_daemon(idle[0])      # the one that waited longest
+        assert td.client.submit({"duration": 60})["state"] in ("active", "queued")
+        for sock in idle:
+            sock.close()
+
+
+@pytest.mark.long
+def test_2000_idle_connections_under_1024_descriptors(tmp_path):
+    """The attack of the issue against a real daemon process whose descriptors are limited to
+    1,024: 2,000 connections that never send a byte. The daemon keeps running, and an
+    authorised client is served during the attack (the time it took is printed)."""
+    config = write_config(tmp_path)
+    daemon = ProcessDaemon(config, max_files=1024)
+    host, port = daemon.url.removeprefix("http://").rsplit(":", 1)
+    attackers: list[socket.socket] = []
+    try:
+        for _ in range(2000):
+            try:
+                attackers.append(socket.create_connection((host, int(port)), timeout=5))
+            except OSError:
+                pass      # refused or reset: what the daemon may do to a flood
+        times = []
+        for _ in range(5):
+            t0 = time.monotonic()
+            assert daemon.client.call("GET", "/v1/leases")is not None
+            times.append(time.monotonic() - t0)
+        print(f"authorised calls during the attack: {', '.join(f'{t:.3f}' for t in times)} s")
+        assert daemon.proc.poll() is None
+        time.sleep(1.5)          # a few reconciliation rounds under the attack
+        assert daemon.proc.poll() is None
+        assert daemon.client.submit({"duration": 60})["id"] > 0
+    finally:
+        for sock in attackers:
+            sock.close()
+    assert daemon.terminate() == 0
+    assert "Too many open files" not in (tmp_path / "daemon.log").read_text()
