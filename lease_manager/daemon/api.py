@@ -79,9 +79,15 @@ def lease_view(row: Any, names: tuple[str, ...]) -> dict[str, Any]:
         "time_suspended": row["time_suspended"],
         "plan": [{"kind": seg["kind"], "start": format_instant(seg["start"]),
                   "end": format_instant(seg["end"]) if seg["end"] is not None else None,
-                  "nodes": [names[n] for n in seg["vm_nodes"]]}
+                  "nodes": [_node_name(names, n) for n in seg["vm_nodes"]]}
                  for seg in json.loads(row["plan"])],
     }
+
+
+def _node_name(names: tuple[str, ...], node: int) -> str:
+    """A node's name; a node a lease held before the daemon restarted on fewer nodes has none
+    any more."""
+    return names[node] if 0 <= node < len(names) else f"#{node + 1} (no longer in the site)"
 
 
 def _request_view(req: dict[str, Any]) -> dict[str, Any]:

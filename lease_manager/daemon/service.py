@@ -292,6 +292,14 @@ class Daemon:
                     self.store.end(row["id"], row["state"], "failed", reason, now)
                     counts["failed"] += 1
                     continue
+                misfit = self._misfit(lease, row)
+                if misfit:                      # the site changed under it: it fails alone
+                    log.warning("%s: lease %s: %s; the lease fails", self.store.path,
+                                row["id"], misfit)
+                    self._stop_quietly(row["id"])
+                    self.store.end(row["id"], row["state"], "failed", misfit, now)
+                    counts["failed"] += 1
+                    continue
                 self.leases[lease.id] = lease
                 if row["state"] in RUNNING_STATES:
                     outcome = self._restore_running(lease, row, now)
@@ -357,6 +365,24 @@ class Daemon:
         lease.suspended_at = row["suspended_at"]
         lease.image_nodes = tuple(json.loads(row["image_nodes"]))
         return lease
+
+    def _misfit(self, lease: Lease, row: Any) -> str:
+        """Why ``lease`` no longer fits the site the daemon now runs (restarted with fewer
+        nodes or other resources), or "": a VM larger than every node, or running work or
+        memory images on nodes the site has no more. A restart with fewer nodes than its
+        running leases held once stopped every restore with an IndexError."""
+        nodes = self.run.nodes.count
+        try:
+            plan = json.loads(row["plan"]) if row["state"] in RUNNING_STATES else []
+            held = [int(n) for seg in plan[:1] for n in seg["vm_nodes"]]
+        except (ValueError, KeyError, TypeError) as exc:
+            return f"its stored plan could not be read ({type(exc).__name__})"
+        gone = sorted({n for n in (*held, *lease.image_nodes) if not 0 <= n < nodes})
+        if gone:
+            return (f"it held node(s) {', '.join(str(n + 1) for n in gone[:5])} that the site "
+                    f"no longer has (it has {nodes} nodes now)")
+        oversize = self.run.scheduler.oversize_reason(lease)
+        return f"after a restart on another site it is {oversize}" if oversize else ""
 
     def _finish_offline(self, lease: Lease, row: Any, state: str, reason: str,
                         now: float) -> str:

@@ -475,3 +475,41 @@ def test_a_cancelled_running_lease_is_recorded_queued_before_its_work_stops(tmp_
         assert ar["state"] == "scheduled"
         assert seen and seen[0] == (one["id"], "queued"), seen
         assert d.client.lease(one["id"])["preemptions"] == 1
+
+
+def test_a_restart_on_fewer_nodes_fails_only_the_leases_that_no_longer_fit(tmp_path, caplog):
+    """Four 1-core nodes, four 10-hour leases of one VM running (one a node), a fifth queued
+    behind them and a sixth of 3 VMs queued too; restarted on two nodes::
+
+        node 1  |=== lease 1 ===|          kept (node 1 is still there)
+        node 2  |=== lease 2 ===|          kept
+        node 3  |=== lease 3 ===|          fails: node 3 is gone
+        node 4  |=== lease 4 ===|          fails: node 4 is gone
+        waiting (queued or planned ahead): lease 5 (1 VM) kept; lease 6 (3 VMs) fails: larger
+    than a 2-node site
+
+    The restart once stopped with an IndexError on every start, until the old resources were
+    put back; now each lease that no longer fits fails with one line naming it."""
+    config = write_config(tmp_path, resources="4 CPU:1 Memory:1024")
+    with ThreadDaemon(config) as d:
+        ids = [d.client.submit({"duration": "10:00:00", "nodes": 1})["id"] for _ in range(5)]
+        ids.append(d.client.submit({"duration": "10:00:00", "nodes": 3})["id"])
+        before = states(d.client)
+        assert [before[i] for i in ids[:4]] == ["active"] * 4
+        assert {before[ids[4]], before[ids[5]]} <= {"queued", "scheduled"}
+        on = {v["id"]: v["plan"][0]["nodes"] for v in d.client.leases() if v["id"] in ids[:4]}
+    assert sorted(on.values()) == [["node-1"], ["node-2"], ["node-3"], ["node-4"]]
+    with ThreadDaemon(config, "simulation.resources=2 CPU:1 Memory:1024") as d:
+        after = {v["id"]: v for v in d.client.leases()}
+        gone = {i for i, nodes in on.items() if nodes[0] in ("node-3", "node-4")}
+        for i in gone:
+            assert after[i]["state"] == "failed"
+            assert "that the site no longer has (it has 2 nodes now)" in after[i]["reason"]
+        assert {i: after[i]["state"] for i in set(on) - gone} == \
+            {i: "active" for i in set(on) - gone}
+        assert after[ids[4]]["state"] in ("queued", "scheduled")
+        assert after[ids[5]]["state"] == "failed"
+        assert "larger than the site" in after[ids[5]]["reason"]
+        assert d.client.call("GET", "/v1/health")["status"] == "ok"
+    lines = [r.getMessage() for r in caplog.records if "the lease fails" in r.getMessage()]
+    assert len(lines) == 3 and all("\n" not in line for line in lines)
