@@ -31,7 +31,7 @@ from lease_manager.kernel import profiles
 from lease_manager.kernel.enum_members import members
 from lease_manager.kernel.fitting import EPS
 from lease_manager.kernel.lease import Lease, LeaseType
-from lease_manager.kernel.reservation import Reservation
+from lease_manager.kernel.reservation import Reservation, bad_interval
 from lease_manager.kernel.slottable import ChangeWatch
 from lease_manager.kernel.table_view import SlotTableView
 
@@ -222,10 +222,8 @@ class CountTable:
 
     def add(self, res: Reservation) -> Reservation:
         """Hold ``res``'s VMs; a reservation with nodes must start now (it runs)."""
-        if not res.end > res.start:
-            raise ValueError(f"empty or reversed interval [{res.start}, {res.end})")
-        if res.start < self._t[0]:
-            raise ValueError(f"reservation starts at {res.start}, before the horizon {self._t[0]}")
+        if not res.end > res.start or res.start < self._t[0]:
+            raise ValueError(bad_interval(res, self._t[0]))
         if res.vm_shape != self.shape_key:
             raise ValueError(f"{res!r}: a counted table holds VMs of one shape only")
         pinned = not res.pending

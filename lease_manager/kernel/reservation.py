@@ -82,3 +82,12 @@ class Reservation:
         lease = getattr(self.lease, "id", None)
         return (f"<Reservation {self.id} {self.kind} lease={lease} [{self.start}, {self.end}) "
                 f"nodes={self.nodes.tolist()}>")
+
+
+def bad_interval(res: Reservation, horizon: float) -> str:
+    """What is wrong with ``res``'s interval for a table whose horizon is ``horizon``, naming
+    its lease (a plan reaching the table so is the scheduler's bug: it must reject first)."""
+    whose = f"lease {res.lease.id}: " if res.lease is not None else ""
+    if not res.end > res.start:
+        return f"{whose}empty or reversed interval [{res.start}, {res.end})"
+    return f"{whose}reservation starts at {res.start}, before the horizon {horizon}"

@@ -30,7 +30,7 @@ from sortedcontainers import SortedList
 from lease_manager.errors import OvercommitError
 from lease_manager.kernel import fitting
 from lease_manager.kernel.fitting import EPS, MAX_SHAPES
-from lease_manager.kernel.reservation import Reservation, ReservationKind
+from lease_manager.kernel.reservation import Reservation, ReservationKind, bad_interval
 from lease_manager.kernel.resources import NodeSet
 from lease_manager.kernel.table_view import SlotTableView
 
@@ -338,10 +338,8 @@ class SlotTable:
 
     def add(self, res: Reservation) -> Reservation:
         """Hold ``res``'s resources; raise :class:`OvercommitError` if they are not free."""
-        if not res.end > res.start:
-            raise ValueError(f"empty or reversed interval [{res.start}, {res.end})")
-        if res.start < self._t[0]:
-            raise ValueError(f"reservation starts at {res.start}, before the horizon {self._t[0]}")
+        if not res.end > res.start or res.start < self._t[0]:
+            raise ValueError(bad_interval(res, self._t[0]))
         if res.site_amount is None and self.site_draw is not None:
             res.site_amount = self.site_draw(res)
         finite = not math.isinf(res.end)

@@ -66,6 +66,31 @@ def test_an_advance_reservation_gets_the_last_slot_before_its_start():
     assert [(x.start, x.end) for x in leases] == [(1000, 1100), (1100, 1150)]
 
 
+def test_an_advance_reservation_whose_image_cannot_arrive_in_time_is_rejected():
+    """Haizea 1.1 rejects these; we stopped with "reservation starts at -70.0, before the
+    horizon" or planned the transfer before the lease existed. Each image takes 80 s::
+
+        #1  AR at 10, submitted at 0:      its image would go -70-10: before now, rejected
+        #2  AR at 1,040, submitted at 1,000: its image would go 960-1,040: before its
+            submission (1,000), rejected
+        #3  AR at 1,100, submitted at 1,000: image 1,020-1,100, then 1,100-1,200 (accepted)
+        #4  AR at 1,150, submitted at 1,010: the repository is busy 1,020-1,100 with #3's
+            image; the last free slot ending by 1,150 is 940-1,020, before now: rejected
+    """
+    leases = [lease(1, 0, 4, 100, "a", start=10), lease(2, 1000, 1, 100, "b", start=1040),
+              lease(3, 1000, 1, 100, "c", start=1100), lease(4, 1010, 1, 100, "d", start=1150)]
+    simulate(leases, *PREP, resources=RESOURCES)
+    assert [x.state.value for x in leases] == ["rejected", "rejected", "done", "rejected"]
+    for x in (leases[0], leases[1], leases[3]):
+        assert x.reason.startswith("its image cannot reach its nodes by its start: the "
+                                      "transfer takes 80 s"), x.reason
+    assert "would begin at -70 s, before now (0 s)" in leases[0].reason
+    assert "would begin at 940 s, before now (1010 s)" in leases[3].reason
+    transfer = [r for r in leases[2].allocations if r.kind == "transfer"][0]
+    assert (transfer.start, transfer.end) == (1020, 1100)
+    assert (leases[2].start, leases[2].end) == (1100, 1200)
+
+
 def test_image_caches_keep_images_and_evict_the_oldest():
     """Caches of 1,500 MB and 1,000 MB images on 1 node: #1 (a) 0-80 then runs 80-180; #2 (b)
     arrives at 200: b is sent 200-280 and evicts a; #3 (a) at 400 needs a again (400-480),

@@ -263,9 +263,13 @@ def plan_asap(sched: LeaseScheduler, lease: Lease, now: float, allow_future: boo
     return plan, in_future
 
 
-def prepare_exact(sched: LeaseScheduler, lease: Lease, vm: Reservation) -> list[Reservation]:
+def prepare_exact(sched: LeaseScheduler, lease: Lease, vm: Reservation,
+                  now: float) -> list[Reservation] | str:
     """An advance reservation's plan: its image sent in the last free slot that ends when it
-    starts (Haizea's EDF), to the nodes that do not hold it."""
+    starts (Haizea's EDF), to the nodes that do not hold it; or, when that slot would begin
+    before ``now``, why the lease must be rejected (as Haizea 1.1 does: it once planned the
+    transfer in the past, or stopped the run with "reservation starts at -74.0, before the
+    horizon")."""
     prep = sched.preparation
     assert prep is not None
     image = lease.extra["disk-image"]
@@ -274,6 +278,10 @@ def prepare_exact(sched: LeaseScheduler, lease: Lease, vm: Reservation) -> list[
     if not must or seconds <= 0:
         return [vm]
     start = prep.last_slot(sched.table, vm.start, seconds)
+    if not start >= now:
+        return (f"its image cannot reach its nodes by its start: the transfer takes "
+                f"{seconds:g} s, and the last free slot of the image repository before "
+                f"{vm.start:g} s would begin at {start:g} s, before now ({now:g} s)")
     return [prep.transfer(sched, lease, must, start, seconds), vm]
 
 

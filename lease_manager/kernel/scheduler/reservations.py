@@ -87,7 +87,11 @@ def _schedule_ar(self: LeaseScheduler, lease: Lease, now: float) -> None:
             return
     plan = [res]
     if self.preparation is not None and self.preparation.manages(lease):
-        plan = image_transfer.prepare_exact(self, lease, res)   # its image by its start
+        prepared = image_transfer.prepare_exact(self, lease, res, now)   # its image by its start
+        if isinstance(prepared, str):
+            self.reject(lease, now, prepared)
+            return
+        plan = prepared
     self._commit(lease, plan, now)
     self._ars.add(lease.id)
 
