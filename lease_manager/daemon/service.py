@@ -113,6 +113,8 @@ class Daemon:
         except OSError as exc:
             raise cfg.error("daemon", "state-dir",
                             f"cannot create {self.state_dir}: {exc.strerror}") from None
+        refuse_loose_mode(self.state_dir, 0o700)
+        refuse_loose_mode(self.token_path(), 0o600)     # before the state folder is locked
         speedup = cfg.get("simulation", "speedup")
         if time.time() + CLOCK_HORIZON * speedup > LAST_INSTANT:
             raise cfg.error("simulation", "speedup",
@@ -591,8 +593,23 @@ def lock_state_dir(state_dir: Path) -> Any:
     return lock
 
 
+def refuse_loose_mode(path: Path, mode: int) -> None:
+    """Refuse to use ``path`` (the state folder, the token file) if users other than its owner
+    may read or enter it: made beforehand with 0755 or 0644, it was used without a word."""
+    try:
+        have = path.stat().st_mode & 0o777
+    except OSError:
+        return
+    if have & 0o077:
+        raise LeaseManagerError(f"{path} is open to other users (mode {have:04o}): run "
+                                f"`chmod {mode:o} {path}` (the daemon keeps the API token and "
+                                "the users' commands there)")
+
+
 def load_token(path: Path) -> str:
-    """The API token in ``path``, created (mode 0600) with a random token if missing."""
+    """The API token in ``path``, created (mode 0600) with a random token if missing; an
+    existing one open to other users is refused."""
+    refuse_loose_mode(path, 0o600)      # made meanwhile
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except FileExistsError:

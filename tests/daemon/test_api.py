@@ -345,6 +345,7 @@ def test_token_scheme_is_case_insensitive(td):
 def test_configured_token_file(tmp_path):
     token_file = tmp_path / "my-token"
     token_file.write_text("s3cret-token-value\n")
+    token_file.chmod(0o600)
     config = write_config(tmp_path, extra=f"token-file = {token_file}")
     with ThreadDaemon(config) as td:
         assert td.daemon.token == "s3cret-token-value"

@@ -11,6 +11,8 @@ import sqlite3
 
 import pytest
 
+from lease_manager.errors import LeaseManagerError
+
 from daemon_support import ThreadDaemon, wait_for, write_config
 
 
@@ -513,3 +515,28 @@ def test_a_restart_on_fewer_nodes_fails_only_the_leases_that_no_longer_fit(tmp_p
         assert d.client.call("GET", "/v1/health")["status"] == "ok"
     lines = [r.getMessage() for r in caplog.records if "the lease fails" in r.getMessage()]
     assert len(lines) == 3 and all("\n" not in line for line in lines)
+
+
+@pytest.mark.parametrize("what, mode, fix", [
+    ("state", 0o755, "chmod 700"),
+    ("state/token", 0o644, "chmod 600"),
+])
+def test_a_state_folder_or_token_open_to_others_is_refused_at_start(tmp_path, what, mode, fix):
+    """Made beforehand with loose modes, they were used without a warning: any local user
+    could read the token (and the users' commands in the database)."""
+    from lease_manager.daemon.service import Daemon
+
+    config = write_config(tmp_path)
+    (tmp_path / "state").mkdir(mode=0o700)
+    (tmp_path / "state" / "token").write_text("secret\n")
+    (tmp_path / "state" / "token").chmod(0o600)
+    (tmp_path / what).chmod(mode)
+    with pytest.raises(LeaseManagerError) as caught:
+        Daemon(config)
+    path = (tmp_path / what).resolve()
+    assert str(caught.value) == (f"{path} is open to other users (mode {mode:04o}): run "
+                                 f"`{fix} {path}` (the daemon keeps the API token and the "
+                                 "users' commands there)")
+    (tmp_path / what).chmod(0o700 if what == "state" else 0o600)
+    with ThreadDaemon(config) as d:
+        assert d.client.call("GET", "/v1/health")["status"] == "ok"
