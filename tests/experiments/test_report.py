@@ -177,7 +177,8 @@ def test_usage_waits_and_series_figures_carry_the_data(sweep_dir):
     top, bottom = fig.axes
     assert top.has_data() and bottom.has_data()
     util = plots.read_series(runs["off"] / "series" / "utilization.csv")
-    assert [line.get_label() for line in top.get_lines()] == list(PROFILES)
+    assert [line.get_label().split(" (mean ")[0] for line in top.get_lines()] == list(PROFILES)
+    assert top.get_lines()[0].get_label() == f"off (mean {plots.time_mean(*util):.1%})"
     assert len(top.get_lines()[0].get_xdata()) == len(util[0]) > 50
     assert max(top.get_lines()[0].get_ydata()) == pytest.approx(100 * util[1].max())
     assert len(bottom.get_lines()) == 2
