@@ -14,7 +14,7 @@ import attrs
 
 from lease_manager import __version__
 from lease_manager.errors import LeaseManagerError, TraceError
-from lease_manager.experiments.plot_options import COLOUR_BY, POWER_PLOTS
+from lease_manager.experiments.plot_options import COLOUR_BY, TIME_PLOTS
 from lease_manager.numbers import arg_float, arg_int
 
 
@@ -228,7 +228,7 @@ def _report(args: argparse.Namespace) -> int:
     return report_command(args.dir, plots=args.plots, metrics=args.metric, gantt=args.gantt,
                           gantt_leases=args.gantt_leases or None, gantt_hours=args.gantt_hours,
                           seed=args.seed, colour_by=args.gantt_colour,
-                          power_plot=args.power_plot, states_run=args.states_run,
+                          time_plot=args.time_plot, states_run=args.states_run,
                           states_window=args.states_hours)
 
 
@@ -390,10 +390,11 @@ def build_parser() -> argparse.ArgumentParser:
                      help="what the Gantt chart's colours say: the lease's wait, its size "
                      "(VMs) or its type (default auto: type when the leases drawn are of "
                      "several types, else wait)")
-    rep.add_argument("--power-plot", choices=POWER_PLOTS, default="panels",
-                     help="site power: one panel per profile with every step (default), or "
-                     "each profile's daily mean with the day's lowest and highest power on "
-                     "one axis")
+    rep.add_argument("--time-plot", choices=TIME_PLOTS, default="panels",
+                     help="how figures over time (power, utilisation, queue length, series) "
+                     "show several profiles: one panel per profile with every step (default), "
+                     "or each profile's daily mean on one axis (for power with the day's "
+                     "lowest and highest)")
     rep.add_argument("--states-run", metavar="RUN_ID",
                      help="the run whose node power states are drawn (default: the one with "
                      "the most node switch-ons)")

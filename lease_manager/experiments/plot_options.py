@@ -3,5 +3,6 @@
 
 #: what a Gantt chart's colours say (``auto``: ``type`` with several types, else ``wait``)
 COLOUR_BY = ("auto", "wait", "size", "type")
-#: how a power figure shows its profiles: one panel each, or daily means with their range
-POWER_PLOTS = ("panels", "daily")
+#: how figures over time (power, utilisation, queue, series) show several profiles: one panel
+#: each, or daily means (with the day's range for power) on one axis
+TIME_PLOTS = ("panels", "daily")

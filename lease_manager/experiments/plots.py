@@ -40,7 +40,7 @@ from lease_manager.errors import LeaseManagerError
 from lease_manager.experiments.gantt import blocks as _blocks  # noqa: F401 - for callers
 from lease_manager.experiments.gantt import gantt, read_leases
 from lease_manager.experiments.gantt import number as _float
-from lease_manager.experiments.plot_options import POWER_PLOTS
+from lease_manager.experiments.plot_options import TIME_PLOTS
 from lease_manager.observers.accounting import SLOWDOWN_BOUND
 from lease_manager.observers.metrics import UNITS_FILE, read_units
 
@@ -274,8 +274,73 @@ def _step_lines(ax, data: Mapping[str, tuple[np.ndarray, np.ndarray]],
     return len(data)
 
 
-def usage(runs: Mapping[str, Path], *, title: str = "",
-          from_leases: bool = False) -> Figure | None:
+#: a quantity over time: (axis label, {profile: (times, values)}, scale, unit of the mean)
+Quantity = tuple[str, Mapping[str, tuple[np.ndarray, np.ndarray]], float, str]
+
+
+def _mean_text(times: np.ndarray, values: np.ndarray, unit: str) -> str:
+    return f"mean {time_mean(times, values):,.1f}{unit}"
+
+
+def over_time(quantities: Sequence[Quantity], *, mode: str = "panels",
+              title: str = "") -> Figure:
+    """Quantities over time (one column or row each) for one or several profiles: with one
+    profile, a step line per quantity; with several, ``panels`` (one row per profile, shared
+    axes, every step) or ``daily`` (each profile's daily mean on one axis per quantity)."""
+    if mode not in TIME_PLOTS:
+        raise LeaseManagerError(f"--time-plot {mode}: expected one of {', '.join(TIME_PLOTS)}")
+    profiles = list(dict.fromkeys(p for _, data, _, _ in quantities for p in data))
+    if mode == "panels" and len(profiles) > 1:
+        fig = figure(12 if len(quantities) == 1 else 14, min(1.2 + 1.9 * len(profiles), 18))
+        grid = fig.subplots(len(profiles), len(quantities), sharex=True, sharey="col",
+                            squeeze=False)
+        for i, profile in enumerate(profiles):
+            for j, (label, data, scale, unit) in enumerate(quantities):
+                ax = grid[i, j]
+                if profile in data:
+                    times, values = data[profile]
+                    ax.plot(times / HOUR, values * scale, drawstyle="steps-post",
+                            linewidth=0.7, color=f"C{i % 10}")
+                    ax.set_title(f"{profile}: {_mean_text(times, values * scale, unit)}",
+                                 loc="left", fontsize=9)
+                    _integer_ticks_if_counts(ax, [values * scale])
+                ax.set_ylabel(label, fontsize=8)
+                ax.set_ylim(bottom=0)
+                ax.grid(alpha=0.3)
+        for ax in grid[-1]:
+            ax.set_xlabel("time (hours)")
+    elif mode == "daily" and len(profiles) > 1:
+        fig = figure(12, 1.5 + 3.2 * len(quantities))
+        axes = fig.subplots(len(quantities), 1, sharex=True, squeeze=False)[:, 0]
+        for ax, (label, data, scale, unit) in zip(axes, quantities):
+            for i, profile in enumerate(profiles):
+                if profile in data:
+                    times, values = data[profile]
+                    days, means, _, _ = daily(times, values * scale)
+                    ax.plot(days + 0.5, means, color=f"C{i % 10}", marker="o", markersize=3,
+                            linewidth=1.2,
+                            label=f"{profile} ({_mean_text(times, values * scale, unit)})")
+            ax.set_ylabel(f"{label}\n(daily mean)", fontsize=9)
+            ax.set_ylim(bottom=0)
+            ax.grid(alpha=0.3)
+            if ax.lines:
+                ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+        axes[-1].set_xlabel("day of the run (a point: the day's time-weighted mean)")
+    else:
+        fig = figure(12, 1.5 + 2.5 * len(quantities))
+        axes = fig.subplots(len(quantities), 1, sharex=True, squeeze=False)[:, 0]
+        for ax, (label, data, scale, unit) in zip(axes, quantities):
+            _step_lines(ax, {f"{p} ({_mean_text(t, v * scale, unit)})": (t, v)
+                             for p, (t, v) in data.items()}, scale=scale)
+            ax.set_ylabel(label)
+            ax.set_ylim(bottom=0)
+        axes[-1].set_xlabel("time (hours)")
+    fig.suptitle(title)
+    return fig
+
+
+def usage(runs: Mapping[str, Path], *, title: str = "", from_leases: bool = False,
+          mode: str = "panels") -> Figure | None:
     """Utilisation (%) and queue length over time, one line per profile: the ``usage``
     probe's series (CPU in use). With ``from_leases``, a run without them gets its queue length
     and its utilisation rebuilt from ``leases.csv``, the utilisation as the share of the site's
@@ -300,28 +365,21 @@ def usage(runs: Mapping[str, Path], *, title: str = "",
                 counts.append(f"{total:,}" if exact else f"at least {total:,}")
     if not cpu and not nodes and not queue:
         return None
-    fig = figure(12, 6.5)
-    top, bottom = fig.subplots(2, 1, sharex=True)
     both = bool(cpu) and bool(nodes)
-    drawn = {**{f"{p} (mean {time_mean(*v):.1%})": v for p, v in cpu.items()},
-             **{f"{p}{' (nodes busy)' if both else ''} (mean {time_mean(*v):.1%})": v
-                for p, v in nodes.items()}}
-    _step_lines(top, drawn, scale=100.0)
-    top.set_ylim(0, 102)
+    utilisation = {**cpu, **{f"{p} (nodes busy)" if both else p: v for p, v in nodes.items()}}
+    label = "utilisation (% of CPU)"
     if nodes:
-        top.set_ylabel("utilisation (% of CPU or of nodes)" if both else
-                       "utilisation (% of nodes busy)")
+        label = "utilisation (% of CPU or of nodes)" if both else "utilisation (% of nodes busy)"
+    fig = over_time([(label, utilisation, 100.0, "%"), ("leases waiting", queue, 1.0, "")],
+                    mode=mode, title=title or "utilisation and queue length")
+    for ax in fig.axes:
+        if ax.get_ylabel().startswith("utilisation"):
+            ax.set_ylim(0, 102)
+    if nodes:
         sizes = ", ".join(dict.fromkeys(counts))
         fig.supxlabel(f"utilisation rebuilt from leases.csv: the share of the site's {sizes} "
                       "nodes that run a lease; for the CPU in use, set '[accounting] probes "
                       "= usage'", fontsize=8, color="dimgray")
-    else:
-        top.set_ylabel("utilisation (% of CPU)")
-    _step_lines(bottom, queue)
-    bottom.set_ylabel("leases waiting")
-    bottom.set_ylim(bottom=0)
-    bottom.set_xlabel("time (hours)")
-    top.set_title(title or "utilisation and queue length")
     return fig
 
 
@@ -370,15 +428,11 @@ def slowdowns(slowdowns_by_profile: Mapping[str, Sequence[float]], *,
     return fig
 
 
-def series(name: str, runs: Mapping[str, Path], *, title: str = "") -> Figure:
-    """Series ``name`` over time, one line per profile, labelled with its unit."""
-    fig = figure(12, 5)
-    ax = fig.add_subplot()
-    _step_lines(ax, _load(runs, name))
-    ax.set_xlabel("time (hours)")
-    ax.set_ylabel(series_axis_label(name, runs))
-    ax.set_title(title or name)
-    return fig
+def series(name: str, runs: Mapping[str, Path], *, title: str = "",
+           mode: str = "panels") -> Figure:
+    """Series ``name`` over time per profile (:func:`over_time`), labelled with its unit."""
+    return over_time([(series_axis_label(name, runs), _load(runs, name), 1.0, "")], mode=mode,
+                     title=title or name)
 
 
 def read_power(run_dir: Path) -> dict[str, np.ndarray] | None:
@@ -480,8 +534,8 @@ def power(runs: Mapping[str, Path], *, title: str = "", mode: str = "panels") ->
     """The site's total power (kW) over time: ``panels``, one panel per profile with every
     step, its green production and power cap; or ``daily``, each profile's daily mean with the
     day's range, on one axis. None when no run has a power model."""
-    if mode not in POWER_PLOTS:
-        raise LeaseManagerError(f"--power-plot {mode}: expected one of {', '.join(POWER_PLOTS)}")
+    if mode not in TIME_PLOTS:
+        raise LeaseManagerError(f"--time-plot {mode}: expected one of {', '.join(TIME_PLOTS)}")
     profiles = {p: data for p, d in runs.items() if (data := read_power(d)) is not None}
     if not profiles:
         return None
@@ -611,7 +665,7 @@ def _states_run(done: Sequence[Mapping[str, object]], states_run: str | None,
 # written.
 def make_plots(results: Results, directory: Path, *, gantt_run: str | None = None,
                gantt_leases: int | None = 200, gantt_hours: float | None = None,
-               seed: int | None = None, colour_by: str = "auto", power_plot: str = "panels",
+               seed: int | None = None, colour_by: str = "auto", time_plot: str = "panels",
                states_run: str | None = None,
                states_window: tuple[float, float] | None = None,
                ) -> tuple[list[Path], list[str], str]:
@@ -624,9 +678,9 @@ def make_plots(results: Results, directory: Path, *, gantt_run: str | None = Non
     notes: list[str] = []
     if not done:
         return written, ["no finished run to plot"], "plots: none drawn"
-    if power_plot not in POWER_PLOTS:
-        raise LeaseManagerError(f"--power-plot {power_plot}: expected one of "
-                                f"{', '.join(POWER_PLOTS)}")
+    if time_plot not in TIME_PLOTS:
+        raise LeaseManagerError(f"--time-plot {time_plot}: expected one of "
+                                f"{', '.join(TIME_PLOTS)}")
     seeds = sorted({r["seed"] for r in done})
     if seed is not None and seed not in seeds:
         raise LeaseManagerError(f"--seed {seed}: no finished run has this seed "
@@ -658,7 +712,7 @@ def make_plots(results: Results, directory: Path, *, gantt_run: str | None = Non
         label = f"{trace}, seed {trace_seed}"
 
         usage_fig = usage(runs, title=f"utilisation and queue length: {label}",
-                          from_leases=True)
+                          from_leases=True, mode=time_plot)
         if usage_fig is not None:
             written.append(_save(usage_fig,
                                  plots / f"usage-{_slug(trace)}-seed-{trace_seed}.png"))
@@ -677,14 +731,14 @@ def make_plots(results: Results, directory: Path, *, gantt_run: str | None = Non
                         title=f"bounded-slowdown distribution: {trace} (all seeds)")
         written.append(_save(fig, plots / f"slowdowns-{_slug(trace)}.png"))
 
-        power_fig = power(runs, title=f"site power: {label}", mode=power_plot)
+        power_fig = power(runs, title=f"site power: {label}", mode=time_plot)
         if power_fig is not None:
             written.append(_save(power_fig,
                                  plots / f"power-{_slug(trace)}-seed-{trace_seed}.png"))
         names = sorted({p.stem for d in runs.values() for p in (d / "series").glob("*.csv")}
                        - set(USAGE_SERIES) - set(OWN_SERIES) - {UNITS_STEM})
         for name in names:
-            fig = series(name, runs, title=f"{name}: {label}")
+            fig = series(name, runs, title=f"{name}: {label}", mode=time_plot)
             written.append(_save(fig, plots / f"series-{_slug(name)}-{_slug(trace)}"
                                               f"-seed-{trace_seed}.png"))
     return written, notes, replace_previous(plots, written, previous)
@@ -692,7 +746,7 @@ def make_plots(results: Results, directory: Path, *, gantt_run: str | None = Non
 
 def make_run_plots(run_dir: Path, *, gantt_leases: int | None = 200,
                    gantt_hours: float | None = None, colour_by: str = "auto",
-                   power_plot: str = "panels",
+                   time_plot: str = "panels",
                    states_window: tuple[float, float] | None = None) -> tuple[list[Path], str]:
     """Draw one run's figures into ``run_dir/plots``, replacing those of the previous report:
     its Gantt chart, utilisation and queue length (rebuilt from ``leases.csv`` without the
@@ -715,7 +769,7 @@ def make_run_plots(run_dir: Path, *, gantt_leases: int | None = 200,
     written.append(_save(slowdowns({name: bounded_slowdowns(leases)},
                                    title=f"bounded-slowdown distribution: {name}"),
                          plots / "slowdowns.png"))
-    power_fig = power(runs, title=f"site power: {name}", mode=power_plot)
+    power_fig = power(runs, title=f"site power: {name}", mode=time_plot)
     if power_fig is not None:
         written.append(_save(power_fig, plots / "power.png"))
     states_fig = node_states(run_dir, window=states_window,

@@ -192,7 +192,7 @@ def _sweep_run(path: Path) -> bool:
 def report_command(directory: str, *, plots: bool = False, metrics: Iterable[str] = (),
                    gantt: str | None = None, gantt_leases: int | None = 200,
                    gantt_hours: float | None = None, seed: int | None = None,
-                   colour_by: str = "auto", power_plot: str = "panels",
+                   colour_by: str = "auto", time_plot: str = "panels",
                    states_run: str | None = None,
                    states_window: tuple[float, float] | None = None) -> int:
     """Rebuild the result table of ``directory``, print the comparison, draw the plots."""
@@ -208,7 +208,7 @@ def report_command(directory: str, *, plots: bool = False, metrics: Iterable[str
             and not _sweep_run(path):
         return _report_one_run(path, plots=plots, gantt_leases=gantt_leases,
                                gantt_hours=gantt_hours, colour_by=colour_by,
-                               power_plot=power_plot, states_window=states_window)
+                               time_plot=time_plot, states_window=states_window)
     results = collect(path)
     if not results.rows:   # nothing to tabulate: write no empty result files either
         raise LeaseManagerError(f"{directory}: no finished or failed runs found (a run folder "
@@ -233,7 +233,7 @@ def report_command(directory: str, *, plots: bool = False, metrics: Iterable[str
 
         pngs, notes, line = make_plots(results, path, gantt_run=gantt,
                                        gantt_leases=gantt_leases, gantt_hours=gantt_hours,
-                                       seed=seed, colour_by=colour_by, power_plot=power_plot,
+                                       seed=seed, colour_by=colour_by, time_plot=time_plot,
                                        states_run=states_run, states_window=states_window)
         for note in notes:
             print(f"note: {note}")
@@ -245,7 +245,7 @@ def report_command(directory: str, *, plots: bool = False, metrics: Iterable[str
 
 
 def _report_one_run(path: Path, *, plots: bool, gantt_leases: int | None,
-                    gantt_hours: float | None, colour_by: str, power_plot: str,
+                    gantt_hours: float | None, colour_by: str, time_plot: str,
                     states_window: tuple[float, float] | None) -> int:
     """``report`` on one ``simulate`` output folder: its summary, and with ``plots`` its
     figures in ``path/plots``."""
@@ -260,7 +260,7 @@ def _report_one_run(path: Path, *, plots: bool, gantt_leases: int | None,
         from lease_manager.experiments.plots import make_run_plots
 
         _, line = make_run_plots(path, gantt_leases=gantt_leases, gantt_hours=gantt_hours,
-                                 colour_by=colour_by, power_plot=power_plot,
+                                 colour_by=colour_by, time_plot=time_plot,
                                  states_window=states_window)
         print(line)
     return 0

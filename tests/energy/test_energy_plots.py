@@ -182,7 +182,7 @@ def test_sweep_power_panels_or_daily_and_node_states_of_the_most_switching_run(
                                                           data["total_watts"] / 1000)[1])
 
     # again, daily and another node-states run: the old node-states figure goes
-    assert cli.main(["report", str(energy_sweep), "--plots", "--power-plot", "daily",
+    assert cli.main(["report", str(energy_sweep), "--plots", "--time-plot", "daily",
                      "--states-run", "idle-30min/sdsc-blue-30days/seed-1",
                      "--states-hours", "0:6"]) == 0
     line = capsys.readouterr().out.splitlines()[-2]
