@@ -384,15 +384,18 @@ def usage(runs: Mapping[str, Path], *, title: str = "", from_leases: bool = Fals
 
 
 def _cdf(ax, values_by_profile: Mapping[str, Sequence[float]], scale: float,
-         mean_unit: str, origin: float) -> None:
-    """Empirical CDFs, each starting at ``origin`` (the smallest possible value)."""
+         mean_unit: str, origin: float, at_origin: str) -> None:
+    """Empirical CDFs, each starting at ``origin`` (the smallest possible value); the legend
+    gives each mean and the share of values at the origin (a jump on the y axis, easy to
+    miss), described by ``at_origin``."""
     for profile, values in values_by_profile.items():
         data = np.sort(np.asarray(values, dtype=float)) / scale
         if data.size == 0:
             continue
         frac = np.arange(1, data.size + 1) / data.size
         ax.step(np.concatenate([[origin], data]), np.concatenate([[0.0], frac]), where="post",
-                label=f"{profile} (mean {data.mean():.2f}{mean_unit})", linewidth=1.2)
+                label=f"{profile} (mean {data.mean():.2f}{mean_unit}; "
+                      f"{np.mean(data <= origin):.0%} {at_origin})", linewidth=1.2)
     ax.set_ylim(0, 1.02)
     ax.grid(alpha=0.3)
     if ax.has_data():
@@ -404,7 +407,7 @@ def waits(waits_by_profile: Mapping[str, Sequence[float]], *, title: str = "") -
     axis that keeps zero waits)."""
     fig = figure(10, 5.5)
     ax = fig.add_subplot()
-    _cdf(ax, waits_by_profile, HOUR, " h", 0.0)
+    _cdf(ax, waits_by_profile, HOUR, " h", 0.0, "without wait")
     ax.set_xscale("symlog", linthresh=0.1)
     ax.set_xlim(left=0)
     ax.set_xlabel("wait (hours; linear below 0.1 h, logarithmic above)")
@@ -419,7 +422,7 @@ def slowdowns(slowdowns_by_profile: Mapping[str, Sequence[float]], *,
     one line per profile, on a logarithmic axis (the smallest is 1)."""
     fig = figure(10, 5.5)
     ax = fig.add_subplot()
-    _cdf(ax, slowdowns_by_profile, 1.0, "", 1.0)
+    _cdf(ax, slowdowns_by_profile, 1.0, "", 1.0, "not slowed")
     ax.set_xscale("log")
     ax.set_xlim(left=1)
     ax.set_xlabel(f"bounded slowdown: max(1, (wait + run) / max(run, {SLOWDOWN_BOUND:g} s))")

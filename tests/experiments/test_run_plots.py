@@ -165,6 +165,12 @@ def test_report_on_one_run_draws_gantt_usage_and_distributions(run_dir, capsys):
     line = fig.axes[0].get_lines()[0]
     assert line.get_xdata().tolist() == pytest.approx([1.0, 1.0, 1.0, 6600 / 1800])
     assert line.get_ydata().tolist() == pytest.approx([0, 1 / 3, 2 / 3, 1])
+    # (1 + 1 + 3.67) / 3 = 1.89; two of three at 1
+    assert line.get_label() == "run (mean 1.89; 67% not slowed)"
+    # waits 0, 0, 4800, 2400, 2000 s (lease 4 never started): mean 9200 / 5 s = 0.51 h
+    fig = plots.waits({"run": [float(r["wait"]) for r in plots.read_leases(run_dir)
+                               if r["wait"]]})
+    assert fig.axes[0].get_lines()[0].get_label() == "run (mean 0.51 h; 40% without wait)"
 
 
 def test_series_carry_their_declared_unit_and_integer_ticks_for_counts(tmp_path):
