@@ -555,6 +555,8 @@ def node_states(run_dir: Path, *, window: tuple[float, float] | None = None,
     with path.open(newline="") as fh:
         rows = list(csv.DictReader(fh))
     nodes = max((int(r["node"]) for r in rows), default=0) + 1
+    from matplotlib.collections import PolyCollection
+
     low, high = window if window is not None else (-math.inf, math.inf)
     fig = figure(12, min(2 + nodes * 0.08, 12))
     ax = fig.add_subplot()
@@ -567,12 +569,12 @@ def node_states(run_dir: Path, *, window: tuple[float, float] | None = None,
         by_state.setdefault(r["state"], []).append((start, end - start, int(r["node"])))
     for state in [s for s in STATE_COLOURS if s in by_state] + \
             sorted(set(by_state) - set(STATE_COLOURS)):
-        bars = by_state[state]
         colour = STATE_COLOURS.get(state, "#5b8bd0")
-        for node in sorted({b[2] for b in bars}):
-            ax.broken_barh([(s, w) for s, w, n in bars if n == node], (node - 0.4, 0.8),
-                           facecolors=colour, linewidth=0)
+        ax.add_collection(PolyCollection(   # one collection a state: 78,000 bars in seconds
+            [[(s, n - 0.4), (s + w, n - 0.4), (s + w, n + 0.4), (s, n + 0.4)]
+             for s, w, n in by_state[state]], facecolors=colour, linewidths=0))
         ax.plot([], [], color=colour, linewidth=6, label=state)
+    ax.autoscale_view()
     ax.set_xlabel("time (hours)")
     ax.set_ylabel("node")
     ax.set_ylim(-0.5, nodes - 0.5)
