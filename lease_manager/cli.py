@@ -391,10 +391,9 @@ def build_parser() -> argparse.ArgumentParser:
                      "(VMs) or its type (default auto: type when the leases drawn are of "
                      "several types, else wait)")
     rep.add_argument("--time-plot", choices=TIME_PLOTS, default="panels",
-                     help="how figures over time (power, utilisation, queue length, series) "
-                     "show several profiles: one panel per profile with every step (default), "
-                     "or each profile's daily mean on one axis (for power with the day's "
-                     "lowest and highest)")
+                     help="figures over time (power, utilisation, queue length, series): "
+                     "every step, one panel per profile (default), or daily means, every "
+                     "profile's on one axis (for power with the day's lowest and highest)")
     rep.add_argument("--states-run", metavar="RUN_ID",
                      help="the run whose node power states are drawn (default: the one with "
                      "the most node switch-ons)")

@@ -284,9 +284,9 @@ def _mean_text(times: np.ndarray, values: np.ndarray, unit: str) -> str:
 
 def over_time(quantities: Sequence[Quantity], *, mode: str = "panels",
               title: str = "") -> Figure:
-    """Quantities over time (one column or row each) for one or several profiles: with one
-    profile, a step line per quantity; with several, ``panels`` (one row per profile, shared
-    axes, every step) or ``daily`` (each profile's daily mean on one axis per quantity)."""
+    """Quantities over time (one column or row each) for one or several profiles: ``panels``
+    (every step; with several profiles, one row each, shared axes) or ``daily`` (each
+    profile's daily mean on one axis per quantity)."""
     if mode not in TIME_PLOTS:
         raise LeaseManagerError(f"--time-plot {mode}: expected one of {', '.join(TIME_PLOTS)}")
     profiles = list(dict.fromkeys(p for _, data, _, _ in quantities for p in data))
@@ -309,7 +309,7 @@ def over_time(quantities: Sequence[Quantity], *, mode: str = "panels",
                 ax.grid(alpha=0.3)
         for ax in grid[-1]:
             ax.set_xlabel("time (hours)")
-    elif mode == "daily" and len(profiles) > 1:
+    elif mode == "daily" and profiles:
         fig = figure(12, 1.5 + 3.2 * len(quantities))
         axes = fig.subplots(len(quantities), 1, sharex=True, squeeze=False)[:, 0]
         for ax, (label, data, scale, unit) in zip(axes, quantities):
@@ -765,7 +765,8 @@ def make_run_plots(run_dir: Path, *, gantt_leases: int | None = 200,
     written = [_save(gantt(run_dir, max_leases=gantt_leases, max_hours=gantt_hours,
                            title=name, colour_by=colour_by), plots / "gantt.png")]
     runs = {name: run_dir}
-    usage_fig = usage(runs, title=f"utilisation and queue length: {name}", from_leases=True)
+    usage_fig = usage(runs, title=f"utilisation and queue length: {name}", from_leases=True,
+                      mode=time_plot)
     if usage_fig is not None:
         written.append(_save(usage_fig, plots / "usage.png"))
     leases = read_leases(run_dir)
@@ -784,6 +785,7 @@ def make_run_plots(run_dir: Path, *, gantt_leases: int | None = 200,
     names = sorted({p.stem for p in (run_dir / "series").glob("*.csv")}
                    - set(USAGE_SERIES) - set(OWN_SERIES) - {UNITS_STEM})
     for series_name in names:
-        written.append(_save(series(series_name, runs, title=f"{series_name}: {name}"),
+        written.append(_save(series(series_name, runs, title=f"{series_name}: {name}",
+                                    mode=time_plot),
                              plots / f"series-{_slug(series_name)}.png"))
     return written, replace_previous(plots, written, previous)

@@ -277,3 +277,13 @@ def test_report_replaces_the_plots_it_wrote_and_only_those(run_dir, capsys):
     assert (plots_dir / "mine.png").read_bytes() == b"not report's"
     assert (plots_dir / "gantt.png").stat().st_mtime_ns >= before
     assert (plots_dir / plots.MANIFEST).read_text().splitlines()[1:] == manifest[1:]
+
+
+def test_daily_usage_of_one_run(run_dir):
+    """The run spans 2 hours of day 0: one point, the mean of the whole run (62.5 % of nodes
+    busy, see the module's docstring)."""
+    top, _ = plots.usage({"run": run_dir}, from_leases=True, mode="daily").axes
+    (line,) = top.get_lines()
+    assert line.get_xdata().tolist() == [0.5]
+    assert line.get_ydata().tolist() == pytest.approx([62.5])
+    assert top.get_ylabel() == "utilisation (% of nodes busy)\n(daily mean)"
