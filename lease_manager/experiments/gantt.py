@@ -211,10 +211,15 @@ def gantt(run_dir: Path, *, max_leases: int | None = 200, max_hours: float | Non
                                          linestyles="dotted"))
     if leases:
         if len(leases) <= 60:
-            for lease in leases:
+            from matplotlib.colors import to_rgb
+
+            for lease, key in zip(leases, keys):
                 first, count = blocks(lease.nodes)[0]
+                red, green, blue = to_rgb(colours[key])
+                dark = 0.3 * red + 0.6 * green + 0.1 * blue < 0.45
                 ax.text((lease.start + lease.end) / 2 / HOUR, first + (count - 1) / 2,
-                        lease.id, ha="center", va="center", fontsize=6, clip_on=True)
+                        lease.id, ha="center", va="center", fontsize=7, clip_on=True,
+                        color="white" if dark else "black")
         ax.autoscale_view()
         handles = []
         if colour_by == "type":
