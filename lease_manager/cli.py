@@ -14,6 +14,7 @@ import attrs
 
 from lease_manager import __version__
 from lease_manager.errors import LeaseManagerError, TraceError
+from lease_manager.experiments.plot_options import COLOUR_BY, TIME_PLOTS
 from lease_manager.numbers import arg_float, arg_int
 
 
@@ -226,7 +227,22 @@ def _report(args: argparse.Namespace) -> int:
 
     return report_command(args.dir, plots=args.plots, metrics=args.metric, gantt=args.gantt,
                           gantt_leases=args.gantt_leases or None, gantt_hours=args.gantt_hours,
-                          seed=args.seed)
+                          seed=args.seed, colour_by=args.gantt_colour,
+                          time_plot=args.time_plot, states_run=args.states_run,
+                          states_window=args.states_hours)
+
+
+def hours_window(text: str) -> tuple[float, float]:
+    """``FROM:TO`` in hours (``--states-hours``), FROM before TO."""
+    low, sep, high = text.partition(":")
+    try:
+        window = (arg_float(low), arg_float(high)) if sep else None
+    except argparse.ArgumentTypeError:
+        window = None
+    if window is None or not window[0] < window[1]:
+        raise argparse.ArgumentTypeError(f"expected FROM:TO in hours with FROM before TO "
+                                         f"(e.g. 240:264), not {text!r}")
+    return window
 
 
 def _export(args: argparse.Namespace) -> int:
@@ -370,6 +386,19 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--seed", type=arg_int,
                      help="the seed whose runs the time-series plots show (default: the "
                      "smallest)")
+    rep.add_argument("--gantt-colour", choices=COLOUR_BY, default="auto",
+                     help="what the Gantt chart's colours say: the lease's wait, its size "
+                     "(VMs) or its type (default auto: type when the leases drawn are of "
+                     "several types, else wait)")
+    rep.add_argument("--time-plot", choices=TIME_PLOTS, default="panels",
+                     help="figures over time (power, utilisation, queue length, series): "
+                     "every step, one panel per profile (default), or daily means, every "
+                     "profile's on one axis (for power with the day's lowest and highest)")
+    rep.add_argument("--states-run", metavar="RUN_ID",
+                     help="the run whose node power states are drawn (default: the one with "
+                     "the most node switch-ons)")
+    rep.add_argument("--states-hours", type=hours_window, metavar="FROM:TO",
+                     help="draw the node power states of these hours only (e.g. 240:264)")
     rep.set_defaults(func=_report)
 
     exp = sub.add_parser("export", help="write a run's schedule for other tools",

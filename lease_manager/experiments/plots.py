@@ -1,20 +1,24 @@
 """Figures of a sweep's runs (matplotlib, the ``plots`` extra), written as PNG files.
 
 - ``gantt-RUN.png``: a Gantt chart of one run (:mod:`lease_manager.experiments.gantt`),
-  coloured by lease type, hatched by state, with a legend;
+  coloured by wait, size or lease type, hatched by state, with a colour bar or a legend;
 - ``usage-TRACE-seed-N.png``: utilisation and queue length over time, one line per profile
-  (the ``usage`` probe's ``series/utilization.csv`` and ``series/queue_length.csv``);
+  (the ``usage`` probe's ``series/utilization.csv`` and ``series/queue_length.csv``; without
+  them, rebuilt from ``leases.csv``, the utilisation as the share of nodes running a lease);
 - ``waits-TRACE.png`` and ``slowdowns-TRACE.png``: the distributions of lease waits and of
   bounded slowdowns per profile (all seeds pooled);
 - ``series-NAME-TRACE-seed-N.png``: every other time series a run recorded (a plugin's
   resource contention...), one line per profile, labelled with the unit the recording policy
   declared (``series/units.csv``), integer ticks for counts;
-- with a ``[power]`` model: ``power-TRACE-seed-N.png``, the site's total power over time, one
-  line per profile, with the green production and the power cap when there are any
-  (``series/power.csv``), and ``node-states-RUN.png``, a timeline of every node's power state
-  in the Gantt chart's run (``node_states.csv``).
+- with a ``[power]`` model: ``power-TRACE-seed-N.png``, the site's total power over time
+  (``series/power.csv``), one panel per profile with its green production and power cap, or
+  each profile's daily mean and range on one axis; and ``node-states-RUN.png``, a timeline of
+  every node's power state (``node_states.csv``) in the run with the most node switch-ons, or
+  a chosen one, over the whole run or a window of hours.
 
-:func:`make_run_plots` draws one run's figures (``report RUN-DIR --plots``).
+:func:`make_run_plots` draws one run's figures (``report RUN-DIR --plots``). Both record the
+files they write in ``plots/report-plots.txt`` and, run again, replace those files and only
+those (other tools' figures in ``plots/`` stay).
 
 Every drawing function returns its :class:`matplotlib.figure.Figure` (no pyplot, no global
 state) so callers and tests can inspect the axes.
@@ -23,6 +27,7 @@ state) so callers and tests can inspect the axes.
 from __future__ import annotations
 
 import csv
+import json
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -35,6 +40,7 @@ from lease_manager.errors import LeaseManagerError
 from lease_manager.experiments.gantt import blocks as _blocks  # noqa: F401 - for callers
 from lease_manager.experiments.gantt import gantt, read_leases
 from lease_manager.experiments.gantt import number as _float
+from lease_manager.experiments.plot_options import TIME_PLOTS
 from lease_manager.observers.accounting import SLOWDOWN_BOUND
 from lease_manager.observers.metrics import UNITS_FILE, read_units
 
@@ -44,6 +50,7 @@ if TYPE_CHECKING:
     from lease_manager.experiments.results import Results
 
 HOUR = 3600.0
+DAY = 24 * HOUR
 USAGE_SERIES = ("utilization", "queue_length")
 #: series files with columns of their own, drawn by their own figures
 OWN_SERIES = ("power",)
@@ -149,6 +156,97 @@ def usage_from_leases(rows: Iterable[Mapping[str, str]]) -> dict[str, tuple[np.n
     return out
 
 
+def busy_nodes_from_leases(rows: Iterable[Mapping[str, str]]) -> tuple[np.ndarray,
+                                                                         np.ndarray]:
+    """The number of nodes running at least one lease over time, rebuilt exactly from
+    ``leases.csv`` (times from the first submission to the last time of the table, counts; a
+    step function). A node that several leases share counts
+    once; nodes of different sites (the ``site`` column) are different nodes; a lease with no
+    end (still running when the run stopped) runs to the last time of the table."""
+    rows = list(rows)
+    last = max((v for r in rows for k in ("submit", "start", "end")
+                if (v := _float(r.get(k))) is not None), default=0.0)
+    events: list[tuple[float, int, tuple[str, int]]] = []
+    for row in rows:
+        start = _float(row.get("start"))
+        nodes = {int(n) for n in (row.get("nodes") or "").split()}
+        if start is None or not nodes:
+            continue
+        end = _float(row.get("end"))
+        end = max(last, start) if end is None else end
+        site = row.get("site") or ""
+        for index in nodes:
+            events += [(start, 1, (site, index)), (end, -1, (site, index))]
+    events.sort(key=lambda e: (e[0], e[1]))   # a lease ending frees its node first
+    leases_on: dict[tuple[str, int], int] = {}
+    first = min((v for r in rows if (v := _float(r.get("submit"))) is not None), default=0.0)
+    times, counts = [first], [0]
+    busy = 0
+    for time, delta, node in events:
+        before = leases_on.get(node, 0)
+        leases_on[node] = before + delta
+        busy += int(before == 0) - int(before + delta == 0)
+        if times[-1] == time:
+            counts[-1] = busy
+        else:
+            times.append(time)
+            counts.append(busy)
+    if times[-1] < last:
+        times.append(last)
+        counts.append(busy)
+    return np.array(times), np.array(counts, dtype=float)
+
+
+def time_mean(times: np.ndarray, values: np.ndarray) -> float:
+    """The time-weighted mean of a step function (``values[i]`` from ``times[i]`` to
+    ``times[i + 1]``; the last value marks the end) over its span; nan when it spans no time."""
+    span = times[-1] - times[0] if times.size else 0.0
+    if span <= 0:
+        return math.nan
+    return float(np.sum(np.diff(times) * values[:-1]) / span)
+
+
+def _run_meta(run_dir: Path) -> dict:
+    try:
+        meta = json.loads((Path(run_dir) / "run.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    return meta if isinstance(meta, dict) else {}
+
+
+def site_node_count(run_dir: Path, rows: Iterable[Mapping[str, str]]) -> tuple[int, bool]:
+    """The run's number of nodes, all sites together, and whether it is exact: from
+    ``run.json`` (the ``resources`` of the run or of each site), else from ``nodes.csv`` (a
+    power model's table of nodes), else the highest node index in ``leases.csv`` plus one (per
+    site: a lower bound, as idle nodes never appear there)."""
+    from lease_manager.kernel.resources import parse_site
+
+    meta = _run_meta(run_dir)
+    sites = meta.get("sites")
+    if isinstance(sites, dict) and sites:
+        texts = [o.get("resources") if isinstance(o, dict) else None for o in sites.values()]
+    else:
+        texts = [((meta.get("effective") or {}).get("simulation") or {}).get("resources")
+                 or (meta.get("settings") or {}).get("simulation.resources")]
+    if all(isinstance(t, str) for t in texts):
+        try:
+            return sum(parse_site(str(t)).count for t in texts), True
+        except ValueError:   # a site named elsewhere (in-tracefile, file:...)
+            pass
+    nodes_csv = Path(run_dir) / "nodes.csv"
+    if nodes_csv.is_file():
+        with nodes_csv.open(newline="") as fh:
+            count = sum(1 for _ in csv.DictReader(fh))
+        if count:
+            return count, True
+    highest: dict[str, int] = {}
+    for row in rows:
+        for n in (row.get("nodes") or "").split():
+            site = row.get("site") or ""
+            highest[site] = max(highest.get(site, -1), int(n))
+    return max(sum(h + 1 for h in highest.values()), 1), False
+
+
 # --------------------------------------------------------------------------------- figures
 def _load(runs: Mapping[str, Path], name: str) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """Series ``name`` of every run that recorded it, by profile."""
@@ -176,54 +274,128 @@ def _step_lines(ax, data: Mapping[str, tuple[np.ndarray, np.ndarray]],
     return len(data)
 
 
-def usage(runs: Mapping[str, Path], *, title: str = "",
-          from_leases: bool = False) -> Figure | None:
-    """Utilisation (%) and queue length over time, one line per profile (the ``usage``
-    probe's series). With ``from_leases``, a run without them gets its queue length and running
-    leases rebuilt from ``leases.csv`` (utilisation needs the probe). None when there is
-    nothing to draw."""
-    utilisation = _load(runs, "utilization")
+#: a quantity over time: (axis label, {profile: (times, values)}, scale, unit of the mean)
+Quantity = tuple[str, Mapping[str, tuple[np.ndarray, np.ndarray]], float, str]
+
+
+def _mean_text(times: np.ndarray, values: np.ndarray, unit: str) -> str:
+    return f"mean {time_mean(times, values):,.1f}{unit}"
+
+
+def over_time(quantities: Sequence[Quantity], *, mode: str = "panels",
+              title: str = "") -> Figure:
+    """Quantities over time (one column or row each) for one or several profiles: ``panels``
+    (every step; with several profiles, one row each, shared axes) or ``daily`` (each
+    profile's daily mean on one axis per quantity)."""
+    if mode not in TIME_PLOTS:
+        raise LeaseManagerError(f"--time-plot {mode}: expected one of {', '.join(TIME_PLOTS)}")
+    profiles = list(dict.fromkeys(p for _, data, _, _ in quantities for p in data))
+    if mode == "panels" and len(profiles) > 1:
+        fig = figure(12 if len(quantities) == 1 else 14, min(1.2 + 1.9 * len(profiles), 18))
+        grid = fig.subplots(len(profiles), len(quantities), sharex=True, sharey="col",
+                            squeeze=False)
+        for i, profile in enumerate(profiles):
+            for j, (label, data, scale, unit) in enumerate(quantities):
+                ax = grid[i, j]
+                if profile in data:
+                    times, values = data[profile]
+                    ax.plot(times / HOUR, values * scale, drawstyle="steps-post",
+                            linewidth=0.7, color=f"C{i % 10}")
+                    ax.set_title(f"{profile}: {_mean_text(times, values * scale, unit)}",
+                                 loc="left", fontsize=9)
+                    _integer_ticks_if_counts(ax, [values * scale])
+                ax.set_ylabel(label, fontsize=8)
+                ax.set_ylim(bottom=0)
+                ax.grid(alpha=0.3)
+        for ax in grid[-1]:
+            ax.set_xlabel("time (hours)")
+    elif mode == "daily" and profiles:
+        fig = figure(12, 1.5 + 3.2 * len(quantities))
+        axes = fig.subplots(len(quantities), 1, sharex=True, squeeze=False)[:, 0]
+        for ax, (label, data, scale, unit) in zip(axes, quantities):
+            for i, profile in enumerate(profiles):
+                if profile in data:
+                    times, values = data[profile]
+                    days, means, _, _ = daily(times, values * scale)
+                    ax.plot(days + 0.5, means, color=f"C{i % 10}", marker="o", markersize=3,
+                            linewidth=1.2,
+                            label=f"{profile} ({_mean_text(times, values * scale, unit)})")
+            ax.set_ylabel(f"{label}\n(daily mean)", fontsize=9)
+            ax.set_ylim(bottom=0)
+            ax.grid(alpha=0.3)
+            if ax.lines:
+                ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+        axes[-1].set_xlabel("day of the run (a point: the day's time-weighted mean)")
+    else:
+        fig = figure(12, 1.5 + 2.5 * len(quantities))
+        axes = fig.subplots(len(quantities), 1, sharex=True, squeeze=False)[:, 0]
+        for ax, (label, data, scale, unit) in zip(axes, quantities):
+            _step_lines(ax, {f"{p} ({_mean_text(t, v * scale, unit)})": (t, v)
+                             for p, (t, v) in data.items()}, scale=scale)
+            ax.set_ylabel(label)
+            ax.set_ylim(bottom=0)
+        axes[-1].set_xlabel("time (hours)")
+    fig.suptitle(title)
+    return fig
+
+
+def usage(runs: Mapping[str, Path], *, title: str = "", from_leases: bool = False,
+          mode: str = "panels") -> Figure | None:
+    """Utilisation (%) and queue length over time, one line per profile: the ``usage``
+    probe's series (CPU in use). With ``from_leases``, a run without them gets its queue length
+    and its utilisation rebuilt from ``leases.csv``, the utilisation as the share of the site's
+    nodes that run a lease (:func:`busy_nodes_from_leases`; the CPU share on one-core nodes).
+    None when there is nothing to draw."""
+    cpu = _load(runs, "utilization")
     queue = _load(runs, "queue_length")
-    running: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    nodes: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    counts: list[str] = []
     if from_leases:
         for profile, run_dir in runs.items():
-            if profile not in queue and (Path(run_dir) / "leases.csv").is_file():
-                rebuilt = usage_from_leases(read_leases(run_dir))
-                queue[profile] = rebuilt["queue_length"]
-                running[profile] = rebuilt["running_leases"]
-    if not utilisation and not queue:
+            if (profile in cpu and profile in queue) \
+                    or not (Path(run_dir) / "leases.csv").is_file():
+                continue
+            rows = read_leases(run_dir)
+            if profile not in queue:
+                queue[profile] = usage_from_leases(rows)["queue_length"]
+            if profile not in cpu:
+                total, exact = site_node_count(run_dir, rows)
+                times, busy = busy_nodes_from_leases(rows)
+                nodes[profile] = (times, busy / total)
+                counts.append(f"{total:,}" if exact else f"at least {total:,}")
+    if not cpu and not nodes and not queue:
         return None
-    fig = figure(12, 6.5)
-    top, bottom = fig.subplots(2, 1, sharex=True)
-    if utilisation:
-        _step_lines(top, utilisation, scale=100.0)
-        top.set_ylabel("utilisation (% of CPU)")
-        top.set_ylim(bottom=0)
-    else:
-        _step_lines(top, running)
-        top.set_ylabel("leases running")
-        top.set_ylim(bottom=0)
-        top.text(0.01, 0.97, "utilisation needs '[accounting] probes = usage'; rebuilt from "
-                 "leases.csv", transform=top.transAxes, va="top", fontsize=7, color="dimgray")
-    _step_lines(bottom, queue)
-    bottom.set_ylabel("leases waiting")
-    bottom.set_ylim(bottom=0)
-    bottom.set_xlabel("time (hours)")
-    top.set_title(title or ("utilisation and queue length" if utilisation
-                            else "running leases and queue length"))
+    both = bool(cpu) and bool(nodes)
+    utilisation = {**cpu, **{f"{p} (nodes busy)" if both else p: v for p, v in nodes.items()}}
+    label = "utilisation (% of CPU)"
+    if nodes:
+        label = "utilisation (% of CPU or of nodes)" if both else "utilisation (% of nodes busy)"
+    fig = over_time([(label, utilisation, 100.0, "%"), ("leases waiting", queue, 1.0, "")],
+                    mode=mode, title=title or "utilisation and queue length")
+    for ax in fig.axes:
+        if ax.get_ylabel().startswith("utilisation"):
+            ax.set_ylim(0, 102)
+    if nodes:
+        sizes = ", ".join(dict.fromkeys(counts))
+        fig.supxlabel(f"utilisation rebuilt from leases.csv: the share of the site's {sizes} "
+                      "nodes that run a lease; for the CPU in use, set '[accounting] probes "
+                      "= usage'", fontsize=8, color="dimgray")
     return fig
 
 
 def _cdf(ax, values_by_profile: Mapping[str, Sequence[float]], scale: float,
-         mean_unit: str, origin: float) -> None:
-    """Empirical CDFs, each starting at ``origin`` (the smallest possible value)."""
+         mean_unit: str, origin: float, at_origin: str) -> None:
+    """Empirical CDFs, each starting at ``origin`` (the smallest possible value); the legend
+    gives each mean and the share of values at the origin (a jump on the y axis, easy to
+    miss), described by ``at_origin``."""
     for profile, values in values_by_profile.items():
         data = np.sort(np.asarray(values, dtype=float)) / scale
         if data.size == 0:
             continue
         frac = np.arange(1, data.size + 1) / data.size
         ax.step(np.concatenate([[origin], data]), np.concatenate([[0.0], frac]), where="post",
-                label=f"{profile} (mean {data.mean():.2f}{mean_unit})", linewidth=1.2)
+                label=f"{profile} (mean {data.mean():.2f}{mean_unit}; "
+                      f"{np.mean(data <= origin):.0%} {at_origin})", linewidth=1.2)
     ax.set_ylim(0, 1.02)
     ax.grid(alpha=0.3)
     if ax.has_data():
@@ -235,7 +407,7 @@ def waits(waits_by_profile: Mapping[str, Sequence[float]], *, title: str = "") -
     axis that keeps zero waits)."""
     fig = figure(10, 5.5)
     ax = fig.add_subplot()
-    _cdf(ax, waits_by_profile, HOUR, " h", 0.0)
+    _cdf(ax, waits_by_profile, HOUR, " h", 0.0, "without wait")
     ax.set_xscale("symlog", linthresh=0.1)
     ax.set_xlim(left=0)
     ax.set_xlabel("wait (hours; linear below 0.1 h, logarithmic above)")
@@ -250,7 +422,7 @@ def slowdowns(slowdowns_by_profile: Mapping[str, Sequence[float]], *,
     one line per profile, on a logarithmic axis (the smallest is 1)."""
     fig = figure(10, 5.5)
     ax = fig.add_subplot()
-    _cdf(ax, slowdowns_by_profile, 1.0, "", 1.0)
+    _cdf(ax, slowdowns_by_profile, 1.0, "", 1.0, "not slowed")
     ax.set_xscale("log")
     ax.set_xlim(left=1)
     ax.set_xlabel(f"bounded slowdown: max(1, (wait + run) / max(run, {SLOWDOWN_BOUND:g} s))")
@@ -259,15 +431,11 @@ def slowdowns(slowdowns_by_profile: Mapping[str, Sequence[float]], *,
     return fig
 
 
-def series(name: str, runs: Mapping[str, Path], *, title: str = "") -> Figure:
-    """Series ``name`` over time, one line per profile, labelled with its unit."""
-    fig = figure(12, 5)
-    ax = fig.add_subplot()
-    _step_lines(ax, _load(runs, name))
-    ax.set_xlabel("time (hours)")
-    ax.set_ylabel(series_axis_label(name, runs))
-    ax.set_title(title or name)
-    return fig
+def series(name: str, runs: Mapping[str, Path], *, title: str = "",
+           mode: str = "panels") -> Figure:
+    """Series ``name`` over time per profile (:func:`over_time`), labelled with its unit."""
+    return over_time([(series_axis_label(name, runs), _load(runs, name), 1.0, "")], mode=mode,
+                     title=title or name)
 
 
 def read_power(run_dir: Path) -> dict[str, np.ndarray] | None:
@@ -282,89 +450,247 @@ def read_power(run_dir: Path) -> dict[str, np.ndarray] | None:
     return {c: np.array([float(r[c]) if r[c] else math.nan for r in rows]) for c in columns}
 
 
-def power(runs: Mapping[str, Path], *, title: str = "") -> Figure | None:
-    """The site's total power (kW) over time, one line per profile, with the green production
-    and the power cap of the first run that has them; None when no run has a power model."""
-    profiles = {p: data for p, d in runs.items() if (data := read_power(d)) is not None}
-    if not profiles:
-        return None
-    fig = figure(12, 5)
-    ax = fig.add_subplot()
-    for profile, data in profiles.items():
-        ax.plot(data["time"] / HOUR, data["total_watts"] / 1000, drawstyle="steps-post",
-                linewidth=0.9, label=f"{profile}: total power")
-    first = next(iter(profiles.values()))
-    if (first["green_watts"] > 0).any():
-        ax.plot(first["time"] / HOUR, first["green_watts"] / 1000, drawstyle="steps-post",
-                color="green", linewidth=0.9, label="green production")
-    if not np.isnan(first["cap_watts"]).all():
-        ax.plot(first["time"] / HOUR, first["cap_watts"] / 1000, drawstyle="steps-post",
-                color="black", linestyle="--", linewidth=0.9, label="power cap")
-    ax.set_xlabel("time (hours)")
-    ax.set_ylabel("power (kW)")
-    ax.set_ylim(bottom=0)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8, loc="best")
-    ax.set_title(title or "site power")
+def daily(times: np.ndarray, values: np.ndarray, day: float = DAY) -> tuple[
+        np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """A step function (``values[i]`` from ``times[i]`` to ``times[i + 1]``; the last value
+    marks the end) summarised per day of the run's clock: (day numbers, time-weighted means,
+    minima, maxima), for the days it covers (a partial day over its covered part)."""
+    if times.size < 2:
+        return (np.empty(0),) * 4
+    cuts = np.arange(math.floor(times[0] / day) + 1, math.ceil(times[-1] / day)) * day
+    edges = np.union1d(times, cuts)
+    levels = values[np.searchsorted(times, edges[:-1], side="right") - 1]
+    widths = np.diff(edges)
+    keep = widths > 0
+    days = np.floor(edges[:-1][keep] / day).astype(int)
+    levels, widths = levels[keep], widths[keep]
+    numbers, first = np.unique(days, return_index=True)
+    means = np.add.reduceat(levels * widths, first) / np.add.reduceat(widths, first)
+    return (numbers.astype(float), means, np.minimum.reduceat(levels, first),
+            np.maximum.reduceat(levels, first))
+
+
+def _power_panels(profiles: Mapping[str, dict[str, np.ndarray]], title: str) -> Figure:
+    """One panel per profile, shared axes: every step of the total power, with that run's
+    green production and cap."""
+    fig = figure(12, min(1.2 + 2.1 * len(profiles), 18))
+    axes = fig.subplots(len(profiles), 1, sharex=True, sharey=True, squeeze=False)[:, 0]
+    for ax, (profile, data) in zip(axes, profiles.items()):
+        hours, kw = data["time"] / HOUR, data["total_watts"] / 1000
+        ax.plot(hours, kw, drawstyle="steps-post", linewidth=0.7, color="#0072b2",
+                label="total power")
+        if (data["green_watts"] > 0).any():
+            ax.plot(hours, data["green_watts"] / 1000, drawstyle="steps-post", color="#009e73",
+                    linewidth=0.8, label="green production")
+        if not np.isnan(data["cap_watts"]).all():
+            ax.plot(hours, data["cap_watts"] / 1000, drawstyle="steps-post", color="black",
+                    linestyle="--", linewidth=0.8, label="power cap")
+        ax.set_title(f"{profile}: mean {time_mean(data['time'], kw):,.1f} kW, lowest "
+                     f"{kw[:-1].min() if kw.size > 1 else math.nan:,.1f} kW, highest "
+                     f"{kw.max():,.1f} kW", loc="left", fontsize=9)
+        ax.set_ylabel("power (kW)")
+        ax.set_ylim(bottom=0)
+        ax.grid(alpha=0.3)
+        if len(ax.lines) > 1:
+            ax.legend(fontsize=7, loc="lower right", ncols=3)
+    axes[-1].set_xlabel("time (hours)")
+    fig.suptitle(title or "site power")
     return fig
 
 
-def node_states(run_dir: Path, *, max_hours: float | None = None,
+def _power_daily(profiles: Mapping[str, dict[str, np.ndarray]], title: str) -> Figure:
+    """One line per profile: the daily mean of the total power, in a band from the day's
+    lowest to its highest power."""
+    fig = figure(12, 5.5)
+    ax = fig.add_subplot()
+    for i, (profile, data) in enumerate(profiles.items()):
+        days, means, lows, highs = daily(data["time"], data["total_watts"] / 1000)
+        colour = f"C{i % 10}"
+        mean = time_mean(data["time"], data["total_watts"]) / 1000
+        ax.plot(days + 0.5, means, color=colour, marker="o", markersize=3, linewidth=1.4,
+                label=f"{profile}: mean {mean:,.1f} kW")
+        # the range as two thin lines: filled bands of several profiles hide each other
+        ax.plot(days + 0.5, lows, color=colour, linewidth=0.7, linestyle="--")
+        ax.plot(days + 0.5, highs, color=colour, linewidth=0.7, linestyle=":")
+    first = next(iter(profiles.values()))
+    if (first["green_watts"] > 0).any():
+        days, means, _, _ = daily(first["time"], first["green_watts"] / 1000)
+        ax.plot(days + 0.5, means, color="green", linestyle=":", linewidth=1.2,
+                label="green production (daily mean)")
+    from matplotlib.lines import Line2D
+
+    handles, _ = ax.get_legend_handles_labels()
+    handles += [Line2D([], [], color="gray", linewidth=0.7, linestyle="--",
+                       label="the day's lowest power"),
+                Line2D([], [], color="gray", linewidth=0.7, linestyle=":",
+                       label="the day's highest power")]
+    ax.set_xlabel("day of the run (a point: the day's time-weighted mean power)")
+    ax.set_ylabel("power (kW)")
+    ax.set_ylim(bottom=0)
+    ax.grid(alpha=0.3)
+    ax.legend(handles=handles, fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    ax.set_title(title or "site power, daily")
+    return fig
+
+
+def power(runs: Mapping[str, Path], *, title: str = "", mode: str = "panels") -> Figure | None:
+    """The site's total power (kW) over time: ``panels``, one panel per profile with every
+    step, its green production and power cap; or ``daily``, each profile's daily mean with the
+    day's range, on one axis. None when no run has a power model."""
+    if mode not in TIME_PLOTS:
+        raise LeaseManagerError(f"--time-plot {mode}: expected one of {', '.join(TIME_PLOTS)}")
+    profiles = {p: data for p, d in runs.items() if (data := read_power(d)) is not None}
+    if not profiles:
+        return None
+    return _power_panels(profiles, title) if mode == "panels" else _power_daily(profiles, title)
+
+
+def node_states(run_dir: Path, *, window: tuple[float, float] | None = None,
                 title: str = "") -> Figure | None:
-    """Every node's power state over time (``node_states.csv``), or None without one."""
+    """Every node's power state over time (``node_states.csv``), or None without one;
+    ``window``: only the hours (from, to) of the run's clock."""
     path = Path(run_dir) / "node_states.csv"
     if not path.is_file():
         return None
     with path.open(newline="") as fh:
         rows = list(csv.DictReader(fh))
     nodes = max((int(r["node"]) for r in rows), default=0) + 1
+    from matplotlib.collections import PolyCollection
+
+    low, high = window if window is not None else (-math.inf, math.inf)
     fig = figure(12, min(2 + nodes * 0.08, 12))
     ax = fig.add_subplot()
     by_state: dict[str, list[tuple[float, float, int]]] = {}
     for r in rows:
         start, end = float(r["start"]) / HOUR, float(r["end"]) / HOUR
-        if max_hours is not None and start >= max_hours:
+        if end <= low or start >= high:
             continue
+        start, end = max(start, low), min(end, high)
         by_state.setdefault(r["state"], []).append((start, end - start, int(r["node"])))
-    for state, bars in sorted(by_state.items()):
+    for state in [s for s in STATE_COLOURS if s in by_state] + \
+            sorted(set(by_state) - set(STATE_COLOURS)):
         colour = STATE_COLOURS.get(state, "#5b8bd0")
-        for node in sorted({b[2] for b in bars}):
-            ax.broken_barh([(s, w) for s, w, n in bars if n == node], (node - 0.4, 0.8),
-                           facecolors=colour, linewidth=0)
+        ax.add_collection(PolyCollection(   # one collection a state: 78,000 bars in seconds
+            [[(s, n - 0.4), (s + w, n - 0.4), (s + w, n + 0.4), (s, n + 0.4)]
+             for s, w, n in by_state[state]], facecolors=colour, linewidths=0))
         ax.plot([], [], color=colour, linewidth=6, label=state)
+    ax.autoscale_view()
     ax.set_xlabel("time (hours)")
     ax.set_ylabel("node")
     ax.set_ylim(-0.5, nodes - 0.5)
     from matplotlib.ticker import MaxNLocator
 
     ax.yaxis.set_major_locator(MaxNLocator(integer=True))
-    if max_hours is not None:
-        ax.set_xlim(right=max_hours)
-    ax.legend(fontsize=8, loc="upper right", ncols=4)
-    ax.set_title(title or "node power states")
+    if window is not None:
+        ax.set_xlim(low, high)
+    if by_state:
+        ax.legend(fontsize=8, loc="lower right", bbox_to_anchor=(1.0, 1.0), ncols=4)
+    else:
+        ax.text(0.5, 0.5, "no state in this window", transform=ax.transAxes, ha="center")
+    ax.set_title(title or "node power states", loc="left")
     return fig
 
 
-# -------------------------------------------------------------------------------- a sweep
+def most_switch_ons(rows: Iterable[Mapping[str, object]]) -> Mapping[str, object] | None:
+    """The result row with the most ``node_switch_ons`` (the first on a tie), or None when
+    no row has that field (no power model)."""
+    best: Mapping[str, object] | None = None
+    for row in rows:
+        value = row.get("node_switch_ons")
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            continue
+        if best is None or value > best["node_switch_ons"]:   # type: ignore[operator]
+            best = row
+    return best
+
+
+# ------------------------------------------------------------------- writing and replacing
+#: the list of the files ``report --plots`` wrote into a ``plots/`` folder, one name a line
+MANIFEST = "report-plots.txt"
+
+
 def _save(fig: Figure, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path)
     return path
 
 
+def previous_plots(plots: Path) -> list[str]:
+    """The file names the last ``report --plots`` wrote into ``plots`` (its manifest)."""
+    try:
+        lines = (Path(plots) / MANIFEST).read_text().splitlines()
+    except OSError:
+        return []
+    return [line for line in lines if line and not line.startswith("#") and "/" not in line]
+
+
+def replace_previous(plots: Path, written: Sequence[Path], previous: Sequence[str]) -> str:
+    """Remove the files of ``previous`` (an earlier report's manifest) that were not written
+    again, record ``written`` as the new manifest, and say so in one line (without the PNG
+    files there that another tool wrote)."""
+    plots = Path(plots)
+    names = [p.name for p in written]
+    stale = [n for n in previous if n not in names and (plots / n).is_file()]
+    for name in stale:
+        (plots / name).unlink()
+    plots.mkdir(parents=True, exist_ok=True)
+    (plots / MANIFEST).write_text("# written by 'lease-manager report --plots', which replaces "
+                                  "these files (and only these) when run again\n"
+                                  + "".join(f"{n}\n" for n in names))
+    others = sorted(p.name for p in plots.glob("*.png") if p.name not in names)
+    line = f"plots: {len(names)} PNG files in {plots}/"
+    if previous:
+        line += f", replacing the {len(previous)} the previous report wrote"
+        if stale:
+            line += f" ({len(stale)} no longer drawn: removed)"
+    if others:
+        line += (f"; {len(others)} other PNG file{'s' if len(others) > 1 else ''} there, not "
+                 f"in its {MANIFEST}, left alone")
+    return line
+
+
+# -------------------------------------------------------------------------------- a sweep
+def _states_run(done: Sequence[Mapping[str, object]], states_run: str | None,
+                seed: int | None) -> tuple[str, str]:
+    """The run whose node states a sweep's report draws, and why it is that one."""
+    if states_run is not None:
+        if states_run not in [r["run_id"] for r in done]:
+            raise LeaseManagerError(f"--states-run {states_run}: no finished run with this id "
+                                    f"(e.g. {done[0]['run_id']})")
+        return states_run, "chosen"
+    pool = [r for r in done if seed is None or r["seed"] == seed]
+    best = most_switch_ons(pool)
+    if best is None:
+        return str(pool[0]["run_id"]), "the first run"
+    return (str(best["run_id"]), f"{best['node_switch_ons']:,.0f} switch-ons, the most of "
+                                 f"the {len(pool)} runs")
+
+
 # Longer than ~50 lines on purpose: a list of the figures of a report, in the order they are
 # written.
 def make_plots(results: Results, directory: Path, *, gantt_run: str | None = None,
                gantt_leases: int | None = 200, gantt_hours: float | None = None,
-               seed: int | None = None) -> tuple[list[Path], list[str]]:
-    """Draw every figure of a sweep into ``directory/plots``; returns (PNG paths, notes)."""
+               seed: int | None = None, colour_by: str = "auto", time_plot: str = "panels",
+               states_run: str | None = None,
+               states_window: tuple[float, float] | None = None,
+               ) -> tuple[list[Path], list[str], str]:
+    """Draw every figure of a sweep into ``directory/plots``, replacing those of the previous
+    report; returns (PNG paths, notes, a line that says what was written and replaced)."""
     directory = Path(directory)
     plots = directory / "plots"
     done = results.done()
     written: list[Path] = []
     notes: list[str] = []
     if not done:
-        return written, ["no finished run to plot"]
+        return written, ["no finished run to plot"], "plots: none drawn"
+    if time_plot not in TIME_PLOTS:
+        raise LeaseManagerError(f"--time-plot {time_plot}: expected one of "
+                                f"{', '.join(TIME_PLOTS)}")
+    seeds = sorted({r["seed"] for r in done})
+    if seed is not None and seed not in seeds:
+        raise LeaseManagerError(f"--seed {seed}: no finished run has this seed "
+                                f"(seeds: {', '.join(map(str, seeds))})")
+    previous = previous_plots(plots)
 
     # the Gantt chart of one run
     run_ids = [r["run_id"] for r in done]
@@ -373,18 +699,14 @@ def make_plots(results: Results, directory: Path, *, gantt_run: str | None = Non
                                 f"(e.g. {run_ids[0]})")
     gantt_id = gantt_run or run_ids[0]
     fig = gantt(directory / gantt_id, max_leases=gantt_leases, max_hours=gantt_hours,
-                title=f"{gantt_id}")
+                title=f"{gantt_id}", colour_by=colour_by)
     written.append(_save(fig, plots / f"gantt-{_slug(gantt_id)}.png"))
-    states_fig = node_states(directory / gantt_id, max_hours=gantt_hours,
-                             title=f"node power states: {gantt_id}")
+    states_id, why = _states_run(done, states_run, seed)
+    states_fig = node_states(directory / states_id, window=states_window,
+                             title=f"node power states: {states_id} ({why})")
     if states_fig is not None:
-        written.append(_save(states_fig, plots / f"node-states-{_slug(gantt_id)}.png"))
+        written.append(_save(states_fig, plots / f"node-states-{_slug(states_id)}.png"))
 
-    seeds = sorted({r["seed"] for r in done})
-    if seed is not None and seed not in seeds:
-        raise LeaseManagerError(f"--seed {seed}: no finished run has this seed "
-                                f"(seeds: {', '.join(map(str, seeds))})")
-    usage_missing = False
     for trace in results.traces:
         rows = [r for r in done if r["trace"] == trace]
         if not rows:
@@ -394,10 +716,9 @@ def make_plots(results: Results, directory: Path, *, gantt_run: str | None = Non
                 if r["profile"] == p and r["seed"] == trace_seed}
         label = f"{trace}, seed {trace_seed}"
 
-        usage_fig = usage(runs, title=f"utilisation and queue length: {label}")
-        if usage_fig is None:
-            usage_missing = True
-        else:
+        usage_fig = usage(runs, title=f"utilisation and queue length: {label}",
+                          from_leases=True, mode=time_plot)
+        if usage_fig is not None:
             written.append(_save(usage_fig,
                                  plots / f"usage-{_slug(trace)}-seed-{trace_seed}.png"))
 
@@ -415,34 +736,37 @@ def make_plots(results: Results, directory: Path, *, gantt_run: str | None = Non
                         title=f"bounded-slowdown distribution: {trace} (all seeds)")
         written.append(_save(fig, plots / f"slowdowns-{_slug(trace)}.png"))
 
-        power_fig = power(runs, title=f"site power: {label}")
+        power_fig = power(runs, title=f"site power: {label}", mode=time_plot)
         if power_fig is not None:
             written.append(_save(power_fig,
                                  plots / f"power-{_slug(trace)}-seed-{trace_seed}.png"))
         names = sorted({p.stem for d in runs.values() for p in (d / "series").glob("*.csv")}
                        - set(USAGE_SERIES) - set(OWN_SERIES) - {UNITS_STEM})
         for name in names:
-            fig = series(name, runs, title=f"{name}: {label}")
+            fig = series(name, runs, title=f"{name}: {label}", mode=time_plot)
             written.append(_save(fig, plots / f"series-{_slug(name)}-{_slug(trace)}"
                                               f"-seed-{trace_seed}.png"))
-    if usage_missing:
-        notes.append("no utilisation or queue-length series: add '[accounting] probes = usage' "
-                     "to the sweep to plot them")
-    return written, notes
+    return written, notes, replace_previous(plots, written, previous)
 
 
 def make_run_plots(run_dir: Path, *, gantt_leases: int | None = 200,
-                   gantt_hours: float | None = None) -> list[Path]:
-    """Draw one run's figures into ``run_dir/plots``: its Gantt chart, utilisation (or running
-    leases) and queue length, the distributions of wait and bounded slowdown, its recorded
-    series, and with a power model its power and node states."""
+                   gantt_hours: float | None = None, colour_by: str = "auto",
+                   time_plot: str = "panels",
+                   states_window: tuple[float, float] | None = None) -> tuple[list[Path], str]:
+    """Draw one run's figures into ``run_dir/plots``, replacing those of the previous report:
+    its Gantt chart, utilisation and queue length (rebuilt from ``leases.csv`` without the
+    ``usage`` probe), the distributions of wait and bounded slowdown, its recorded series,
+    and with a power model its power and node states. Returns (PNG paths, a line that says
+    what was written and replaced)."""
     run_dir = Path(run_dir)
     plots = run_dir / "plots"
+    previous = previous_plots(plots)
     name = run_dir.resolve().name
     written = [_save(gantt(run_dir, max_leases=gantt_leases, max_hours=gantt_hours,
-                           title=name), plots / "gantt.png")]
+                           title=name, colour_by=colour_by), plots / "gantt.png")]
     runs = {name: run_dir}
-    usage_fig = usage(runs, title=f"{name}", from_leases=True)
+    usage_fig = usage(runs, title=f"utilisation and queue length: {name}", from_leases=True,
+                      mode=time_plot)
     if usage_fig is not None:
         written.append(_save(usage_fig, plots / "usage.png"))
     leases = read_leases(run_dir)
@@ -451,16 +775,17 @@ def make_run_plots(run_dir: Path, *, gantt_leases: int | None = 200,
     written.append(_save(slowdowns({name: bounded_slowdowns(leases)},
                                    title=f"bounded-slowdown distribution: {name}"),
                          plots / "slowdowns.png"))
-    power_fig = power(runs, title=f"site power: {name}")
+    power_fig = power(runs, title=f"site power: {name}", mode=time_plot)
     if power_fig is not None:
         written.append(_save(power_fig, plots / "power.png"))
-    states_fig = node_states(run_dir, max_hours=gantt_hours,
+    states_fig = node_states(run_dir, window=states_window,
                              title=f"node power states: {name}")
     if states_fig is not None:
         written.append(_save(states_fig, plots / "node-states.png"))
     names = sorted({p.stem for p in (run_dir / "series").glob("*.csv")}
                    - set(USAGE_SERIES) - set(OWN_SERIES) - {UNITS_STEM})
     for series_name in names:
-        written.append(_save(series(series_name, runs, title=f"{series_name}: {name}"),
+        written.append(_save(series(series_name, runs, title=f"{series_name}: {name}",
+                                    mode=time_plot),
                              plots / f"series-{_slug(series_name)}.png"))
-    return written
+    return written, replace_previous(plots, written, previous)

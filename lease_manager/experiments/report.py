@@ -191,7 +191,10 @@ def _sweep_run(path: Path) -> bool:
 
 def report_command(directory: str, *, plots: bool = False, metrics: Iterable[str] = (),
                    gantt: str | None = None, gantt_leases: int | None = 200,
-                   gantt_hours: float | None = None, seed: int | None = None) -> int:
+                   gantt_hours: float | None = None, seed: int | None = None,
+                   colour_by: str = "auto", time_plot: str = "panels",
+                   states_run: str | None = None,
+                   states_window: tuple[float, float] | None = None) -> int:
     """Rebuild the result table of ``directory``, print the comparison, draw the plots."""
     path = Path(directory)
     if not path.is_dir():
@@ -204,7 +207,8 @@ def report_command(directory: str, *, plots: bool = False, metrics: Iterable[str
     if (path / "summary.json").is_file() and (path / "leases.csv").is_file() \
             and not _sweep_run(path):
         return _report_one_run(path, plots=plots, gantt_leases=gantt_leases,
-                               gantt_hours=gantt_hours)
+                               gantt_hours=gantt_hours, colour_by=colour_by,
+                               time_plot=time_plot, states_window=states_window)
     results = collect(path)
     if not results.rows:   # nothing to tabulate: write no empty result files either
         raise LeaseManagerError(f"{directory}: no finished or failed runs found (a run folder "
@@ -227,19 +231,22 @@ def report_command(directory: str, *, plots: bool = False, metrics: Iterable[str
     if plots:
         from lease_manager.experiments.plots import make_plots
 
-        pngs, notes = make_plots(results, path, gantt_run=gantt, gantt_leases=gantt_leases,
-                                 gantt_hours=gantt_hours, seed=seed)
+        pngs, notes, line = make_plots(results, path, gantt_run=gantt,
+                                       gantt_leases=gantt_leases, gantt_hours=gantt_hours,
+                                       seed=seed, colour_by=colour_by, time_plot=time_plot,
+                                       states_run=states_run, states_window=states_window)
         for note in notes:
             print(f"note: {note}")
         written += pngs
-        print(f"plots: {len(pngs)} PNG files in {path / 'plots'}/")
+        print(line)
     print("written: " + ", ".join(p.name for p in written[:3])
           + (f" and {len(written) - 3} plots" if len(written) > 3 else ""))
     return 0
 
 
 def _report_one_run(path: Path, *, plots: bool, gantt_leases: int | None,
-                    gantt_hours: float | None) -> int:
+                    gantt_hours: float | None, colour_by: str, time_plot: str,
+                    states_window: tuple[float, float] | None) -> int:
     """``report`` on one ``simulate`` output folder: its summary, and with ``plots`` its
     figures in ``path/plots``."""
     summary = json.loads((path / "summary.json").read_text())
@@ -252,6 +259,8 @@ def _report_one_run(path: Path, *, plots: bool, gantt_leases: int | None,
     if plots:
         from lease_manager.experiments.plots import make_run_plots
 
-        pngs = make_run_plots(path, gantt_leases=gantt_leases, gantt_hours=gantt_hours)
-        print(f"plots: {len(pngs)} PNG files in {path / 'plots'}/")
+        _, line = make_run_plots(path, gantt_leases=gantt_leases, gantt_hours=gantt_hours,
+                                 colour_by=colour_by, time_plot=time_plot,
+                                 states_window=states_window)
+        print(line)
     return 0

@@ -173,13 +173,24 @@ def test_gantt_draws_one_bar_per_block_of_nodes_of_each_lease(sweep_dir):
 
 def test_usage_waits_and_series_figures_carry_the_data(sweep_dir):
     runs = {p: sweep_dir / p / "sdsc-blue-600requests" / "seed-1" for p in PROFILES}
-    fig = plots.usage(runs, title="t")
-    top, bottom = fig.axes
-    assert top.has_data() and bottom.has_data()
     util = plots.read_series(runs["off"] / "series" / "utilization.csv")
-    assert [line.get_label() for line in top.get_lines()] == list(PROFILES)
-    assert len(top.get_lines()[0].get_xdata()) == len(util[0]) > 50
-    assert max(top.get_lines()[0].get_ydata()) == pytest.approx(100 * util[1].max())
+    # panels: a row per profile, utilisation on the left, queue length on the right
+    fig = plots.usage(runs, title="t")
+    assert len(fig.axes) == 4
+    off_util, off_queue, cons_util, cons_queue = fig.axes
+    assert all(ax.has_data() for ax in fig.axes)
+    assert off_util.get_title(loc="left") == f"off: mean {100 * plots.time_mean(*util):,.1f}%"
+    assert cons_util.get_title(loc="left").startswith("conservative: mean ")
+    (line,) = off_util.get_lines()
+    assert len(line.get_xdata()) == len(util[0]) > 50
+    assert max(line.get_ydata()) == pytest.approx(100 * util[1].max())
+    assert off_util.get_ylim() == cons_util.get_ylim()      # shared axes
+    assert off_queue.get_ylabel() == "leases waiting"
+    # daily: one axis per quantity, a line per profile
+    top, bottom = plots.usage(runs, mode="daily").axes
+    assert [line.get_label().split(" (mean ")[0] for line in top.get_lines()] == list(PROFILES)
+    assert list(top.get_lines()[0].get_ydata()) == pytest.approx(
+        list(100 * plots.daily(*util)[1]))
     assert len(bottom.get_lines()) == 2
 
     waits = {p: [float(r["wait"]) for r in plots.read_leases(d)] for p, d in runs.items()}
@@ -189,8 +200,8 @@ def test_usage_waits_and_series_figures_carry_the_data(sweep_dir):
     assert len(ax.get_lines()[0].get_xdata()) == len(waits["off"]) + 1
 
     fig = plots.series("resource_contention", runs)
-    ax = fig.axes[0]
-    assert [list(line.get_ydata()) for line in ax.get_lines()] == [[0, 5, 2.5, 0]] * 2
+    assert [list(line.get_ydata()) for ax in fig.axes for line in ax.get_lines()] == \
+        [[0, 5, 2.5, 0]] * 2
 
 
 def test_usage_plot_needs_the_usage_probe(tmp_path, sweep_dir):
