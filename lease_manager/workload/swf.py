@@ -129,6 +129,29 @@ _CHARACTER_KIND = np.array([_SPACE if chr(c).isspace() else _DIGIT if chr(c).isd
 _POWERS = 10.0 ** np.arange(64)
 #: lines read and parsed together (the progress position moves on after each chunk)
 _CHUNK = 4096
+#: the longest line read: far above any SWF record (18 numbers) or header comment. A 92 KB
+#: .swf.gz holding one line of hundreds of MB was read whole (657 MB) before being refused.
+MAX_LINE = 65536
+
+
+def _read_lines(fh: IO[str], count: int, first: int, file: str,
+                lines: list[str] | None = None) -> list[str]:
+    """Up to ``count`` lines of ``fh`` (fewer at its end) appended to ``lines`` (a new list if
+    None: a read error leaves it holding the lines read before), the first being line
+    ``first``; :class:`TraceError` for a line longer than :data:`MAX_LINE` characters."""
+    lines = [] if lines is None else lines
+    readline, append = fh.readline, lines.append
+    for _ in range(count):
+        line = readline(MAX_LINE)
+        if not line:
+            break
+        append(line)
+    if lines and max(map(len, lines)) >= MAX_LINE:
+        for i, line in enumerate(lines):
+            if len(line) >= MAX_LINE and not line.endswith("\n"):
+                raise TraceError(f"the line is longer than {MAX_LINE:,} characters (an SWF "
+                                 f"record is 18 numbers)", file=file, line=first + i)
+    return lines
 
 
 def open_text(path: str | Path) -> IO[str]:
@@ -153,8 +176,14 @@ def open_text(path: str | Path) -> IO[str]:
 def count_jobs(path: str | Path) -> int:
     """The number of job lines of an SWF trace (neither empty nor comments), read quickly
     without parsing them: the total of a progress bar."""
+    total, first = 0, 1
     with open_text(path) as fh:
-        return sum(1 for line in fh if line.strip() and not line.lstrip().startswith(";"))
+        while True:
+            lines = _read_lines(fh, _CHUNK, first, str(path))
+            total += sum(1 for line in lines if line.strip() and not line.lstrip().startswith(";"))
+            first += len(lines)
+            if len(lines) < _CHUNK:
+                return total
 
 
 class SWFReader:
@@ -210,8 +239,8 @@ class SWFReader:
                 chunk: list[str] = []
                 failure: Exception | None = None
                 try:
-                    chunk.extend(itertools.islice(fh, _CHUNK))   # (keeps what came before
-                except (EOFError, OSError, zlib.error) as exc:   # an error: a damaged .gz)
+                    _read_lines(fh, _CHUNK, read + 1, self.path, chunk)
+                except (EOFError, OSError, zlib.error) as exc:   # a damaged .gz
                     failure = exc
                 if len(chunk) == _CHUNK and raw is not None:
                     self.position = _raw_position(raw)

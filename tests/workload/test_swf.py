@@ -366,3 +366,24 @@ def test_lines_are_read_in_chunks_yet_judged_one_by_one(tmp_path):
     assert reader.directive("MaxNodes") == 12
     stats = TraceStats()
     assert len(convert(path, stats, max_jobs=4000)) == 4000 and stats.bad_lines == 0
+
+
+def test_a_line_longer_than_any_record_is_refused_without_reading_it_whole(tmp_path):
+    """A 92 KB .swf.gz holding one line of hundreds of MB was read whole (657 MB) before it was
+    refused. Here line 3 is 50 MB of digits: the reader (and the progress bar's count) stop
+    after MAX_LINE characters of it, naming the line."""
+    from lease_manager.workload.swf import MAX_LINE, SWFReader, count_jobs
+
+    path = tmp_path / "long.swf.gz"
+    with gzip.open(path, "wb") as fh:
+        fh.write(b"; Version: 2.2\n1 0 0 10 1 -1 -1 1 10 -1 1 1 1 -1 1 -1 -1 -1\n")
+        fh.write(b"2 " + b"9" * (50 << 20) + b"\n")
+    assert path.stat().st_size < 200_000
+    message = (f"{path}:3: the line is longer than {MAX_LINE:,} characters (an SWF record is "
+               "18 numbers)")
+    with pytest.raises(TraceError) as caught:
+        list(SWFReader(path).jobs())
+    assert str(caught.value) == message
+    with pytest.raises(TraceError) as caught:
+        count_jobs(path)
+    assert str(caught.value) == message
