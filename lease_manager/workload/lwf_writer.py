@@ -91,11 +91,12 @@ def _request_element(lease: Lease, types: ResourceTypes) -> etree._Element:
     if lease.source_id is not None:
         elem.set("id", str(lease.source_id))
     extra = lease.extra
-    if extra.get("preemptible") is not None:
-        value = extra["preemptible"]
-        if isinstance(value, str):
-            value = value.strip().lower() in TRUE_VALUES
-        elem.set("preemptible", "true" if value else "false")
+    # always written: Haizea 1.0 and 1.1 require it (a lease without it stopped them); a
+    # lease that does not say is preemptible, here as in Haizea's own trace conversions
+    value = extra.get("preemptible", True)
+    if isinstance(value, str):
+        value = value.strip().lower() in TRUE_VALUES
+    elem.set("preemptible", "true" if value else "false")
     elem.append(_nodes_element(lease.vms.counts, lease.vms.vectors, types))
     start = etree.SubElement(elem, "start")
     kind = lease.type

@@ -25,10 +25,12 @@ BLUE = TRACES / "sdsc-blue-600requests.swf"
 
 
 def same(a: Lease, b: Lease) -> None:
+    """The same lease, read back from LWF: a lease that did not say whether it is preemptible
+    says so there (``preemptible="true"``, which Haizea requires), with the same meaning."""
     assert (a.id, a.type, a.submit, a.requested_duration, a.actual_duration, a.start_request,
-            a.deadline, a.source_id, a.extra) == \
+            a.deadline, a.source_id, {"preemptible": True, **a.extra}) == \
            (b.id, b.type, b.submit, b.requested_duration, b.actual_duration, b.start_request,
-            b.deadline, b.source_id, b.extra)
+            b.deadline, b.source_id, {"preemptible": True, **b.extra})
     assert a.vms.counts == b.vms.counts
     np.testing.assert_array_equal(a.vms.vectors, b.vms.vectors)
 
@@ -195,3 +197,33 @@ def test_convert_command_round_trip_replays_the_same(tmp_path):
             return [(r["submit"], r["start"], r["end"], r["vms"]) for r in csv.DictReader(fh)]
 
     assert schedule(swf) == schedule(lwf) == schedule(back)
+
+
+def test_converted_lwf_has_what_haizea_requires(tmp_path):
+    """Haizea 1.0 and 1.1 read ``preemptible`` on every ``<lease>`` and stopped on LWF written
+    by ``convert`` without it. Checked against Haizea's documented format (its manual's LWF
+    chapter): each ``<lease>`` has ``preemptible`` (true/false), ``<nodes>`` of ``<node-set
+    numnodes>`` with ``<res type amount>``, ``<start>``, ``<duration time>`` and
+    ``<software>`` holding ``<disk-image id size>`` or ``<none/>``; each ``<lease-request>``
+    has ``arrival``."""
+    from lxml import etree
+
+    from lease_manager.workload.convert import swf_to_lwf
+
+    out = tmp_path / "t.lwf"
+    swf_to_lwf(BLUE, out, SWFConversion(vm_vector=VM), TYPES)
+    root = etree.parse(str(out)).getroot()
+    requests = root.findall("lease-requests/lease-request")
+    assert requests
+    for request in requests:
+        assert request.get("arrival")
+        lease = request.find("lease")
+        assert lease.get("preemptible") in ("true", "false")
+        node_sets = lease.findall("nodes/node-set")
+        assert node_sets and all(ns.get("numnodes") for ns in node_sets)
+        assert all(r.get("type") and r.get("amount") for ns in node_sets
+                   for r in ns.findall("res"))
+        assert lease.find("start") is not None and lease.find("duration").get("time")
+        software = lease.find("software")
+        assert software.find("none") is not None or \
+            (software.find("disk-image").get("id") and software.find("disk-image").get("size"))

@@ -22,11 +22,12 @@ TYPES = ResourceTypes(("CPU", "Memory"))
 
 
 def same(a: Lease, b: Lease) -> None:
-    """Assert two leases are the same request (everything LWF holds)."""
+    """Assert two leases are the same request (everything LWF holds; a lease that does not say
+    whether it is preemptible is, and LWF says so: ``preemptible="true"``, as Haizea needs)."""
     assert (a.id, a.type, a.submit, a.requested_duration, a.actual_duration, a.start_request,
-            a.deadline, a.source_id, a.extra) == \
+            a.deadline, a.source_id, {"preemptible": True, **a.extra}) == \
            (b.id, b.type, b.submit, b.requested_duration, b.actual_duration, b.start_request,
-            b.deadline, b.source_id, b.extra)
+            b.deadline, b.source_id, {"preemptible": True, **b.extra})
     assert a.vms.counts == b.vms.counts
     np.testing.assert_array_equal(a.vms.vectors, b.vms.vectors)
 
@@ -376,8 +377,8 @@ def test_write_then_read(tmp_path):
     path = tmp_path / "w.lwf"
     write_lwf(path, leases, types=TYPES)
     back = read_lwf(path, TYPES).leases
-    expected_extra = {"user": "alice", "tags": "a,b", "n": "3", "stress-on": "CPU,Memory",
-                      "flag": "yes"}
+    expected_extra = {"preemptible": True, "user": "alice", "tags": "a,b", "n": "3",
+                      "stress-on": "CPU,Memory", "flag": "yes"}   # preemptible: Haizea's
     assert back[0].extra == expected_extra
     back[0].extra = leases[0].extra
     for a, b in zip(leases, back, strict=True):
@@ -442,7 +443,7 @@ def test_max_price_travels_as_an_extra_attribute(tmp_path):
     path = tmp_path / "priced.lwf"
     write_lwf(path, [lease], types=types)
     back = read_lwf(path, types).leases[0]
-    assert back.max_price == 12.5 and back.extra == {"stress-on": "CPU"}
+    assert back.max_price == 12.5 and back.extra == {"preemptible": True, "stress-on": "CPU"}
     text = path.read_text().replace('name="max-price" value="12.5"',
                                     'name="max-price" value="cheap"')
     path.write_text(text)
