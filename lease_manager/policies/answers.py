@@ -87,8 +87,7 @@ class Guard:
                                  f"{lease.id}: a surcharge is a number")
             return value
 
-        return {"price": checked_price,
-                **({"surcharge": checked_surcharge} if surcharge is not None else {})}
+        return {"price": checked_price, "surcharge": checked_surcharge}
 
     def queue(self) -> dict[str, Callable]:
         hold, release = self.original("hold"), self.original("release")
