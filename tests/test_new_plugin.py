@@ -21,6 +21,7 @@ from lease_manager.policies.reference import policy_reference
 from support import ROOT, env_with, pip_install_target
 
 REFERENCE = ROOT / "docs" / "reference" / "policies.md"
+README = ROOT / "README.md"
 
 
 def test_the_committed_reference_is_plugin_docs_output():
@@ -69,8 +70,9 @@ def test_new_plugin_refuses_a_bad_name_and_an_existing_folder(tmp_path, capsys):
 @pytest.mark.long
 def test_every_kinds_package_installs_and_passes_its_test(tmp_path):
     """Every kind's package, and one host-selection package changed to answer a duplicate
-    node, installed together offline (as tests/test_plugins.py does): the generated tests
-    pass; the broken policy stops a replay in one line naming it and its package."""
+    node, and the README's hand-written package, installed together offline (as
+    tests/test_plugins.py does): the generated tests pass; the broken policy stops a replay in
+    one line naming it and its package; the README's runs."""
     folders = [write_plugin(f"t-{kind}", kind, tmp_path / f"lm-t-{kind}")
                for kind in TEMPLATE_KINDS]
     broken = write_plugin("dup-hosts", "host-selection", tmp_path / "lm-dup-hosts")
@@ -79,7 +81,8 @@ def test_every_kinds_package_installs_and_passes_its_test(tmp_path):
     assert "return np.arange(nodes - 1 - self.skip, -1, -1)" in text
     source.write_text(text.replace("return np.arange(nodes - 1 - self.skip, -1, -1)",
                                    "return np.array([1, 1, 0])"))
-    site = pip_install_target([*folders, broken], tmp_path / "site")
+    snippet = readme_package(tmp_path / "lm-fewest-leases")
+    site = pip_install_target([*folders, broken, snippet], tmp_path / "site")
     env = env_with(site)
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                            "-p", "no:xdist", "--rootdir", str(tmp_path),
@@ -95,7 +98,26 @@ def test_every_kinds_package_installs_and_passes_its_test(tmp_path):
     run = subprocess.run([sys.executable, "-m", "lease_manager.cli", "simulate", str(ini), "-q",
                           "--out", str(tmp_path / "out")], env=env, capture_output=True,
                          text=True)
-    assert run.returncode == 2
+    assert "Traceback" not in run.stderr and run.returncode == 2
     assert re.fullmatch(r"lease-manager: error: host-selection policy 'dup-hosts' \(plugin "
                         r"'dup-hosts', package lm-dup-hosts 0\.1\.0\): order_hosts\(\) returned "
                         r"node 1 2 times for lease \d+: each node at most once\n", run.stderr)
+
+    # the README's hand-written package runs as it says
+    good = subprocess.run([sys.executable, "-m", "lease_manager.cli", "simulate", str(ini), "-q",
+                           "--out", str(tmp_path / "readme"), "--set",
+                           "scheduling.policy-host-selection=fewest-leases"], env=env,
+                          capture_output=True, text=True)
+    assert good.returncode == 0, good.stderr
+    assert (tmp_path / "readme" / "series" / "ended.csv").is_file()
+
+
+def readme_package(folder):
+    """The package the README's "Policies and plugins" section writes by hand."""
+    section = README.read_text().split("## Policies and plugins", 1)[1].split("\n## ", 1)[0]
+    blocks = dict(re.findall(r"```(?:toml|python)\n# (\S+)\n(.*?)```", section, re.S))
+    assert set(blocks) == {"pyproject.toml", "lm_fewest_leases/__init__.py"}, set(blocks)
+    for path, text in blocks.items():
+        (folder / path).parent.mkdir(parents=True, exist_ok=True)
+        (folder / path).write_text(text)
+    return folder
