@@ -6,7 +6,9 @@ instance attribute over the class's method). A duplicate, out-of-range or wrongl
 answer stops the run with :class:`PolicyAnswerError`, one line that names the policy, the
 plugin and package that provide it, and what was wrong, instead of failing frames deep in
 the core. The checks test cheap invariants of an answer (types, ranges, repeats), never
-re-derive it: they are on the hot path of every replay.
+re-derive it: they are on the hot path of replays. The core's own policies
+(``BUILTIN_PLUGINS``) are not wrapped: their tests check their answers, and a replay with
+them pays nothing.
 """
 
 from __future__ import annotations
@@ -131,7 +133,8 @@ class Guard:
             if order.size:
                 nodes = table.capacity.shape[0]
                 try:
-                    counts = np.bincount(order.astype(np.intp, copy=False), minlength=nodes)
+                    counts = np.bincount(order if order.dtype.kind == "i"
+                                         else order.astype(np.intp), minlength=nodes)
                 except ValueError:   # a negative index
                     counts = None
                 if counts is None or len(counts) > nodes:
