@@ -126,7 +126,10 @@ class Guard:
 
         def checked_order_hosts(lease: Any, start: float, end: float, table: Any) -> Any:
             answer = order_hosts(lease, start, end, table)
-            order = answer if type(answer) is np.ndarray else np.asarray(answer)
+            try:
+                order = answer if type(answer) is np.ndarray else np.asarray(answer)
+            except (ValueError, TypeError):   # ragged, or not a sequence numpy can read
+                order = np.empty((0, 0))
             if order.ndim != 1 or (order.dtype.kind not in "iu" and order.size):
                 raise self.wrong("order_hosts", f"returned {_show(answer)} for lease "
                                  f"{lease.id}: a sequence of node indices (integers)")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 
 from lease_manager import (
@@ -80,6 +81,10 @@ def _hosts(answer):
                     r"node indices \(integers\)"),
     ([[0, 1]], r"order_hosts\(\) returned \[\[0, 1\]\] for lease 1: a sequence of node "
                r"indices \(integers\)"),
+    ([0, [1, 2]], r"order_hosts\(\) returned \[0, \[1, 2\]\] for lease 1: a sequence of node "
+                  r"indices \(integers\)"),
+    (None, r"order_hosts\(\) returned None for lease 1: a sequence of node indices "
+           r"\(integers\)"),
 ])
 def test_host_selection_answers(answer, message):
     """The issue's case first: a duplicate host index (it used to die in the slot table with
@@ -91,7 +96,7 @@ def test_host_selection_answers(answer, message):
 def test_a_good_host_selection_answer_of_any_sequence_type_passes():
     """A list, a tuple and an unsigned array are all node indices: lease 1 (2 VMs) goes on
     nodes 3 and 2, the first two of the order."""
-    for answer in ([3, 2, 1, 0], (3, 2, 1, 0), __import__("numpy").array([3, 2], "uint8")):
+    for answer in ([3, 2, 1, 0], (3, 2, 1, 0), np.array([3, 2], "uint8")):
         lease = be(1, 2, HOUR, 0)
         simulate([lease], "scheduling.policy-host-selection=bad-hosts",
                  plugins=plugins(_hosts(answer)))
