@@ -119,7 +119,24 @@ class Guard:
                     seen.add(id(lease))
             return chosen
 
-        return {"hold": checked_hold, "release": checked_release}
+        sort_key = self.original("sort_key")
+        last: list[Any] = []   # the previous key (keys are compared with each other)
+
+        def checked_sort_key(lease: Any) -> Any:
+            key = sort_key(lease)
+            if last:
+                try:
+                    key < last[0]   # noqa: B015 (the comparison is the test)
+                except TypeError:
+                    raise self.wrong("sort_key", f"returned {_show(key)} for lease {lease.id},"
+                                     f" which does not compare with its key "
+                                     f"{_show(last[0])} of an earlier lease") from None
+                last[0] = key
+            else:
+                last.append(key)
+            return key
+
+        return {"hold": checked_hold, "release": checked_release, "sort_key": checked_sort_key}
 
     def host_selection(self) -> dict[str, Callable]:
         order_hosts = self.original("order_hosts")

@@ -140,6 +140,20 @@ def test_hold_answers_true_or_false():
             [be(1, 1, HOUR, 0)], "scheduling.policy-queue=bad-hold", cls=Hold)
 
 
+def test_sort_keys_compare_with_each_other():
+    """Lease 1's key is a number, lease 2's a string: the queue could not order them."""
+    class Keys(QueuePolicy):
+        name = "bad-keys"
+
+        def sort_key(self, lease):
+            return lease.submit if lease.id == 1 else "late"
+
+    refused("queue", "bad-keys", r"sort_key\(\) returned 'late' for lease 2, which does not "
+            r"compare with its key 0 of an earlier lease", [be(1, 4, HOUR, 0), be(2, 4, HOUR, 0),
+                                                            be(3, 4, HOUR, 0)],
+            "scheduling.policy-queue=bad-keys", cls=Keys)
+
+
 @pytest.mark.parametrize("twice, message", [
     (True, r"release\(\) returned lease 1 twice"),
     (False, r"release\(\) returned <Lease 2 .*>, which is not one of the held leases it was "
