@@ -210,6 +210,22 @@ def _config_doc(args: argparse.Namespace) -> int:
     return 0
 
 
+def _plugin_doc(args: argparse.Namespace) -> int:
+    from lease_manager.policies.reference import policy_reference
+
+    sys.stdout.write(policy_reference())
+    return 0
+
+
+def _new_plugin(args: argparse.Namespace) -> int:
+    from lease_manager.plugin_template import write_plugin
+
+    folder = write_plugin(args.name, args.kind, Path(args.out) if args.out else None)
+    print(f"lease-manager: wrote {folder}: install it with pip install -e {folder}, then run "
+          f"its test with python -m pytest {folder}", file=sys.stderr)
+    return 0
+
+
 def _sweep(args: argparse.Namespace) -> int:
     from lease_manager.experiments.sweep import default_jobs, sweep_command
 
@@ -335,6 +351,29 @@ def build_parser() -> argparse.ArgumentParser:
                                      "plugins accept, with types, defaults and meanings, as "
                                      "Markdown on standard output. Writes no file.")
     doc.set_defaults(func=_config_doc)
+
+    pdoc = sub.add_parser("plugin-doc", help="print the policy reference",
+                          description="Print each policy kind's protocol (its methods and "
+                          "their meaning), what a policy reads of the run, the lease's public "
+                          "fields and the hooks, as Markdown on standard output, from the "
+                          "code itself (docs/reference/policies.md is this output). Writes no "
+                          "file.")
+    pdoc.set_defaults(func=_plugin_doc)
+
+    from lease_manager.plugin_template import TEMPLATE_KINDS
+
+    newp = sub.add_parser("new-plugin", help="write a policy package to start from",
+                          description="Write NAME/ (or --out): an installable package with a "
+                          "policy of KIND that has one typed option, its entry point, a test "
+                          "that replays a shipped trace with it, and a README. pip install -e "
+                          "it, then run its test.")
+    newp.add_argument("name", help="the policy's name (lower case, digits and dashes), also "
+                      "the package's: lm-NAME, module lm_NAME")
+    newp.add_argument("--kind", required=True, choices=TEMPLATE_KINDS,
+                      help="the policy kind")
+    newp.add_argument("--out", metavar="DIR", help="the folder to write (default: lm-NAME); "
+                      "it must not exist")
+    newp.set_defaults(func=_new_plugin)
 
     swp = sub.add_parser("sweep", help="run every profile x trace x seed of a sweep file",
                          description="Run a sweep file's runs (resumable: finished runs are "

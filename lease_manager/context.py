@@ -114,6 +114,7 @@ class RunContext:
 
     @property
     def now(self) -> float:
+        """The run's clock now (seconds)."""
         return self._now()
 
     def peek_arrivals(self) -> list[Lease]:

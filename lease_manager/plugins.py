@@ -202,6 +202,17 @@ class Plugins:
                               f"installed: {', '.join(sorted(known)) or 'none'}")
         return known[name][0]
 
+    def provider(self, kind: str, name: str) -> str:
+        """Which plugin and package provide policy ``name`` of ``kind``, in words."""
+        known = self.policies.get(kind, {})
+        if name not in known:
+            return "not installed"
+        cls, plugin = known[name]
+        dist, version = self._distribution(plugin)
+        if dist == "-":   # registered in-process (``Plugins(extra=...)``), not from a package
+            return f"plugin {plugin!r}, module {cls.__module__}, in no installed package"
+        return f"plugin {plugin!r}, package {dist} {version}"
+
     def _distribution(self, name: str) -> tuple[str, str]:
         """The distribution and version that provide plugin ``name``."""
         dist = self._dist.get(name, ("-", "-"))

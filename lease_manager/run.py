@@ -56,11 +56,13 @@ from lease_manager.observers.metrics import Metrics
 from lease_manager.planning.mode import PlanningMode
 from lease_manager.plugins import (
     ACCOUNTING_PLUGIN,
+    BUILTIN_PLUGINS,
     ENERGY_PLUGIN,
     INVARIANTS_PLUGIN,
     MALLEABLE_PLUGIN,
     Plugins,
 )
+from lease_manager.policies.answers import guard
 from lease_manager.workload.lwf import is_lwf, read_lwf
 from lease_manager.workload.overheads import read_image_file, with_images, with_overheads
 from lease_manager.workload.site_source import site_nodes
@@ -348,8 +350,7 @@ class Run:
                 continue
             for kind in ("node-power", "operating-point"):
                 name = site.config.get("power", f"policy-{kind}")
-                policy = self.plugins.policy(kind, name)(site.ctx)
-                self._register(policy, f"run:{kind}:{name}:{site.name}")
+                policy = self._instantiate(kind, name, site.ctx, f":{site.name}")
                 setattr(site, kind.replace("-", "_"), policy)
 
 
@@ -421,10 +422,18 @@ class Run:
                                                         "shutdown-after-early-end")
         return scheduler
 
-    def _instantiate(self, kind: str, name: str) -> Any:
-        policy = self.plugins.policy(kind, name)(self.ctx)
-        self._register(policy, f"run:{kind}:{name}")
-        return policy
+    def _instantiate(self, kind: str, name: str, ctx: RunContext | None = None,
+                     label: str = "") -> Any:
+        """The policy ``name`` of ``kind``, built for ``ctx`` (the run's by default) and
+        registered. A policy from a package (not one of the core's own, whose answers its
+        tests check) enters the core here: its answers are checked from now on
+        (:func:`guard`)."""
+        policy = self.plugins.policy(kind, name)(ctx or self.ctx)
+        self._register(policy, f"run:{kind}:{name}{label}")
+        plugins = self.plugins
+        if plugins.policies[kind][name][1] in BUILTIN_PLUGINS:
+            return policy
+        return guard(policy, kind, lambda: plugins.provider(kind, name))
 
     def _register(self, plugin: Any, name: str) -> None:
         self.plugins.pm.register(plugin, name=name)

@@ -5,6 +5,8 @@ Imported by test modules as ``from support import ...`` (pytest puts ``tests/`` 
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -58,3 +60,19 @@ def five_leases():
     #4 BE 2 nodes 2 h at 0:03, #5 BE 1 node 20 min at 0:04."""
     return [be(1, 2, HOUR, 0), be(2, 4, 30 * MIN, 1 * MIN), be(3, 2, 30 * MIN, 2 * MIN),
             be(4, 2, 2 * HOUR, 3 * MIN), be(5, 1, 20 * MIN, 4 * MIN)]
+
+
+def pip_install_target(sources: Iterable[Path], target: Path) -> Path:
+    """``pip install`` package folders into ``target`` (offline, without build isolation or
+    dependencies: what they need is this environment's); ``target``."""
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-index",
+                    "--no-build-isolation", "--target", str(target), *map(str, sources)],
+                   check=True, capture_output=True)
+    return target
+
+
+def env_with(target: Path) -> dict[str, str]:
+    """This process's environment with ``target`` (a ``pip --target`` folder) on the path."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(target) + os.pathsep + env.get("PYTHONPATH", "")
+    return env

@@ -16,7 +16,7 @@ from lease_manager.config.schema import load_config
 from lease_manager.errors import ConfigError, LeaseManagerError
 from lease_manager.plugins import ACCOUNTING_PLUGIN, DAEMON_PLUGIN, INVARIANTS_PLUGIN, Plugins
 
-from support import HOUR, ROOT, be, simulate
+from support import HOUR, ROOT, be, env_with, pip_install_target, simulate
 
 PLUGIN_SRC = ROOT / "tests" / "plugins" / "reverse_hosts"
 
@@ -27,19 +27,10 @@ def installed_plugin(tmp_path_factory) -> Path:
     work = tmp_path_factory.mktemp("plugin")
     src = work / "src"
     shutil.copytree(PLUGIN_SRC, src)
-    target = work / "site"
-    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-index",
-                    "--no-build-isolation", "--target", str(target), str(src)],
-                   check=True, capture_output=True)
-    return target
+    return pip_install_target([src], work / "site")
 
 
-def _env(target: Path) -> dict:
-    import os
-
-    env = dict(os.environ)
-    env["PYTHONPATH"] = str(target) + os.pathsep + env.get("PYTHONPATH", "")
-    return env
+_env = env_with
 
 
 def test_plugins_command_lists_the_installed_plugin(installed_plugin):

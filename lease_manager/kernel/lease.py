@@ -93,8 +93,10 @@ class VMRequest:
     group; Haizea's LWF ``<node-set>`` elements each give one.
     """
 
+    #: how many VMs each group has
     counts: tuple[int, ...]
-    vectors: np.ndarray  # shape (groups, resource types)
+    #: each group's VM: its amount of every resource type (shape: groups x resource types)
+    vectors: np.ndarray
 
     @classmethod
     def uniform(cls, count: int, vector: Sequence[float] | np.ndarray) -> VMRequest:
@@ -136,14 +138,22 @@ class Lease:
     ends the lease at the actual).
     """
 
+    #: the lease's number, unique in its run
     id: int
+    #: best-effort, advance reservation, immediate or deadline
     type: LeaseType
+    #: when the lease was asked for
     submit: float
+    #: the VMs it asks for (groups of identical VMs)
     vms: VMRequest
+    #: how long its reservation lasts (seconds of work at the highest DVFS level; inf: until
+    #: cancelled)
     requested_duration: float
+    #: how long the work really runs, when known (None: the request)
     actual_duration: float | None = None
     #: exact start for advance reservations, ``None`` otherwise
     start_request: float | None = None
+    #: the time a deadline lease must end by (None: no deadline)
     deadline: float | None = None
     #: the id the lease had in its source (SWF job number, LWF lease id)
     source_id: str | None = None
@@ -154,6 +164,7 @@ class Lease:
     #: where the request came from, for messages (``trace.swf:123``)
     origin: str | None = None
 
+    #: where the lease is in its life (see ``TRANSITIONS``)
     state: LeaseState = LeaseState.NEW
     #: reservations currently planned or running, in time order
     reservations: list[Reservation] = attrs.field(factory=list)
@@ -172,18 +183,23 @@ class Lease:
     site: str | None = None
     #: the node of each VM while the lease is suspended (where its memory images are)
     image_nodes: tuple[int, ...] = ()
+    #: how many times the lease lost its resources to another lease
     preemptions: int = 0
+    #: how many of those preemptions suspended it (the others requeued it)
     suspensions: int = 0
     #: seconds spent suspending, suspended and resuming
     time_suspended: float = 0.0
     #: when the current suspension began (None when the lease is not suspended)
     suspended_at: float | None = None
-    #: first start promised to the lease since it last entered the queue, and when it really
-    #: started (first) / ended
+    #: first start promised to the lease since it last entered the queue
     promised_start: float | None = None
+    #: when it really started (first)
     start: float | None = None
+    #: when it ended
     end: float | None = None
+    #: what the pricing policy charged (with any surcharge once the lease ended)
     price: float | None = None
+    #: why the lease was rejected, cancelled or failed ('' otherwise)
     reason: str = ""
     #: how a malleable lease's allocation and speed changed (None: the lease is rigid; see
     #: :mod:`lease_manager.kernel.malleable`)

@@ -1,7 +1,8 @@
 """Built-in policies, and the protocol of each policy kind.
 
 A policy is a class with ``kind`` and ``name`` class attributes, registered through the
-``register_policies`` hook and instantiated per run as ``cls(run)``. The methods each kind must
+``register_policies`` hook and instantiated per run as ``cls(ctx)``, with the run's
+:class:`~lease_manager.context.RunContext`. The methods each kind must
 have are those of the base classes below; subclassing them is optional.
 """
 
