@@ -65,9 +65,10 @@ def register_extra_attributes() -> Iterable[ExtraAttribute] | None:
 
     Called once, when the :class:`~lease_manager.plugins.Plugins` object is built. Every value
     of a declared attribute that comes from outside (an LWF document, an API request, a row
-    the daemon stored) is checked and normalised before anything is stored or planned, and a
-    bad one is refused in one line: a policy reading ``lease.extra[NAME]`` then finds a value
-    of the declared kind. Return an iterable of :class:`~lease_manager.ExtraAttribute`.
+    the daemon stored) is checked before anything is stored or planned, and a bad one is
+    refused in one line. The value is kept as given (LWF gives text, JSON may give a number):
+    a policy reading ``lease.extra[NAME]`` converts it (``float(...)``, ``int(...)``) and the
+    conversion cannot fail. Return an iterable of :class:`~lease_manager.ExtraAttribute`.
     """
 
 
