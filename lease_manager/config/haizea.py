@@ -133,7 +133,8 @@ def _starttime(value: str, values: Values) -> Settings:
 
 
 def _resources(value: str, values: Values) -> Settings:
-    return [("simulation", "resources", value.strip())]
+    # Haizea 1.1 parses only "4 CPU:100,Memory:1024" (1.0 and we: "4 CPU:100 Memory:1024")
+    return [("simulation", "resources", value.strip().replace(",", " "))]
 
 
 def _bandwidth(value: str) -> str:
@@ -360,6 +361,22 @@ HAIZEA_REQUIRED = (("general", "mode"), ("simulation", "resources"),
                    ("scheduling", "suspension"))
 
 
+def translate_override(section: str, name: str, value: str
+                       ) -> list[tuple[str, str, str]] | None:
+    """lease_manager's settings for ``--set SECTION.NAME=VALUE`` given with Haizea's names on a
+    Haizea file (None if Haizea has no such option); ConfigError if Haizea's rules refuse it."""
+    translation = HAIZEA_OPTIONS.get((section, name))
+    if translation is None:
+        return None
+    try:
+        return list(translation(value, {(section, name): value}))
+    except ValueError as exc:
+        raise ConfigError(str(exc), file="--set", field=f"[{section}] {name}") from None
+    except KeyError as exc:     # a translation that reads another option of the file
+        raise ConfigError(f"give it in the file: its meaning depends on {exc}", file="--set",
+                          field=f"[{section}] {name}") from None
+
+
 def translate(path: Path, parser: configparser.ConfigParser,
               where: dict[tuple[str, str], int], own_sections: Iterable[str]
               ) -> tuple[dict[tuple[str, str], tuple[str, str]], list[ConfigError]]:
@@ -407,7 +424,10 @@ def translate(path: Path, parser: configparser.ConfigParser,
                 continue
             for our_section, our_name, text in settings:
                 raw[(our_section, our_name)] = (text, f"{path}:{line}")
+    opennebula = parser.get("general", "mode", fallback="").strip() == "opennebula"
     for section, name in HAIZEA_REQUIRED:
+        if opennebula and section == "simulation":
+            continue      # refused for its mode: a missing simulation option would lead
         if not parser.has_option(section, name):
             errors.append(ConfigError(f"required option is missing (add it to [{section}])",
                                       file=str(path), line=where.get((section, "")),

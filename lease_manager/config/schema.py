@@ -589,12 +589,21 @@ def load_config(path: str | Path | None, schema: Schema,
         section, dot, name = key.strip().rpartition(".")
         if not sep or not dot or not section or not name:
             raise ConfigError(f"{item!r} is not section.option=value", file="--set")
+        name = name.strip().lower()
+        if haizea and schema.option(section, name) is None:
+            from lease_manager.config.haizea import translate_override
+
+            translated = translate_override(section, name, value)    # Haizea's own name
+            if translated is not None:
+                for our_section, our_name, text in translated:
+                    raw[(our_section, our_name)] = (text, "--set")
+                continue
         if section.startswith(SITE_PREFIX):
             override_sites.append(section)
         elif section not in schema.sections:
             raise ConfigError(f"unknown section [{section}]{_suggest(section, schema.sections)}",
                               file="--set")
-        raw[(section, name.strip().lower())] = (value, "--set")
+        raw[(section, name)] = (value, "--set")
     #: where a value's relative file names are resolved from, when not from ``base``
     bases: dict[tuple[str, str], Path] = {}
     if raw.get(("simulation", "sites-file"), ("", ""))[0].strip():   # "": no sites file

@@ -312,3 +312,42 @@ def test_haizeas_user_feedback_pricing_is_refused(tmp_path):
                                           "policy-pricing: maximum"))
     with pytest.raises(ConfigError, match="Haizea's 'maximum' pricing .* is not supported"):
         load_config(path, Plugins(entry_points=False).schema)
+
+
+def test_an_opennebula_file_leads_with_its_mode(tmp_path):
+    """An OpenNebula file has no [simulation] section: the missing ``resources`` (which its
+    mode does not use) was reported first, before the line that matters."""
+    text = "[general]\nloglevel: INFO\nmode: opennebula\n\n[scheduling]\nsuspension: none\n" \
+        "\n[opennebula]\nhost: localhost\n"
+    path = write(tmp_path, text)
+    with pytest.raises(ConfigError) as info:
+        load_config(path, Plugins(entry_points=False).schema)
+    lines = str(info.value).splitlines()
+    assert lines[0].startswith(f"{path}:3: [general] mode: OpenNebula enactment is not "
+                               "supported")
+    assert not any("required option is missing" in line for line in lines)
+
+
+def test_haizea_11s_comma_resources(tmp_path):
+    """Haizea 1.1 parses only ``4 CPU:100,Memory:1024``; it was refused with a number-parsing
+    error. It is the same site as 1.0's ``4 CPU:100 Memory:1024``."""
+    comma = load_config(write(tmp_path, SAMPLE.replace("4  CPU:100 Memory:1024",
+                                                       "4 CPU:100,Memory:1024"), "comma.conf"),
+                        Plugins(entry_points=False).schema)
+    space = load_config(write(tmp_path, SAMPLE), Plugins(entry_points=False).schema)
+    assert comma.get("simulation", "resources") == "4 CPU:100 Memory:1024"
+    assert space.get("simulation", "resources") == "4  CPU:100 Memory:1024"
+
+
+def test_set_takes_haizeas_names_on_a_haizea_file(tmp_path):
+    """``--set`` on a Haizea file took only lease_manager's names: Haizea's
+    ``simulation.imagetransfer-bandwidth`` and ``general.lease-preparation`` were unknown."""
+    path = write(tmp_path, SAMPLE)
+    schema = Plugins(entry_points=False).schema
+    cfg = load_config(path, schema, ["simulation.imagetransfer-bandwidth=50",
+                                     "general.lease-preparation=imagetransfer"])
+    assert cfg.get("preparation", "imagetransfer-bandwidth") == 50
+    assert cfg.get("preparation", "lease-preparation") == "imagetransfer"
+    assert cfg.source("preparation", "imagetransfer-bandwidth") == "--set"
+    with pytest.raises(ConfigError, match=r"^--set: \[general\] mode: OpenNebula"):
+        load_config(path, schema, ["general.mode=opennebula"])
