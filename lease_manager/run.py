@@ -513,6 +513,7 @@ class Run:
             leases = with_overheads(
                 leases, add=add, slowdown_percent=cfg.get("tracefile", "runtime-slowdown-overhead"),
                 boot=cfg.get("tracefile", "bootshutdown-overhead"), memory=memory,
+                slowdown_as=cfg.get("tracefile", "runtime-slowdown-as"),
                 memory_index=names.index("Memory") if "Memory" in names else None)
         return iter(leases)
 

@@ -129,6 +129,13 @@ def core_options(policy_names: Mapping[str, tuple[str, ...]]) -> list[Option]:
                doc="""
             Haizea's runtime overhead: the leases `add-overhead` names run this many percent
             longer (requested and actual durations, rounded up to a second)."""),
+        Option("tracefile", "runtime-slowdown-as", STRING, "lease-manager",
+               choices=("lease-manager", "haizea"), doc="""
+            How `runtime-slowdown-overhead` applies. `lease-manager`: a lease runs that much
+            slower, so its requested and actual durations both grow (rounded up to a second).
+            `haizea` (what a Haizea file gets): only the requested duration grows, as Haizea
+            stretches it (`ceil(requested x (1 + percent/100))` in floating point: 3,600 s at
+            10 % is 3,961 s), and the lease still ends after its real run time."""),
         Option("tracefile", "add-overhead", STRING, "none",
                choices=("none", "besteffort", "all"), doc="""
             Which leases of the trace get `runtime-slowdown-overhead` and

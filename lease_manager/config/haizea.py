@@ -247,7 +247,8 @@ def _deploy(option: str, convert: Callable[[str], str] = str.strip) -> Translati
 
 
 def _runtime_overhead(value: str, values: Values) -> Settings:
-    return [("tracefile", "runtime-slowdown-overhead", value.strip())]
+    return [("tracefile", "runtime-slowdown-overhead", value.strip()),
+            ("tracefile", "runtime-slowdown-as", "haizea")]
 
 
 def _add_overhead(value: str, values: Values) -> Settings:

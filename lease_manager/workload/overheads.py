@@ -16,15 +16,20 @@ from lease_manager.numbers import parse_int
 
 
 def with_overheads(leases: Iterable[Lease], *, add: str, slowdown_percent: float,
-                   boot: float, memory: float, memory_index: int | None) -> Iterator[Lease]:
+                   boot: float, memory: float, memory_index: int | None,
+                   slowdown_as: str = "lease-manager") -> Iterator[Lease]:
     """Leases with Haizea's overheads added: the leases ``add`` names (``besteffort`` or
     ``all``) run ``slowdown_percent`` longer (requested and actual durations, rounded up to a
-    second, as Haizea rounds), then ``boot`` seconds longer; with ``memory >= 0`` every VM
-    needs that much ``Memory``."""
+    second; with ``slowdown_as="haizea"`` the requested duration only, rounded as Haizea
+    does), then ``boot`` seconds longer; with ``memory >= 0`` every VM needs that much
+    ``Memory``."""
     factor = 1 + slowdown_percent / 100
+    haizea = slowdown_as == "haizea"
     for lease in leases:
         if add == "all" or (add == "besteffort" and lease.type is LeaseType.BEST_EFFORT):
-            if slowdown_percent:
+            if slowdown_percent and haizea:
+                lease.requested_duration = _haizea_stretched(lease.requested_duration, factor)
+            elif slowdown_percent:
                 lease.requested_duration = _stretched(lease.requested_duration, factor)
                 if lease.actual_duration is not None:
                     lease.actual_duration = _stretched(lease.actual_duration, factor)
@@ -44,6 +49,12 @@ def with_overheads(leases: Iterable[Lease], *, add: str, slowdown_percent: float
 
 def _stretched(seconds: float, factor: float) -> float:
     return seconds if math.isinf(seconds) else float(math.ceil(seconds * factor - 1e-9))
+
+
+def _haizea_stretched(seconds: float, factor: float) -> float:
+    """Haizea's stretch: the product in floating point, rounded up (3,600 x 1.1 is
+    3,960.0000000000005 there, so 3,961 s)."""
+    return seconds if math.isinf(seconds) else float(math.ceil(seconds * factor))
 
 
 def read_image_file(path: str) -> list[tuple[str, int]]:

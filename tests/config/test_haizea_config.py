@@ -249,6 +249,7 @@ def test_trace_overheads_and_memory_override_are_mapped(tmp_path):
     cfg = load_config(path, Plugins(entry_points=False).schema)
     assert cfg.get("tracefile", "add-overhead") == "besteffort"
     assert cfg.get("tracefile", "runtime-slowdown-overhead") == 5
+    assert cfg.get("tracefile", "runtime-slowdown-as") == "haizea"    # Haizea's semantics
     assert cfg.get("tracefile", "bootshutdown-overhead") == 20
     assert cfg.get("tracefile", "override-memory") == 512
 
