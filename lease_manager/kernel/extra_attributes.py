@@ -21,6 +21,9 @@ import attrs
 
 from lease_manager.numbers import parse_float
 
+#: Haizea 1.1's lease attribute: the user's rate per CPU-hour (a price above the lease's price
+#: at that rate is rejected by the user; policies/pricing.py)
+USER_RATE = "simul_userrate"
 #: the kinds an attribute can be
 KINDS = ("number", "integer", "text", "boolean", "choice")
 TRUE_WORDS = ("yes", "true", "1", "on")
@@ -103,6 +106,8 @@ CORE_EXTRA_ATTRIBUTES = (
     ExtraAttribute("preemptible", "whether the lease may be preempted", kind="boolean"),
     ExtraAttribute("watts", "each VM's own dynamic power in W (energy/lease_power.py)",
                    maximum=1e9),
+    ExtraAttribute(USER_RATE, "Haizea 1.1's user rate per CPU-hour: a price above the "
+                   "lease's price at this rate is rejected by the user", maximum=1e12),
 )
 
 

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 
 from lease_manager.config.schema import FLOAT, STRING, Option, OptionType
 from lease_manager.hookspecs import hookimpl
+from lease_manager.kernel.extra_attributes import USER_RATE
 from lease_manager.numbers import parse_float
 from lease_manager.policies import PricingPolicy
 from lease_manager.policies.utilization import cpu_index, projected_utilization
@@ -82,11 +83,20 @@ class CPUHourPricing(PricingPolicy):
         raise NotImplementedError
 
     def price(self, lease: Lease, now: float) -> float:
-        rate = self.rate(lease, now)
+        return self.base_price(lease, self.rate(lease, now))
+
+    def base_price(self, lease: Lease, rate: float) -> float:
+        """``lease``'s price at ``rate`` per CPU-hour (Haizea 1.1's ``get_base_price``)."""
         cpus = self.cpus(lease)
         if rate == 0 or cpus == 0:   # not nan for an unlimited lease
             return 0.0
         return float(rate * cpus * lease.requested_duration / HOUR)
+
+    def users_maximum(self, lease: Lease) -> float | None:
+        """The most the user pays: Haizea 1.1's ``simul_userrate`` attribute is a rate per
+        CPU-hour, and the user rejects a price above the lease's price at that rate."""
+        rate = lease.extra.get(USER_RATE)
+        return None if rate is None else self.base_price(lease, float(rate))
 
     def surcharge(self, lease: Lease, seconds_suspended: float) -> float:
         """What ``lease`` owes for ``seconds_suspended`` seconds spent suspending, suspended

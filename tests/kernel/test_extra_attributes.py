@@ -65,7 +65,8 @@ def test_the_core_checks_its_own_attributes_and_leaves_the_others():
     with pytest.raises(ExtraAttributeError, match="1e\\+14 is out of range: a number from 0 to "
                                                   "1e\\+09"):
         check_extra({"disk-image-size": 1e14})
-    assert set(CORE_BY_NAME) == {"disk-image", "disk-image-size", "preemptible", "watts"}
+    assert set(CORE_BY_NAME) == {"disk-image", "disk-image-size", "preemptible", "watts",
+                                 "simul_userrate"}
 
 
 def test_a_name_declared_twice_differently_is_refused():

@@ -202,6 +202,21 @@ def test_price_in_a_simulation_and_max_price():
     assert leases[1].state is LeaseState.REJECTED and "above the maximum 1.5" in leases[1].reason
 
 
+def test_a_users_rate_rejects_a_higher_price_as_haizea_11_does():
+    """Haizea 1.1's ``simul_userrate``: the user pays at most the lease's price at that rate per
+    CPU-hour (1.1's test_pricing3 expects "rejected by user"). Constant pricing at 2 per
+    CPU-hour; leases of 1 CPU for 1 h: price 2. Lease 1's user rate 3 (at most 3): accepted;
+    lease 2's rate 1.5 (at most 1.5): rejected; lease 3's rate 2 (at most 2): accepted (not
+    above)."""
+    leases = [be(i, 1, HOUR, 0) for i in (1, 2, 3)]
+    for x, rate in zip(leases, ("3", "1.5", "2")):
+        x.extra["simul_userrate"] = rate
+    simulate(leases, "scheduling.policy-pricing=constant", "pricing.rate=2",
+             resources="1 CPU:4 Memory:1024", plugins=plugins())
+    assert [x.state for x in leases] == [LeaseState.DONE, LeaseState.REJECTED, LeaseState.DONE]
+    assert leases[1].reason == "rejected by the user: price 2 is above the maximum 1.5"
+
+
 def test_rates_option_is_validated():
     for bad, message in (("", "at least one rate"),
                          ("1, x", "'x' in '1, x' is not a finite number"),

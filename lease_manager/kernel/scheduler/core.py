@@ -46,6 +46,7 @@ import numpy as np
 
 from lease_manager.kernel.enum_members import members
 from lease_manager.kernel.events import Timeline
+from lease_manager.kernel.extra_attributes import USER_RATE
 from lease_manager.kernel.lease import Lease, LeaseState, LeaseType
 from lease_manager.kernel.mapper import place_on
 from lease_manager.kernel.scheduler import (
@@ -309,9 +310,12 @@ class LeaseScheduler:
                 self.reject(lease, now, reason)
                 return
         lease.price = self.pricing.price(lease, now)
-        if lease.max_price is not None and lease.price > lease.max_price:
+        most = lease.max_price
+        if USER_RATE in lease.extra and hasattr(self.pricing, "users_maximum"):
+            most = self.pricing.users_maximum(lease)     # Haizea 1.1's, at the user's rate
+        if most is not None and lease.price > most:
             self.reject(lease, now, f"rejected by the user: price {lease.price:g} is above "
-                                    f"the maximum {lease.max_price:g}")
+                                    f"the maximum {most:g}")
             return
         kind = lease.type
         if kind is LT.BEST_EFFORT:
