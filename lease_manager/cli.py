@@ -23,7 +23,10 @@ def _simulate(args: argparse.Namespace) -> int:
     from lease_manager.observers.invariants import InvariantViolation
     from lease_manager.run import default_out_dir, load_run
 
-    run = load_run(args.config, args.set)
+    overrides = list(args.set)
+    if args.log_level == "debug":      # the decision log (observers/decisions.py)
+        overrides.append("accounting.decision-log=yes")
+    run = load_run(args.config, overrides)
     datafile = run.config.get("accounting", "datafile")   # Haizea's: the run folder's name
     default = Path(datafile).with_suffix("") if datafile else default_out_dir(args.config)
     out = Path(args.out) if args.out else fresh_folder(default)
@@ -261,6 +264,13 @@ def hours_window(text: str) -> tuple[float, float]:
     return window
 
 
+def _explain(args: argparse.Namespace) -> int:
+    from lease_manager.experiments.explain import explain
+
+    sys.stdout.write(explain(args.dir, args.lease))
+    return 0
+
+
 def _export(args: argparse.Namespace) -> int:
     from lease_manager.experiments.export import export_command
 
@@ -319,6 +329,9 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--force", action="store_true",
                      help="replace the run --out holds (its outputs are removed first)")
     sim.add_argument("-q", "--quiet", action="store_true", help="print nothing on success")
+    sim.add_argument("--log-level", choices=("info", "debug"), default="info",
+                     help="debug: write DIR/decisions.jsonl, one line per scheduling decision "
+                     "(read it with `lease-manager explain DIR LEASE`)")
     sim.add_argument("--allow-empty", action="store_true",
                      help="replay a trace that holds no jobs (otherwise an error; a Haizea "
                           "configuration file's empty trace only warns, as Haizea runs it)")
@@ -402,6 +415,16 @@ def build_parser() -> argparse.ArgumentParser:
     swp.add_argument("-q", "--quiet", action="store_true",
                      help="no progress bar and no summary line")
     swp.set_defaults(func=_sweep)
+
+    exp = sub.add_parser("explain", help="one lease's story: its decisions, its wait, and "
+                         "who held its nodes",
+                         description="Tell one lease of a run in plain words: each decision "
+                         "about it (from DIR/decisions.jsonl, written by `simulate --log-level "
+                         "debug`), how long it waited, and which leases held the nodes it "
+                         "started on while it waited (from DIR/leases.csv).")
+    exp.add_argument("dir", help="a run's folder (simulate --out)")
+    exp.add_argument("lease", type=arg_int, help="the lease's id (leases.csv's lease_id)")
+    exp.set_defaults(func=_explain)
 
     rep = sub.add_parser("report", help="compare a sweep's profiles; draw plots",
                          description="On a sweep's folder: rebuild DIR/results.csv and "

@@ -48,6 +48,7 @@ INVARIANTS_PLUGIN = "lease_manager.invariants"
 DAEMON_PLUGIN = "lease_manager.daemon"
 ENERGY_PLUGIN = "lease_manager.energy"
 MALLEABLE_PLUGIN = "lease_manager.malleable"
+DECISIONS_PLUGIN = "lease_manager.decisions"
 #: built-in plugins that are objects of one run (registered while it runs, under these names):
 #: name -> (module:class, when)
 RUN_PLUGINS = {
@@ -59,6 +60,8 @@ RUN_PLUGINS = {
     DAEMON_PLUGIN: ("lease_manager.daemon.service:DaemonObserver", "the daemon"),
     MALLEABLE_PLUGIN: ("lease_manager.kernel.reallocation:Reallocation",
                        "runs with a [malleable] policy-allocation"),
+    DECISIONS_PLUGIN: ("lease_manager.observers.decisions:DecisionLog",
+                       "runs with [accounting] decision-log"),
 }
 
 

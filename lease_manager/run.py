@@ -51,12 +51,14 @@ from lease_manager.multisite import (
     check_sites,
 )
 from lease_manager.observers.accounting import Accounting, write_summary
+from lease_manager.observers.decisions import DECISIONS_FILE, DecisionLog
 from lease_manager.observers.invariants import InvariantChecker, stranded
 from lease_manager.observers.metrics import Metrics
 from lease_manager.planning.mode import PlanningMode
 from lease_manager.plugins import (
     ACCOUNTING_PLUGIN,
     BUILTIN_PLUGINS,
+    DECISIONS_PLUGIN,
     ENERGY_PLUGIN,
     INVARIANTS_PLUGIN,
     MALLEABLE_PLUGIN,
@@ -322,6 +324,10 @@ class Run:
                 self._register(self.invariants, INVARIANTS_PLUGIN)
         self.accounting = Accounting(self.nodes.types.names)
         self._register(self.accounting, ACCOUNTING_PLUGIN)
+        self.decisions: DecisionLog | None = None
+        if config.get("accounting", "decision-log"):
+            self.decisions = DecisionLog()
+            self._register(self.decisions, DECISIONS_PLUGIN)
         self.energy = None
         if self.sites:
             self._build_site_power()
@@ -617,6 +623,8 @@ class Run:
         self.metrics.write(out / "series")
         if self.energy is not None:
             self.energy.write(out)
+        if self.decisions is not None:
+            self.decisions.write(out / DECISIONS_FILE)
         return out
 
 

@@ -297,6 +297,13 @@ def core_options(policy_names: Mapping[str, tuple[str, ...]]) -> list[Option]:
         Option("accounting", "datafile", PATH, "", doc="""
             Haizea's data file: `simulate` without `--out` writes the run folder here, its
             name without the suffix (`results.dat` -> `results/`)."""),
+        Option("accounting", "decision-log", BOOLEAN, False, doc="""
+            Write `decisions.jsonl` beside `leases.csv`: one JSON line per scheduling decision
+            (submitted, rejected and why, queued, reserved where and when, moved earlier,
+            started and whom it backfilled past, preempted, suspended, resumed, resized,
+            ended), which `lease-manager explain DIR LEASE` tells as a story. `simulate
+            --log-level debug` sets it, and so does a Haizea file's `loglevel: DEBUG`. Off, it
+            costs nothing."""),
         Option("accounting", "check-invariants", BOOLEAN, True, doc="""
             Check at the end of the run that no node was ever over-committed and that every
             lease is accounted for exactly once (a failed check is an error)."""),

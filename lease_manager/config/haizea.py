@@ -94,8 +94,9 @@ def _refuse(reason: str) -> Translation:
     return translate
 
 
-def _loglevel(value: str) -> object:
-    return _choice(value, ("STATUS", "INFO", "DEBUG", "VDEBUG"), "Haizea's log levels")
+def _loglevel(value: str, values: Values) -> Settings:
+    level = _choice(value, ("STATUS", "INFO", "DEBUG", "VDEBUG"), "Haizea's log levels")
+    return [("accounting", "decision-log", "yes")] if level in ("DEBUG", "VDEBUG") else []
 
 
 def _mode(value: str, values: Values) -> Settings:
@@ -271,7 +272,7 @@ def _pricing_rate(option: str) -> Translation:
 #: (Haizea section, option) -> its translation. Options not here are Haizea's own (unknown
 #: to it as well) and are errors, with a suggestion.
 HAIZEA_OPTIONS: dict[tuple[str, str], Translation] = {
-    ("general", "loglevel"): _accept(_loglevel),
+    ("general", "loglevel"): _loglevel,
     ("general", "logfile"): _accept(),                 # Haizea's daemon log: `serve` logs
     ("general", "mode"): _mode,
     ("general", "lease-preparation"): _preparation,

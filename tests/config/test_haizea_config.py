@@ -352,3 +352,10 @@ def test_set_takes_haizeas_names_on_a_haizea_file(tmp_path):
     assert cfg.source("preparation", "imagetransfer-bandwidth") == "--set"
     with pytest.raises(ConfigError, match=r"^--set: \[general\] mode: OpenNebula"):
         load_config(path, schema, ["general.mode=opennebula"])
+
+
+@pytest.mark.parametrize("level, logged", [("INFO", False), ("DEBUG", True), ("VDEBUG", True)])
+def test_haizeas_debug_loglevel_writes_the_decision_log(tmp_path, level, logged):
+    path = write(tmp_path, SAMPLE.replace("loglevel: INFO", f"loglevel: {level}"))
+    cfg = load_config(path, Plugins(entry_points=False).schema)
+    assert cfg.get("accounting", "decision-log") is logged
