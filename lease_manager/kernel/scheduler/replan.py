@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from lease_manager.kernel.enum_members import members
 from lease_manager.kernel.lease import Lease, LeaseState
-from lease_manager.kernel.scheduler import haizea_asap, image_transfer
+from lease_manager.kernel.scheduler import haizea_asap, image_transfer, reevaluation
 from lease_manager.kernel.slottable import Reservation, ReservationKind
 
 if TYPE_CHECKING:
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 S = members(LeaseState)
 K = members(ReservationKind)
 #: the values of ``[scheduling] reevaluation``
-REEVALUATIONS = ("move-earlier", "replan")
+REEVALUATIONS = ("move-earlier", "compress", "replan")
 
 
 def reevaluate(self: LeaseScheduler, now: float) -> None:
@@ -38,6 +38,8 @@ def reevaluate(self: LeaseScheduler, now: float) -> None:
     the daemon), by the scheduler's ``reevaluation`` mode."""
     if self.reevaluation == "replan":
         self._replan_future(now)
+    elif self.reevaluation == "compress":
+        reevaluation.compress(self, now)
     else:
         self._move_future_earlier(now)
 
