@@ -43,7 +43,11 @@ def compress(self: LeaseScheduler, now: float) -> None:
     (Mu'alem and Feitelson, IEEE TPDS 12(6), 2001): each planned lease is considered once,
     in order of arrival (submit time, then id), and moves to its earliest start, with its
     own slot counted as free, if that is earlier. One pass: a lease that a later one's move
-    would now let start earlier stays where it is until the next early end."""
+    would now let start earlier stays where it is until the next early end.
+
+    It runs after each early end as it happens (replan.py's ``_premature_end``: leases ending
+    early at one instant one by one), as pyss, the Hebrew University's simulator built on
+    Mu'alem's design, compresses at each job termination; a cancellation compresses once."""
     leases = sorted(self.future.values(), key=_arrival)
     _one_pass(self, leases, now, None)
 

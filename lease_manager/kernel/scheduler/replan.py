@@ -31,6 +31,9 @@ S = members(LeaseState)
 K = members(ReservationKind)
 #: the values of ``[scheduling] reevaluation``
 REEVALUATIONS = ("move-earlier", "compress", "replan")
+#: the re-evaluations that run at each premature end as it happens (``move-earlier`` runs once
+#: per instant, after the instant's ends)
+AT_EACH_END = ("compress", "replan")
 
 
 def reevaluate(self: LeaseScheduler, now: float) -> None:
@@ -46,8 +49,8 @@ def reevaluate(self: LeaseScheduler, now: float) -> None:
 
 def _premature_end(self: LeaseScheduler, res: Reservation, now: float) -> None:
     """``res``'s lease finished at ``now``, before ``res`` ends: end it, and every other lease
-    a replay knows ends early at this instant, one by one in Haizea's order, re-planning the
-    future reservations after each."""
+    a replay knows ends early at this instant, one by one in Haizea's order, re-planning (or
+    compressing) the future reservations after each."""
     batch = [res]
     if self.predicted_ends:   # a replay: the other leases ending early now are known
         for lease in self.running.values():
@@ -63,7 +66,10 @@ def _premature_end(self: LeaseScheduler, res: Reservation, now: float) -> None:
         for ended in batch:
             self.work_finished(ended, now)
             self._reevaluate = False
-            self._replan_future(now)
+            if self.reevaluation == "compress":
+                reevaluation.compress(self, now)
+            else:
+                self._replan_future(now)
     finally:
         self._replanning = False
 
