@@ -83,6 +83,8 @@ def main() -> None:
     parser.add_argument("--workloads", help="comma-separated names (default: all)")
     parser.add_argument("--modes", help="comma-separated: " + ", ".join(MODES))
     parser.add_argument("--placements", help="comma-separated: " + ", ".join(PLACEMENTS))
+    parser.add_argument("--reevaluations",
+                        help="comma-separated: " + ", ".join(REEVALUATIONS))
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--timeout", type=float, default=1800)
     parser.add_argument("--csv", type=Path, help="write every row here")
@@ -91,19 +93,22 @@ def main() -> None:
     names = args.workloads.split(",") if args.workloads else list(loads)
     modes = args.modes.split(",") if args.modes else list(MODES)
     placements = args.placements.split(",") if args.placements else list(PLACEMENTS)
-    for name in names + modes + placements:
-        if name not in loads and name not in MODES and name not in PLACEMENTS:
-            parser.error(f"unknown workload, mode or placement: {name}")
+    reevaluations = (args.reevaluations.split(",") if args.reevaluations
+                     else list(REEVALUATIONS))
+    for name in names + modes + placements + reevaluations:
+        if (name not in loads and name not in MODES and name not in PLACEMENTS
+                and name not in REEVALUATIONS):
+            parser.error(f"unknown workload, mode, placement or re-evaluation: {name}")
     rows = []
     for mode in modes:
         for placement in placements:
             print(f"\n{mode}, {placement}: average wait (s) / bounded slowdown / replay CPU s")
             print(f"{'workload':<14} {'leases':>7}  " + "  ".join(
-                f"{r:>28}" for r in REEVALUATIONS))
+                f"{r:>28}" for r in reevaluations))
             for name in names:
                 cells = []
                 leases = 0
-                for reevaluation in REEVALUATIONS:
+                for reevaluation in reevaluations:
                     settings = loads[name] + MODES[mode] + (
                         f"scheduling.placement={placement}",
                         f"scheduling.reevaluation={reevaluation}")
