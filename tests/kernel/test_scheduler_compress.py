@@ -79,3 +79,26 @@ def test_compress_never_moves_a_lease_later_than_promised(placement):
     for lease in leases:
         if lease.id in promised:
             assert lease.start <= promised[lease.id]
+
+
+@pytest.mark.parametrize("placement, backfilling, means", [
+    ("at-start", "conservative", "compress"),
+    ("when-planned", "conservative", "move-earlier"),
+    ("at-start", "aggressive", "move-earlier"),
+    ("when-planned", "intermediate", "move-earlier"),
+])
+def test_auto_is_compress_for_conservative_counted_and_move_earlier_otherwise(
+        placement, backfilling, means):
+    """The default, ``reevaluation = auto``, runs what bench/reevaluation.py's table chose
+    (README): compression with conservative backfilling and counted nodes, ``move-earlier``
+    elsewhere; on the queue of four it gives that re-evaluation's schedule."""
+    schedules = []
+    for reevaluation in ("auto", means):
+        leases = queue_of_four()
+        run = simulate(leases, f"scheduling.backfilling={backfilling}",
+                       "scheduling.policy-preemption=no-preemption",
+                       f"scheduling.reevaluation={reevaluation}",
+                       f"scheduling.placement={placement}")
+        assert run.scheduler.reevaluation == means
+        schedules.append(starts(leases))
+    assert schedules[0] == schedules[1]

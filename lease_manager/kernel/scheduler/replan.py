@@ -30,10 +30,23 @@ if TYPE_CHECKING:
 S = members(LeaseState)
 K = members(ReservationKind)
 #: the values of ``[scheduling] reevaluation``
-REEVALUATIONS = ("move-earlier", "compress", "replan")
+REEVALUATIONS = ("auto", "move-earlier", "compress", "replan")
 #: the re-evaluations that run at each premature end as it happens (``move-earlier`` runs once
 #: per instant, after the instant's ends)
 AT_EACH_END = ("compress", "replan")
+#: what ``auto`` means, by backfilling mode and whether the table counts VMs (``placement =
+#: at-start``); chosen on bench/reevaluation.py's table (README "Re-evaluation after early
+#: ends"): conservative backfilling's own compression where it is closer to an independent
+#: simulator's schedules and faster (counted nodes); ``move-earlier`` everywhere else
+AUTO = {("conservative", True): "compress"}
+
+
+def by_mode(reevaluation: str, backfilling: str, counted: bool) -> str:
+    """The re-evaluation that runs: ``reevaluation``, or if ``auto`` the one chosen for the
+    backfilling mode and placement (``counted``: nodes counted, chosen when leases start)."""
+    if reevaluation != "auto":
+        return reevaluation
+    return AUTO.get((backfilling, counted), "move-earlier")
 
 
 def reevaluate(self: LeaseScheduler, now: float) -> None:
