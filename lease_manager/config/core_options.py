@@ -243,14 +243,20 @@ def core_options(policy_names: Mapping[str, tuple[str, ...]]) -> list[Option]:
         Option("scheduling", "shutdown-time", DURATION, 0, maximum=MAX_SECONDS, doc="""
             Time to shut a lease's VMs down: added to the reservation of best-effort, immediate
             and deadline leases, carved out of the end of an advance reservation's interval."""),
-        Option("scheduling", "reevaluation", STRING, "move-earlier",
-               choices=("move-earlier", "replan"), doc="""
+        Option("scheduling", "reevaluation", STRING, "auto",
+               choices=("auto", "move-earlier", "compress", "replan"), doc="""
             What happens to future reservations when a lease ends before its reservation
-            does (or is cancelled): `move-earlier` moves each one earlier where it can, keeping
-            its nodes otherwise, pass after pass, never later than the start it was promised;
-            `replan` (Haizea's `reevaluate_schedule`) gives up every backfilling reservation
-            that has not started and plans each lease again from scratch, with a fresh host
-            ordering, at each early end (Haizea's exact schedules)."""),
+            does (or is cancelled): `auto` is `compress` with conservative backfilling and
+            `placement = at-start`, `move-earlier` otherwise (the README's "Re-evaluation
+            after early ends" gives the evidence); `move-earlier` moves each one earlier
+            where it can, keeping its nodes otherwise, pass after pass, never later than the
+            start it was promised;
+            `compress` (conservative backfilling's compression, Mu'alem and Feitelson 2001)
+            considers each one once, in order of arrival, and moves it to its earliest start
+            if that is earlier; `replan` (Haizea's `reevaluate_schedule`) gives up every
+            backfilling reservation that has not started and plans each lease again from
+            scratch, with a fresh host ordering, at each early end (Haizea's exact
+            schedules)."""),
         Option("scheduling", "migration", STRING, "no", choices=("no", "yes", "yes-notransfer"),
                doc="""
             `yes`: a suspended lease may resume on other nodes after its memory images are

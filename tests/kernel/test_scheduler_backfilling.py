@@ -131,7 +131,7 @@ def test_reevaluation_repeats_until_nothing_can_move():
     leases = [be(1, 1, 2 * HOUR, 0, actual=10 * MIN), be(2, 1, HOUR, 0),
               be(3, 2, 30 * MIN, MIN), be(4, 1, HOUR, 2 * MIN)]
     run = simulate(leases, "scheduling.backfilling=conservative",
-                   resources="2 CPU:1 Memory:1024")
+                   "scheduling.reevaluation=move-earlier", resources="2 CPU:1 Memory:1024")
     assert [l.promised_start for l in leases] == [0, 0, 2 * HOUR, HOUR]
     assert times(run, leases) == {1: (0, 10 * MIN), 2: (0, HOUR), 3: (70 * MIN, 100 * MIN),
                                   4: (10 * MIN, 70 * MIN)}

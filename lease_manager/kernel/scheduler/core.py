@@ -176,7 +176,7 @@ class LeaseScheduler:
                  backfilling: str = "aggressive", backfilling_reservations: int = 1,
                  suspension: str = "all", suspend_resume: SuspendResume | None = None,
                  shutdown: float = 0.0, migration_bandwidth: float | None = None,
-                 threshold_factor: float = 1.0, reevaluation: str = "move-earlier",
+                 threshold_factor: float = 1.0, reevaluation: str = "auto",
                  enactment: Enactment | None = None,
                  emit: Callable[..., None] | None = None) -> None:
         self.table = table
@@ -212,8 +212,9 @@ class LeaseScheduler:
         #: a fixed shortest slot instead (Haizea's force-scheduling-threshold; None: factor)
         self.forced_threshold: float | None = None
         #: what happens to future reservations when resources free up early: ``move-earlier``
-        #: (reevaluation.py) or Haizea's ``replan`` (replan.py)
-        self.reevaluation = reevaluation
+        #: or ``compress`` (reevaluation.py), or Haizea's ``replan`` (replan.py); ``auto``
+        #: is the default of the backfilling mode and placement
+        self.reevaluation = replan.by_mode(reevaluation, backfilling, table.counted)
         #: whether every lease's END event is known in advance (a replay), so that the leases
         #: ending early at one instant can be taken in Haizea's order (replan.py)
         self.predicted_ends = False

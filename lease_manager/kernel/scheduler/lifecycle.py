@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from lease_manager.kernel.enum_members import members
 from lease_manager.kernel.events import EventKind
 from lease_manager.kernel.lease import Lease, LeaseState
+from lease_manager.kernel.scheduler.replan import AT_EACH_END
 from lease_manager.kernel.slottable import Reservation, ReservationKind
 
 if TYPE_CHECKING:
@@ -100,8 +101,8 @@ def work_finished(self: LeaseScheduler, res: Reservation, now: float) -> None:
     if (lease is None or lease.state is not S.ACTIVE or not lease.reservations
             or lease.reservations[0] is not res or now > res.end):
         return
-    if now < res.end and self.reevaluation == "replan" and not self._replanning:
-        self._premature_end(res, now)   # Haizea's re-plan, at once (replan.py)
+    if now < res.end and self.reevaluation in AT_EACH_END and not self._replanning:
+        self._premature_end(res, now)   # re-plan or compress at once (replan.py)
         return
     if now < res.end:
         self.table.truncate(res, now)

@@ -1,5 +1,6 @@
 """Re-evaluation after early ends: future reservations move earlier where a premature end (or
-a cancellation) left room, never later than the start they were promised."""
+a cancellation) left room, never later than the start they were promised: pass after pass
+until none moves (``move-earlier``), or in one pass in order of arrival (``compress``)."""
 
 from __future__ import annotations
 
@@ -33,28 +34,53 @@ def _reevaluate_future(self: LeaseScheduler, now: float) -> None:
     last_mover: Lease | None = None
     first_pass = True
     while first_pass or last_mover is not None:
-        stop_at, last_mover = last_mover, None
-        leases = list(self.future.values())
-        tests = _MoveTests(self.table, now) if len(leases) >= MANY_FUTURE else None
-        freed = math.inf   # the earliest time moves gave slots back since the tests' rows
-        for lease in leases:
-            if lease is stop_at and last_mover is None:
-                break
-            if tests is not None and not tests.may_move(lease):
-                # the tests look at the rows before the lease's start only: slots given
-                # back there since they were read may let it start earlier
-                if freed >= lease.reservations[0].start:
-                    continue
-                tests.clear()
-                freed = math.inf
-                if not tests.may_move(lease):
-                    continue
-            old = lease.reservations[0] if tests is not None else None
-            if self._move_earlier(lease, now):
-                last_mover = lease
-                if old is not None:   # its old slot, less the new one, is free again
-                    freed = min(freed, max(old.start, lease.reservations[0].end))
+        last_mover = _one_pass(self, list(self.future.values()), now, last_mover)
         first_pass = False
+
+
+def compress(self: LeaseScheduler, now: float) -> None:
+    """``reevaluation = compress``: conservative backfilling's compression of the schedule
+    (Mu'alem and Feitelson, IEEE TPDS 12(6), 2001): each planned lease is considered once,
+    in order of arrival (submit time, then id), and moves to its earliest start, with its
+    own slot counted as free, if that is earlier. One pass: a lease that a later one's move
+    would now let start earlier stays where it is until the next early end.
+
+    It runs after each early end as it happens (replan.py's ``_premature_end``: leases ending
+    early at one instant one by one), as pyss, the Hebrew University's simulator built on
+    Mu'alem's design, compresses at each job termination; a cancellation compresses once."""
+    leases = sorted(self.future.values(), key=_arrival)
+    _one_pass(self, leases, now, None)
+
+
+def _arrival(lease: Lease) -> tuple[float, int]:
+    return (lease.submit, lease.id)
+
+
+def _one_pass(self: LeaseScheduler, leases: list[Lease], now: float,
+              stop_at: Lease | None) -> Lease | None:
+    """Try to move each of ``leases`` earlier, in that order, stopping at ``stop_at`` if no
+    lease moved before it; the last lease that moved (or None)."""
+    last_mover: Lease | None = None
+    tests = _MoveTests(self.table, now) if len(leases) >= MANY_FUTURE else None
+    freed = math.inf   # the earliest time moves gave slots back since the tests' rows
+    for lease in leases:
+        if lease is stop_at and last_mover is None:
+            break
+        if tests is not None and not tests.may_move(lease):
+            # the tests look at the rows before the lease's start only: slots given
+            # back there since they were read may let it start earlier
+            if freed >= lease.reservations[0].start:
+                continue
+            tests.clear()
+            freed = math.inf
+            if not tests.may_move(lease):
+                continue
+        old = lease.reservations[0] if tests is not None else None
+        if self._move_earlier(lease, now):
+            last_mover = lease
+            if old is not None:   # its old slot, less the new one, is free again
+                freed = min(freed, max(old.start, lease.reservations[0].end))
+    return last_mover
 
 
 class _MoveTests:

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from lease_manager.kernel.enum_members import members
 from lease_manager.kernel.lease import Lease, LeaseState
-from lease_manager.kernel.scheduler import haizea_asap, image_transfer
+from lease_manager.kernel.scheduler import haizea_asap, image_transfer, reevaluation
 from lease_manager.kernel.slottable import Reservation, ReservationKind
 
 if TYPE_CHECKING:
@@ -30,7 +30,23 @@ if TYPE_CHECKING:
 S = members(LeaseState)
 K = members(ReservationKind)
 #: the values of ``[scheduling] reevaluation``
-REEVALUATIONS = ("move-earlier", "replan")
+REEVALUATIONS = ("auto", "move-earlier", "compress", "replan")
+#: the re-evaluations that run at each premature end as it happens (``move-earlier`` runs once
+#: per instant, after the instant's ends)
+AT_EACH_END = ("compress", "replan")
+#: what ``auto`` means, by backfilling mode and whether the table counts VMs (``placement =
+#: at-start``); chosen on bench/reevaluation.py's table (README "Re-evaluation after early
+#: ends"): conservative backfilling's own compression where it is closer to an independent
+#: simulator's schedules and faster (counted nodes); ``move-earlier`` everywhere else
+AUTO = {("conservative", True): "compress"}
+
+
+def by_mode(reevaluation: str, backfilling: str, counted: bool) -> str:
+    """The re-evaluation that runs: ``reevaluation``, or if ``auto`` the one chosen for the
+    backfilling mode and placement (``counted``: nodes counted, chosen when leases start)."""
+    if reevaluation != "auto":
+        return reevaluation
+    return AUTO.get((backfilling, counted), "move-earlier")
 
 
 def reevaluate(self: LeaseScheduler, now: float) -> None:
@@ -38,14 +54,16 @@ def reevaluate(self: LeaseScheduler, now: float) -> None:
     the daemon), by the scheduler's ``reevaluation`` mode."""
     if self.reevaluation == "replan":
         self._replan_future(now)
+    elif self.reevaluation == "compress":
+        reevaluation.compress(self, now)
     else:
         self._move_future_earlier(now)
 
 
 def _premature_end(self: LeaseScheduler, res: Reservation, now: float) -> None:
     """``res``'s lease finished at ``now``, before ``res`` ends: end it, and every other lease
-    a replay knows ends early at this instant, one by one in Haizea's order, re-planning the
-    future reservations after each."""
+    a replay knows ends early at this instant, one by one in Haizea's order, re-planning (or
+    compressing) the future reservations after each."""
     batch = [res]
     if self.predicted_ends:   # a replay: the other leases ending early now are known
         for lease in self.running.values():
@@ -61,7 +79,10 @@ def _premature_end(self: LeaseScheduler, res: Reservation, now: float) -> None:
         for ended in batch:
             self.work_finished(ended, now)
             self._reevaluate = False
-            self._replan_future(now)
+            if self.reevaluation == "compress":
+                reevaluation.compress(self, now)
+            else:
+                self._replan_future(now)
     finally:
         self._replanning = False
 
