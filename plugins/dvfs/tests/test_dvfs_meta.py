@@ -130,6 +130,22 @@ def test_the_workload_annotator_draws_deadlines_from_the_seed():
     assert all(x.deadline >= x.submit + 100 for x in again)
 
 
+def test_a_promise_horizon_sends_leases_past_a_busy_cheap_site():
+    """GMP with promise-horizon = 60 (decisions at 50): L2 -> a [50,250) (starts at once).
+    L1 at a would start at 250 > 50 + 60: b [50,150). L3: a at 250, b at 150, both beyond
+    110: rejected. Without the horizon all three go to a (test above).
+
+    time  50        150       250
+    a     [L2------------------)
+    b     [L1-------)
+    """
+    leases = three()
+    run(leases, *SITES, "simulation.policy-site-selection=gmp", "dvfs.promise-horizon=60")
+    assert [(x.site, x.start, x.end) for x in leases[:2]] == [("b", 50, 150), ("a", 50, 250)]
+    assert leases[2].reason == ("no site can finish it by its deadline starting within the "
+                                "promise horizon (60 s)")
+
+
 def test_the_bounds_of_section_4_3_on_a_three_lease_example():
     """Sites a and b of 2 CPUs each, 100 W per running CPU at their one level (so f_opt is
     f_max), no cooling; a: 0.5 kg/kWh, $0.05/kWh; b: 0.1 kg/kWh, $0.20/kWh. At 0: L1 2 CPUs
