@@ -1,7 +1,8 @@
 """``lm-garg-figures DIR``: Garg et al.'s figures from a sweep's runs (``etc/garg-fig*-sweep.ini``).
 
 Every finished run under DIR (``PROFILE/TRACE/seed-N`` with ``run.json`` and ``summary.json``)
-is placed by its configuration: its line is (site selection, operating point) and its point the
+is placed by its configuration: its line is (site selection, operating point, and the slot fit
+and promise horizon when they are not the defaults) and its point the
 share of high-urgency leases (runs at arrival rate 100), the arrival rate (runs with 40% high
 urgency) or, with ``--by carbon-sd``, the spread of the sites' drawn carbon rates, as in the
 paper's figures. For each metric the tool prints the mean over seeds at
@@ -65,9 +66,15 @@ def read_runs(directory: Path) -> list[dict[str, Any]]:
             rate = config.for_site(config.sites[0]).get("power", "carbon-rate")
             if isinstance(rate, tuple) and rate[0] == "normal":
                 sd = float(rate[2])
+        line = (f"{config.get('simulation', 'policy-site-selection')} / "
+                f"{config.get('power', 'policy-operating-point')}")
+        if config.get("dvfs", "slot-fit") != "profile":
+            line += f" / {config.get('dvfs', 'slot-fit')}"
+        horizon = config.get("dvfs", "promise-horizon")
+        if math.isfinite(horizon):
+            line += f" / horizon {horizon:g} s"
         runs.append({
-            "line": f"{config.get('simulation', 'policy-site-selection')} / "
-                    f"{config.get('power', 'policy-operating-point')}",
+            "line": line,
             "share": float(config.get("dvfs", "urgent-share")),
             "rate": float(config.get("dvfs", "arrival-rate")),
             "carbon-sd": sd,
