@@ -10,12 +10,13 @@ from lmd_helpers import ROOT
 
 
 def fake_run(out, profile, seed, overrides, **summary):
-    """A finished run folder as a sweep writes it (run.json and summary.json)."""
+    """A finished run folder as a sweep writes it (run.json and summary.json); profile fits
+    unless ``overrides`` say otherwise (etc/garg.ini has one-slot)."""
     folder = out / profile / "week" / f"seed-{seed}"
     folder.mkdir(parents=True)
     (folder / "run.json").write_text(json.dumps({
         "seed": seed, "base": str(ROOT / "etc" / "garg.ini"),
-        "overrides": [*overrides, f"simulation.seed={seed}"]}))
+        "overrides": ["dvfs.slot-fit=profile", *overrides, f"simulation.seed={seed}"]}))
     (folder / "summary.json").write_text(json.dumps(summary))
 
 
@@ -28,13 +29,15 @@ def test_means_over_seeds_by_urgency_with_the_bound(tmp_path, capsys):
                      garg_carbon_per_cpu_hour=value, garg_carbon_bound_per_cpu_hour=0.5)
     fake_run(tmp_path, "gmce-rate10", 1, ["dvfs.arrival-rate=10", "dvfs.urgent-share=0"],
              garg_carbon_per_cpu_hour=100.0)
+    fake_run(tmp_path, "gmce-one-hu0", 1, ["dvfs.urgent-share=0", "dvfs.slot-fit=one-slot"],
+             garg_carbon_per_cpu_hour=3.0)
     assert main([str(tmp_path), "--metric", "garg_carbon_per_cpu_hour"]) == 0
     out = capsys.readouterr().out
     assert out.split("\n")[1:6] == [
         "carbon (kg per CPU-hour), by share of high urgency (rate 100)",
-        "urgent %  bound (4.3)  gmce / our-dvs",
-        "       0          0.5               2",
-        "     100          0.5               6",
+        "urgent %  bound (4.3)  gmce / our-dvs  gmce / our-dvs / one-slot",
+        "       0          0.5               2                          3",
+        "     100          0.5               6                          -",
         ""]
 
 
