@@ -19,7 +19,7 @@ __version__ = "0.1.0"
 
 import math
 
-from lease_manager import FLOAT, Option, OptionType, hookimpl
+from lease_manager import FLOAT, STRING, Option, OptionType, hookimpl
 
 from .accounting import GargAccounting
 from .economics import Outcome, Prices, SiteEconomics, f_opt
@@ -108,6 +108,17 @@ def register_options():
         Option("dvfs", "low-urgency", MEAN_VARIANCE, (12.0, 2.0), doc="""
             Annotator `garg-workload`: the same for low urgency (mean 12; the paper gives no
             variance: 2, as for high urgency)."""),
+        Option("dvfs", "slot-fit", STRING, "profile", choices=("profile", "one-slot"), doc="""
+            How a site's operating-point policy (`our-dvs`, `prev-dvs`, `without-dvs`) finds
+            a lease's slot: `profile`, anywhere its VMs fit in the free capacity all through
+            (conservative backfilling); `one-slot`, inside one of the site's free time slots
+            (t_s, t_e, n), the free capacity cut wherever a reservation starts or ends (a
+            reading of Garg et al.'s slots "based on Singh et al."), at the slot's start."""),
+        Option("dvfs", "promise-horizon", FLOAT, math.inf, minimum=0, doc="""
+            Garg et al.'s meta-schedulers: how far ahead (s) of its decision a site may
+            promise to start a lease; a later plan counts as infeasible at that site. The
+            paper sets the time horizon to infinity (the default); a finite one is a
+            sensitivity test, not the paper's setup."""),
         Option("dvfs", "data-tb", FLOAT, 0.0, minimum=0, maximum=1e6, doc="""
             Annotator `garg-workload`: each lease's data to transfer is drawn uniformly in
             [0, data-tb] TB (Garg et al.'s section 6.2: 10); 0: no data."""),

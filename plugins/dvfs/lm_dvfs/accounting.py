@@ -8,7 +8,9 @@ execution and from data transfer, and the workload executed, n x e. Summary fiel
 unit of workload ``carbon_per_cpu_hour``, ``cost_per_cpu_hour``, ``energy_per_cpu_hour`` and
 ``profit_per_cpu_hour``; the bounds of section 4.3 (:mod:`.bounds`) for every lease submitted,
 ``carbon_bound_per_cpu_hour`` (lower) and ``profit_bound_per_cpu_hour`` (upper), with the
-workload the carbon bound fits, ``bound_workload_cpu_hours``; ``bad_data_leases``, leases that
+workload the carbon bound fits, ``bound_workload_cpu_hours`` (every lease in one cycle, as
+printed), and the same with ``bound_arrivals`` in place of ``bound`` for the reading in which
+no lease starts before it is submitted; ``bad_data_leases``, leases that
 ran with an invalid ``data-gb`` (counted as no data); and ``garg_sites`` with the same per site
 (and its COP).
 """
@@ -111,6 +113,11 @@ class GargAccounting(Policy):
             summary["garg_carbon_bound_per_cpu_hour"] = carbon.per_cpu_hour
             summary["garg_profit_bound_per_cpu_hour"] = profit.per_cpu_hour
             summary["garg_bound_workload_cpu_hours"] = carbon.workload_cpu_hours
+            carbon = bound(self.leases, sites, self.prices, "carbon", arrivals=True)
+            profit = bound(self.leases, sites, self.prices, "profit", arrivals=True)
+            summary["garg_carbon_bound_arrivals_per_cpu_hour"] = carbon.per_cpu_hour
+            summary["garg_profit_bound_arrivals_per_cpu_hour"] = profit.per_cpu_hour
+            summary["garg_bound_arrivals_workload_cpu_hours"] = carbon.workload_cpu_hours
         if ctx.sites:
             summary["garg_sites"] = {}
             for name in ctx.sites:

@@ -1,13 +1,17 @@
 """``lm-garg-figures DIR``: Garg et al.'s figures from a sweep's runs (``etc/garg-fig*-sweep.ini``).
 
 Every finished run under DIR (``PROFILE/TRACE/seed-N`` with ``run.json`` and ``summary.json``)
-is placed by its configuration: its line is (site selection, operating point) and its point the
+is placed by its configuration: its line is (site selection, operating point, and the slot fit
+and promise horizon when they are not the defaults) and its point the
 share of high-urgency leases (runs at arrival rate 100), the arrival rate (runs with 40% high
 urgency) or, with ``--by carbon-sd``, the spread of the sites' drawn carbon rates, as in the
 paper's figures. For each metric the tool prints the mean over seeds at
 every point, one column per line (and the section 4.3 bound, for the carbon and profit per
-CPU-hour), and with ``--plots`` draws them into ``DIR/plots/garg-METRIC-by-X.png`` (METRIC
-without its ``garg_`` prefix).
+CPU-hour: the bound as printed, every lease in one cycle, and the reading that honours arrival
+times), and with ``--plots`` draws them into ``DIR/plots/garg-METRIC-by-X.png`` (METRIC
+without its ``garg_`` prefix). Then, at every point, each site's share of the work executed and
+of the energy cost (%, means over seeds), which decide most of the averages: a site's DVS saving
+counts in proportion to its share of the cost.
 """
 
 from __future__ import annotations
@@ -28,8 +32,12 @@ from lease_manager.plugins import Plugins
 
 METRICS = ("garg_cost_per_cpu_hour", "garg_carbon_per_cpu_hour", "garg_workload_cpu_hours",
            "garg_profit_per_cpu_hour", "garg_energy_per_cpu_hour")
-BOUNDS = {"garg_carbon_per_cpu_hour": "garg_carbon_bound_per_cpu_hour",
-          "garg_profit_per_cpu_hour": "garg_profit_bound_per_cpu_hour"}
+BOUNDS = {"garg_carbon_per_cpu_hour": (("bound (4.3)", "garg_carbon_bound_per_cpu_hour"),
+                                        ("bound, arrivals",
+                                         "garg_carbon_bound_arrivals_per_cpu_hour")),
+          "garg_profit_per_cpu_hour": (("bound (4.3)", "garg_profit_bound_per_cpu_hour"),
+                                        ("bound, arrivals",
+                                         "garg_profit_bound_arrivals_per_cpu_hour"))}
 LABELS = {"garg_cost_per_cpu_hour": "energy cost ($ per CPU-hour)",
           "garg_carbon_per_cpu_hour": "carbon (kg per CPU-hour)",
           "garg_workload_cpu_hours": "workload executed (CPU-hours)",
@@ -58,9 +66,15 @@ def read_runs(directory: Path) -> list[dict[str, Any]]:
             rate = config.for_site(config.sites[0]).get("power", "carbon-rate")
             if isinstance(rate, tuple) and rate[0] == "normal":
                 sd = float(rate[2])
+        line = (f"{config.get('simulation', 'policy-site-selection')} / "
+                f"{config.get('power', 'policy-operating-point')}")
+        if config.get("dvfs", "slot-fit") != "profile":
+            line += f" / {config.get('dvfs', 'slot-fit')}"
+        horizon = config.get("dvfs", "promise-horizon")
+        if math.isfinite(horizon):
+            line += f" / horizon {horizon:g} s"
         runs.append({
-            "line": f"{config.get('simulation', 'policy-site-selection')} / "
-                    f"{config.get('power', 'policy-operating-point')}",
+            "line": line,
             "share": float(config.get("dvfs", "urgent-share")),
             "rate": float(config.get("dvfs", "arrival-rate")),
             "carbon-sd": sd,
@@ -70,26 +84,66 @@ def read_runs(directory: Path) -> list[dict[str, Any]]:
     return runs
 
 
+def on_axis(run: dict[str, Any], x: str) -> bool:
+    """Is ``run`` a point of the ``x`` axis ("share", "rate" or "carbon-sd"), the other two
+    held at the paper's defaults (rate 100, 40% high urgency, carbon rates as configured)?"""
+    return not ((x != "rate" and not math.isclose(run["rate"], MEDIUM_RATE))
+                or (x != "share" and not math.isclose(run["share"], DEFAULT_SHARE))
+                or (x == "carbon-sd") == math.isnan(run["carbon-sd"]))
+
+
 def series(runs: Sequence[dict[str, Any]], metric: str, x: str
            ) -> dict[str, dict[float, float]]:
-    """Mean over seeds of ``metric`` by line and point (``x``: "share", "rate" or
-    "carbon-sd"); the other two are held at the paper's defaults (rate 100, 40% high urgency,
-    carbon rates as configured)."""
-    fixed = {"share": MEDIUM_RATE, "rate": MEDIUM_RATE, "carbon-sd": MEDIUM_RATE}
+    """Mean over seeds of ``metric`` by line and point of the ``x`` axis (:func:`on_axis`)."""
     values: dict[str, dict[float, list[float]]] = defaultdict(lambda: defaultdict(list))
     for run in runs:
-        if ((x != "rate" and not math.isclose(run["rate"], fixed[x]))
-                or (x != "share" and not math.isclose(run["share"], DEFAULT_SHARE))
-                or (x == "carbon-sd") == math.isnan(run["carbon-sd"])):
+        if not on_axis(run, x):
             continue
         value = run["summary"].get(metric)
         if isinstance(value, (int, float)) and math.isfinite(value):
             values[run["line"]][run[x]].append(float(value))
-        bound = BOUNDS.get(metric)
-        if bound is not None and isinstance(run["summary"].get(bound), (int, float)):
-            values["bound (4.3)"][run[x]].append(float(run["summary"][bound]))
+        for label, bound in BOUNDS.get(metric, ()):
+            if isinstance(run["summary"].get(bound), (int, float)):
+                values[label][run[x]].append(float(run["summary"][bound]))
     return {line: {p: statistics.fmean(v) for p, v in sorted(points.items())}
             for line, points in sorted(values.items())}
+
+
+SHARED = {"work": "workload_cpu_hours", "cost": "energy_cost"}
+
+
+def site_shares(runs: Sequence[dict[str, Any]], x: str
+                ) -> dict[tuple[str, float], dict[str, dict[str, float]]]:
+    """Each site's share (%) of the work executed and of the energy cost, means over seeds, by
+    (line, point) of the ``x`` axis: ``{(line, point): {site: {"work": %, "cost": %}}}``
+    (runs without per-site fields are left out; a run with no work or cost counts as 0%)."""
+    values: dict[tuple[str, float], dict[str, dict[str, list[float]]]] = defaultdict(
+        lambda: defaultdict(lambda: defaultdict(list)))
+    for run in runs:
+        sites = run["summary"].get("garg_sites")
+        if not on_axis(run, x) or not isinstance(sites, dict) or not sites:
+            continue
+        for kind, field in SHARED.items():
+            amounts = {name: float(fields.get(field) or 0.0) for name, fields in sites.items()}
+            total = sum(amounts.values())
+            for name, amount in amounts.items():
+                values[run["line"], run[x]][name][kind].append(
+                    100.0 * amount / total if total > 0 else 0.0)
+    return {key: {name: {kind: statistics.fmean(v) for kind, v in kinds.items()}
+                  for name, kinds in sites.items()}
+            for key, sites in sorted(values.items())}
+
+
+def shares_table(data: dict[tuple[str, float], dict[str, dict[str, float]]], x: str) -> str:
+    """One row per (line, point), one column per site: "work% / cost%"."""
+    names = list(dict.fromkeys(name for sites in data.values() for name in sites))
+    head = ["line", HEADS[x]] + names
+    rows = [[line, f"{p * 100:g}" if x == "share" else f"{p:g}"]
+            + [f"{sites[n]['work']:.1f} / {sites[n]['cost']:.1f}" if n in sites else "-"
+               for n in names]
+            for (line, p), sites in data.items()]
+    widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
+    return "\n".join("  ".join(c.rjust(w) for c, w in zip(r, widths)) for r in [head, *rows])
 
 
 HEADS = {"share": "urgent %", "rate": "rate", "carbon-sd": "carbon sd"}
@@ -161,6 +215,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             if args.plots:
                 plot(data, metric, x,
                      directory / "plots" / f"garg-{metric.removeprefix('garg_')}-by-{x}.png")
+    for x in args.by or ("share", "rate"):
+        shares = site_shares(runs, x)
+        if len({p for _, p in shares}) > 1:
+            print(f"\neach site's share of the work executed / of the energy cost (%), by "
+                  f"{TITLES[x]}")
+            print(shares_table(shares, x))
     return 0
 
 

@@ -13,6 +13,10 @@ rejected: "no site can finish it by its deadline".
   the best by the second objective is committed; (3) the committed site's what-ifs are asked
   again; repeat.
 - ``edf-est``: leases in EDF order, each to the site where it can start earliest.
+
+``[dvfs] promise-horizon`` (default inf, as in the paper: "the time horizon is set to inf")
+limits how far ahead a site may promise a lease: a plan that starts more than that after the
+decision counts as infeasible there.
 """
 
 from __future__ import annotations
@@ -76,7 +80,18 @@ class _MetaScheduler(SiteSelectionPolicy):
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
         self.prices = prices_from(ctx.config)
+        self.horizon = ctx.config.get("dvfs", "promise-horizon")
+        self.no_site = NO_SITE if math.isinf(self.horizon) else (
+            f"{NO_SITE} starting within the promise horizon ({self.horizon:g} s)")
         self._economics: dict[str, SiteEconomics | None] = {}
+
+    def plan(self, site: SiteView, lease: Lease, now: float
+             ) -> tuple[int | None, float, float] | None:
+        """The site's what-if answer, None if it starts beyond the promise horizon."""
+        plan = site.what_if(lease, now)
+        if plan is not None and plan[1] > now + self.horizon:
+            return None
+        return plan
 
     def economics(self, site: SiteView) -> SiteEconomics | None:
         if site.name not in self._economics:
@@ -88,7 +103,7 @@ class _MetaScheduler(SiteSelectionPolicy):
 
     def candidate(self, lease: Lease, sites: Sequence[SiteView], i: int,
                   now: float) -> Candidate | None:
-        plan = sites[i].what_if(lease, now)
+        plan = self.plan(sites[i], lease, now)
         if plan is None:
             return None
         level, start, end = plan
@@ -117,11 +132,11 @@ class _Greedy(_MetaScheduler):
         order = sorted(range(len(sites)), key=lambda i: (self._index(sites[i], now), i))
         for lease in sorted(valid(leases, send), key=edf_key):
             for i in order:
-                if sites[i].what_if(lease, now) is not None:
+                if self.plan(sites[i], lease, now) is not None:
                     send(lease, i)
                     break
             else:
-                send(lease, NO_SITE)
+                send(lease, self.no_site)
 
     def _index(self, site: SiteView, now: float) -> float:
         econ = self.economics(site)
@@ -153,10 +168,10 @@ class EdfEst(_MetaScheduler):
         for lease in sorted(valid(leases, send), key=edf_key):
             best: tuple[float, int] | None = None
             for i, site in enumerate(sites):
-                plan = site.what_if(lease, now)
+                plan = self.plan(site, lease, now)
                 if plan is not None and (best is None or (plan[1], i) < best):
                     best = (plan[1], i)
-            send(lease, NO_SITE if best is None else best[1])
+            send(lease, self.no_site if best is None else best[1])
 
 
 def _carbon(c: Candidate) -> float:
@@ -193,7 +208,7 @@ class _MinMin(_MetaScheduler):
             for lease in unmapped:
                 feasible = [c for c in known[lease.id] if c is not None]
                 if not feasible:
-                    send(lease, NO_SITE)
+                    send(lease, self.no_site)
                     continue
                 best.append((lease, min(feasible, key=lambda c: (self.first(c), c.site))))
             if not best:

@@ -10,12 +10,13 @@ from lmd_helpers import ROOT
 
 
 def fake_run(out, profile, seed, overrides, **summary):
-    """A finished run folder as a sweep writes it (run.json and summary.json)."""
+    """A finished run folder as a sweep writes it (run.json and summary.json); profile fits
+    unless ``overrides`` say otherwise (etc/garg.ini has one-slot)."""
     folder = out / profile / "week" / f"seed-{seed}"
     folder.mkdir(parents=True)
     (folder / "run.json").write_text(json.dumps({
         "seed": seed, "base": str(ROOT / "etc" / "garg.ini"),
-        "overrides": [*overrides, f"simulation.seed={seed}"]}))
+        "overrides": ["dvfs.slot-fit=profile", *overrides, f"simulation.seed={seed}"]}))
     (folder / "summary.json").write_text(json.dumps(summary))
 
 
@@ -28,13 +29,15 @@ def test_means_over_seeds_by_urgency_with_the_bound(tmp_path, capsys):
                      garg_carbon_per_cpu_hour=value, garg_carbon_bound_per_cpu_hour=0.5)
     fake_run(tmp_path, "gmce-rate10", 1, ["dvfs.arrival-rate=10", "dvfs.urgent-share=0"],
              garg_carbon_per_cpu_hour=100.0)
+    fake_run(tmp_path, "gmce-one-hu0", 1, ["dvfs.urgent-share=0", "dvfs.slot-fit=one-slot"],
+             garg_carbon_per_cpu_hour=3.0)
     assert main([str(tmp_path), "--metric", "garg_carbon_per_cpu_hour"]) == 0
     out = capsys.readouterr().out
     assert out.split("\n")[1:6] == [
         "carbon (kg per CPU-hour), by share of high urgency (rate 100)",
-        "urgent %  bound (4.3)  gmce / our-dvs",
-        "       0          0.5               2",
-        "     100          0.5               6",
+        "urgent %  bound (4.3)  gmce / our-dvs  gmce / our-dvs / one-slot",
+        "       0          0.5               2                          3",
+        "     100          0.5               6                          -",
         ""]
 
 
@@ -50,3 +53,32 @@ def test_a_broken_run_folder_is_one_line(tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert err.startswith("lm-garg-figures: error: ") and "seed-1: not a finished run" in err
     assert "\n" not in err
+
+
+def test_each_sites_share_of_work_and_cost(tmp_path, capsys):
+    """gmp / our-dvs at 0% and 100% high urgency. At 0%, seed 1: a 30 of 40 CPU-hours ($1 of
+    $4), b 10 ($3) -> a 75% / 25%; seed 2: a 10 of 40 ($1 of $2) -> 25% / 50%: means a 50% /
+    37.5%, b 50% / 62.5%. At 100%: a only. Both bounds beside the profit."""
+    sites = {0: [({"a": (30, 1), "b": (10, 3)}), ({"a": (10, 1), "b": (30, 1)})],
+             1: [({"a": (5, 2)}), ({"a": (7, 1)})]}
+    for share, per_seed in sites.items():
+        for seed, table in enumerate(per_seed, 1):
+            fake_run(tmp_path, f"gmp-hu{share}", seed,
+                     [f"dvfs.urgent-share={share}", "simulation.policy-site-selection=gmp"],
+                     garg_profit_per_cpu_hour=0.3, garg_profit_bound_per_cpu_hour=0.4,
+                     garg_profit_bound_arrivals_per_cpu_hour=0.35,
+                     garg_sites={name: {"workload_cpu_hours": work, "energy_cost": cost}
+                                 for name, (work, cost) in table.items()})
+    assert main([str(tmp_path), "--metric", "garg_profit_per_cpu_hour", "--by", "share"]) == 0
+    out = capsys.readouterr().out.split("\n")
+    assert out[1:5] == [
+        "profit ($ per CPU-hour), by share of high urgency (rate 100)",
+        "urgent %  bound (4.3)  bound, arrivals  gmp / our-dvs",
+        "       0          0.4             0.35            0.3",
+        "     100          0.4             0.35            0.3"]
+    assert out[6:10] == [
+        "each site's share of the work executed / of the energy cost (%), by share of high "
+        "urgency (rate 100)",
+        "         line  urgent %              a            b",
+        "gmp / our-dvs         0    50.0 / 37.5  50.0 / 62.5",
+        "gmp / our-dvs       100  100.0 / 100.0            -"]

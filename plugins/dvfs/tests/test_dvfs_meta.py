@@ -130,6 +130,22 @@ def test_the_workload_annotator_draws_deadlines_from_the_seed():
     assert all(x.deadline >= x.submit + 100 for x in again)
 
 
+def test_a_promise_horizon_sends_leases_past_a_busy_cheap_site():
+    """GMP with promise-horizon = 60 (decisions at 50): L2 -> a [50,250) (starts at once).
+    L1 at a would start at 250 > 50 + 60: b [50,150). L3: a at 250, b at 150, both beyond
+    110: rejected. Without the horizon all three go to a (test above).
+
+    time  50        150       250
+    a     [L2------------------)
+    b     [L1-------)
+    """
+    leases = three()
+    run(leases, *SITES, "simulation.policy-site-selection=gmp", "dvfs.promise-horizon=60")
+    assert [(x.site, x.start, x.end) for x in leases[:2]] == [("b", 50, 150), ("a", 50, 250)]
+    assert leases[2].reason == ("no site can finish it by its deadline starting within the "
+                                "promise horizon (60 s)")
+
+
 def test_the_bounds_of_section_4_3_on_a_three_lease_example():
     """Sites a and b of 2 CPUs each, 100 W per running CPU at their one level (so f_opt is
     f_max), no cooling; a: 0.5 kg/kWh, $0.05/kWh; b: 0.1 kg/kWh, $0.20/kWh. At 0: L1 2 CPUs
@@ -155,12 +171,42 @@ def test_the_bounds_of_section_4_3_on_a_three_lease_example():
     profit = hours * 0.4 - 100 * 300 / 3.6e6 * 0.05 - 100 * 200 / 3.6e6 * 0.2
     assert s["garg_profit_bound_per_cpu_hour"] == pytest.approx(profit / hours)
     assert s["garg_profit_bound_per_cpu_hour"] == pytest.approx(0.389, abs=1e-3)
+    # every lease arrives at 0: the reading that honours arrival times gives the same
+    assert s["garg_carbon_bound_arrivals_per_cpu_hour"] == s["garg_carbon_bound_per_cpu_hour"]
+    assert s["garg_profit_bound_arrivals_per_cpu_hour"] == s["garg_profit_bound_per_cpu_hour"]
     # The bound is per unit of the workload *it* fits, which is not the policy's: gmce decides
     # at 50 s (the cycle), too late for L2, and runs only L1 and L3, both on the clean site b:
     # 0.01 kg per CPU-hour, below the "lower bound". The paper's bounds hold on average over
     # the same workload only.
     assert s["garg_workload_cpu_hours"] == pytest.approx(300 / 3600)
     assert s["garg_carbon_per_cpu_hour"] == pytest.approx(kg(100, 300, 0.1) / (300 / 3600))
+
+
+def test_the_bounds_map_every_lease_in_one_cycle_with_absolute_deadlines():
+    """Relaxation 3 as printed: every lease is mapped in one cycle at the first arrival (0),
+    deadlines kept absolute. Sites a and b as above, 2 CPUs each. L1: 2 CPUs x 100 s,
+    submitted at 0, deadline 650; L2: 2 CPUs x 100 s, submitted at 500, deadline 600. EDF: L2,
+    then L1. Molded on 2 CPUs each takes 100 s.
+
+    Carbon, one cycle (sites b, a):   Carbon, by arrival (L2 not before 500):
+    time  0     100    200              0     100        500    600    700
+    b     [L2---)[L1---)                b                [L2----)[L1 ends 700 > 650: no]
+    a                                   a     [L1---)
+    one cycle: 400 CPU-s at 0.1 kg/kWh x 100 W: 0.01 kg per CPU-hour;
+    by arrival: 200 CPU-s at 0.1 and 200 at 0.5: 0.03 kg per CPU-hour.
+    Profit (sites a, b), one cycle: both on a, $0.40 - 100 W x $0.05/kWh = $0.395 per CPU-hour;
+    by arrival: L2 on a [500,600), L1 on b [0,100): $0.40 - 100 W x ($0.05 + $0.20)/2 per kWh
+    = $0.3875 per CPU-hour.
+    """
+    sites = tuple(x.replace("1 CPU:1", "2 CPU:1") for x in SITES)
+    leases = [deadline_lease(1, 2, 100, 0, 650), deadline_lease(2, 2, 100, 500, 600)]
+    s = run(leases, *sites, "simulation.policy-site-selection=gmce").summary
+    assert s["garg_bound_workload_cpu_hours"] == pytest.approx(400 / 3600)
+    assert s["garg_bound_arrivals_workload_cpu_hours"] == pytest.approx(400 / 3600)
+    assert s["garg_carbon_bound_per_cpu_hour"] == pytest.approx(0.01)
+    assert s["garg_carbon_bound_arrivals_per_cpu_hour"] == pytest.approx(0.03)
+    assert s["garg_profit_bound_per_cpu_hour"] == pytest.approx(0.395)
+    assert s["garg_profit_bound_arrivals_per_cpu_hour"] == pytest.approx(0.3875)
 
 
 def test_a_bad_data_attribute_is_refused_with_the_reason():

@@ -11,13 +11,17 @@ from lease_manager import load_run
 from lmd_helpers import ROOT, plugins
 
 
-@pytest.mark.parametrize("policy", ["gmce", "mce-mce", "mp-mp", "edf-est"])
-def test_table_3_sites_on_the_thunder_week(policy):
+@pytest.mark.parametrize("policy, fit", [("gmce", "one-slot"), ("mce-mce", "one-slot"),
+                                         ("mp-mp", "one-slot"), ("edf-est", "one-slot"),
+                                         ("gmp", "profile")])
+def test_table_3_sites_on_the_thunder_week(policy, fit):
     """Every lease runs or is refused by every site for its deadline; the invariants hold;
     the paper's energy (eqs 3-4, per lease) equals the core's integral of power (idle CPUs
-    draw nothing), per site and in total; each site's COP is in [0.6, 3.5]."""
+    draw nothing), per site and in total; each site's COP is in [0.6, 3.5]. Under both slot
+    fits (one-slot is etc/garg.ini's)."""
     run = load_run(ROOT / "etc" / "garg.ini",
-                   ["tracefile.max-jobs=400", f"simulation.policy-site-selection={policy}"],
+                   ["tracefile.max-jobs=400", f"simulation.policy-site-selection={policy}",
+                    f"dvfs.slot-fit={fit}"],
                    plugins=plugins())
     s = run.run()
     assert s["leases_total"] == 400
