@@ -348,7 +348,8 @@ def test_every_numeric_option_is_bounded():
                  and not o.unlimited]
     assert unbounded == []
     unlimited = sorted(f"[{o.section}] {o.name}" for o in Plugins().schema if o.unlimited)
-    assert unlimited == ["[simulation] runtime", "[tracefile] window-length"]
+    assert unlimited == ["[dvfs] promise-horizon", "[simulation] runtime",
+                         "[tracefile] window-length"]
     doc = Plugins().schema.document()
     shutdown = doc[doc.index("### `shutdown-time`"):]
     assert "- maximum: 1e+10" in shutdown[:shutdown.index("\n\n", 60)]

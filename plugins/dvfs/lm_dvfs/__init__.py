@@ -114,7 +114,8 @@ def register_options():
             (conservative backfilling); `one-slot`, inside one of the site's free time slots
             (t_s, t_e, n), the free capacity cut wherever a reservation starts or ends (a
             reading of Garg et al.'s slots "based on Singh et al."), at the slot's start."""),
-        Option("dvfs", "promise-horizon", FLOAT, math.inf, minimum=0, doc="""
+        Option("dvfs", "promise-horizon", FLOAT, math.inf, minimum=0, maximum=1e10,
+               unlimited=True, doc="""
             Garg et al.'s meta-schedulers: how far ahead (s) of its decision a site may
             promise to start a lease; a later plan counts as infeasible at that site. The
             paper sets the time horizon to infinity (the default); a finite one is a
