@@ -16,6 +16,10 @@ envelope scale:
 - when p_max and phi_max vary (Figs 4 and 5): the planner of least mean NM at each point, the
   genetic algorithm left out as in the paper, and each planner's mean NM over the grid.
 
+Both readings of NM are printed (``lease_manager.experiments.relative``): NM, the part of each
+task's energy after the best makespan C*, and NM whole, the whole energy of each task that
+ends after C* (the paper's sentence, read literally).
+
 With ``--plots``, it draws them into ``DIR/plots/``: ``kassab-nm-SCALE.png`` (NM against
 phi_max, one line per planner, coloured by order as in the paper) and ``kassab-best-SCALE.png``
 (the best planner as a coloured grid).
@@ -69,6 +73,7 @@ def read_runs(directory: Path) -> list[dict[str, Any]]:
             "phimax": number(row.get("greenpower.max-watts")),
             "seed": row["seed"],
             "nm": number(row.get("nm")),
+            "nm_whole": number(row.get("nm_whole")),
             "nm_unplaced": unplaced.get(str(row["run_id"])),
             "cpu": number(row.get("planner_cpu_seconds")),
             "switches": number(row.get("node_switch_ons")),
@@ -158,6 +163,9 @@ def phi_sweep(runs: Sequence[dict[str, Any]]) -> str:
              for pl in planners if any((pl, p) in nm for p in phis)}
     lost_means = {pl: statistics.fmean([lost[(pl, p)] for p in phis if (pl, p) in lost])
                   for pl in planners if any((pl, p) in lost for p in phis)}
+    whole = mean_by(runs, ("planner", "phimax"), "nm_whole")
+    whole_means = {pl: statistics.fmean([whole[(pl, p)] for p in phis if (pl, p) in whole])
+                   for pl in planners if any((pl, p) in whole for p in phis)}
 
     def share(pl: str) -> str:
         if pl not in lost_means or means[pl] <= 0:
@@ -165,10 +173,11 @@ def phi_sweep(runs: Sequence[dict[str, Any]]) -> str:
         return f"{100 * lost_means[pl] / means[pl]:.0f}%"
 
     out += ["", "mean NM over every phi_max, best first; the part of it from tasks the "
-                "planner left unplaced, and that part's share",
-            table(["planner", "NM", "unplaced", "share"],
-                  [[pl, fmt(v), fmt(lost_means.get(pl)), share(pl)] for pl, v in
-                   sorted(means.items(), key=lambda kv: kv[1])])]
+                "planner left unplaced, and that part's share; NM whole (each task that ends "
+                "after C* counted whole)",
+            table(["planner", "NM", "unplaced", "share", "NM whole"],
+                  [[pl, fmt(v), fmt(lost_means.get(pl)), share(pl), fmt(whole_means.get(pl))]
+                   for pl, v in sorted(means.items(), key=lambda kv: kv[1])])]
     nm_all = sum(means.values())
     if nm_all > 0 and lost_means:
         out.append(f"share of NM from unplaced tasks, all planners: "
@@ -185,10 +194,12 @@ def phi_sweep(runs: Sequence[dict[str, Any]]) -> str:
     return "\n".join(out)
 
 
-def best_grid(runs: Sequence[dict[str, Any]]) -> tuple[list[float], list[float],
-                                                         dict[tuple[float, float], str]]:
-    """The planner of least mean NM at each (p_max, phi_max), the GA left out."""
-    nm = mean_by([r for r in runs if r["planner"] != "ga"], ("pmax", "phimax", "planner"), "nm")
+def best_grid(runs: Sequence[dict[str, Any]], metric: str = "nm"
+              ) -> tuple[list[float], list[float], dict[tuple[float, float], str]]:
+    """The planner of least mean NM (``metric``: ``nm`` or ``nm_whole``) at each (p_max,
+    phi_max), the GA left out."""
+    nm = mean_by([r for r in runs if r["planner"] != "ga"], ("pmax", "phimax", "planner"),
+                 metric)
     pmaxes = sorted({k[0] for k in nm})
     phis = sorted({k[1] for k in nm})
     best: dict[tuple[float, float], str] = {}
@@ -203,23 +214,27 @@ def best_grid(runs: Sequence[dict[str, Any]]) -> tuple[list[float], list[float],
 
 
 def grid_means(runs: Sequence[dict[str, Any]]) -> str:
-    """Each planner's mean NM over the grid's points (each point's mean over its instances),
-    best first, the GA left out."""
-    nm = mean_by([r for r in runs if r["planner"] != "ga"], ("planner", "pmax", "phimax"), "nm")
-    points: dict[str, list[float]] = defaultdict(list)
-    for (pl, _, _), v in nm.items():
-        points[pl].append(v)
-    means = sorted((statistics.fmean(v), pl) for pl, v in points.items())
-    n = max((len(v) for v in points.values()), default=0)
+    """Each planner's mean NM and NM whole over the grid's points (each point's mean over its
+    instances), best first by NM, the GA left out."""
+    kept = [r for r in runs if r["planner"] != "ga"]
+    means = {}
+    for metric in ("nm", "nm_whole"):
+        points: dict[str, list[float]] = defaultdict(list)
+        for (pl, _, _), v in mean_by(kept, ("planner", "pmax", "phimax"), metric).items():
+            points[pl].append(v)
+        means[metric] = {pl: statistics.fmean(v) for pl, v in points.items()}
+    n = len({(r["pmax"], r["phimax"]) for r in kept})
+    rows = [[pl, fmt(v), fmt(means["nm_whole"].get(pl))]
+            for pl, v in sorted(means["nm"].items(), key=lambda kv: (kv[1], kv[0]))]
     return (f"mean NM over the grid's {n} points, best first (GA left out)\n"
-            + table(["planner", "NM"], [[pl, fmt(v)] for v, pl in means]))
+            + table(["planner", "NM", "NM whole"], rows))
 
 
 def grid_text(pmaxes: Sequence[float], phis: Sequence[float],
-              best: dict[tuple[float, float], str]) -> str:
+              best: dict[tuple[float, float], str], label: str = "NM") -> str:
     rows = [[f"{ph:g}", *(best.get((pm, ph), "-") for pm in pmaxes)]
             for ph in reversed(phis)]
-    return ("planner of least mean NM (GA left out), phi_max down, p_max across\n"
+    return (f"planner of least mean {label} (GA left out), phi_max down, p_max across\n"
             + table(["phi\\p", *(f"{pm:g}" for pm in pmaxes)], rows))
 
 
@@ -314,6 +329,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if len({r["pmax"] for r in group}) > 1:
             pmaxes, phis, best = best_grid(group)
             print(grid_text(pmaxes, phis, best))
+            print()
+            print(grid_text(*best_grid(group, "nm_whole"), label="NM whole"))
             print()
             print(grid_means(group))
             if args.plots:
