@@ -16,6 +16,9 @@ envelope scale:
 - when p_max and phi_max vary (Figs 4 and 5): the planner of least mean NM at each point, the
   genetic algorithm left out as in the paper, and each planner's mean NM over the grid.
 
+Each also gets a sensitivity table: every planner's mean NM and NM whole against C* times
+1, 0.95, 0.9, 0.8 and 0.7, as a better planner (the paper's GA) would lower it.
+
 Both readings of NM are printed (``lease_manager.experiments.relative``): NM, the part of each
 task's energy after the best makespan C*, and NM whole, the whole energy of each task that
 ends after C* (the paper's sentence, read literally).
@@ -59,6 +62,7 @@ def read_runs(directory: Path) -> list[dict[str, Any]]:
     """Every finished run with its planner, scale, lengths, p_max, phi_max and metrics."""
     results = results_with_nm(directory)
     unplaced = unplaced_nm(results, directory)
+    lowered = lowered_nm(results, directory)
     runs = []
     for row in results.done():
         planner = row.get("planning.policy-planner") or row.get("summary.planner") \
@@ -75,6 +79,7 @@ def read_runs(directory: Path) -> list[dict[str, Any]]:
             "nm": number(row.get("nm")),
             "nm_whole": number(row.get("nm_whole")),
             "nm_unplaced": unplaced.get(str(row["run_id"])),
+            "lowered": lowered.get(str(row["run_id"]), {}),
             "cpu": number(row.get("planner_cpu_seconds")),
             "switches": number(row.get("node_switch_ons")),
             "rejected": number(row.get("leases_rejected")),
@@ -107,6 +112,55 @@ def unplaced_nm(results: Any, directory: Path) -> dict[str, float]:
                         lost += rate * length
             out[r] = lost / total if total > 0 else 0.0
     return out
+
+
+#: the factors C* is multiplied by in the sensitivity table
+LOWERED = (1.0, 0.95, 0.9, 0.8, 0.7)
+
+
+def lowered_nm(results: Any, directory: Path) -> dict[str, dict[float, tuple[float, float]]]:
+    """Each run's NM and NM whole (by run id) against its instance's C* times each factor of
+    ``LOWERED``: how a planner's NM grows as a better planner lowers C* (section 5.2's C* is
+    the best of all, the GA's in the paper)."""
+    tasks: dict[str, Any] = {}
+    groups: dict[tuple, list[str]] = defaultdict(list)
+    for row in results.done():
+        got = read_tasks(directory / str(row["run_id"]))
+        if got is not None:
+            tasks[str(row["run_id"])] = got
+            groups[instance_key(row, results.setting_columns)].append(str(row["run_id"]))
+    out: dict[str, dict[float, tuple[float, float]]] = {}
+    for run_ids in groups.values():
+        counted = frozenset().union(*(tasks[r].ran_ids for r in run_ids))
+        best = min((-len(tasks[r].ran_ids), tasks[r].last_end) for r in run_ids)[1]
+        for r in run_ids:
+            out[r] = {f: (tasks[r].nm(best * f, counted), tasks[r].nm(best * f, counted, True))
+                      for f in LOWERED}
+    return out
+
+
+def lowered_text(runs: Sequence[dict[str, Any]]) -> str:
+    """Each planner's mean NM / NM whole against C* times each factor (the GA left out),
+    ranked by NM at C*."""
+    kept = [r for r in runs if r["planner"] != "ga" and r["lowered"]]
+    planners = sorted({r["planner"] for r in kept})
+    cells: dict[str, list[str]] = {}
+    rank: dict[str, float] = {}
+    for pl in planners:
+        mine = [r["lowered"] for r in kept if r["planner"] == pl]
+        row = []
+        for f in LOWERED:
+            part = statistics.fmean(v[f][0] for v in mine)
+            whole = statistics.fmean(v[f][1] for v in mine)
+            row.append(f"{fmt(part)} / {fmt(whole)}")
+            if f == 1.0:
+                rank[pl] = part
+        cells[pl] = row
+    order = sorted(planners, key=lambda pl: (rank[pl], pl))
+    return ("mean NM / NM whole against C* x factor (a better planner, such as the GA, lowers "
+            "C*), GA left out\n"
+            + table(["planner", *(f"x{f:g}" for f in LOWERED)],
+                    [[pl, *cells[pl]] for pl in order]))
 
 
 def complete(runs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -333,11 +387,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(grid_text(*best_grid(group, "nm_whole"), label="NM whole"))
             print()
             print(grid_means(group))
+            print()
+            print(lowered_text(group))
             if args.plots:
                 plot_grid(pmaxes, phis, best, directory / "plots" / f"kassab-best-{tag}.png",
                           f"best average NM, {lengths} tasks, envelope x{scale:g}")
         else:
             print(phi_sweep(group))
+            print()
+            print(lowered_text(group))
             if args.plots:
                 plot_nm(group, directory / "plots" / f"kassab-nm-{tag}.png",
                         f"average NM, {lengths} tasks, envelope x{scale:g}")

@@ -7,6 +7,12 @@ T4 70, 245 in all.
   lpt:    T4 runs 9-11: 1 s x 35 W after C*                         NM 35/245 = 0.143
   lptpn:  T2 runs 8-12: 2 s x 10 W after C*                         NM 20/245 = 0.082
 NM whole counts each task that ends after C* whole: lpt T4 (70) 0.286, lptpn T2 (40) 0.163.
+Against C* x 0.9 = 9 (the sensitivity table):
+  bs-lpt: T1 7-10 (1 s x 25 W), T4 8-10 on m1 (1 s x 35 W)   NM 60/245 = 0.245
+          (whole: T1 75 + T4 70 = 145/245 = 0.592)
+  lpt:    T1 7-10 (25), T4 9-11 (2 s x 35 W: 70)             NM 95/245 = 0.388, whole 0.592
+  lptpn:  T2 8-12 (3 s x 10 W)                               NM 30/245 = 0.122
+          (whole: T2 40/245 = 0.163)
 """
 
 from __future__ import annotations
@@ -59,6 +65,9 @@ def test_nm_on_a_three_planner_toy(tmp_path, capsys):
     assert "phi_max    lpt  lptpn  bs-lpt" in text
     assert "     35  0.143  0.082   0.000" in text
     assert "    lpt  0.143     0.000     0%     0.286" in text
+    assert " bs-lpt  0.000 / 0.000  0.122 / 0.592  0.245 / 0.592" in text
+    assert "    lpt  0.143 / 0.286  0.265 / 0.592  0.388 / 0.592" in text
+    assert "  lptpn  0.082 / 0.163  0.102 / 0.163  0.122 / 0.163" in text
     assert (out / "plots" / "kassab-nm-trace-x1.png").stat().st_size > 1000
 
 
