@@ -13,6 +13,13 @@ part). A lease that no run of the instance ran (no room for it under the envelop
 one that some run ran counts whole for a run that did not. ``C*`` is the makespan of the best
 run: the one that ran the most leases, the earliest to end among those (when every run ran
 every lease, the best makespan). Runs whose leases have no power of their own have no NM.
+
+**NM whole** (column ``nm_whole``) reads the paper's sentence literally: "the sum of the p_i x
+phi_i area of all the tasks that are scheduled after the best Cmax". A lease that ends after
+``C*`` counts with its whole energy, however little of it runs after ``C*``; the other rules are
+NM's. The authors' simulator says the same in its comment ("get the tasks.scheduled after it
+and compute pi x phii"; ``scheduled`` is the list of a task's intervals), and never computes
+it. ``nm`` is the reading of the part after ``C*`` (the one the digest chose).
 """
 
 from __future__ import annotations
@@ -28,6 +35,7 @@ import attrs
 from lease_manager.experiments.results import Results, collect
 
 NM = "nm"
+NM_WHOLE = "nm_whole"
 
 
 @attrs.frozen
@@ -50,8 +58,9 @@ class TaskRows:
     def last_end(self) -> float:
         return max((e for e, r in zip(self.ends, self.ran) if r), default=0.0)
 
-    def nm(self, best: float, counted: frozenset[str]) -> float:
-        """The share of the energy of the leases ``counted`` after ``best``."""
+    def nm(self, best: float, counted: frozenset[str], whole: bool = False) -> float:
+        """The share of the energy of the leases ``counted`` after ``best`` (``whole``: the
+        whole energy of every lease that ends after ``best``)."""
         total = out = 0.0
         for lease, start, end, rate, length, ran in zip(self.ids, self.starts, self.ends,
                                                         self.rates, self.lengths, self.ran):
@@ -61,7 +70,7 @@ class TaskRows:
             if not ran:
                 out += rate * length
             elif end > best:
-                out += rate * (end - max(start, best))
+                out += rate * (length if whole else end - max(start, best))
         return out / total if total > 0 else 0.0
 
 
@@ -102,8 +111,8 @@ def instance_key(row: dict[str, Any], settings: tuple[str, ...]) -> tuple:
 
 
 def with_nm(results: Results, directory: Path) -> Results:
-    """``results`` with a column ``nm`` (None where a run's leases have no power of their
-    own), when some run has one."""
+    """``results`` with the columns ``nm`` and ``nm_whole`` (None where a run's leases have no
+    power of their own), when some run has one."""
     tasks: dict[str, TaskRows] = {}
     groups: dict[tuple, list[str]] = defaultdict(list)
     for row in results.done():
@@ -115,15 +124,18 @@ def with_nm(results: Results, directory: Path) -> Results:
     if not tasks:
         return results
     value: dict[str, float] = {}
+    whole: dict[str, float] = {}
     for run_ids in groups.values():
         counted = frozenset().union(*(tasks[r].ran_ids for r in run_ids))
         best = min((-len(tasks[r].ran_ids), tasks[r].last_end) for r in run_ids)[1]
         for r in run_ids:
             value[r] = tasks[r].nm(best, counted)
-    rows = tuple({**row, NM: value.get(str(row["run_id"]))} for row in results.rows)
-    columns = (*[c for c in results.columns if c != "error"], NM, "error")
+            whole[r] = tasks[r].nm(best, counted, whole=True)
+    rows = tuple({**row, NM: value.get(str(row["run_id"])),
+                  NM_WHOLE: whole.get(str(row["run_id"]))} for row in results.rows)
+    columns = (*[c for c in results.columns if c != "error"], NM, NM_WHOLE, "error")
     return attrs.evolve(results, columns=columns, rows=rows,
-                        summary_columns=(*results.summary_columns, NM))
+                        summary_columns=(*results.summary_columns, NM, NM_WHOLE))
 
 
 def results_with_nm(directory: str | Path) -> Results:

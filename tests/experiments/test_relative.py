@@ -39,6 +39,9 @@ def test_nm_of_three_planners_on_one_instance(tmp_path, capsys):
     c:  A 0-4, B 2-4, C rejected         C never ran: 30 J (c's last end, 4, is not C*: it
                                          did not run C)                     NM 30/150
     A run of another envelope (settings differ) is its own instance: NM 0.
+
+    NM whole counts the whole energy of every lease that ends after C* = 5: b's B (ends 6:
+    80 J) and C (ends 6: 30 J): 110/150; a 0; c 30/150 (C never ran).
     """
     settings = {"planning.policy-planner": "x", "power.power-cap-scale": "1"}
     rows = {
@@ -55,11 +58,14 @@ def test_nm_of_three_planners_on_one_instance(tmp_path, capsys):
     got = {(r["profile"], r["seed"]): r["nm"] for r in results.rows}
     assert got == {("a", 1): 0, ("b", 1): pytest.approx(50 / 150),
                    ("c", 1): pytest.approx(30 / 150), ("b", 2): 0}
+    whole = {(r["profile"], r["seed"]): r["nm_whole"] for r in results.rows}
+    assert whole == {("a", 1): 0, ("b", 1): pytest.approx(110 / 150),
+                     ("c", 1): pytest.approx(30 / 150), ("b", 2): 0}
     assert report_command(str(tmp_path)) == 0
     text = capsys.readouterr().out
     assert "nm" in text
     header = (tmp_path / "results.csv").read_text().splitlines()[0].split(",")
-    assert header[-2:] == ["nm", "error"]
+    assert header[-3:] == ["nm", "nm_whole", "error"]
 
 
 def test_no_nm_without_leases_of_their_own_power(tmp_path):

@@ -16,6 +16,13 @@ envelope scale:
 - when p_max and phi_max vary (Figs 4 and 5): the planner of least mean NM at each point, the
   genetic algorithm left out as in the paper, and each planner's mean NM over the grid.
 
+Each also gets a sensitivity table: every planner's mean NM and NM whole against C* times
+1, 0.95, 0.9, 0.8 and 0.7, as a better planner (the paper's GA) would lower it.
+
+Both readings of NM are printed (``lease_manager.experiments.relative``): NM, the part of each
+task's energy after the best makespan C*, and NM whole, the whole energy of each task that
+ends after C* (the paper's sentence, read literally).
+
 With ``--plots``, it draws them into ``DIR/plots/``: ``kassab-nm-SCALE.png`` (NM against
 phi_max, one line per planner, coloured by order as in the paper) and ``kassab-best-SCALE.png``
 (the best planner as a coloured grid).
@@ -55,6 +62,7 @@ def read_runs(directory: Path) -> list[dict[str, Any]]:
     """Every finished run with its planner, scale, lengths, p_max, phi_max and metrics."""
     results = results_with_nm(directory)
     unplaced = unplaced_nm(results, directory)
+    lowered = lowered_nm(results, directory)
     runs = []
     for row in results.done():
         planner = row.get("planning.policy-planner") or row.get("summary.planner") \
@@ -69,7 +77,9 @@ def read_runs(directory: Path) -> list[dict[str, Any]]:
             "phimax": number(row.get("greenpower.max-watts")),
             "seed": row["seed"],
             "nm": number(row.get("nm")),
+            "nm_whole": number(row.get("nm_whole")),
             "nm_unplaced": unplaced.get(str(row["run_id"])),
+            "lowered": lowered.get(str(row["run_id"]), {}),
             "cpu": number(row.get("planner_cpu_seconds")),
             "switches": number(row.get("node_switch_ons")),
             "rejected": number(row.get("leases_rejected")),
@@ -102,6 +112,55 @@ def unplaced_nm(results: Any, directory: Path) -> dict[str, float]:
                         lost += rate * length
             out[r] = lost / total if total > 0 else 0.0
     return out
+
+
+#: the factors C* is multiplied by in the sensitivity table
+LOWERED = (1.0, 0.95, 0.9, 0.8, 0.7)
+
+
+def lowered_nm(results: Any, directory: Path) -> dict[str, dict[float, tuple[float, float]]]:
+    """Each run's NM and NM whole (by run id) against its instance's C* times each factor of
+    ``LOWERED``: how a planner's NM grows as a better planner lowers C* (section 5.2's C* is
+    the best of all, the GA's in the paper)."""
+    tasks: dict[str, Any] = {}
+    groups: dict[tuple, list[str]] = defaultdict(list)
+    for row in results.done():
+        got = read_tasks(directory / str(row["run_id"]))
+        if got is not None:
+            tasks[str(row["run_id"])] = got
+            groups[instance_key(row, results.setting_columns)].append(str(row["run_id"]))
+    out: dict[str, dict[float, tuple[float, float]]] = {}
+    for run_ids in groups.values():
+        counted = frozenset().union(*(tasks[r].ran_ids for r in run_ids))
+        best = min((-len(tasks[r].ran_ids), tasks[r].last_end) for r in run_ids)[1]
+        for r in run_ids:
+            out[r] = {f: (tasks[r].nm(best * f, counted), tasks[r].nm(best * f, counted, True))
+                      for f in LOWERED}
+    return out
+
+
+def lowered_text(runs: Sequence[dict[str, Any]]) -> str:
+    """Each planner's mean NM / NM whole against C* times each factor (the GA left out),
+    ranked by NM at C*."""
+    kept = [r for r in runs if r["planner"] != "ga" and r["lowered"]]
+    planners = sorted({r["planner"] for r in kept})
+    cells: dict[str, list[str]] = {}
+    rank: dict[str, float] = {}
+    for pl in planners:
+        mine = [r["lowered"] for r in kept if r["planner"] == pl]
+        row = []
+        for f in LOWERED:
+            part = statistics.fmean(v[f][0] for v in mine)
+            whole = statistics.fmean(v[f][1] for v in mine)
+            row.append(f"{fmt(part)} / {fmt(whole)}")
+            if f == 1.0:
+                rank[pl] = part
+        cells[pl] = row
+    order = sorted(planners, key=lambda pl: (rank[pl], pl))
+    return ("mean NM / NM whole against C* x factor (a better planner, such as the GA, lowers "
+            "C*), GA left out\n"
+            + table(["planner", *(f"x{f:g}" for f in LOWERED)],
+                    [[pl, *cells[pl]] for pl in order]))
 
 
 def complete(runs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -158,6 +217,9 @@ def phi_sweep(runs: Sequence[dict[str, Any]]) -> str:
              for pl in planners if any((pl, p) in nm for p in phis)}
     lost_means = {pl: statistics.fmean([lost[(pl, p)] for p in phis if (pl, p) in lost])
                   for pl in planners if any((pl, p) in lost for p in phis)}
+    whole = mean_by(runs, ("planner", "phimax"), "nm_whole")
+    whole_means = {pl: statistics.fmean([whole[(pl, p)] for p in phis if (pl, p) in whole])
+                   for pl in planners if any((pl, p) in whole for p in phis)}
 
     def share(pl: str) -> str:
         if pl not in lost_means or means[pl] <= 0:
@@ -165,10 +227,11 @@ def phi_sweep(runs: Sequence[dict[str, Any]]) -> str:
         return f"{100 * lost_means[pl] / means[pl]:.0f}%"
 
     out += ["", "mean NM over every phi_max, best first; the part of it from tasks the "
-                "planner left unplaced, and that part's share",
-            table(["planner", "NM", "unplaced", "share"],
-                  [[pl, fmt(v), fmt(lost_means.get(pl)), share(pl)] for pl, v in
-                   sorted(means.items(), key=lambda kv: kv[1])])]
+                "planner left unplaced, and that part's share; NM whole (each task that ends "
+                "after C* counted whole)",
+            table(["planner", "NM", "unplaced", "share", "NM whole"],
+                  [[pl, fmt(v), fmt(lost_means.get(pl)), share(pl), fmt(whole_means.get(pl))]
+                   for pl, v in sorted(means.items(), key=lambda kv: kv[1])])]
     nm_all = sum(means.values())
     if nm_all > 0 and lost_means:
         out.append(f"share of NM from unplaced tasks, all planners: "
@@ -185,10 +248,12 @@ def phi_sweep(runs: Sequence[dict[str, Any]]) -> str:
     return "\n".join(out)
 
 
-def best_grid(runs: Sequence[dict[str, Any]]) -> tuple[list[float], list[float],
-                                                         dict[tuple[float, float], str]]:
-    """The planner of least mean NM at each (p_max, phi_max), the GA left out."""
-    nm = mean_by([r for r in runs if r["planner"] != "ga"], ("pmax", "phimax", "planner"), "nm")
+def best_grid(runs: Sequence[dict[str, Any]], metric: str = "nm"
+              ) -> tuple[list[float], list[float], dict[tuple[float, float], str]]:
+    """The planner of least mean NM (``metric``: ``nm`` or ``nm_whole``) at each (p_max,
+    phi_max), the GA left out."""
+    nm = mean_by([r for r in runs if r["planner"] != "ga"], ("pmax", "phimax", "planner"),
+                 metric)
     pmaxes = sorted({k[0] for k in nm})
     phis = sorted({k[1] for k in nm})
     best: dict[tuple[float, float], str] = {}
@@ -203,23 +268,27 @@ def best_grid(runs: Sequence[dict[str, Any]]) -> tuple[list[float], list[float],
 
 
 def grid_means(runs: Sequence[dict[str, Any]]) -> str:
-    """Each planner's mean NM over the grid's points (each point's mean over its instances),
-    best first, the GA left out."""
-    nm = mean_by([r for r in runs if r["planner"] != "ga"], ("planner", "pmax", "phimax"), "nm")
-    points: dict[str, list[float]] = defaultdict(list)
-    for (pl, _, _), v in nm.items():
-        points[pl].append(v)
-    means = sorted((statistics.fmean(v), pl) for pl, v in points.items())
-    n = max((len(v) for v in points.values()), default=0)
+    """Each planner's mean NM and NM whole over the grid's points (each point's mean over its
+    instances), best first by NM, the GA left out."""
+    kept = [r for r in runs if r["planner"] != "ga"]
+    means = {}
+    for metric in ("nm", "nm_whole"):
+        points: dict[str, list[float]] = defaultdict(list)
+        for (pl, _, _), v in mean_by(kept, ("planner", "pmax", "phimax"), metric).items():
+            points[pl].append(v)
+        means[metric] = {pl: statistics.fmean(v) for pl, v in points.items()}
+    n = len({(r["pmax"], r["phimax"]) for r in kept})
+    rows = [[pl, fmt(v), fmt(means["nm_whole"].get(pl))]
+            for pl, v in sorted(means["nm"].items(), key=lambda kv: (kv[1], kv[0]))]
     return (f"mean NM over the grid's {n} points, best first (GA left out)\n"
-            + table(["planner", "NM"], [[pl, fmt(v)] for v, pl in means]))
+            + table(["planner", "NM", "NM whole"], rows))
 
 
 def grid_text(pmaxes: Sequence[float], phis: Sequence[float],
-              best: dict[tuple[float, float], str]) -> str:
+              best: dict[tuple[float, float], str], label: str = "NM") -> str:
     rows = [[f"{ph:g}", *(best.get((pm, ph), "-") for pm in pmaxes)]
             for ph in reversed(phis)]
-    return ("planner of least mean NM (GA left out), phi_max down, p_max across\n"
+    return (f"planner of least mean {label} (GA left out), phi_max down, p_max across\n"
             + table(["phi\\p", *(f"{pm:g}" for pm in pmaxes)], rows))
 
 
@@ -315,12 +384,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             pmaxes, phis, best = best_grid(group)
             print(grid_text(pmaxes, phis, best))
             print()
+            print(grid_text(*best_grid(group, "nm_whole"), label="NM whole"))
+            print()
             print(grid_means(group))
+            print()
+            print(lowered_text(group))
             if args.plots:
                 plot_grid(pmaxes, phis, best, directory / "plots" / f"kassab-best-{tag}.png",
                           f"best average NM, {lengths} tasks, envelope x{scale:g}")
         else:
             print(phi_sweep(group))
+            print()
+            print(lowered_text(group))
             if args.plots:
                 plot_nm(group, directory / "plots" / f"kassab-nm-{tag}.png",
                         f"average NM, {lengths} tasks, envelope x{scale:g}")

@@ -6,6 +6,13 @@ T4 70, 245 in all.
   bs-lpt: everything ends by 10                                     NM 0
   lpt:    T4 runs 9-11: 1 s x 35 W after C*                         NM 35/245 = 0.143
   lptpn:  T2 runs 8-12: 2 s x 10 W after C*                         NM 20/245 = 0.082
+NM whole counts each task that ends after C* whole: lpt T4 (70) 0.286, lptpn T2 (40) 0.163.
+Against C* x 0.9 = 9 (the sensitivity table):
+  bs-lpt: T1 7-10 (1 s x 25 W), T4 8-10 on m1 (1 s x 35 W)   NM 60/245 = 0.245
+          (whole: T1 75 + T4 70 = 145/245 = 0.592)
+  lpt:    T1 7-10 (25), T4 9-11 (2 s x 35 W: 70)             NM 95/245 = 0.388, whole 0.592
+  lptpn:  T2 8-12 (3 s x 10 W)                               NM 30/245 = 0.122
+          (whole: T2 40/245 = 0.163)
 """
 
 from __future__ import annotations
@@ -48,12 +55,19 @@ def test_nm_on_a_three_planner_toy(tmp_path, capsys):
     out = toy_sweep(tmp_path)
     nm = {r["profile"]: r["nm"] for r in results_with_nm(out).rows}
     assert nm == {"bs-lpt": 0, "lpt": pytest.approx(35 / 245), "lptpn": pytest.approx(20 / 245)}
+    whole = {r["profile"]: r["nm_whole"] for r in results_with_nm(out).rows}
+    assert whole == {"bs-lpt": 0, "lpt": pytest.approx(70 / 245),
+                     "lptpn": pytest.approx(40 / 245)}
     assert report_command(str(out)) == 0
     assert "nm" in capsys.readouterr().out
     assert main([str(out), "--plots"]) == 0
     text = capsys.readouterr().out
     assert "phi_max    lpt  lptpn  bs-lpt" in text
     assert "     35  0.143  0.082   0.000" in text
+    assert "    lpt  0.143     0.000     0%     0.286" in text
+    assert " bs-lpt  0.000 / 0.000  0.122 / 0.592  0.245 / 0.592" in text
+    assert "    lpt  0.143 / 0.286  0.265 / 0.592  0.388 / 0.592" in text
+    assert "  lptpn  0.082 / 0.163  0.102 / 0.163  0.122 / 0.163" in text
     assert (out / "plots" / "kassab-nm-trace-x1.png").stat().st_size > 1000
 
 
@@ -65,7 +79,7 @@ def test_the_best_planner_grid_of_figs_4_and_5(tmp_path, capsys):
     Stepped envelope: lpt ends at 11 (C*, NM 0), lptpn at 12 (T2 runs 8-12: 1 s x 10 W after
     C*, NM 10/245): lpt is best. 1,000 W: both boot both machines 0-1 and start every task at
     1, ending at 5: NM 0 for both, a tie. Mean NM over the 4 points: lpt 0, lptpn
-    (2 x 10/245) / 4 = 0.020.
+    (2 x 10/245) / 4 = 0.020; NM whole (T2 counted whole, 40): (2 x 40/245) / 4 = 0.082.
     """
     (tmp_path / "tasks.csv").write_text("id,duration,watts\nT1,3,25\nT2,4,10\nT3,4,15\n"
                                         "T4,2,35\n")
@@ -94,8 +108,9 @@ def test_the_best_planner_grid_of_figs_4_and_5(tmp_path, capsys):
             "   70  lpt  lpt/lptpn\n"
             "   35  lpt  lpt/lptpn\n") in text
     assert ("mean NM over the grid's 4 points, best first (GA left out)\n"
-            "planner     NM\n"
-            "    lpt  0.000\n"
-            "  lptpn  0.020\n") in text
+            "planner     NM  NM whole\n"
+            "    lpt  0.000     0.000\n"
+            "  lptpn  0.020     0.082\n") in text
+    assert "planner of least mean NM whole (GA left out)" in text
     assert (out / "plots" / "kassab-best-trace-x1.png").stat().st_size > 1000
     assert not (out / "plots" / "kassab-nm-trace-x1.png").exists()

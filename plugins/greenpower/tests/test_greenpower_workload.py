@@ -87,6 +87,24 @@ def test_the_shipped_envelope_is_what_the_model_gives_on_pvlibs_data(tmp_path, c
     assert envelope_main(["--out", str(tmp_path), "--area", "1"]) == 2
 
 
+def test_the_hub_height_envelope_is_what_the_model_gives_at_80_m(tmp_path, capsys):
+    """etc/kassab-envelope-sand-point-80m.csv is lm-green-envelope's output at an 80 m hub.
+    The power law carries 6 m/s at 10 m to 6 x 8 ** (1/7) = 8.0755 m/s at 80 m, where the
+    curve gives 350 x 4.0755 / 6 = 237.7 W (at night: no sun). More hours reach the rated
+    speed, and a few cross the 30 m/s cut-out."""
+    out = tmp_path / "env.csv"
+    assert envelope_main(["--site", "sand-point", "--hub-height", "80", "--out", str(out)]) == 0
+    assert out.read_text() == (ROOT / "etc" / "kassab-envelope-sand-point-80m.csv").read_text()
+    assert "184.7 W on average, 14.5% of hours without power, 40.0% below 95 W" in \
+        capsys.readouterr().out
+    low, high = production("sand-point"), production("sand-point", hub_height=80)
+    assert high.mean() > low.mean() and (high < low).sum() < (high > low).sum() / 10
+    assert float(wind_power(np.array([6.0 * 8 ** (1 / 7)]), 350)[0]) == pytest.approx(237.7,
+                                                                                      abs=0.05)
+    assert envelope_main(["--out", str(tmp_path / "x.csv"), "--hub-height", "0"]) == 2
+    assert "--hub-height 0.0 is not above 0" in capsys.readouterr().err
+
+
 def test_config_doc_lists_the_options_and_planners(capsys):
     from lease_manager import cli
 
