@@ -36,9 +36,10 @@ def test_sdsc_blue_30_days_fcfs_matches_the_reference_to_the_second():
     ("conservative", 4998.8, 144939),
 ])
 def test_sdsc_blue_30_days_backfilling_cuts_the_wait(mode, avg_wait, max_wait):
-    """Backfilling cuts the average wait from 33,855.5 s by a factor of 6.8-7.8 (count-based
-    peers: about 9; node-pinned reservations explain the gap, see the README)."""
-    s = replay(f"scheduling.backfilling={mode}")
+    """Backfilling cuts the average wait from 33,855.5 s by a factor of 6.8-7.8 with
+    reservations placed when planned (count-based peers: about 9; node-pinned reservations
+    explain the gap, see the README)."""
+    s = replay(f"scheduling.backfilling={mode}", "scheduling.placement=when-planned")
     assert s["leases_completed"] == 5108
     assert round(s["avg_wait"], 1) == avg_wait
     assert s["max_wait"] == max_wait
@@ -61,6 +62,20 @@ def test_sdsc_blue_30_days_with_reservations_placed_at_start(mode, avg_wait, max
     assert s["leases_completed"] == 5108
     assert round(s["avg_wait"], 1) == avg_wait
     assert s["max_wait"] == max_wait
+
+
+@pytest.mark.parametrize("mode, avg_wait", [("off", 33855.5), ("aggressive", 4285.8)])
+def test_the_default_placement_of_an_swf_replay_is_at_start(mode, avg_wait):
+    """``placement = auto`` (the default) counts an SWF replay with no feature that needs
+    nodes chosen ahead: the at-start schedule, recorded as chosen by auto."""
+    s = replay(f"scheduling.backfilling={mode}")
+    assert s["placement"] == "at-start (auto)"
+    assert round(s["avg_wait"], 1) == avg_wait
+
+
+def test_a_power_model_keeps_auto_when_planned():
+    s = replay("tracefile.max-jobs=200", "power.pstates=2.0:100:200")
+    assert s["placement"] == "when-planned (auto: power model)"
 
 
 @pytest.mark.parametrize("mode", ["off", "aggressive", "conservative", "intermediate"])

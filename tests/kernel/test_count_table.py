@@ -423,10 +423,10 @@ def test_at_start_is_refused_where_it_cannot_serve(tmp_path):
     lwf.write_text('<?xml version="1.0"?><lease-workload name="x"><lease-requests>'
                    '</lease-requests></lease-workload>')
     for settings, words in (
-            (("power.pstates=2.4:100:200",), "[power] model"),
-            (("scheduling.policy-host-selection=looks-ahead",), "host selection"),
-            ((f"tracefile.tracefile={lwf}",), "SWF traces"),
-            ((f"tracefile.injectionfile={lwf}",), "injection file")):
+            (("power.pstates=2.4:100:200",), "(power model:"),
+            (("scheduling.policy-host-selection=looks-ahead",), "(host selection:"),
+            ((f"tracefile.tracefile={lwf}",), "(LWF trace:"),
+            ((f"tracefile.injectionfile={lwf}",), "(injection file:")):
         plugins = Plugins(entry_points=False, extra=[_Plugin()])
         config = load_config(ROOT / "etc" / "sample.ini", plugins.schema,
                              ["scheduling.placement=at-start", *settings])

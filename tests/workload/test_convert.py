@@ -171,7 +171,8 @@ def test_merge_streams_and_checks_order():
 
 
 def test_convert_command_round_trip_replays_the_same(tmp_path):
-    """SWF -> LWF -> SWF with `lease-manager convert`; replaying each gives the same schedule."""
+    """SWF -> LWF -> SWF with `lease-manager convert`; replaying each gives the same schedule
+    (with one placement named: under auto an LWF trace is placed when planned)."""
     import csv
     import subprocess
     import sys
@@ -189,7 +190,8 @@ def test_convert_command_round_trip_replays_the_same(tmp_path):
     def schedule(trace):
         out = tmp_path / f"out-{trace.name}"
         subprocess.run(cli + ["simulate", str(ini), "-q", "--out", str(out),
-                              "--set", f"tracefile.tracefile={trace}"], check=True)
+                              "--set", f"tracefile.tracefile={trace}",
+                              "--set", "scheduling.placement=when-planned"], check=True)
         with (out / "leases.csv").open() as fh:
             return [(r["submit"], r["start"], r["end"], r["vms"]) for r in csv.DictReader(fh)]
 

@@ -1,0 +1,71 @@
+"""``[scheduling] placement``: what ``auto`` chooses, and why; a named placement refused in one
+line when a feature of the run needs the other."""
+
+from __future__ import annotations
+
+import pytest
+
+from lease_manager.config.schema import load_config
+from lease_manager.errors import ConfigError
+from lease_manager.placement import NEEDS_WHEN_PLANNED, choose
+from lease_manager.plugins import Plugins
+
+from support import ROOT, TRACES
+
+SWF = TRACES / "sdsc-blue-30days.swf"
+LWF = ROOT / "tests" / "lwf" / "example.lwf"
+PLUGINS = Plugins(entry_points=False)
+
+
+def chosen(*settings: str, serve: bool = False, from_trace: bool = True, haizea: bool = False):
+    config = load_config(None, PLUGINS.schema, ["simulation.resources=4 CPU:1 Memory:1024",
+                                                f"tracefile.tracefile={SWF}", *settings])
+    config.haizea = haizea
+    return choose(config, PLUGINS, serve=serve, from_trace=from_trace)
+
+
+def test_auto_counts_an_swf_replay():
+    choice = chosen()
+    assert choice.placement == "at-start" and choice.label() == "at-start (auto)"
+
+
+@pytest.mark.parametrize("settings, kwargs, reason", [
+    ((), {"haizea": True}, "Haizea configuration"),
+    ((), {"serve": True}, "daemon"),
+    ((), {"from_trace": False}, "leases given in code"),
+    ((f"tracefile.tracefile={LWF}",), {}, "LWF trace"),
+    ((f"tracefile.injectionfile={LWF}",), {}, "injection file"),
+    (("power.pstates=2.0:100:200",), {}, "power model"),
+    (("scheduling.migration=yes",), {}, "migration"),
+    (("preparation.lease-preparation=imagetransfer",), {}, "image transfers"),
+    (("scheduling.policy-host-selection=haizea-greedy",), {}, "host selection"),
+])
+def test_auto_keeps_when_planned_for_a_feature_that_pins_nodes(settings, kwargs, reason):
+    choice = chosen(*settings, **kwargs)
+    assert choice.placement == "when-planned"
+    assert choice.label() == f"when-planned (auto: {reason})"
+    assert reason in NEEDS_WHEN_PLANNED
+
+
+def test_a_named_placement_is_the_one_that_runs():
+    assert chosen("scheduling.placement=when-planned").label() == "when-planned"
+    assert chosen("scheduling.placement=at-start").label() == "at-start"
+    # a Haizea file that names at-start gets it
+    assert chosen("scheduling.placement=at-start", haizea=True).placement == "at-start"
+
+
+@pytest.mark.parametrize("settings, kwargs, feature", [
+    (("power.pstates=2.0:100:200",), {}, "power model"),
+    ((), {"serve": True}, "daemon"),
+    ((f"tracefile.tracefile={LWF}",), {}, "LWF trace"),
+    (("scheduling.policy-host-selection=haizea-greedy",), {}, "host selection"),
+])
+def test_naming_at_start_for_a_run_it_cannot_serve_is_refused_in_one_line(settings, kwargs,
+                                                                         feature):
+    with pytest.raises(ConfigError) as err:
+        chosen("scheduling.placement=at-start", *settings, **kwargs)
+    message = str(err.value)
+    assert "\n" not in message
+    assert "[scheduling] placement" in message
+    assert f"at-start cannot serve this run ({feature}:" in message
+    assert "use when-planned or auto" in message
