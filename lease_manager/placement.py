@@ -14,11 +14,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import attrs
+import numpy as np
 
-from lease_manager.workload.lwf import is_lwf
+from lease_manager.kernel.lease import LeaseType
+from lease_manager.workload.lwf import is_lwf, read_lwf
 
 if TYPE_CHECKING:
     from lease_manager.config.schema import Config
+    from lease_manager.kernel.resources import NodeSet
     from lease_manager.plugins import Plugins
 
 AT_START = "at-start"
@@ -31,10 +34,13 @@ NEEDS_WHEN_PLANNED: dict[str, str] = {
     "Haizea configuration": "a Haizea configuration file keeps Haizea's placement",
     "daemon": "the daemon plans requests of any VM shape, advance reservations included",
     "leases given in code": "leases handed to the run in code may have several VM shapes",
-    "LWF trace": "an LWF trace may have several VM shapes, advance reservations and "
-                 "suspension with memory images on particular nodes",
+    "LWF trace": "an LWF trace with several VM shapes, advance reservations or deadline "
+                 "leases (which may preempt: suspension with memory images on particular "
+                 "nodes)",
     "injection file": "injected requests may have other VM shapes and advance reservations",
-    "power model": "node power states are planned per node ([power])",
+    "switching nodes": "node power states that switch (a node-power policy that switches "
+                       "nodes off, or initial-state = off) are planned per node",
+    "power cap": "a power cap plans boots and leases against the envelope per node",
     "several sites": "site selection has not been proven exact on counted tables",
     "migration": "migration moves memory images between particular nodes",
     "image transfers": "image transfers and caches send images to particular nodes",
@@ -57,23 +63,48 @@ class PlacementChoice:
     auto: bool
     #: under ``auto``, the feature that needs ``when-planned`` ('' for ``at-start``)
     reason: str = ""
+    #: at start: the one VM shape the site's leases have, when it is not ``[tracefile]
+    #: vm-resources`` (an LWF trace's); None: that option's
+    vm_shape: np.ndarray | None = attrs.field(default=None, eq=False)
 
     @property
     def at_start(self) -> bool:
         return self.placement == AT_START
 
     def label(self) -> str:
-        """``at-start (auto)``, ``when-planned (auto: power model)``, or the placement named."""
+        """``at-start (auto)``, ``when-planned (auto: switching nodes)``, or the placement named."""
         if not self.auto:
             return self.placement
         return f"{self.placement} (auto{': ' + self.reason if self.reason else ''})"
 
 
+def lwf_shape(leases: list) -> tuple[np.ndarray | None, str]:
+    """The one VM shape of an LWF trace's leases (None for no leases), or why counting is
+    not exact for them: at-start counts best-effort and immediate leases of one VM shape."""
+    shape: np.ndarray | None = None
+    for lease in leases:
+        where = f"the lease request at {lease.origin}" if lease.origin else f"lease {lease.id}"
+        if lease.type is LeaseType.ADVANCE_RESERVATION:
+            return None, f"{where} is an advance reservation"
+        if lease.type is LeaseType.DEADLINE:
+            return None, f"{where} is a deadline lease"
+        if lease.vms.shape_key is None:
+            return None, f"{where} has VMs of several shapes"
+        if shape is None:
+            shape = lease.vms.vectors[0]
+        elif lease.vms.shape_key != shape.tobytes():
+            return None, f"{where} has VMs of another shape than the first lease's"
+    return shape, ""
+
+
 def first_need(config: Config, plugins: Plugins, *, serve: bool, from_trace: bool,
-               named: bool = False) -> tuple[str, str]:
+               named: bool = False, nodes: NodeSet | None = None,
+               shape: list[np.ndarray] | None = None) -> tuple[str, str]:
     """The first feature of the run that needs ``when-planned``: its short name and a
     sentence saying why (``('', '')``: none, at-start is exact for the run). ``named``:
-    for a run that names ``at-start`` (the features of :data:`AUTO_ONLY` are let pass)."""
+    for a run that names ``at-start`` (the features of :data:`AUTO_ONLY` are let pass).
+    An LWF trace is read (over ``nodes``' resource types) to see whether its leases are
+    all alike; their shape is appended to ``shape`` if they are."""
     def need(name: str, detail: str = "") -> tuple[str, str]:
         return name, detail or NEEDS_WHEN_PLANNED[name]
 
@@ -83,11 +114,27 @@ def first_need(config: Config, plugins: Plugins, *, serve: bool, from_trace: boo
         return need("leases given in code")
     trace = config.get("tracefile", "tracefile")
     if from_trace and trace and Path(trace).is_file() and is_lwf(trace):
-        return need("LWF trace")
+        if nodes is None:
+            return need("LWF trace")
+        vm_shape, why = lwf_shape(read_lwf(trace, nodes.types).leases)
+        if why:
+            return need("LWF trace", why)
+        if vm_shape is not None and shape is not None:
+            shape.append(vm_shape)
     if config.get("tracefile", "injectionfile"):
         return need("injection file")
     if config.get("power", "pstates") or config.get("power", "cubic-law"):
-        return need("power model")
+        # a [power] model whose nodes stay on is counted: energy follows from the leases'
+        # nodes, chosen when they start
+        node_power = config.get("power", "policy-node-power")
+        if getattr(plugins.policy("node-power", node_power), "switches_off", True):
+            return need("switching nodes", f"node-power policy {node_power!r} switches nodes "
+                                           f"off, and node power states are planned per node")
+        if config.get("power", "initial-state") == "off":
+            return need("switching nodes", "nodes that start off are booted for the leases "
+                                           "planned on them, per node")
+        if config.get("power", "power-cap") != "none":
+            return need("power cap")
     if config.sites and not named:
         return need("several sites")
     if config.get("scheduling", "migration") != "no" and not named:
@@ -112,21 +159,25 @@ def supports_at_start(plugins: Plugins, host_selection: str) -> bool:
                         "supports_placement_at_start", False))
 
 
-def choose(config: Config, plugins: Plugins, *, serve: bool, from_trace: bool
-           ) -> PlacementChoice:
+def choose(config: Config, plugins: Plugins, *, serve: bool, from_trace: bool,
+           nodes: NodeSet | None = None) -> PlacementChoice:
     """The run's placement: the one named, or ``auto``'s choice. Naming ``at-start`` for a
-    run it cannot serve raises the configuration error naming the feature."""
+    run it cannot serve raises the configuration error naming the feature. ``nodes``: the
+    run's site (None: several sites), over whose resource types an LWF trace is read."""
     named = config.get("scheduling", "placement")
     if named == WHEN_PLANNED:
         return PlacementChoice(WHEN_PLANNED, auto=False)
     if named == AUTO and config.haizea:
         return PlacementChoice(WHEN_PLANNED, auto=True, reason="Haizea configuration")
+    shape: list[np.ndarray] = []
     name, why = first_need(config, plugins, serve=serve, from_trace=from_trace,
-                           named=named == AT_START)
+                           named=named == AT_START, nodes=nodes, shape=shape)
+    vm_shape = shape[0] if shape and not name else None
     if named == AUTO:
-        return PlacementChoice(WHEN_PLANNED if name else AT_START, auto=True, reason=name)
+        return PlacementChoice(WHEN_PLANNED if name else AT_START, auto=True, reason=name,
+                               vm_shape=vm_shape)
     if name:
         raise config.error("scheduling", "placement",
                            f"at-start cannot serve this run ({name}: {why}); use "
                            f"when-planned or auto")
-    return PlacementChoice(AT_START, auto=False)
+    return PlacementChoice(AT_START, auto=False, vm_shape=vm_shape)

@@ -101,16 +101,18 @@ class Run:
         self.trace_reader: SWFReader | None = None
         #: the sites' tables that count VMs (``placement = at-start``)
         self._counted: list[CountTable] = []
+        one_site = None if config.sites else site_nodes(config)
         #: the placement that runs, and why (``[scheduling] placement``, ``auto``'s choice)
         self.placement = placement.choose(config, self.plugins, serve=serve,
-                                          from_trace=leases is None)
+                                          from_trace=leases is None, nodes=one_site)
         #: the sites of a run with several (``[site:NAME]``; empty: one site)
         self.sites = [self._site(name) for name in config.sites]
         if self.sites:
             check_sites(self.sites)
             self.nodes, self.table = self.sites[0].nodes, self.sites[0].table
         else:
-            self.nodes = site_nodes(config)
+            assert one_site is not None
+            self.nodes = one_site
             self.table = self._new_table(config, self.nodes)
         #: what plugins see of this run
         self.ctx = self._context(config, self.nodes, self.table)
@@ -169,7 +171,9 @@ class Run:
         """The site's slot table: one that counts VMs when the run's placement is at-start."""
         if not self.placement.at_start:
             return SlotTable(nodes)
-        table: Any = CountTable(nodes, vm_vector(config, nodes), origin=0.0)
+        shape = self.placement.vm_shape   # an LWF trace's one VM shape
+        table: Any = CountTable(nodes, vm_vector(config, nodes) if shape is None else shape,
+                                origin=0.0)
         self._counted.append(table)
         return table
 

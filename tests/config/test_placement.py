@@ -15,6 +15,8 @@ from support import ROOT, TRACES
 SWF = TRACES / "sdsc-blue-30days.swf"
 LWF = ROOT / "tests" / "lwf" / "example.lwf"
 PLUGINS = Plugins(entry_points=False)
+SWITCHING = ("power.pstates=2.0:100:200", "power.policy-node-power=switch-off-idle",
+             "power.switch-on=20:150")
 
 
 def chosen(*settings: str, serve: bool = False, from_trace: bool = True, haizea: bool = False):
@@ -35,7 +37,8 @@ def test_auto_counts_an_swf_replay():
     ((), {"from_trace": False}, "leases given in code"),
     ((f"tracefile.tracefile={LWF}",), {}, "LWF trace"),
     ((f"tracefile.injectionfile={LWF}",), {}, "injection file"),
-    (("power.pstates=2.0:100:200",), {}, "power model"),
+    (SWITCHING, {}, "switching nodes"),
+    (("power.pstates=2.0:100:200", "power.power-cap=1e6"), {}, "power cap"),
     (("scheduling.migration=yes",), {}, "migration"),
     (("preparation.lease-preparation=imagetransfer",), {}, "image transfers"),
     (("scheduling.policy-host-selection=haizea-greedy",), {}, "host selection"),
@@ -47,6 +50,10 @@ def test_auto_keeps_when_planned_for_a_feature_that_pins_nodes(settings, kwargs,
     assert reason in NEEDS_WHEN_PLANNED
 
 
+def test_auto_counts_a_power_model_whose_nodes_stay_on():
+    assert chosen("power.pstates=2.0:100:200").label() == "at-start (auto)"
+
+
 def test_a_named_placement_is_the_one_that_runs():
     assert chosen("scheduling.placement=when-planned").label() == "when-planned"
     assert chosen("scheduling.placement=at-start").label() == "at-start"
@@ -55,7 +62,7 @@ def test_a_named_placement_is_the_one_that_runs():
 
 
 @pytest.mark.parametrize("settings, kwargs, feature", [
-    (("power.pstates=2.0:100:200",), {}, "power model"),
+    (SWITCHING, {}, "switching nodes"),
     ((), {"serve": True}, "daemon"),
     ((f"tracefile.tracefile={LWF}",), {}, "LWF trace"),
     (("scheduling.policy-host-selection=haizea-greedy",), {}, "host selection"),
