@@ -47,10 +47,11 @@ NEEDS_WHEN_PLANNED: dict[str, str] = {
     "malleable leases": "resizing a lease changes particular nodes' allocations",
     "offline planner": "the offline plan pins each lease on a node ahead",
     "host selection": "the host selection policy looks at nodes' future plans",
+    "annotator": "an annotator may make deadline leases or change VM shapes",
 }
 #: features that only ``auto`` avoids: a run that names ``at-start`` keeps it (leases of
 #: another VM shape are then rejected one by one, with the reason)
-AUTO_ONLY = frozenset({"leases given in code", "several sites", "migration"})
+AUTO_ONLY = frozenset({"leases given in code", "several sites", "migration", "annotator"})
 
 
 @attrs.frozen
@@ -150,6 +151,12 @@ def first_need(config: Config, plugins: Plugins, *, serve: bool, from_trace: boo
         return need("host selection", f"host selection {host_selection!r} looks at nodes' "
                                       f"future plans (it does not declare "
                                       f"supports_placement_at_start)")
+    for annotator in config.get("tracefile", "annotators"):
+        if not named and not getattr(plugins.policy("annotator", annotator),
+                                     "supports_placement_at_start", False):
+            return need("annotator", f"annotator {annotator!r} may make deadline leases or "
+                                     f"change VM shapes (it does not declare "
+                                     f"supports_placement_at_start)")
     return "", ""
 
 

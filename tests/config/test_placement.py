@@ -7,14 +7,43 @@ import pytest
 
 from lease_manager.config.schema import load_config
 from lease_manager.errors import ConfigError
+from lease_manager.hookspecs import hookimpl
+from lease_manager.kernel.lease import LeaseType
 from lease_manager.placement import NEEDS_WHEN_PLANNED, choose
 from lease_manager.plugins import Plugins
+from lease_manager.policies import Annotator
 
 from support import ROOT, TRACES
 
+
+class _Deadlines(Annotator):
+    """Makes every lease a deadline lease (as Garg et al.'s workload does some)."""
+
+    name = "deadlines"
+
+    def annotate(self, lease):
+        lease.type = LeaseType.DEADLINE
+        lease.deadline = lease.submit + 10 * lease.requested_duration
+
+
+class _Tags(Annotator):
+    """Adds an attribute only, and says so."""
+
+    name = "tags"
+    supports_placement_at_start = True
+
+    def annotate(self, lease):
+        lease.extra["tag"] = "x"
+
+
+class _Annotators:
+    @hookimpl
+    def register_policies(self):
+        return [_Deadlines, _Tags]
+
 SWF = TRACES / "sdsc-blue-30days.swf"
 LWF = ROOT / "tests" / "lwf" / "example.lwf"
-PLUGINS = Plugins(entry_points=False)
+PLUGINS = Plugins(entry_points=False, extra=[_Annotators()])
 SWITCHING = ("power.pstates=2.0:100:200", "power.policy-node-power=switch-off-idle",
              "power.switch-on=20:150")
 
@@ -42,12 +71,17 @@ def test_auto_counts_an_swf_replay():
     (("scheduling.migration=yes",), {}, "migration"),
     (("preparation.lease-preparation=imagetransfer",), {}, "image transfers"),
     (("scheduling.policy-host-selection=haizea-greedy",), {}, "host selection"),
+    (("tracefile.annotators=tags, deadlines",), {}, "annotator"),
 ])
 def test_auto_keeps_when_planned_for_a_feature_that_pins_nodes(settings, kwargs, reason):
     choice = chosen(*settings, **kwargs)
     assert choice.placement == "when-planned"
     assert choice.label() == f"when-planned (auto: {reason})"
     assert reason in NEEDS_WHEN_PLANNED
+
+
+def test_auto_counts_with_an_annotator_that_adds_attributes_only():
+    assert chosen("tracefile.annotators=tags").label() == "at-start (auto)"
 
 
 def test_auto_counts_a_power_model_whose_nodes_stay_on():
