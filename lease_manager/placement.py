@@ -41,7 +41,7 @@ NEEDS_WHEN_PLANNED: dict[str, str] = {
     "switching nodes": "node power states that switch (a node-power policy that switches "
                        "nodes off, or initial-state = off) are planned per node",
     "power cap": "a power cap plans boots and leases against the envelope per node",
-    "several sites": "site selection has not been proven exact on counted tables",
+    "several sites": "a site of several hosts no VM of the trace's one shape",
     "migration": "migration moves memory images between particular nodes",
     "image transfers": "image transfers and caches send images to particular nodes",
     "malleable leases": "resizing a lease changes particular nodes' allocations",
@@ -124,20 +124,23 @@ def first_need(config: Config, plugins: Plugins, *, serve: bool, from_trace: boo
             shape.append(vm_shape)
     if config.get("tracefile", "injectionfile"):
         return need("injection file")
-    if config.get("power", "pstates") or config.get("power", "cubic-law"):
-        # a [power] model whose nodes stay on is counted: energy follows from the leases'
-        # nodes, chosen when they start
-        node_power = config.get("power", "policy-node-power")
-        if getattr(plugins.policy("node-power", node_power), "switches_off", True):
-            return need("switching nodes", f"node-power policy {node_power!r} switches nodes "
-                                           f"off, and node power states are planned per node")
-        if config.get("power", "initial-state") == "off":
-            return need("switching nodes", "nodes that start off are booted for the leases "
-                                           "planned on them, per node")
-        if config.get("power", "power-cap") != "none":
-            return need("power cap")
+    for site_config in ([config.for_site(name) for name in config.sites] if config.sites
+                        else [config]):
+        found = _power_need(site_config, plugins)
+        if found:
+            return found
     if config.sites and not named:
-        return need("several sites")
+        # each site counts on its own table, of the trace's VM shape: every site must host one
+        from lease_manager.errors import ConfigError
+        from lease_manager.run import vm_vector
+        from lease_manager.workload.site_source import site_nodes
+
+        for name in config.sites:
+            site_config = config.for_site(name)
+            try:
+                vm_vector(site_config, site_nodes(site_config))
+            except ConfigError:
+                return need("several sites", f"site {name!r} hosts no VM of the trace's shape")
     if config.get("scheduling", "migration") != "no" and not named:
         return need("migration")
     if config.get("preparation", "lease-preparation") == "imagetransfer":
@@ -164,6 +167,25 @@ def supports_at_start(plugins: Plugins, host_selection: str) -> bool:
     """Whether the host selection policy ``host_selection`` declares at-start support."""
     return bool(getattr(plugins.policy("host-selection", host_selection),
                         "supports_placement_at_start", False))
+
+
+def _power_need(config: Config, plugins: Plugins) -> tuple[str, str] | None:
+    """What of a site's ``[power]`` needs ``when-planned`` (None: nothing). A power model
+    whose nodes stay on is counted: energy follows from the nodes leases get when they
+    start."""
+    if not (config.get("power", "pstates") or config.get("power", "cubic-law")):
+        return None
+    where = f"site {config.site_name!r}: " if config.site_name else ""
+    node_power = config.get("power", "policy-node-power")
+    if getattr(plugins.policy("node-power", node_power), "switches_off", True):
+        return "switching nodes", (f"{where}node-power policy {node_power!r} switches nodes "
+                                   f"off, and node power states are planned per node")
+    if config.get("power", "initial-state") == "off":
+        return "switching nodes", (f"{where}nodes that start off are booted for the leases "
+                                   f"planned on them, per node")
+    if config.get("power", "power-cap") != "none":
+        return "power cap", where + NEEDS_WHEN_PLANNED["power cap"]
+    return None
 
 
 def choose(config: Config, plugins: Plugins, *, serve: bool, from_trace: bool,
