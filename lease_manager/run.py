@@ -510,7 +510,17 @@ class Run:
         try:
             wall0, cpu0 = time.perf_counter(), time.process_time()
             self.start()
-            self.engine.run(progress)
+            try:
+                self.engine.run(progress)
+            except NotImplementedError as exc:
+                if not self.placement.at_start or "at-start" not in str(exc):
+                    raise
+                # a policy (a third-party one, say) asked the counting table about a node's
+                # future plan, which it does not keep
+                raise LeaseManagerError(
+                    f"placement = {self.placement.label()}: {exc} (a policy asked about "
+                    f"nodes' future plans; set [scheduling] placement = when-planned)"
+                ) from None
             summary = self.finish()
             if self.invariants is not None:
                 if self.engine.exhausted:

@@ -110,3 +110,48 @@ def test_naming_at_start_for_a_run_it_cannot_serve_is_refused_in_one_line(settin
     assert "[scheduling] placement" in message
     assert f"at-start cannot serve this run ({feature}:" in message
     assert "use when-planned or auto" in message
+
+
+class _LooksAheadProbe:
+    """A probe that asks about node 0's future plan at every cycle's end."""
+
+    kind = "probe"
+    name = "looks-ahead"
+
+    def __init__(self, ctx):
+        self.ctx = ctx
+
+    @hookimpl
+    def scheduling_cycle_end(self, ctx, now):
+        ctx.table.change_points(now, node=0)
+
+
+class _Probes:
+    @hookimpl
+    def register_policies(self):
+        return [_LooksAheadProbe]
+
+
+def test_a_policy_that_asks_about_nodes_future_under_auto_is_told_in_one_line():
+    """auto counts this SWF replay; a probe asking the table about a node's future plan (which
+    a counting table does not keep) stops the run with one line saying what to set, not a
+    traceback."""
+    from lease_manager.errors import LeaseManagerError
+    from lease_manager.run import Run
+
+    plugins = Plugins(entry_points=False, extra=[_Probes()])
+    config = load_config(ROOT / "etc" / "sample.ini", plugins.schema,
+                         ["tracefile.max-jobs=20", "accounting.probes=looks-ahead"])
+    run = Run(config, plugins)
+    with pytest.raises(LeaseManagerError) as err:
+        run.run()
+    message = str(err.value)
+    assert message.startswith("placement = at-start (auto): with placement = at-start, nodes "
+                              "have no future plan")
+    assert message.endswith("set [scheduling] placement = when-planned)")
+    assert "\n" not in message
+    # named when planned, the same probe runs
+    config = load_config(ROOT / "etc" / "sample.ini", plugins.schema,
+                         ["tracefile.max-jobs=20", "accounting.probes=looks-ahead",
+                          "scheduling.placement=when-planned"])
+    assert Run(config, plugins).run()["leases_completed"] == 20
