@@ -28,9 +28,15 @@ Workloads and targets (issue 16):
     nodes (the 200,000-lease replay takes minutes; the million, tens of them), which
     ``at-start`` avoids.
 
-(a) to (d) run with both placements (``--placement`` picks one):
-``when-planned`` (the default, Haizea's: reservations mapped to nodes when planned) and
-``at-start`` (counted reservations, nodes chosen when a lease starts).
+(e) ``--energy``: the 30-day trace with a ``[power]`` model whose idle nodes switch off after
+    5 minutes (``bench/energy.py``'s model, boots of 60 s), in the default placement (``auto``,
+    which places it when planned): every mode at most 15x the bare replayer.
+
+(a) to (d) run with both placements (``--placement`` picks one, or ``auto``, the default
+configuration's choice): ``when-planned`` (Haizea's: reservations mapped to nodes when
+planned) and ``at-start`` (counted reservations, nodes chosen when a lease starts), which
+``auto`` picks for these replays. FCFS is checked against the bare replayer lease by lease in
+each placement.
 
 Usage::
 
@@ -38,6 +44,7 @@ Usage::
     python bench/replay.py                      # (a), (b), (c): several minutes
     python bench/replay.py --scale [--million]  # (d): long
     python bench/replay.py --modes conservative --placement at-start --repeat 5
+    python bench/replay.py --quick --placement auto --energy   # the default configuration
 """
 
 from __future__ import annotations
@@ -69,6 +76,11 @@ MODES: dict[str, tuple[str, ...]] = {
 }
 LABELS = {"intermediate": "intermediate(4)"}
 PLACEMENTS = ("when-planned", "at-start")
+#: (e): bench/energy.py's power model, idle nodes switched off after 5 minutes
+ENERGY = ("power.pstates=2.4:100:200", "power.off-watts=5", "power.switch-on=60:150",
+          "power.switch-off=30:120", "power.policy-node-power=switch-off-idle",
+          "power.idle-timeout=300")
+PLACEMENT_LABELS = {"at-start": "at start", "when-planned": "planned", "auto": "default"}
 
 
 def variants(modes: list[str], placements: list[str]) -> list[tuple[str, str]]:
@@ -81,14 +93,15 @@ def settings_of(mode: str, placement: str) -> tuple[str, ...]:
 
 
 def label(mode: str, placement: str) -> str:
-    return f"{LABELS.get(mode, mode)} {'at start' if placement == 'at-start' else 'planned'}"
+    return f"{LABELS.get(mode, mode)} {PLACEMENT_LABELS[placement]}"
 
 
 #: the most a mode may cost, as a multiple of the bare replayer: workload -> backfilling
 #: mode (None: any other) -> ratio
 TARGET_RATIO: dict[str, dict[str | None, float]] = {
     "30days": {None: 10.0},
-    "full": {"intermediate": 15.0, "conservative": 30.0, None: 10.0}}
+    "full": {"intermediate": 15.0, "conservative": 30.0, None: 10.0},
+    "energy": {None: 15.0}}
 
 
 def child_env() -> dict[str, str]:
@@ -171,7 +184,7 @@ def ratio_table(title: str, workload: str, trace: Path, slots: int,
     rss: dict[tuple[str, str], list[float]] = {v: [] for v in runs}
     errors: dict[tuple[str, str], str] = {}
     leases: dict[tuple[str, str], int] = {}
-    fcfs = ""
+    fcfs: dict[str, str] = {}   # per placement: '' (not checked yet), 'ok' or what differs
     with tempfile.TemporaryDirectory(prefix="lm-bench-") as tmp:
         tmpdir = Path(tmp)
         for _ in range(repeat):
@@ -188,8 +201,9 @@ def ratio_table(title: str, workload: str, trace: Path, slots: int,
                 ratios[variant].append(m.cpu / cpu["bare"][-1])
                 rss[variant].append(m.rss_mb)
                 leases[variant] = leases_of(out)
-                if variant[0] == "off" and not fcfs:
-                    fcfs = fcfs_matches(tmpdir / "bare.csv", out / "leases.csv") or "ok"
+                if variant[0] == "off" and not fcfs.get(variant[1]):
+                    fcfs[variant[1]] = fcfs_matches(tmpdir / "bare.csv",
+                                                    out / "leases.csv") or "ok"
     bare = statistics.median(cpu["bare"])
     print(f"bare replayer: {bare:.3f} CPU-s (median of {repeat})")
     head = (f"{'mode, placement':<26} {'leases':>8} {'CPU s':>8} {'x bare':>7} "
@@ -211,8 +225,8 @@ def ratio_table(title: str, workload: str, trace: Path, slots: int,
               f"{target or 0:>6.0f}x "
               f"{1000 * c / max(leases[variant], 1):>9.3f} {statistics.median(rss[variant]):>8.1f}"
               f"  {verdict}", flush=True)
-    if any(mode == "off" for mode, _ in runs):
-        print(f"FCFS lease by lease against the bare replayer: {fcfs}")
+    for placement, verdict in fcfs.items():
+        print(f"FCFS ({placement}) lease by lease against the bare replayer: {verdict}")
 
 
 def startup(repeat: int, timeout: float) -> None:
@@ -356,8 +370,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--modes", default=",".join(MODES),
                         help=f"comma-separated backfilling modes (default: {','.join(MODES)})")
-    parser.add_argument("--placement", default="both", choices=PLACEMENTS + ("both",),
-                        help="reservations mapped when planned, at start, or both (default)")
+    parser.add_argument("--placement", default="both", choices=PLACEMENTS + ("auto", "both"),
+                        help="reservations mapped when planned, at start, auto's choice (the "
+                             "default configuration), or both named placements (default)")
+    parser.add_argument("--energy", action="store_true",
+                        help="(e): the 30-day trace with idle nodes switched off, in the "
+                             "default placement")
     parser.add_argument("--quick", action="store_true", help="only the 30-day trace")
     parser.add_argument("--full", type=Path, default=FULL_LOG,
                         help=f"the full SDSC Blue log (default: {FULL_LOG})")
@@ -402,6 +420,11 @@ def main(argv: list[str] | None = None) -> int:
                 stationary_growth(runs, 1, args.timeout)
     if args.scale:
         scale(1, args.timeout, args.million, placements)
+    if args.energy:
+        ratio_table(f"(e) {TRACE_30DAYS.name} with [power] switch-off-idle (5 min), default "
+                    f"placement", "energy", TRACE_30DAYS, 144, variants(modes, ["auto"]),
+                    ENERGY + (f"tracefile.tracefile={TRACE_30DAYS}",), args.repeat_30days,
+                    args.timeout)
     return 0
 
 

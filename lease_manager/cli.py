@@ -68,7 +68,8 @@ def _simulate(args: argparse.Namespace) -> int:
         raise TraceError("the trace holds no jobs: nothing to replay (--allow-empty writes "
                          "an empty run)", file=trace)
     run.write(out)
-    write_run_json(out, describe(run.config, args.set, run.plugins, out, args.config))
+    write_run_json(out, describe(run.config, args.set, run.plugins, out, args.config,
+                                 placement=run.placement.label()))
     if not args.quiet:
         _print_summary(summary, out)
     return 0
@@ -144,6 +145,7 @@ def _print_summary(s: dict, out: Path) -> None:
     print(f"leases: {s['leases_total']:,} submitted, {s['leases_completed']:,} completed, "
           f"{s['leases_rejected']:,} rejected, {s['leases_unfinished']:,} unfinished")
     print(trace_line(trace))
+    print(f"placement: {s['placement']}")
     for reason, n in s["rejected_by_reason"].items():
         print(f"rejected: {n:,} {reason}")
     print(f"makespan {s['makespan']:,.0f} s, average wait {s['avg_wait']:,.1f} s "
@@ -166,6 +168,8 @@ def _plugins(args: argparse.Namespace) -> int:
             print(f"    per run:  {info.per_run}")
         if info.policies:
             print(f"    policies: {'; '.join(info.policies)}")
+        if info.at_start:
+            print(f"    host selection with placement = at-start: {', '.join(info.at_start)}")
         print(f"    hooks:    {', '.join(info.hooks) or '-'}")
     return 0
 

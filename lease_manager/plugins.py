@@ -105,6 +105,8 @@ class PluginInfo:
     policies: tuple[str, ...]
     #: for a plugin that is an object of each run: which runs have it
     per_run: str = ""
+    #: its host selection policies that support ``placement = at-start``
+    at_start: tuple[str, ...] = ()
 
 
 class Plugins:
@@ -247,8 +249,12 @@ class Plugins:
             hooks = tuple(sorted(h.name for h in self.pm.get_hookcallers(plugin) or ()))
             policies = tuple(f"{kind}: {pname}" for kind, named in self.policies.items()
                              for pname, (_, owner) in sorted(named.items()) if owner == name)
+            at_start = tuple(pname for pname, (cls, owner)
+                             in sorted(self.policies.get("host-selection", {}).items())
+                             if owner == name and getattr(cls, "supports_placement_at_start",
+                                                          False))
             dist, version = self._distribution(name)
-            out.append(PluginInfo(name, dist, version, hooks, policies))
+            out.append(PluginInfo(name, dist, version, hooks, policies, at_start=at_start))
         import lease_manager
 
         for name, (target, when) in RUN_PLUGINS.items():

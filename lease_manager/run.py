@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from lease_manager import placement
 from lease_manager.config.schema import Config, load_config
 from lease_manager.context import RunContext
 from lease_manager.energy.energy_accounting import EnergyAccounting
@@ -105,14 +106,19 @@ class Run:
         self.trace_reader: SWFReader | None = None
         #: the sites' tables that count VMs (``placement = at-start``)
         self._counted: list[CountTable] = []
+        one_site = None if config.sites else site_nodes(config)
+        #: the placement that runs, and why (``[scheduling] placement``, ``auto``'s choice)
+        self.placement = placement.choose(config, self.plugins, serve=serve,
+                                          from_trace=leases is None, nodes=one_site)
         #: the sites of a run with several (``[site:NAME]``; empty: one site)
-        self.sites = [self._site(name, serve, leases is None) for name in config.sites]
+        self.sites = [self._site(name) for name in config.sites]
         if self.sites:
             check_sites(self.sites)
             self.nodes, self.table = self.sites[0].nodes, self.sites[0].table
         else:
-            self.nodes = site_nodes(config)
-            self.table = self._new_table(config, self.nodes, serve, leases is None)
+            assert one_site is not None
+            self.nodes = one_site
+            self.table = self._new_table(config, self.nodes)
         #: what plugins see of this run
         self.ctx = self._context(config, self.nodes, self.table)
         self.ctx.sites = {site.name: site.ctx for site in self.sites}
@@ -166,37 +172,15 @@ class Run:
             self._build_reallocation(config)
         self.summary: dict[str, Any] = {}
 
-    def _new_table(self, config: Config, nodes: NodeSet, serve: bool,
-                   from_trace: bool) -> SlotTable:
-        """The site's slot table: one that counts VMs with ``placement = at-start``."""
-        if config.get("scheduling", "placement") != "at-start":
+    def _new_table(self, config: Config, nodes: NodeSet) -> SlotTable:
+        """The site's slot table: one that counts VMs when the run's placement is at-start."""
+        if not self.placement.at_start:
             return SlotTable(nodes)
-        why = self._no_placement_at_start(config, serve, from_trace)
-        if why:
-            raise config.error("scheduling", "placement", f"at-start {why}")
-        table: Any = CountTable(nodes, vm_vector(config, nodes), origin=0.0)
+        shape = self.placement.vm_shape   # an LWF trace's one VM shape
+        table: Any = CountTable(nodes, vm_vector(config, nodes) if shape is None else shape,
+                                origin=0.0)
         self._counted.append(table)
         return table
-
-    def _no_placement_at_start(self, config: Config, serve: bool, from_trace: bool) -> str:
-        """Why ``placement = at-start`` cannot serve this run ('' if it can)."""
-        if serve:
-            return "is for replays: the daemon plans requests of any shape (use when-planned)"
-        if config.get("power", "pstates") or config.get("power", "cubic-law"):
-            return ("takes no [power] model: node power states are planned per node (use "
-                    "when-planned)")
-        host_selection = config.get("scheduling", "policy-host-selection")
-        if not getattr(self.plugins.policy("host-selection", host_selection),
-                       "supports_placement_at_start", False):
-            return (f"needs a host selection policy that supports it ({host_selection!r} looks "
-                    f"at nodes' future plans; greedy and no-policy do)")
-        trace = config.get("tracefile", "tracefile")
-        if from_trace and (is_lwf(trace) if trace and Path(trace).is_file() else False):
-            return ("takes SWF traces: an LWF trace may have several VM shapes and advance "
-                    "reservations (use when-planned)")
-        if config.get("tracefile", "injectionfile"):
-            return "takes no injection file: its leases may have other VM shapes (use when-planned)"
-        return ""
 
     def _build_reallocation(self, config: Config) -> None:
         """Malleable leases: the allocation policy and what carries its decisions out, with
@@ -226,10 +210,10 @@ class Run:
         return RunContext(config, nodes, table, self.metrics, lambda: self.clock.now(),
                           lambda time, fn: self.engine.call_at(time, fn))
 
-    def _site(self, name: str, serve: bool, from_trace: bool) -> Site:
+    def _site(self, name: str) -> Site:
         config = self.config.for_site(name)
         nodes = site_nodes(config)
-        table = self._new_table(config, nodes, serve, from_trace)
+        table = self._new_table(config, nodes)
         return Site(name, config, nodes, table, self._context(config, nodes, table))
 
     def _attach_energy(self, config: Config, table: SlotTable, model: PowerModel,
@@ -546,7 +530,17 @@ class Run:
         try:
             wall0, cpu0 = time.perf_counter(), time.process_time()
             self.start()
-            self.engine.run(progress)
+            try:
+                self.engine.run(progress)
+            except NotImplementedError as exc:
+                if not self.placement.at_start or "at-start" not in str(exc):
+                    raise
+                # a policy (a third-party one, say) asked the counting table about a node's
+                # future plan, which it does not keep
+                raise LeaseManagerError(
+                    f"placement = {self.placement.label()}: {exc} (a policy asked about "
+                    f"nodes' future plans; set [scheduling] placement = when-planned)"
+                ) from None
             summary = self.finish()
             if self.invariants is not None:
                 if self.engine.exhausted:
@@ -593,6 +587,7 @@ class Run:
         if self.energy is not None:
             summary.update(self.energy.summary())
         summary["trace"] = self.trace_stats.as_dict()
+        summary["placement"] = self.placement.label()
         if self.planning is not None:
             summary.update(self.planning.summary())
         if self.engine.force_released:

@@ -197,6 +197,10 @@ def test_simulate_prints_a_short_summary(runs):
     assert "makespan" in r.proc.stdout and "utilization" in r.proc.stdout
     assert str(r.out) in lines[-1]
     assert r.proc.stderr == ""
+    # the placement that ran, and why auto chose it, on one line; in both JSON files
+    assert "placement: at-start (auto)" in lines
+    assert read_summary(r.out)["placement"] == "at-start (auto)"
+    assert json.loads((r.out / "run.json").read_text())["placement"] == "at-start (auto)"
 
 
 @scenario
@@ -365,6 +369,8 @@ def test_plugins(runs):
     for policy in ("host-selection: greedy", "host-selection: no-policy", "queue: fcfs",
                    "admission: accept-all", "pricing: free"):
         assert policy in out
+    # which host selection policies support placement = at-start (haizea-greedy does not)
+    assert "    host selection with placement = at-start: greedy, no-policy\n" in out
 
 
 # ------------------------------------------------------------- empty traces, bad output paths

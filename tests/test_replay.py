@@ -20,10 +20,11 @@ def replay(*settings: str, config=SAMPLE) -> dict:
     return summary
 
 
-def test_sdsc_blue_30_days_fcfs_matches_the_reference_to_the_second():
+@pytest.mark.parametrize("placement", ["auto", "at-start", "when-planned"])
+def test_sdsc_blue_30_days_fcfs_matches_the_reference_to_the_second(placement):
     """144 nodes, one VM per requested node, no backfilling, hpc paradigm: the figures two
-    independent simulators agree on (traces/README.md)."""
-    s = replay("scheduling.backfilling=off")
+    independent simulators agree on (traces/README.md), in either placement."""
+    s = replay("scheduling.backfilling=off", f"scheduling.placement={placement}")
     assert s["leases_total"] == 5108 and s["leases_completed"] == 5108
     assert s["trace"]["jobs_skipped"] == {"run time < 0": 437}
     assert round(s["avg_wait"], 1) == 33855.5
@@ -31,14 +32,41 @@ def test_sdsc_blue_30_days_fcfs_matches_the_reference_to_the_second():
     assert s["makespan"] == 2707344
 
 
+@pytest.mark.parametrize("placement", ["at-start", "when-planned"])
+def test_sdsc_blue_30_days_fcfs_matches_the_bare_replayer_lease_by_lease(tmp_path, placement):
+    """The bench's reference (bench/bare_replayer.py, count-based FCFS with no validation):
+    every lease starts and ends when it does there, in both placements (auto counts)."""
+    import csv
+    import sys
+
+    sys.path.insert(0, str(ROOT / "bench"))
+    try:
+        import bare_replayer
+    finally:
+        sys.path.pop(0)
+    bare_replayer.replay(str(TRACES / "sdsc-blue-30days.swf"), 144, str(tmp_path / "bare.csv"))
+    with (tmp_path / "bare.csv").open() as fh:
+        bare = {r["job"]: (float(r["start"]), float(r["end"])) for r in csv.DictReader(fh)}
+    run = load_run(SAMPLE, ["scheduling.backfilling=off", f"scheduling.placement={placement}"],
+                   plugins=None)
+    run.run()
+    run.write(tmp_path / "out")
+    with (tmp_path / "out" / "leases.csv").open() as fh:
+        ours = {r["source_id"]: (float(r["start"]), float(r["end"]))
+                for r in csv.DictReader(fh)}
+    assert len(ours) == len(bare) == 5108
+    assert ours == bare
+
+
 @pytest.mark.parametrize("mode, avg_wait, max_wait", [
     ("aggressive", 4339.9, 91460),
     ("conservative", 4998.8, 144939),
 ])
 def test_sdsc_blue_30_days_backfilling_cuts_the_wait(mode, avg_wait, max_wait):
-    """Backfilling cuts the average wait from 33,855.5 s by a factor of 6.8-7.8 (count-based
-    peers: about 9; node-pinned reservations explain the gap, see the README)."""
-    s = replay(f"scheduling.backfilling={mode}")
+    """Backfilling cuts the average wait from 33,855.5 s by a factor of 6.8-7.8 with
+    reservations placed when planned (count-based peers: about 9; node-pinned reservations
+    explain the gap, see the README)."""
+    s = replay(f"scheduling.backfilling={mode}", "scheduling.placement=when-planned")
     assert s["leases_completed"] == 5108
     assert round(s["avg_wait"], 1) == avg_wait
     assert s["max_wait"] == max_wait
@@ -64,6 +92,21 @@ def test_sdsc_blue_30_days_with_reservations_placed_at_start(mode, reevaluation,
     assert s["leases_completed"] == 5108
     assert round(s["avg_wait"], 1) == avg_wait
     assert s["max_wait"] == max_wait
+
+
+@pytest.mark.parametrize("mode, avg_wait", [("off", 33855.5), ("aggressive", 4285.8)])
+def test_the_default_placement_of_an_swf_replay_is_at_start(mode, avg_wait):
+    """``placement = auto`` (the default) counts an SWF replay with no feature that needs
+    nodes chosen ahead: the at-start schedule, recorded as chosen by auto."""
+    s = replay(f"scheduling.backfilling={mode}")
+    assert s["placement"] == "at-start (auto)"
+    assert round(s["avg_wait"], 1) == avg_wait
+
+
+def test_nodes_that_switch_off_keep_auto_when_planned():
+    s = replay("tracefile.max-jobs=200", "power.pstates=2.0:100:200",
+               "power.policy-node-power=switch-off-idle", "power.switch-on=20:150")
+    assert s["placement"] == "when-planned (auto: switching nodes)"
 
 
 @pytest.mark.parametrize("mode", ["off", "aggressive", "conservative", "intermediate"])

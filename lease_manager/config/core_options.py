@@ -155,17 +155,27 @@ def core_options(policy_names: Mapping[str, tuple[str, ...]]) -> list[Option]:
         Option("scheduling", "backfilling-reservations", INTEGER, 1, minimum=1,
                maximum=MAX_COUNT, doc="""
             With `backfilling = intermediate`: how many leases may hold future reservations."""),
-        Option("scheduling", "placement", STRING, "when-planned",
-               choices=("when-planned", "at-start"), doc="""
-            When a reservation gets its nodes. `when-planned` (Haizea's): the mapper places
-            every reservation, future ones included, when it is planned, and later leases fit
-            around it node by node. `at-start` (Slurm's and Batsim's counting): a future
-            reservation holds a number of VMs and gets nodes when it starts, so a lease may
-            backfill onto any node as long as enough are left in number. `at-start` needs
-            every lease to have the trace's one VM shape (`[tracefile] vm-resources`, an SWF
-            trace) and a host selection policy that supports it (`greedy`, `no-policy`), and
-            takes neither advance reservations (they are rejected with the reason), a
-            `[power]` model, nor the daemon. It is much faster on large sites."""),
+        Option("scheduling", "placement", STRING, "auto",
+               choices=("auto", "at-start", "when-planned"), doc="""
+            When a reservation gets its nodes. `when-planned` (Haizea's): the mapper places every
+            reservation, future ones included, when it is planned, and later leases fit around it
+            node by node. `at-start` (Slurm's and Batsim's counting): a future reservation holds a
+            number of VMs and gets nodes when it starts, so a lease may backfill onto any node as
+            long as enough are left in number; it is much faster on large sites. `auto`: `at-start`
+            wherever it is exact for the run, `when-planned` where a feature needs nodes chosen
+            ahead: a Haizea configuration file, the daemon, leases given in code, an LWF trace with
+            advance reservations, deadline leases (which may preempt: suspension with memory images
+            on particular nodes) or several VM shapes (one of best-effort and immediate leases of
+            one shape is counted), an injection file, nodes that switch (a `[power]` node-power
+            policy that switches nodes off, or `initial-state = off`), a `power-cap` (each site's,
+            with several), a site that hosts no VM of the trace's shape, `migration`, image
+            transfers and caches, malleable leases, the offline planner, and a host selection policy
+            that does not declare at-start support (`lease-manager plugins` says which do), and an
+            annotator that does not declare it (it may make deadline leases). `summary.json` and
+            `run.json` record the placement that ran and why (`at-start (auto)`, `when-planned
+            (auto: switching nodes)`). A run that names `at-start` and has one of these features is
+            refused in one line naming it (leases given in code, such a site, `migration` and
+            annotators excepted: a lease of another VM shape is then rejected with the reason)."""),
         Option("scheduling", "policy-admission", STRING, "accept-all", choices=names("admission"),
                doc="Admission control policy."),
         Option("scheduling", "policy-pricing", STRING, "free", choices=names("pricing"),

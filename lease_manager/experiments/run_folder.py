@@ -99,8 +99,9 @@ def _site_options(config: Config, name: str) -> dict[str, Any]:
 
 
 def describe(config: Config, overrides: Sequence[str], plugins: Any, out: Path,
-             config_path: str | Path) -> dict[str, Any]:
-    """What ``run.json`` holds for a ``simulate`` run."""
+             config_path: str | Path, placement: str | None = None) -> dict[str, Any]:
+    """What ``run.json`` holds for a ``simulate`` run (``placement``: the one that ran, and
+    why ``auto`` chose it)."""
     trace = config.get("tracefile", "tracefile")
     args = ["lease-manager", "simulate", str(config_path)]
     for item in overrides:
@@ -116,6 +117,7 @@ def describe(config: Config, overrides: Sequence[str], plugins: Any, out: Path,
         "trace": {"path": str(Path(trace).resolve()) if trace else None,
                   "sha256": sha256(trace) if trace else None},
         "seed": config.get("simulation", "seed"),
+        **({"placement": placement} if placement is not None else {}),
         "command": " ".join(shlex.quote(a) for a in args),
     }
 

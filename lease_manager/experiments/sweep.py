@@ -87,6 +87,9 @@ def execute_run(task: dict[str, Any]) -> dict[str, Any]:
     try:
         run = load_run(task["base"], task["overrides"])
         run.run()
+        # the placement that ran (and why, under auto) is known once the run is built
+        meta = dict(task["meta"], placement=run.placement.label())
+        _write_atomic(run_dir / "run.json", json.dumps(meta, indent=2) + "\n")
         staging = run_dir / ".partial"
         run.write(staging)
         for entry in sorted(staging.iterdir()):

@@ -91,6 +91,10 @@ class Annotator(Policy):
     from ``self.ctx.rng(name)`` so that a run is reproducible from its seed."""
 
     kind = "annotator"
+    #: True for an annotator that leaves every lease's type and VMs as they are (it adds
+    #: attributes only): ``placement = auto`` may then count the run (``at-start``). One that
+    #: may make deadline leases or change VM shapes keeps it ``when-planned``
+    supports_placement_at_start = False
 
     def annotate(self, lease: Lease) -> None:
         """Set attributes of ``lease`` (usually in ``lease.extra``)."""

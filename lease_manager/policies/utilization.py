@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
     from lease_manager.kernel.lease import Lease
+    from lease_manager.kernel.reservation import Reservation
     from lease_manager.kernel.resources import ResourceTypes
     from lease_manager.kernel.slottable import SlotTable, SlotTableView
 
@@ -45,6 +46,15 @@ class Projection(NamedTuple):
     capacity: float
 
 
+def _held(res: Reservation, resource: int) -> float:
+    """How much of ``resource`` ``res`` holds over the site: on its nodes, or (a reservation
+    of a table that counts VMs, with no nodes until it starts) its VMs' total."""
+    if res.pending:
+        assert res.lease is not None
+        return float(res.pending * res.lease.vms.vectors[0][resource])
+    return float(res.amounts[:, resource].sum())
+
+
 def projected_utilization(table: SlotTable | SlotTableView, lease: Lease, now: float,
                           resource: int = 0) -> Projection:
     """The utilisation of resource ``resource`` over the lease's interval
@@ -61,11 +71,10 @@ def projected_utilization(table: SlotTable | SlotTableView, lease: Lease, now: f
     demand = float(lease.vms.total[resource])
     reservations = table.reservations_between(start, end)
     if math.isinf(end):
-        reserved = sum(float(r.amounts[:, resource].sum())
-                       for r in reservations if math.isinf(r.end))
+        reserved = sum(_held(r, resource) for r in reservations if math.isinf(r.end))
         used, span = reserved + demand, 1.0
     else:
-        reserved = sum(float(r.amounts[:, resource].sum()) * (min(r.end, end) - max(r.start, start))
+        reserved = sum(_held(r, resource) * (min(r.end, end) - max(r.start, start))
                        for r in reservations)
         span = end - start
         used = reserved + demand * span

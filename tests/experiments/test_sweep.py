@@ -331,6 +331,9 @@ def test_each_run_folder_is_complete(resumed):
     meta = json.loads((run_dir / "run.json").read_text())
     assert meta["run_id"] == "aggressive/later/seed-3" and meta["seed"] == 3
     assert meta["settings"]["scheduling.backfilling"] == "aggressive"
+    # the placement that ran, and why auto chose it, in run.json and summary.json
+    assert meta["placement"] == "at-start (auto)"
+    assert json.loads((run_dir / "summary.json").read_text())["placement"] == "at-start (auto)"
     assert {p.name for p in (run_dir / "series").iterdir()} >= {"utilization.csv",
                                                                  "queue_length.csv"}
     plan = json.loads((out / "sweep.json").read_text())

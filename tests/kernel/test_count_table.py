@@ -419,14 +419,19 @@ class _Plugin:
 
 def test_at_start_is_refused_where_it_cannot_serve(tmp_path):
     """One line naming the option and why, for each configuration it cannot serve."""
-    lwf = tmp_path / "one.lwf"
+    lwf = tmp_path / "one.lwf"   # an advance reservation
     lwf.write_text('<?xml version="1.0"?><lease-workload name="x"><lease-requests>'
-                   '</lease-requests></lease-workload>')
+                   '<lease-request arrival="00:00:00.00"><lease id="1" preemptible="no">'
+                   '<nodes><node-set numnodes="1"><res type="CPU" amount="1"/></node-set>'
+                   '</nodes><start><exact time="00:10:00.00"/></start>'
+                   '<duration time="00:10:00.00"/><software><none/></software></lease>'
+                   '</lease-request></lease-requests></lease-workload>')
     for settings, words in (
-            (("power.pstates=2.4:100:200",), "[power] model"),
-            (("scheduling.policy-host-selection=looks-ahead",), "host selection"),
-            ((f"tracefile.tracefile={lwf}",), "SWF traces"),
-            ((f"tracefile.injectionfile={lwf}",), "injection file")):
+            (("power.pstates=2.4:100:200", "power.policy-node-power=switch-off-idle",
+              "power.switch-on=20:150"), "(switching nodes:"),
+            (("scheduling.policy-host-selection=looks-ahead",), "(host selection:"),
+            ((f"tracefile.tracefile={lwf}",), "(LWF trace:"),
+            ((f"tracefile.injectionfile={lwf}",), "(injection file:")):
         plugins = Plugins(entry_points=False, extra=[_Plugin()])
         config = load_config(ROOT / "etc" / "sample.ini", plugins.schema,
                              ["scheduling.placement=at-start", *settings])

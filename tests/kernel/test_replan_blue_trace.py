@@ -23,7 +23,8 @@ def haizea_starts(reference=REFERENCE) -> list[float]:
 def starts(tmp_path, reevaluation: str) -> list[float]:
     """``etc/sample.ini`` (144 nodes, one VM per requested processor's node, aggressive
     backfilling, greedy host selection, no overheads) with ``reevaluation``."""
-    run = load_run(ROOT / "etc" / "sample.ini", [f"scheduling.reevaluation={reevaluation}"])
+    run = load_run(ROOT / "etc" / "sample.ini", [f"scheduling.reevaluation={reevaluation}",
+                                                  "scheduling.placement=when-planned"])
     run.run()
     run.write(tmp_path)
     with open(tmp_path / "leases.csv") as fh:

@@ -70,6 +70,25 @@ def test_projection_of_an_advance_reservation():
     assert p.utilization == pytest.approx(0.625)
 
 
+def test_projection_counts_a_reservation_that_holds_vms_without_nodes():
+    """placement = at-start: a future reservation holds VMs, not nodes, until it starts. The
+    same plan as test_projection_of_a_best_effort_lease, counted: A (2 VMs of CPU 100) on
+    nodes 0-1 over [0, 3600), B (1 VM of CPU 100, pending) over [1800, 7200): over
+    [0, 3600) A 200 x 3600 + B 100 x 1800 + the lease 100 x 3600 = 1,260,000 of
+    1,440,000 CPU-s: 0.875."""
+    run = make_run("scheduling.placement=at-start", "tracefile.vm-resources=CPU:100 Memory:256",
+                   reservations=False)
+    table = run.table
+    a, b = lease(vms=2), lease()
+    table.add(Reservation(a, 0, 3600, np.array([0, 1]), np.array([[100.0, 256], [100.0, 256]]),
+                          vm_nodes=(0, 1), vm_shape=a.vms.shape_key))
+    table.add(Reservation(b, 1800, 7200, np.empty(0, dtype=np.intp), np.empty((0, 0)),
+                          vm_shape=b.vms.shape_key, pending=1))
+    p = projected_utilization(run.table, lease(), now=0)
+    assert (p.reserved, p.demand, p.capacity) == (900000, 100, 400)
+    assert p.utilization == pytest.approx(0.875)
+
+
 def test_projection_starts_now_for_best_effort_and_not_before_now():
     """At now = 3000, [3000, 6600): A 200 x 600 + B 50 x 3600 + 2 x 100 x 3600 = 1,020,000
     over 1,440,000; an AR asking for a start in the past is projected from now too."""

@@ -174,8 +174,11 @@ def test_merge_streams_and_checks_order():
 
 @pytest.mark.long
 def test_convert_command_round_trip_replays_the_same(tmp_path):
-    """SWF -> LWF -> SWF with `lease-manager convert`; replaying each gives the same schedule."""
+    """SWF -> LWF -> SWF with `lease-manager convert`; replaying each gives the same schedule,
+    with reservations placed when planned and under auto, which counts all three (the LWF's
+    leases are best-effort leases of one VM shape)."""
     import csv
+    import json
     import subprocess
     import sys
 
@@ -189,14 +192,18 @@ def test_convert_command_round_trip_replays_the_same(tmp_path):
     subprocess.run(cli + ["convert", str(lwf), str(back), "-c", str(ini)], check=True,
                    capture_output=True)
 
-    def schedule(trace):
-        out = tmp_path / f"out-{trace.name}"
+    def schedule(trace, placement):
+        out = tmp_path / f"out-{trace.name}-{placement}"
         subprocess.run(cli + ["simulate", str(ini), "-q", "--out", str(out),
-                              "--set", f"tracefile.tracefile={trace}"], check=True)
+                              "--set", f"tracefile.tracefile={trace}",
+                              "--set", f"scheduling.placement={placement}"], check=True)
+        assert json.loads((out / "summary.json").read_text())["placement"] == (
+            "at-start (auto)" if placement == "auto" else placement)
         with (out / "leases.csv").open() as fh:
             return [(r["submit"], r["start"], r["end"], r["vms"]) for r in csv.DictReader(fh)]
 
-    assert schedule(swf) == schedule(lwf) == schedule(back)
+    for placement in ("when-planned", "auto"):
+        assert schedule(swf, placement) == schedule(lwf, placement) == schedule(back, placement)
 
 
 def test_converted_lwf_has_what_haizea_requires(tmp_path):

@@ -1,0 +1,212 @@
+"""Which placement a run uses: ``[scheduling] placement`` = ``auto``, ``at-start`` or
+``when-planned``.
+
+``at-start`` (:mod:`~lease_manager.kernel.count_table`) is exact only where every lease of a
+site has one VM shape and nothing needs a node chosen before a lease starts. :func:`choose`
+finds the first feature of a run that needs ``when-planned`` (:data:`NEEDS_WHEN_PLANNED`
+lists them, in the order they are looked for): ``auto`` then picks ``when-planned`` and says
+why, and a run that names ``at-start`` is refused in one line naming the feature.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import attrs
+import numpy as np
+
+from lease_manager.kernel.lease import LeaseType
+from lease_manager.workload.lwf import is_lwf, read_lwf
+
+if TYPE_CHECKING:
+    from lease_manager.config.schema import Config
+    from lease_manager.kernel.resources import NodeSet
+    from lease_manager.plugins import Plugins
+
+AT_START = "at-start"
+WHEN_PLANNED = "when-planned"
+AUTO = "auto"
+
+#: every feature that keeps a run ``when-planned`` under ``auto`` (short name: why), as
+#: ``config-doc`` and the README list them
+NEEDS_WHEN_PLANNED: dict[str, str] = {
+    "Haizea configuration": "a Haizea configuration file keeps Haizea's placement",
+    "daemon": "the daemon plans requests of any VM shape, advance reservations included",
+    "leases given in code": "leases handed to the run in code may have several VM shapes",
+    "LWF trace": "an LWF trace with several VM shapes, advance reservations or deadline "
+                 "leases (which may preempt: suspension with memory images on particular "
+                 "nodes)",
+    "injection file": "injected requests may have other VM shapes and advance reservations",
+    "switching nodes": "node power states that switch (a node-power policy that switches "
+                       "nodes off, or initial-state = off) are planned per node",
+    "power cap": "a power cap plans boots and leases against the envelope per node",
+    "several sites": "a site of several hosts no VM of the trace's one shape",
+    "migration": "migration moves memory images between particular nodes",
+    "image transfers": "image transfers and caches send images to particular nodes",
+    "malleable leases": "resizing a lease changes particular nodes' allocations",
+    "offline planner": "the offline plan pins each lease on a node ahead",
+    "host selection": "the host selection policy looks at nodes' future plans",
+    "annotator": "an annotator may make deadline leases or change VM shapes",
+}
+#: features that only ``auto`` avoids: a run that names ``at-start`` keeps it (leases of
+#: another VM shape are then rejected one by one, with the reason)
+AUTO_ONLY = frozenset({"leases given in code", "several sites", "migration", "annotator"})
+
+
+@attrs.frozen
+class PlacementChoice:
+    """The placement a run uses, and how it was chosen."""
+
+    #: ``at-start`` or ``when-planned``
+    placement: str
+    #: True when ``[scheduling] placement = auto`` chose it
+    auto: bool
+    #: under ``auto``, the feature that needs ``when-planned`` ('' for ``at-start``)
+    reason: str = ""
+    #: at start: the one VM shape the site's leases have, when it is not ``[tracefile]
+    #: vm-resources`` (an LWF trace's); None: that option's
+    vm_shape: np.ndarray | None = attrs.field(default=None, eq=False)
+
+    @property
+    def at_start(self) -> bool:
+        return self.placement == AT_START
+
+    def label(self) -> str:
+        """``at-start (auto)``, ``when-planned (auto: switching nodes)``, or the placement named."""
+        if not self.auto:
+            return self.placement
+        return f"{self.placement} (auto{': ' + self.reason if self.reason else ''})"
+
+
+def lwf_shape(leases: list) -> tuple[np.ndarray | None, str]:
+    """The one VM shape of an LWF trace's leases (None for no leases), or why counting is
+    not exact for them: at-start counts best-effort and immediate leases of one VM shape."""
+    shape: np.ndarray | None = None
+    for lease in leases:
+        where = f"the lease request at {lease.origin}" if lease.origin else f"lease {lease.id}"
+        if lease.type is LeaseType.ADVANCE_RESERVATION:
+            return None, f"{where} is an advance reservation"
+        if lease.type is LeaseType.DEADLINE:
+            return None, f"{where} is a deadline lease"
+        if lease.vms.shape_key is None:
+            return None, f"{where} has VMs of several shapes"
+        if shape is None:
+            shape = lease.vms.vectors[0]
+        elif lease.vms.shape_key != shape.tobytes():
+            return None, f"{where} has VMs of another shape than the first lease's"
+    return shape, ""
+
+
+def first_need(config: Config, plugins: Plugins, *, serve: bool, from_trace: bool,
+               named: bool = False, nodes: NodeSet | None = None,
+               shape: list[np.ndarray] | None = None) -> tuple[str, str]:
+    """The first feature of the run that needs ``when-planned``: its short name and a
+    sentence saying why (``('', '')``: none, at-start is exact for the run). ``named``:
+    for a run that names ``at-start`` (the features of :data:`AUTO_ONLY` are let pass).
+    An LWF trace is read (over ``nodes``' resource types) to see whether its leases are
+    all alike; their shape is appended to ``shape`` if they are."""
+    def need(name: str, detail: str = "") -> tuple[str, str]:
+        return name, detail or NEEDS_WHEN_PLANNED[name]
+
+    if serve:
+        return need("daemon")
+    if not from_trace and not named:
+        return need("leases given in code")
+    trace = config.get("tracefile", "tracefile")
+    if from_trace and trace and Path(trace).is_file() and is_lwf(trace):
+        if nodes is None:
+            return need("LWF trace")
+        vm_shape, why = lwf_shape(read_lwf(trace, nodes.types).leases)
+        if why:
+            return need("LWF trace", why)
+        if vm_shape is not None and shape is not None:
+            shape.append(vm_shape)
+    if config.get("tracefile", "injectionfile"):
+        return need("injection file")
+    for site_config in ([config.for_site(name) for name in config.sites] if config.sites
+                        else [config]):
+        found = _power_need(site_config, plugins)
+        if found:
+            return found
+    if config.sites and not named:
+        # each site counts on its own table, of the trace's VM shape: every site must host one
+        from lease_manager.errors import ConfigError
+        from lease_manager.run import vm_vector
+        from lease_manager.workload.site_source import site_nodes
+
+        for name in config.sites:
+            site_config = config.for_site(name)
+            try:
+                vm_vector(site_config, site_nodes(site_config))
+            except ConfigError:
+                return need("several sites", f"site {name!r} hosts no VM of the trace's shape")
+    if config.get("scheduling", "migration") != "no" and not named:
+        return need("migration")
+    if config.get("preparation", "lease-preparation") == "imagetransfer":
+        return need("image transfers")
+    if config.get("malleable", "policy-allocation") != "none":
+        return need("malleable leases")
+    if config.get("planning", "policy-planner") != "none":
+        return need("offline planner")
+    host_selection = config.get("scheduling", "policy-host-selection")
+    if not supports_at_start(plugins, host_selection):
+        return need("host selection", f"host selection {host_selection!r} looks at nodes' "
+                                      f"future plans (it does not declare "
+                                      f"supports_placement_at_start)")
+    for annotator in config.get("tracefile", "annotators"):
+        if not named and not getattr(plugins.policy("annotator", annotator),
+                                     "supports_placement_at_start", False):
+            return need("annotator", f"annotator {annotator!r} may make deadline leases or "
+                                     f"change VM shapes (it does not declare "
+                                     f"supports_placement_at_start)")
+    return "", ""
+
+
+def supports_at_start(plugins: Plugins, host_selection: str) -> bool:
+    """Whether the host selection policy ``host_selection`` declares at-start support."""
+    return bool(getattr(plugins.policy("host-selection", host_selection),
+                        "supports_placement_at_start", False))
+
+
+def _power_need(config: Config, plugins: Plugins) -> tuple[str, str] | None:
+    """What of a site's ``[power]`` needs ``when-planned`` (None: nothing). A power model
+    whose nodes stay on is counted: energy follows from the nodes leases get when they
+    start."""
+    if not (config.get("power", "pstates") or config.get("power", "cubic-law")):
+        return None
+    where = f"site {config.site_name!r}: " if config.site_name else ""
+    node_power = config.get("power", "policy-node-power")
+    if getattr(plugins.policy("node-power", node_power), "switches_off", True):
+        return "switching nodes", (f"{where}node-power policy {node_power!r} switches nodes "
+                                   f"off, and node power states are planned per node")
+    if config.get("power", "initial-state") == "off":
+        return "switching nodes", (f"{where}nodes that start off are booted for the leases "
+                                   f"planned on them, per node")
+    if config.get("power", "power-cap") != "none":
+        return "power cap", where + NEEDS_WHEN_PLANNED["power cap"]
+    return None
+
+
+def choose(config: Config, plugins: Plugins, *, serve: bool, from_trace: bool,
+           nodes: NodeSet | None = None) -> PlacementChoice:
+    """The run's placement: the one named, or ``auto``'s choice. Naming ``at-start`` for a
+    run it cannot serve raises the configuration error naming the feature. ``nodes``: the
+    run's site (None: several sites), over whose resource types an LWF trace is read."""
+    named = config.get("scheduling", "placement")
+    if named == WHEN_PLANNED:
+        return PlacementChoice(WHEN_PLANNED, auto=False)
+    if named == AUTO and config.haizea:
+        return PlacementChoice(WHEN_PLANNED, auto=True, reason="Haizea configuration")
+    shape: list[np.ndarray] = []
+    name, why = first_need(config, plugins, serve=serve, from_trace=from_trace,
+                           named=named == AT_START, nodes=nodes, shape=shape)
+    vm_shape = shape[0] if shape and not name else None
+    if named == AUTO:
+        return PlacementChoice(WHEN_PLANNED if name else AT_START, auto=True, reason=name,
+                               vm_shape=vm_shape)
+    if name:
+        raise config.error("scheduling", "placement",
+                           f"at-start cannot serve this run ({name}: {why}); use "
+                           f"when-planned or auto")
+    return PlacementChoice(AT_START, auto=False, vm_shape=vm_shape)
