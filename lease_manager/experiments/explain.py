@@ -56,12 +56,13 @@ def _say(record: dict[str, Any]) -> str:
         return f"submitted ({record['type']}, {record['vms']} VMs)"
     if d == "rejected":
         return f"rejected: {record['reason']}"
+    where = _nodes(record["nodes"]) if record.get("nodes") else \
+        "its VMs (the nodes are chosen when it starts: placement at-start)"
     if d == "reserved":
-        return (f"reserved {_nodes(record['nodes'])} from {_s(record['start'])} to "
-                f"{_s(record['end'])}")
+        return f"reserved {where} from {_s(record['start'])} to {_s(record['end'])}"
     if d in ("moved-earlier", "moved-later"):
-        return (f"moved {d.split('-')[1]}: now from {_s(record['start'])} on "
-                f"{_nodes(record['nodes'])} (it was planned at {_s(record['was'])})")
+        return (f"moved {d.split('-')[1]}: now from {_s(record['start'])} for {where} (it was "
+                f"planned at {_s(record['was'])})")
     if d == "started":
         text = f"started on {_nodes(record['nodes'])}"
         past = record.get("backfilled-past")
