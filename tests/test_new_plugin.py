@@ -21,7 +21,7 @@ from lease_manager.policies.reference import policy_reference
 from support import ROOT, env_with, pip_install_target
 
 REFERENCE = ROOT / "docs" / "reference" / "policies.md"
-README = ROOT / "README.md"
+GUIDE = ROOT / "docs" / "plugins.md"     # "Writing a policy package"
 
 
 def test_the_committed_reference_is_plugin_docs_output():
@@ -70,9 +70,9 @@ def test_new_plugin_refuses_a_bad_name_and_an_existing_folder(tmp_path, capsys):
 @pytest.mark.long
 def test_every_kinds_package_installs_and_passes_its_test(tmp_path):
     """Every kind's package, and one host-selection package changed to answer a duplicate
-    node, and the README's hand-written package, installed together offline (as
+    node, and the guide's hand-written package, installed together offline (as
     tests/test_plugins.py does): the generated tests pass; the broken policy stops a replay in
-    one line naming it and its package; the README's runs."""
+    one line naming it and its package; the guide's runs."""
     folders = [write_plugin(f"t-{kind}", kind, tmp_path / f"lm-t-{kind}")
                for kind in TEMPLATE_KINDS]
     broken = write_plugin("dup-hosts", "host-selection", tmp_path / "lm-dup-hosts")
@@ -103,7 +103,7 @@ def test_every_kinds_package_installs_and_passes_its_test(tmp_path):
                         r"'dup-hosts', package lm-dup-hosts 0\.1\.0\): order_hosts\(\) returned "
                         r"node 1 2 times for lease \d+: each node at most once\n", run.stderr)
 
-    # the README's hand-written package runs as it says
+    # the guide's hand-written package runs as it says
     good = subprocess.run([sys.executable, "-m", "lease_manager.cli", "simulate", str(ini), "-q",
                            "--out", str(tmp_path / "readme"), "--set",
                            "scheduling.policy-host-selection=fewest-leases"], env=env,
@@ -113,8 +113,8 @@ def test_every_kinds_package_installs_and_passes_its_test(tmp_path):
 
 
 def readme_package(folder):
-    """The package the README's "Policies and plugins" section writes by hand."""
-    section = README.read_text().split("## Policies and plugins", 1)[1].split("\n## ", 1)[0]
+    """The package the guide to policy packages (docs/plugins.md) writes by hand."""
+    section = GUIDE.read_text()
     blocks = dict(re.findall(r"```(?:toml|python)\n# (\S+)\n(.*?)```", section, re.S))
     assert set(blocks) == {"pyproject.toml", "lm_fewest_leases/__init__.py"}, set(blocks)
     for path, text in blocks.items():
