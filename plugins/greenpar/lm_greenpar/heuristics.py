@@ -67,13 +67,23 @@ class Reactive(GreenParPolicy):
 
     def minimum(self, lease: Lease, now: float, new: bool) -> int:
         """Fig. 2, lines 14-20: the fewest servers keeping the average speedup at SP(N)/F
-        after another epoch (a new job: as if it had run at that speed from the start)."""
+        until the next epoch starts, with a migration's worth to spare (see
+        :meth:`~.base.GreenParPolicy.sla_margin`; a new job starts with no work done)."""
         if not new:
             return self.least_servers(lease, now)
         v = 2 * self.requested(lease)
-        target = self.sla_rate(lease)
+        rate = self.sla_rate(lease)
+        work = self.total_work(lease)
+        span = self.span(now)
         options = self.options(lease, v)
-        return next((n for n, sp in options if sp >= target - 1e-12), options[-1][0])
+        for n, sp in options:
+            # as sla_margin, from no work done and no migration
+            finish = work / sp
+            margin = (work - rate * finish if finish <= span
+                      else min(0.0, (sp - rate) * span - rate * self.migration_time))
+            if margin >= -1e-6:
+                return n
+        return options[-1][0]
 
     def plan(self, now: float, running: list[Lease], new: list[Lease],
              fixed: dict[int, int] | None = None) -> dict[int, tuple[int, int]]:
@@ -85,13 +95,17 @@ class Reactive(GreenParPolicy):
         used = sum(n.values()) + sum((fixed or {}).values())
         green_servers = math.floor(self.green(now, now + self.epoch) / self.busy_watts + 1e-9)
         limit = min(green_servers, self.servers)
+        span = self.span(now)
         while used < limit:
             best = None
-            for lease, _ in jobs:
+            for lease, fresh in jobs:
                 options = dict(self.options(lease, vms[lease.id]))
                 now_n = n[lease.id]
                 bigger = 2 * now_n
                 if bigger not in options or used + now_n > limit:
+                    continue
+                # growing a running job pauses it: it must not end in that dip below its SLA
+                if not fresh and not self.keeps_sla(lease, now, bigger, vms[lease.id], span):
                     continue
                 gain = (options[bigger] - options[now_n]) / now_n
                 if gain > 0 and (best is None or gain > best[0]):

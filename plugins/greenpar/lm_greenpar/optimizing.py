@@ -120,8 +120,8 @@ class Optimizing(GreenParPolicy):
         allowed = {m for m, _ in self.options(lease, lease.vms.count)}
         if plan is not None and 0 <= k < len(plan) and plan[k] in allowed:
             n = plan[k]
-        if not self.keeps_sla(lease, now, n, lease.vms.count, self.epoch):
-            n = max(n, self.least_servers(lease, now))
+        if not self.keeps_sla(lease, now, n, lease.vms.count, self.span(now)):
+            n = self.least_servers(lease, now)
         return n
 
     def follow(self, now: float) -> list[tuple[Lease, Allocation]]:

@@ -87,6 +87,45 @@ def test_the_sla_at_its_boundary(tmp_path, slowdown, servers):
     assert r.summary["greenpar_sla_violations"] == 0
 
 
+@pytest.mark.parametrize("sp1, first, end", [(1.05, 1, 1022.5), (1.0, 2, 830.0)])
+def test_the_sla_with_migration_pauses_at_its_boundary(tmp_path, sp1, first, end):
+    """A migration pause (45 s here) makes no progress, so a job must not end in the dip it
+    makes below its SLA line (Reactive, seed 17, ended at 1.1001 F: shrunk to exactly its
+    SLA at an epoch's end, grown by green and ended 74 s after the pause). Job D (N = 2, 4
+    VMs): SP(1) = ``sp1``, SP(2) = 1.1, SP(4) = 2.0; F = 1.1, so the SLA's rate is
+    SP(2)/F = 1.0 single-server second per second.
+
+    A decision keeps the SLA until the next epoch starts with one pause's work (1.0 x 45) to
+    spare, unless the job ends before; a new job has done nothing.
+
+    - SP(1) = 1.05, 1,000 s at N (work 1,100): on 1 server it ends at 1,048 s > 900, and at
+      900 s it is ahead of its SLA line by (1.05 - 1.0) x 900 = 45, exactly the reserve: it
+      starts on 1 server. At 0:15 G = 4 (400 W): it grows 1 -> 4 (margin at its end:
+      1,100 - 1.0 x (900 + 45 + 155 / 2.0) = 77.5), pauses until 945 and does its last 155
+      at 2.0 in 77.5 s.
+
+          servers  0 ---- 1 ---- 900 pause 945 -- 4 -- 1,022.5 (<= 1,100)
+          green    0 W           400 W
+
+    - SP(1) = 1.0, 830 s at N (work 913): one server only follows the line (margin at 900:
+      0 - 45 < 0); 2 servers end it at 830 s, before 900, with 913 - 830 = 83 to spare.
+      Without the reserve (the old rule) it started on 1 server, grew to 4 at 900 with 13
+      left, paused to 945 and ended at 951.5 s > 1.1 x 830 = 913: a breach.
+
+          servers  0 ---- 2 ---- 830
+    """
+    table = speedups(tmp_path / "sp.csv", {"D": {4: {1: sp1, 2: 1.1, 4: 2.0}}})
+    solar = green(tmp_path / "g", [(0, 0), (900, 400)])
+    d = job(1, "D", 2, 1000 if sp1 == 1.05 else 830)
+    r = simulate([d], "reactive", f"greenpar.speedups={table}", "malleable.migration-time=45",
+                 solar=solar)
+    assert allocations(d)[0] == (0, first)
+    if first == 1:
+        assert allocations(d) == [(0, 1), (900, 4)]
+    assert d.end - d.start == pytest.approx(end)
+    assert r.summary["greenpar_sla_violations"] == 0
+
+
 def test_baseline_runs_every_job_as_asked(tmp_path, table):
     leases = three_jobs()
     solar = green(tmp_path / "g", [(0, 0), (900, 1400)])
