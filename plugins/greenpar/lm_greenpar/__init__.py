@@ -93,9 +93,15 @@ def register_options():
             each job's average allocation at least 1/F of the servers it asked for."""),
         Option("greenpar", "beta", FLOAT, 8.0, minimum=0, maximum=1e6, doc="""
             beta: the weight of the average run time against the brown energy cost in the
-            MILP's objective (Aggressive, Offline). A run-time hour costs beta x 0.3 kWh x
-            the brown price (GreenPar's reading: beta = 8 prices an hour like an EC2 large
-            instance)."""),
+            MILP's objective (Aggressive, Offline), a ratio: an hour of average run time
+            costs beta times the brown electricity of one server for an hour (`beta-server-
+            watts`). GreenPar's beta = 8 is $0.24 an hour of an EC2 large instance over
+            0.3 kWh x $0.1055, the electricity of a server like it."""),
+        Option("greenpar", "beta-server-watts", FLOAT, 0.0, minimum=0, maximum=1e6, doc="""
+            The watts of the server whose electricity is beta's unit: an hour of average run
+            time costs beta x these watts x 1 h x the brown price. 0: a busy server of the
+            site (`[power] pstates`; GreenPar's Parasol: 30 W). 300 gives our earlier reading
+            (0.3 kWh, the EC2-like server of beta's derivation), ten times the run-time term."""),
         Option("greenpar", "speedups", PATH, "", doc="""
             A CSV file of speedup profiles `app,vms,servers,speedup` (SP(n, v) relative to
             one server); empty: the shipped NPB-like table (`lm_greenpar/data/speedups.csv`,

@@ -9,12 +9,16 @@ over the jobs (leases annotated by ``greenpar-apps``) that finished:
 - ``greenpar_resizes`` (reconfigurations) and ``greenpar_avg_servers`` (time-weighted);
 - ``greenpar_sla_violations``: jobs whose run time exceeds F times their run time at the
   requested allocation, and ``greenpar_allocation_sla_violations``: jobs whose average
-  allocation fell below N/F (Nebulous' SLA).
+  allocation fell below N/F (Nebulous' SLA);
+- ``greenpar_beta_server_watts``: the server whose electricity prices a run-time hour in
+  the objective (``[greenpar] beta-server-watts``).
 """
 
 from __future__ import annotations
 
 from lease_manager import Lease, LeaseState, Policy, hookimpl
+
+from .base import beta_server_watts
 
 #: seconds of slack on the SLA check (rounding of event times)
 TOLERANCE = 1e-6
@@ -29,6 +33,7 @@ class GreenParAccounting(Policy):
     def __init__(self, ctx):
         super().__init__(ctx)
         self.slowdown: float = ctx.config.get("greenpar", "slowdown")
+        self.beta_watts = beta_server_watts(ctx)
         self.jobs = 0
         self.runtime = 0.0
         self.vms = 0
@@ -66,4 +71,5 @@ class GreenParAccounting(Policy):
                 "greenpar_vms": self.vms, "greenpar_resizes": self.resizes,
                 "greenpar_avg_servers": self.server_seconds / max(self.runtime, 1e-9),
                 "greenpar_sla_violations": self.violations,
-                "greenpar_allocation_sla_violations": self.allocation_violations}
+                "greenpar_allocation_sla_violations": self.allocation_violations,
+                "greenpar_beta_server_watts": self.beta_watts}

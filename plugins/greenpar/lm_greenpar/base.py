@@ -219,3 +219,18 @@ def mean_over(series, start: float, end: float) -> float:
     cuts = np.concatenate([[start], series.breakpoints(start, end), [end]])
     values = series.at(cuts[:-1])
     return float(np.dot(values, np.diff(cuts)) / (end - start))
+
+
+def beta_server_watts(ctx) -> float:
+    """The watts of the server whose electricity cost is the unit of beta x AvgRuntime in
+    GreenPar's objective (1): ``[greenpar] beta-server-watts``, or (0) a busy server of the
+    site. GreenPar's beta = 8 is a ratio, $0.24 an hour of an EC2 instance over the
+    electricity of a server like it for that hour (0.3 kWh x $0.1055); the brown cost it is
+    added to counts the site's own servers, so a run-time hour costs beta times the
+    electricity of one of them for an hour."""
+    watts = float(ctx.config.get("greenpar", "beta-server-watts"))
+    if watts > 0:
+        return watts
+    power = ctx.power
+    return float(power.full[0, power.top_level]) if power is not None else 0.0
+

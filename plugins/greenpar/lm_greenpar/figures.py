@@ -10,8 +10,9 @@ setting the tool prints, per policy, the means over seeds of
   offline runs (Fig. 7's left axis), else to ``baseline``;
 - brown energy and average run time against ``baseline`` (% change: negative is a saving;
   Fig. 7's right axis is the run-time reduction, i.e. minus this);
-- GreenPar's objective (1) as the MILP prices it (brown cost + beta x 0.3 kWh x the brown
-  price x the average run time in hours), SLA violations and resizes.
+- GreenPar's objective (1) as the MILP prices it (brown cost + beta x the kWh of one server
+  in an hour x the brown price x the average run time in hours), SLA violations and
+  resizes.
 
 With ``--plots`` it draws ``DIR/plots/greenpar-fig7-SETTING.png`` (bars as Fig. 7).
 """
@@ -59,10 +60,11 @@ def read_runs(directory: Path) -> list[dict[str, Any]]:
         brown_kwh = float(summary.get("brown_joules", 0.0)) / 3.6e6
         price = float(summary.get("energy_cost", 0.0)) / brown_kwh if brown_kwh else 0.0
         runtime_h = float(summary.get("greenpar_avg_runtime", math.nan)) / 3600
-        # GreenPar's objective (1), as the MILP prices it: brown cost + beta x 0.3 kWh x
-        # the brown price x the average run time in hours
+        # GreenPar's objective (1), as the MILP prices it: brown cost + beta x a server's
+        # kWh in an hour x the brown price x the average run time in hours
+        kw = float(summary.get("greenpar_beta_server_watts", math.nan)) / 1000
         summary["greenpar_objective"] = (float(summary.get("energy_cost", 0.0))
-                                         + config.get("greenpar", "beta") * 0.3 * price
+                                         + config.get("greenpar", "beta") * kw * price
                                          * runtime_h)
         runs.append({"policy": config.get("malleable", "policy-allocation"),
                      "setting": setting, "seed": meta.get("seed"), "summary": summary})

@@ -21,11 +21,8 @@ import math
 
 from lease_manager import Allocation, Lease, hookimpl
 
-from .base import GreenParPolicy, mean_over
+from .base import GreenParPolicy, beta_server_watts, mean_over
 from .milp import Job, Problem, Solution, epochs_needed, solve
-
-#: hours of the EC2-like price GreenPar gives a run-time hour: beta x 0.3 kWh x brown price
-KWH_PER_RUNTIME_HOUR = 0.3
 
 
 class Optimizing(GreenParPolicy):
@@ -35,6 +32,8 @@ class Optimizing(GreenParPolicy):
         super().__init__(ctx)
         self.beta: float = ctx.config.get("greenpar", "beta")
         self.gap: float = ctx.config.get("greenpar", "mip-gap")
+        #: watts of the server whose electricity prices a run-time hour (beta's unit)
+        self.runtime_watts = beta_server_watts(ctx)
         self.plan_t0 = 0.0
         self.plan: dict[int, list[int]] = {}
         self.plan_vms: dict[int, int] = {}
@@ -69,7 +68,7 @@ class Optimizing(GreenParPolicy):
                        base_watts=self.idle_watts * self.servers,
                        server_watts=self.busy_watts - self.idle_watts,
                        migration_joules=self.migration_energy, capacity=self.servers,
-                       beta_cost=self.beta * KWH_PER_RUNTIME_HOUR * mean_price,
+                       beta_cost=self.beta * self.runtime_watts / 1000 * mean_price,
                        first_length=first_length)
 
     def job_running(self, lease: Lease, now: float) -> Job:
