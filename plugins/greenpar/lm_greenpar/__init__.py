@@ -117,6 +117,12 @@ def register_options():
             first range that holds it, Table-2 style; the job asks for cores / 2 dual-core
             servers and runs 2 VMs per server. The default suits SDSC Blue Horizon's 8-way
             nodes (GreenPar's Intrepid map is `256-512:4 1024-2048:8 4096:16 *:32`)."""),
+        Option("greenpar", "resize-interval", DURATION, 0.0, maximum=MAX_SECONDS, doc="""
+            A running job's servers change at most once in this many seconds (0: at every
+            decision). GreenPar's experiments migrated VMs at most once an (accelerated)
+            hour: 3600. A job whose SLA would break before the next epoch changes anyway
+            (counted in `greenpar_forced_resizes`); Aggressive's MILP keeps a job changed
+            too recently at its servers until it may change."""),
         Option("greenpar", "solve-time-limit", DURATION, 30.0, maximum=MAX_SECONDS, doc="""
             Aggressive: the longest one MILP solve may take (wall-clock seconds); a solve that
             hits it uses the best plan found and is counted (`greenpar_solves_time_limited`).

@@ -23,6 +23,7 @@ from lease_manager import (
     Lease,
     LeaseState,
     VMRequest,
+    hookimpl,
 )
 
 from .speedups import SpeedupProfiles
@@ -52,6 +53,10 @@ class GreenParPolicy(AllocationPolicy):
         self.busy_watts = float(power.full[0, power.top_level])
         self.idle_watts = float(power.idle[0])
         self.power = power
+        #: a running job's allocation changes at most once in this many seconds (0: no limit)
+        self.resize_interval: float = cfg.get("greenpar", "resize-interval")
+        #: changes made within the interval because the SLA needed them
+        self.forced_resizes = 0
         #: decisions made at an arrival for the running jobs, carried out at that instant
         self._stored: tuple[float, dict[int, tuple[int, int]]] | None = None
 
@@ -158,8 +163,35 @@ class GreenParPolicy(AllocationPolicy):
 
     def span(self, now: float) -> float:
         """The seconds a decision at ``now`` must keep the SLA for: to the next epoch's start
-        (at an epoch's start, the whole epoch), where every policy decides again."""
+        (at an epoch's start, the whole epoch), where every policy decides again; with a
+        ``resize-interval``, to the first epoch's start at least that long after ``now``, when
+        a job changed now may change again."""
+        k = math.floor(now / self.epoch + 1e-9) + 1
+        if self.resize_interval > 0:
+            k = max(k, math.ceil((now + self.resize_interval) / self.epoch - 1e-9))
+        return k * self.epoch - now
+
+    def to_next_epoch(self, now: float) -> float:
+        """Seconds from ``now`` to the next epoch's start (a whole epoch at one's start)."""
         return (math.floor(now / self.epoch + 1e-9) + 1) * self.epoch - now
+
+    def must_change(self, lease: Lease, now: float) -> bool:
+        """Would the running job break its SLA if it kept its allocation until the next
+        epoch starts?"""
+        return not self.keeps_sla(lease, now, self.nodes(lease), lease.vms.count,
+                                  self.to_next_epoch(now))
+
+    @staticmethod
+    def last_resize(lease: Lease) -> float:
+        """When the job's allocation last changed (its start is not a change)."""
+        m = lease.malleable
+        assert m is not None
+        return m.history[-1][0] if len(m.history) > 1 else -math.inf
+
+    def may_resize(self, lease: Lease, now: float) -> bool:
+        """Has the running job's allocation held for ``[greenpar] resize-interval``?"""
+        return (self.resize_interval <= 0
+                or now - self.last_resize(lease) >= self.resize_interval - 1e-6)
 
     def least_servers(self, lease: Lease, now: float, span: float | None = None) -> int:
         """The fewest servers that keep the SLA until the next epoch starts (``span``), or,
@@ -192,14 +224,27 @@ class GreenParPolicy(AllocationPolicy):
         return forecast.next_issue(now) if forecast is not None else math.inf
 
     # ------------------------------------------------------------------ decisions
-    def decisions(self, wanted: dict[int, tuple[int, int]], leases: Iterable[Lease]
-                  ) -> list[tuple[Lease, Allocation]]:
-        """Allocations for the jobs whose (servers, VMs) change."""
+    def resize_summary(self) -> dict[str, int]:
+        return {"greenpar_forced_resizes": self.forced_resizes}
+
+    @hookimpl
+    def collect_summary(self):
+        return self.resize_summary()
+
+    def decisions(self, wanted: dict[int, tuple[int, int]], leases: Iterable[Lease],
+                  now: float) -> list[tuple[Lease, Allocation]]:
+        """Allocations for the jobs whose (servers, VMs) change. A job changed less than
+        ``resize-interval`` ago keeps its allocation, unless it would then break its SLA
+        (counted in ``greenpar_forced_resizes``)."""
         out = []
         for lease in leases:
             if lease.id in wanted:
                 n, v = wanted[lease.id]
                 if n != self.nodes(lease) or v != lease.vms.count:
+                    if not self.may_resize(lease, now):
+                        if not self.must_change(lease, now):
+                            continue
+                        self.forced_resizes += 1
                     out.append((lease, self.shape(lease, n, v)))
         return out
 

@@ -63,7 +63,7 @@ class Reactive(GreenParPolicy):
     def reallocate(self, now, reasons):
         running = self.running()
         plan = self.stored(now) or self.plan(now, running, [])
-        return self.decisions(plan, running)
+        return self.decisions(plan, running, now)
 
     def minimum(self, lease: Lease, now: float, new: bool) -> int:
         """Fig. 2, lines 14-20: the fewest servers keeping the average speedup at SP(N)/F
@@ -91,6 +91,12 @@ class Reactive(GreenParPolicy):
         are neither, already decided)."""
         jobs = [(l, False) for l in running] + [(l, True) for l in new]
         n = {l.id: self.minimum(l, now, fresh) for l, fresh in jobs}
+        # a running job changed less than resize-interval ago keeps its servers (unless its
+        # SLA needs more) and does not grow
+        held = {l.id for l, fresh in jobs if not fresh and not self.may_resize(l, now)}
+        for lease, _ in jobs:
+            if lease.id in held and not self.must_change(lease, now):
+                n[lease.id] = self.nodes(lease)
         vms = {l.id: (l.vms.count if not fresh else 2 * self.requested(l)) for l, fresh in jobs}
         used = sum(n.values()) + sum((fixed or {}).values())
         green_servers = math.floor(self.green(now, now + self.epoch) / self.busy_watts + 1e-9)
@@ -102,7 +108,7 @@ class Reactive(GreenParPolicy):
                 options = dict(self.options(lease, vms[lease.id]))
                 now_n = n[lease.id]
                 bigger = 2 * now_n
-                if bigger not in options or used + now_n > limit:
+                if bigger not in options or used + now_n > limit or lease.id in held:
                     continue
                 # growing a running job pauses it: it must not end in that dip below its SLA
                 if not fresh and not self.keeps_sla(lease, now, bigger, vms[lease.id], span):
@@ -194,12 +200,18 @@ class Nebulous(GreenParPolicy):
                 return n
         return self.options(lease, v)[-1][0]
 
+    def must_change(self, lease: Lease, now: float) -> bool:
+        """Nebulous' SLA is its allocation floor."""
+        return self.floor(lease, now) > self.nodes(lease)
+
     def reallocate(self, now, reasons):
         running = self.running()
         if not running:
             return []
         n = {l.id: max(self.nodes(l), self.floor(l, now)) for l in running}
-        allowed = {l.id: [k for k, _ in self.options(l, l.vms.count)] for l in running}
+        # jobs changed less than resize-interval ago keep their servers (above their floor)
+        allowed = {l.id: ([k for k, _ in self.options(l, l.vms.count)]
+                          if self.may_resize(l, now) else [n[l.id]]) for l in running}
 
         def slack(l: Lease) -> float:
             elapsed = max(self.elapsed(l, now), 1.0)
@@ -232,7 +244,7 @@ class Nebulous(GreenParPolicy):
                         used -= half
                         shrank = True
         return self.decisions({i: (k, l.vms.count) for l in running
-                               for i, k in [(l.id, n[l.id])]}, running)
+                               for i, k in [(l.id, n[l.id])]}, running, now)
 
 
 def _mean_forecast(policy: GreenParPolicy, issued: float, start: float, end: float) -> float:

@@ -77,7 +77,17 @@ class Optimizing(GreenParPolicy):
         return Job(lease.id, tuple((n, v, sp) for n, sp in self.options(lease, v)),
                    work=max(self.total_work(lease) - done, 1e-6), done=done,
                    elapsed=self.elapsed(lease, now), sla_rate=self.sla_rate(lease),
-                   current=self.nodes(lease), slowdown=self.slowdown)
+                   current=self.nodes(lease), slowdown=self.slowdown,
+                   hold=self.hold(lease, now))
+
+    def hold(self, lease: Lease, now: float) -> int:
+        """The epochs of a problem solved at ``now`` (the first from ``now`` to the next
+        epoch's start) that start before the running job may change again."""
+        if self.may_resize(lease, now):
+            return 0
+        free_at = self.last_resize(lease) + self.resize_interval
+        second = self.grid(now) + self.epoch
+        return 1 + max(0, math.ceil((free_at - second) / self.epoch - 1e-9))
 
     def job_new(self, lease: Lease, first: int = 0, first_length: float | None = None,
                 vms: int | None = None) -> Job:
@@ -119,6 +129,8 @@ class Optimizing(GreenParPolicy):
         allowed = {m for m, _ in self.options(lease, lease.vms.count)}
         if plan is not None and 0 <= k < len(plan) and plan[k] in allowed:
             n = plan[k]
+        if not self.may_resize(lease, now) and not self.must_change(lease, now):
+            return current
         if not self.keeps_sla(lease, now, n, lease.vms.count, self.span(now)):
             n = self.least_servers(lease, now)
         return n
@@ -126,11 +138,12 @@ class Optimizing(GreenParPolicy):
     def follow(self, now: float) -> list[tuple[Lease, Allocation]]:
         running = self.running()
         return self.decisions({l.id: (self.planned(l, now), l.vms.count) for l in running},
-                              running)
+                              running, now)
 
     @hookimpl
     def collect_summary(self):
-        return {"greenpar_solves": self.solves, "greenpar_solves_time_limited": self.limited,
+        return {**self.resize_summary(), "greenpar_solves": self.solves,
+                "greenpar_solves_time_limited": self.limited,
                 "greenpar_solves_failed": self.failed,
                 "greenpar_solver_cpu_seconds": round(self.solver_seconds, 3),
                 "greenpar_sla_slack": self.slack}

@@ -126,6 +126,41 @@ def test_the_sla_with_migration_pauses_at_its_boundary(tmp_path, sp1, first, end
     assert r.summary["greenpar_sla_violations"] == 0
 
 
+@pytest.mark.parametrize("interval", [0, 3600])
+def test_reactive_changes_a_job_at_most_once_an_hour(tmp_path, table, interval):
+    """GreenPar's experiments migrated VMs at most once an (accelerated) hour
+    (``resize-interval = 3600``). Job A alone (N = 2, 4 VMs: SP 1.0, 2.0, 3.6 on 1, 2, 4
+    servers), 4 h at N (work 28,800), F = 1.1 (SLA rate 1.818); green 400 W (G = 4) in
+    0:15-0:30 only. With the limit a decision keeps the SLA until the first epoch's start an
+    hour on (3,600 s), when the job may change again (its start is not a change).
+
+    0:00  2 servers (1 server falls behind the line at once).
+    0:15  G = 4: 2 -> 4 (the gain 0.8 per server; 1,800 + 3.6 x 3,600 >= 1.818 x 4,500).
+    Without the limit, 0:30: no green, 1 server keeps the SLA over the epoch (5,040 + 900
+    >= 1.818 x 2,700 = 4,909): 4 -> 1. With it, A keeps 4 servers until 1:15 (4,500 s),
+    where it has done 1,800 + 3.6 x 3,600 = 14,760 and 1 server keeps the SLA over the
+    next hour (14,760 + 3,600 >= 1.818 x 8,100 = 14,727): 4 -> 1. At 2:15 (8,100) 1 server
+    still keeps it (21,960 >= 21,273), at 2:30 (9,000) no longer (22,860 < 22,909): 1 -> 2.
+    At 3:30 (12,600) 26,460 are done: the last 2,340 on 1 server end at 14,940 s, with
+    28,800 >= 1.818 x 14,940 = 27,164: 2 -> 1.
+
+    servers   0:00  0:15  0:30  1:15  2:30  3:30   end
+    no limit   2     4     1    ...
+    1 h        2     4     4     1     2     1     14,940 (<= 1.1 x 14,400 = 15,840)
+    """
+    solar = green(tmp_path / "g", [(0, 0), (900, 400), (1800, 0)])
+    a = job(1, "A", 2, 4 * 3600)
+    r = simulate([a], "reactive", f"greenpar.speedups={table}",
+                 f"greenpar.resize-interval={interval}", solar=solar)
+    if interval:
+        assert allocations(a) == [(0, 2), (900, 4), (4500, 1), (9000, 2), (12600, 1)]
+        assert a.end == pytest.approx(14940)
+        assert r.summary["greenpar_forced_resizes"] == 0
+    else:
+        assert allocations(a)[:3] == [(0, 2), (900, 4), (1800, 1)]
+    assert r.summary["greenpar_sla_violations"] == 0
+
+
 def test_baseline_runs_every_job_as_asked(tmp_path, table):
     leases = three_jobs()
     solar = green(tmp_path / "g", [(0, 0), (900, 1400)])
