@@ -11,7 +11,8 @@ over the jobs (leases annotated by ``greenpar-apps``) that finished:
   requested allocation, and ``greenpar_allocation_sla_violations``: jobs whose average
   allocation fell below N/F (Nebulous' SLA);
 - ``greenpar_beta_server_watts``: the server whose electricity prices a run-time hour in
-  the objective (``[greenpar] beta-server-watts``).
+  the objective (``[greenpar] beta-server-watts``), and ``greenpar_sleep_watts``, the site
+  with every server asleep (what ``lm-greenpar-figures`` counts after a run's end).
 """
 
 from __future__ import annotations
@@ -34,6 +35,8 @@ class GreenParAccounting(Policy):
         super().__init__(ctx)
         self.slowdown: float = ctx.config.get("greenpar", "slowdown")
         self.beta_watts = beta_server_watts(ctx)
+        power = ctx.power
+        self.sleep_watts = float(power.idle.sum()) if power is not None else 0.0
         self.jobs = 0
         self.runtime = 0.0
         self.vms = 0
@@ -72,4 +75,5 @@ class GreenParAccounting(Policy):
                 "greenpar_avg_servers": self.server_seconds / max(self.runtime, 1e-9),
                 "greenpar_sla_violations": self.violations,
                 "greenpar_allocation_sla_violations": self.allocation_violations,
-                "greenpar_beta_server_watts": self.beta_watts}
+                "greenpar_beta_server_watts": self.beta_watts,
+                "greenpar_sleep_watts": self.sleep_watts}

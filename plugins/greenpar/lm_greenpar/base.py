@@ -219,6 +219,12 @@ class GreenParPolicy(AllocationPolicy):
             return 0.0
         return mean_over(series, start, end)
 
+    def servers_powered(self, watts: float) -> int:
+        """How many busy servers ``watts`` of green power covers (GreenPar's G): the site's
+        servers all draw their sleeping watts, and each busy one its busy watts above that."""
+        spare = watts - self.idle_watts * self.servers
+        return max(0, math.floor(spare / (self.busy_watts - self.idle_watts) + 1e-9))
+
     def next_event(self, now: float) -> float:
         forecast = self.power.forecast
         return forecast.next_issue(now) if forecast is not None else math.inf

@@ -99,7 +99,7 @@ class Reactive(GreenParPolicy):
                 n[lease.id] = self.nodes(lease)
         vms = {l.id: (l.vms.count if not fresh else 2 * self.requested(l)) for l, fresh in jobs}
         used = sum(n.values()) + sum((fixed or {}).values())
-        green_servers = math.floor(self.green(now, now + self.epoch) / self.busy_watts + 1e-9)
+        green_servers = self.servers_powered(self.green(now, now + self.epoch))
         limit = min(green_servers, self.servers)
         span = self.span(now)
         while used < limit:
@@ -169,8 +169,8 @@ class Nebulous(GreenParPolicy):
         if estimate is not None and free >= 2 * n and 4 * n in dict(
                 self.profiles.options(str(lease.extra["app"]), 4 * n)):
             busy = sum(self.nodes(l) for l in self.running()) + sum(self._arrived.values())
-            surplus = self.green_min(now, now + estimate) - busy * self.busy_watts
-            if surplus >= 2 * n * self.busy_watts and 2 * n <= self.servers:
+            powered = self.servers_powered(self.green_min(now, now + estimate))
+            if powered - busy >= 2 * n and 2 * n <= self.servers:
                 k, v = 2 * n, 4 * n
         self._arrived[lease.id] = k
         return self.shape(lease, k, v)
@@ -217,7 +217,7 @@ class Nebulous(GreenParPolicy):
             elapsed = max(self.elapsed(l, now), 1.0)
             return self.allocation_so_far(l, now) / elapsed / self.requested(l)
 
-        green_servers = math.floor(self.green(now, now + self.epoch) / self.busy_watts + 1e-9)
+        green_servers = self.servers_powered(self.green(now, now + self.epoch))
         used = sum(n.values())
         if used < green_servers:
             order = sorted(running, key=lambda l: (self.hint(l), slack(l), l.id))

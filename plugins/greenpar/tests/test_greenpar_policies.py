@@ -161,6 +161,19 @@ def test_reactive_changes_a_job_at_most_once_an_hour(tmp_path, table, interval):
     assert r.summary["greenpar_sla_violations"] == 0
 
 
+@pytest.mark.parametrize("idle, grown", [(0, True), (10, False)])
+def test_green_covers_the_sleeping_servers_first(tmp_path, table, idle, grown):
+    """G, the servers the predicted green power can run, counts the site's 16 servers
+    drawing their sleeping watts: G = (green - 16 x idle) / (busy - idle). Job A (N = 2,
+    SP 1.0, 2.0, 3.6 on 1, 2, 4 servers), 480 W from 0:15. Sleeping at 0 W: G = 480 / 100 = 4,
+    and A grows 2 -> 4 at 0:15. Sleeping at 10 W: G = (480 - 160) / 90 = 3.6 -> 3 < 4: A
+    stays on 2 (growing would draw 160 + 4 x 90 = 520 W, 40 W of it brown)."""
+    solar = green(tmp_path / "g", [(0, 0), (900, 480)])
+    a = job(1, "A", 2, 3600)
+    simulate([a], "reactive", f"greenpar.speedups={table}", watts=f"{idle}:100", solar=solar)
+    assert allocations(a) == ([(0, 2), (900, 4)] if grown else [(0, 2)])
+
+
 def test_baseline_runs_every_job_as_asked(tmp_path, table):
     leases = three_jobs()
     solar = green(tmp_path / "g", [(0, 0), (900, 1400)])
