@@ -34,9 +34,6 @@ class GreenParAccounting(Policy):
     def __init__(self, ctx):
         super().__init__(ctx)
         self.slowdown: float = ctx.config.get("greenpar", "slowdown")
-        self.beta_watts = beta_server_watts(ctx)
-        power = ctx.power
-        self.sleep_watts = float(power.idle.sum()) if power is not None else 0.0
         self.jobs = 0
         self.runtime = 0.0
         self.vms = 0
@@ -75,5 +72,7 @@ class GreenParAccounting(Policy):
                 "greenpar_avg_servers": self.server_seconds / max(self.runtime, 1e-9),
                 "greenpar_sla_violations": self.violations,
                 "greenpar_allocation_sla_violations": self.allocation_violations,
-                "greenpar_beta_server_watts": self.beta_watts,
-                "greenpar_sleep_watts": self.sleep_watts}
+                # the power model is the run's once it has started (not yet when probes are made)
+                "greenpar_beta_server_watts": beta_server_watts(self.ctx),
+                "greenpar_sleep_watts": (float(self.ctx.power.idle.sum())
+                                         if self.ctx.power is not None else 0.0)}

@@ -38,8 +38,10 @@ import numpy as np
 
 from lease_manager import LeaseManagerError
 from lease_manager.config.schema import load_config
+from lease_manager.energy.power_model import power_model_from_config
 from lease_manager.energy.series import StepSeries, read_step_series
 from lease_manager.plugins import Plugins
+from lease_manager.workload.site_source import site_nodes
 
 POLICIES = ("baseline", "reactive", "nebulous", "aggressive", "offline")
 DAYS = {"high": "High", "medium": "Medium", "low": "Low"}
@@ -126,8 +128,9 @@ def common_window(runs: Sequence[dict[str, Any]]) -> None:
             scale = config.get("power", "green-scale")
             if green is not None and scale != 1.0:
                 green = StepSeries(green.times, green.values * scale)
-            brown, used = energy_until(run["rows"], until,
-                                       float(summary.get("greenpar_sleep_watts", 0.0)), green)
+            model = power_model_from_config(config, site_nodes(config))
+            sleep = float(model.idle.sum()) if model is not None else 0.0
+            brown, used = energy_until(run["rows"], until, sleep, green)
             price = config.get("power", "electricity-price")
             if not isinstance(price, (int, float)):
                 kwh = float(summary.get("brown_joules", 0.0)) / 3.6e6
@@ -137,7 +140,10 @@ def common_window(runs: Sequence[dict[str, Any]]) -> None:
             summary["greenpar_window_cost"] = brown / 3.6e6 * float(price)
             summary["greenpar_window_hours"] = until / 3600
             runtime_h = float(summary.get("greenpar_avg_runtime", math.nan)) / 3600
-            kw = float(summary.get("greenpar_beta_server_watts", math.nan)) / 1000
+            watts = config.get("greenpar", "beta-server-watts")
+            if not watts and model is not None:
+                watts = float(model.full[0, model.top_level])
+            kw = float(watts) / 1000
             summary["greenpar_objective"] = (summary["greenpar_window_cost"]
                                              + config.get("greenpar", "beta") * kw
                                              * float(price) * runtime_h)
