@@ -154,6 +154,27 @@ class GreenParPolicy(AllocationPolicy):
         SLA (:meth:`sla_margin`)?"""
         return self.sla_margin(lease, now, n, v, span) >= -1e-6
 
+    def new_job_margin(self, lease: Lease, now: float, n: int, v: int) -> float:
+        """:meth:`sla_margin` of a job starting now on ``n`` servers with ``v`` VMs (no work
+        done, no migration)."""
+        rate = self.sla_rate(lease)
+        work = self.total_work(lease)
+        speed = self.sp(lease, n, v)
+        span = self.span(now)
+        finish = work / speed
+        if finish <= span:
+            return work - rate * finish
+        return min(0.0, (speed - rate) * span - rate * self.migration_time)
+
+    def least_new_servers(self, lease: Lease, now: float, v: int) -> int:
+        """The fewest servers a job starting now with ``v`` VMs keeps its SLA on (the most it
+        may have if none)."""
+        options = self.options(lease, v)
+        for n, _ in options:
+            if self.new_job_margin(lease, now, n, v) >= -1e-6:
+                return n
+        return options[-1][0]
+
     @staticmethod
     def progress_begins(lease: Lease) -> float:
         """When the job's current allocation starts to progress (after its migration)."""

@@ -71,19 +71,7 @@ class Reactive(GreenParPolicy):
         :meth:`~.base.GreenParPolicy.sla_margin`; a new job starts with no work done)."""
         if not new:
             return self.least_servers(lease, now)
-        v = 2 * self.requested(lease)
-        rate = self.sla_rate(lease)
-        work = self.total_work(lease)
-        span = self.span(now)
-        options = self.options(lease, v)
-        for n, sp in options:
-            # as sla_margin, from no work done and no migration
-            finish = work / sp
-            margin = (work - rate * finish if finish <= span
-                      else min(0.0, (sp - rate) * span - rate * self.migration_time))
-            if margin >= -1e-6:
-                return n
-        return options[-1][0]
+        return self.least_new_servers(lease, now, 2 * self.requested(lease))
 
     def plan(self, now: float, running: list[Lease], new: list[Lease],
              fixed: dict[int, int] | None = None) -> dict[int, tuple[int, int]]:

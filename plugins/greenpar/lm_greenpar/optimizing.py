@@ -42,6 +42,8 @@ class Optimizing(GreenParPolicy):
         self.failed = 0
         self.solver_seconds = 0.0
         self.slack = 0.0
+        #: jobs whose planned first allocation would have broken their SLA
+        self.unsafe_starts = 0
 
     # --------------------------------------------------------------------- problems
     def grid(self, now: float) -> float:
@@ -135,6 +137,15 @@ class Optimizing(GreenParPolicy):
             n = self.least_servers(lease, now)
         return n
 
+    def start_shape(self, lease: Lease, now: float, n: int, v: int) -> Allocation:
+        """The planned first allocation, or, if it would break the job's SLA (a plan cut
+        short by the solver's time limit can: it pays the SLA's slack), the fewest servers
+        with those VMs that keep it."""
+        if self.new_job_margin(lease, now, n, v) < -1e-6:
+            self.unsafe_starts += 1
+            n = self.least_new_servers(lease, now, v)
+        return self.shape(lease, n, v)
+
     def follow(self, now: float) -> list[tuple[Lease, Allocation]]:
         running = self.running()
         return self.decisions({l.id: (self.planned(l, now), l.vms.count) for l in running},
@@ -146,7 +157,8 @@ class Optimizing(GreenParPolicy):
                 "greenpar_solves_time_limited": self.limited,
                 "greenpar_solves_failed": self.failed,
                 "greenpar_solver_cpu_seconds": round(self.solver_seconds, 3),
-                "greenpar_sla_slack": self.slack}
+                "greenpar_sla_slack": self.slack,
+                "greenpar_unsafe_starts": self.unsafe_starts}
 
 
 class Aggressive(Optimizing):
@@ -189,7 +201,8 @@ class Aggressive(Optimizing):
             self._new.remove(lease)
             return self.shape(lease, n, 2 * n)   # cannot start at once: as asked
         self.store(now, {})
-        return self.shape(lease, solution.servers[lease.id][0], solution.vms[lease.id])
+        return self.start_shape(lease, now, solution.servers[lease.id][0],
+                                solution.vms[lease.id])
 
     def reallocate(self, now, reasons):
         if self.stored(now) is None and ({"end", "policy"} & reasons):
@@ -231,7 +244,7 @@ class Offline(Optimizing):
         k = math.floor(now / self.epoch + 1e-9)
         if plan is None or not (0 <= k < len(plan)) or plan[k] == 0:
             return self.shape(lease, n, 2 * n)
-        return self.shape(lease, plan[k], self.plan_vms[lease.id])
+        return self.start_shape(lease, now, plan[k], self.plan_vms[lease.id])
 
     def reallocate(self, now, reasons):
         return self.follow(now)

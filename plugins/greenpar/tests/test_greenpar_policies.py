@@ -174,6 +174,29 @@ def test_green_covers_the_sleeping_servers_first(tmp_path, table, idle, grown):
     assert allocations(a) == ([(0, 2), (900, 4)] if grown else [(0, 2)])
 
 
+def test_aggressive_does_not_start_a_job_below_its_sla(tmp_path, table, monkeypatch):
+    """A solve cut short by its time limit returns its best plan so far, which may pay the
+    SLA's slack (seen on the day 0524: 4 short jobs started on half their servers ended at
+    1.2-1.95 F). Here the solver "returns" job A (N = 2, 4 VMs: SP 1.0, 2.0, 3.6 on 1, 2, 4
+    servers; F = 1.1, rate 1.818) on 1 server: 1.0 < 1.818 breaks the SLA at once, so
+    Aggressive starts it on the fewest servers that keep it, 2, and counts the plan as unsafe.
+    A plan of 4 servers keeps it and is followed."""
+    import lm_greenpar.optimizing as optimizing
+    from lm_greenpar.milp import Solution
+
+    for planned, started, unsafe in ((1, 2, 1), (4, 4, 0)):
+        def fake(problem, jobs, limit, gap, n=planned):
+            return Solution(1, "time limit reached", True, 0.0, 0.0, {j.key: 4 for j in jobs},
+                            {j.key: [n] * len(problem.green) for j in jobs}, {})
+
+        monkeypatch.setattr(optimizing, "solve", fake)
+        a = job(1, "A", 2, 3600)
+        r = simulate([a], "aggressive", f"greenpar.speedups={table}")
+        assert allocations(a)[0] == (0, started)
+        assert r.summary["greenpar_unsafe_starts"] == unsafe
+        assert r.summary["greenpar_sla_violations"] == 0
+
+
 def test_baseline_runs_every_job_as_asked(tmp_path, table):
     leases = three_jobs()
     solar = green(tmp_path / "g", [(0, 0), (900, 1400)])
