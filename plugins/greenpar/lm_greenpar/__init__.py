@@ -93,9 +93,15 @@ def register_options():
             each job's average allocation at least 1/F of the servers it asked for."""),
         Option("greenpar", "beta", FLOAT, 8.0, minimum=0, maximum=1e6, doc="""
             beta: the weight of the average run time against the brown energy cost in the
-            MILP's objective (Aggressive, Offline). A run-time hour costs beta x 0.3 kWh x
-            the brown price (GreenPar's reading: beta = 8 prices an hour like an EC2 large
-            instance)."""),
+            MILP's objective (Aggressive, Offline), a ratio: an hour of average run time
+            costs beta times the brown electricity of one server for an hour (`beta-server-
+            watts`). GreenPar's beta = 8 is $0.24 an hour of an EC2 large instance over
+            0.3 kWh x $0.1055, the electricity of a server like it."""),
+        Option("greenpar", "beta-server-watts", FLOAT, 0.0, minimum=0, maximum=1e6, doc="""
+            The watts of the server whose electricity is beta's unit: an hour of average run
+            time costs beta x these watts x 1 h x the brown price. 0: a busy server of the
+            site (`[power] pstates`; GreenPar's Parasol: 30 W). 300 gives our earlier reading
+            (0.3 kWh, the EC2-like server of beta's derivation), ten times the run-time term."""),
         Option("greenpar", "speedups", PATH, "", doc="""
             A CSV file of speedup profiles `app,vms,servers,speedup` (SP(n, v) relative to
             one server); empty: the shipped NPB-like table (`lm_greenpar/data/speedups.csv`,
@@ -111,6 +117,12 @@ def register_options():
             first range that holds it, Table-2 style; the job asks for cores / 2 dual-core
             servers and runs 2 VMs per server. The default suits SDSC Blue Horizon's 8-way
             nodes (GreenPar's Intrepid map is `256-512:4 1024-2048:8 4096:16 *:32`)."""),
+        Option("greenpar", "resize-interval", DURATION, 0.0, maximum=MAX_SECONDS, doc="""
+            A running job's servers change at most once in this many seconds (0: at every
+            decision). GreenPar's experiments migrated VMs at most once an (accelerated)
+            hour: 3600. A job whose SLA would break before the next epoch changes anyway
+            (counted in `greenpar_forced_resizes`); Aggressive's MILP keeps a job changed
+            too recently at its servers until it may change."""),
         Option("greenpar", "solve-time-limit", DURATION, 30.0, maximum=MAX_SECONDS, doc="""
             Aggressive: the longest one MILP solve may take (wall-clock seconds); a solve that
             hits it uses the best plan found and is counted (`greenpar_solves_time_limited`).

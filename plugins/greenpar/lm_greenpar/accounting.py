@@ -9,12 +9,17 @@ over the jobs (leases annotated by ``greenpar-apps``) that finished:
 - ``greenpar_resizes`` (reconfigurations) and ``greenpar_avg_servers`` (time-weighted);
 - ``greenpar_sla_violations``: jobs whose run time exceeds F times their run time at the
   requested allocation, and ``greenpar_allocation_sla_violations``: jobs whose average
-  allocation fell below N/F (Nebulous' SLA).
+  allocation fell below N/F (Nebulous' SLA);
+- ``greenpar_beta_server_watts``: the server whose electricity prices a run-time hour in
+  the objective (``[greenpar] beta-server-watts``), and ``greenpar_sleep_watts``, the site
+  with every server asleep (what ``lm-greenpar-figures`` counts after a run's end).
 """
 
 from __future__ import annotations
 
 from lease_manager import Lease, LeaseState, Policy, hookimpl
+
+from .base import beta_server_watts
 
 #: seconds of slack on the SLA check (rounding of event times)
 TOLERANCE = 1e-6
@@ -66,4 +71,8 @@ class GreenParAccounting(Policy):
                 "greenpar_vms": self.vms, "greenpar_resizes": self.resizes,
                 "greenpar_avg_servers": self.server_seconds / max(self.runtime, 1e-9),
                 "greenpar_sla_violations": self.violations,
-                "greenpar_allocation_sla_violations": self.allocation_violations}
+                "greenpar_allocation_sla_violations": self.allocation_violations,
+                # the power model is the run's once it has started (not yet when probes are made)
+                "greenpar_beta_server_watts": beta_server_watts(self.ctx),
+                "greenpar_sleep_watts": (float(self.ctx.power.idle.sum())
+                                         if self.ctx.power is not None else 0.0)}

@@ -23,6 +23,7 @@ from lease_manager import (
     Lease,
     LeaseState,
     VMRequest,
+    hookimpl,
 )
 
 from .speedups import SpeedupProfiles
@@ -52,6 +53,10 @@ class GreenParPolicy(AllocationPolicy):
         self.busy_watts = float(power.full[0, power.top_level])
         self.idle_watts = float(power.idle[0])
         self.power = power
+        #: a running job's allocation changes at most once in this many seconds (0: no limit)
+        self.resize_interval: float = cfg.get("greenpar", "resize-interval")
+        #: changes made within the interval because the SLA needed them
+        self.forced_resizes = 0
         #: decisions made at an arrival for the running jobs, carried out at that instant
         self._stored: tuple[float, dict[int, tuple[int, int]]] | None = None
 
@@ -114,23 +119,112 @@ class GreenParPolicy(AllocationPolicy):
     def elapsed(self, lease: Lease, now: float) -> float:
         return now - (lease.start if lease.start is not None else now)
 
+    def sla_margin(self, lease: Lease, now: float, n: int, v: int, span: float) -> float:
+        """Single-server seconds by which running on ``n`` servers (``v`` VMs) from ``now``
+        for ``span`` seconds keeps the cumulative SLA (negative: it does not).
+
+        A change of allocation first pauses the job for the migration (one already under way
+        goes on). If the job ends within the span, only its end counts: the work it has to do
+        against the SLA's rate at that instant. Otherwise the lower of two: right after the
+        pause (the job's lowest point if it then gains on the SLA; it could end right after,
+        and beyond it the margin is linear), and at the span's end less the work of one
+        migration pause, so that the next change can afford its pause. Without that reserve,
+        a job shrunk to exactly its SLA at an epoch's end and grown then ends inside the dip
+        its migration pause makes (Reactive, seed 17: 1.1001 times its run time)."""
+        rate = self.sla_rate(lease)
+        done = self.done(lease, now)
+        elapsed = self.elapsed(lease, now)
+        speed = self.sp(lease, n, v)
+        if n != self.nodes(lease) or v != lease.vms.count:
+            pause = self.migration_time
+        else:
+            pause = max(0.0, self.progress_begins(lease) - now)
+        left = self.total_work(lease) - done
+        finish = pause + max(left, 0.0) / speed
+        end = max(span, pause)
+        if finish <= end:
+            return self.total_work(lease) - rate * (elapsed + finish)
+        after_pause = done - rate * (elapsed + pause)
+        at_end = (done + speed * (end - pause) - rate * (elapsed + end)
+                  - rate * self.migration_time)
+        return min(after_pause, at_end)
+
     def keeps_sla(self, lease: Lease, now: float, n: int, v: int, span: float) -> bool:
         """Does running on ``n`` servers for ``span`` seconds from ``now`` keep the cumulative
-        SLA at its end (a change of allocation first pauses the job for the migration)?"""
-        pause = self.migration_time if n != self.nodes(lease) else 0.0
-        done = self.done(lease, now) + self.sp(lease, n, v) * max(0.0, span - pause)
-        return done >= self.sla_rate(lease) * (self.elapsed(lease, now) + span) - 1e-9
+        SLA (:meth:`sla_margin`)?"""
+        return self.sla_margin(lease, now, n, v, span) >= -1e-6
 
-    def least_servers(self, lease: Lease, now: float, span: float | None = None) -> int:
-        """The fewest servers that keep the SLA over the next ``span`` (an epoch), or the
-        most the job may have if none does."""
-        v = lease.vms.count
-        span = self.epoch if span is None else span
+    def new_job_margin(self, lease: Lease, now: float, n: int, v: int) -> float:
+        """:meth:`sla_margin` of a job starting now on ``n`` servers with ``v`` VMs (no work
+        done, no migration)."""
+        rate = self.sla_rate(lease)
+        work = self.total_work(lease)
+        speed = self.sp(lease, n, v)
+        span = self.span(now)
+        finish = work / speed
+        if finish <= span:
+            return work - rate * finish
+        return min(0.0, (speed - rate) * span - rate * self.migration_time)
+
+    def least_new_servers(self, lease: Lease, now: float, v: int) -> int:
+        """The fewest servers a job starting now with ``v`` VMs keeps its SLA on (the most it
+        may have if none)."""
         options = self.options(lease, v)
         for n, _ in options:
-            if self.keeps_sla(lease, now, n, v, span):
+            if self.new_job_margin(lease, now, n, v) >= -1e-6:
                 return n
         return options[-1][0]
+
+    @staticmethod
+    def progress_begins(lease: Lease) -> float:
+        """When the job's current allocation starts to progress (after its migration)."""
+        m = lease.malleable
+        assert m is not None
+        return m.rate_of(lease.reservations[0])[1]
+
+    def span(self, now: float) -> float:
+        """The seconds a decision at ``now`` must keep the SLA for: to the next epoch's start
+        (at an epoch's start, the whole epoch), where every policy decides again; with a
+        ``resize-interval``, to the first epoch's start at least that long after ``now``, when
+        a job changed now may change again."""
+        k = math.floor(now / self.epoch + 1e-9) + 1
+        if self.resize_interval > 0:
+            k = max(k, math.ceil((now + self.resize_interval) / self.epoch - 1e-9))
+        return k * self.epoch - now
+
+    def to_next_epoch(self, now: float) -> float:
+        """Seconds from ``now`` to the next epoch's start (a whole epoch at one's start)."""
+        return (math.floor(now / self.epoch + 1e-9) + 1) * self.epoch - now
+
+    def must_change(self, lease: Lease, now: float) -> bool:
+        """Would the running job break its SLA if it kept its allocation until the next
+        epoch starts?"""
+        return not self.keeps_sla(lease, now, self.nodes(lease), lease.vms.count,
+                                  self.to_next_epoch(now))
+
+    @staticmethod
+    def last_resize(lease: Lease) -> float:
+        """When the job's allocation last changed (its start is not a change)."""
+        m = lease.malleable
+        assert m is not None
+        return m.history[-1][0] if len(m.history) > 1 else -math.inf
+
+    def may_resize(self, lease: Lease, now: float) -> bool:
+        """Has the running job's allocation held for ``[greenpar] resize-interval``?"""
+        return (self.resize_interval <= 0
+                or now - self.last_resize(lease) >= self.resize_interval - 1e-6)
+
+    def least_servers(self, lease: Lease, now: float, span: float | None = None) -> int:
+        """The fewest servers that keep the SLA until the next epoch starts (``span``), or,
+        if none does, those that come closest."""
+        v = lease.vms.count
+        span = self.span(now) if span is None else span
+        options = self.options(lease, v)
+        margins = [(self.sla_margin(lease, now, n, v, span), n) for n, _ in options]
+        for margin, n in margins:
+            if margin >= -1e-6:
+                return n
+        return max(margins)[1]
 
     # ------------------------------------------------------------------ the site
     def free_servers(self, now: float) -> int:
@@ -146,19 +240,38 @@ class GreenParPolicy(AllocationPolicy):
             return 0.0
         return mean_over(series, start, end)
 
+    def servers_powered(self, watts: float) -> int:
+        """How many busy servers ``watts`` of green power covers (GreenPar's G): the site's
+        servers all draw their sleeping watts, and each busy one its busy watts above that."""
+        spare = watts - self.idle_watts * self.servers
+        return max(0, math.floor(spare / (self.busy_watts - self.idle_watts) + 1e-9))
+
     def next_event(self, now: float) -> float:
         forecast = self.power.forecast
         return forecast.next_issue(now) if forecast is not None else math.inf
 
     # ------------------------------------------------------------------ decisions
-    def decisions(self, wanted: dict[int, tuple[int, int]], leases: Iterable[Lease]
-                  ) -> list[tuple[Lease, Allocation]]:
-        """Allocations for the jobs whose (servers, VMs) change."""
+    def resize_summary(self) -> dict[str, int]:
+        return {"greenpar_forced_resizes": self.forced_resizes}
+
+    @hookimpl
+    def collect_summary(self):
+        return self.resize_summary()
+
+    def decisions(self, wanted: dict[int, tuple[int, int]], leases: Iterable[Lease],
+                  now: float) -> list[tuple[Lease, Allocation]]:
+        """Allocations for the jobs whose (servers, VMs) change. A job changed less than
+        ``resize-interval`` ago keeps its allocation, unless it would then break its SLA
+        (counted in ``greenpar_forced_resizes``)."""
         out = []
         for lease in leases:
             if lease.id in wanted:
                 n, v = wanted[lease.id]
                 if n != self.nodes(lease) or v != lease.vms.count:
+                    if not self.may_resize(lease, now):
+                        if not self.must_change(lease, now):
+                            continue
+                        self.forced_resizes += 1
                     out.append((lease, self.shape(lease, n, v)))
         return out
 
@@ -178,3 +291,18 @@ def mean_over(series, start: float, end: float) -> float:
     cuts = np.concatenate([[start], series.breakpoints(start, end), [end]])
     values = series.at(cuts[:-1])
     return float(np.dot(values, np.diff(cuts)) / (end - start))
+
+
+def beta_server_watts(ctx) -> float:
+    """The watts of the server whose electricity cost is the unit of beta x AvgRuntime in
+    GreenPar's objective (1): ``[greenpar] beta-server-watts``, or (0) a busy server of the
+    site. GreenPar's beta = 8 is a ratio, $0.24 an hour of an EC2 instance over the
+    electricity of a server like it for that hour (0.3 kWh x $0.1055); the brown cost it is
+    added to counts the site's own servers, so a run-time hour costs beta times the
+    electricity of one of them for an hour."""
+    watts = float(ctx.config.get("greenpar", "beta-server-watts"))
+    if watts > 0:
+        return watts
+    power = ctx.power
+    return float(power.full[0, power.top_level]) if power is not None else 0.0
+

@@ -7,18 +7,24 @@ policy-allocation``) and its setting (slowdown F, solar scale, solar day, beta).
 setting the tool prints, per policy, the means over seeds of
 
 - brown energy, green energy used and VMs, normalised to ``offline`` when the setting has
-  offline runs (Fig. 7's left axis), else to ``baseline``;
+  offline runs (Fig. 7's left axis), else to ``baseline``; the energy of every run is counted
+  over one window, from 0 to the latest end among the policies of its setting, trace and
+  seed (after its own end, every server asleep under the green production), so that a policy
+  whose jobs end sooner is not spared the hours the others still run;
 - brown energy and average run time against ``baseline`` (% change: negative is a saving;
   Fig. 7's right axis is the run-time reduction, i.e. minus this);
-- GreenPar's objective (1) as the MILP prices it (brown cost + beta x 0.3 kWh x the brown
-  price x the average run time in hours), SLA violations and resizes.
+- GreenPar's objective (1) as the MILP prices it (brown cost + beta x the kWh of one server
+  in an hour x the brown price x the average run time in hours), SLA violations and
+  resizes.
 
-With ``--plots`` it draws ``DIR/plots/greenpar-fig7-SETTING.png`` (bars as Fig. 7).
+Each setting is printed per trace, then (with several) over all of them. With ``--plots`` it
+draws ``DIR/plots/greenpar-fig7-K.png`` (bars as Fig. 7), one per table.
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 import math
 import statistics
@@ -28,9 +34,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from lease_manager import LeaseManagerError
 from lease_manager.config.schema import load_config
+from lease_manager.energy.power_model import power_model_from_config
+from lease_manager.energy.series import StepSeries, read_step_series
 from lease_manager.plugins import Plugins
+from lease_manager.workload.site_source import site_nodes
 
 POLICIES = ("baseline", "reactive", "nebulous", "aggressive", "offline")
 DAYS = {"high": "High", "medium": "Medium", "low": "Low"}
@@ -56,17 +67,86 @@ def read_runs(directory: Path) -> list[dict[str, Any]]:
         setting = (f"{day} day, F={config.get('greenpar', 'slowdown'):g}, "
                    f"solar x{config.get('power', 'green-scale'):g}, "
                    f"beta={config.get('greenpar', 'beta'):g}")
-        brown_kwh = float(summary.get("brown_joules", 0.0)) / 3.6e6
-        price = float(summary.get("energy_cost", 0.0)) / brown_kwh if brown_kwh else 0.0
-        runtime_h = float(summary.get("greenpar_avg_runtime", math.nan)) / 3600
-        # GreenPar's objective (1), as the MILP prices it: brown cost + beta x 0.3 kWh x
-        # the brown price x the average run time in hours
-        summary["greenpar_objective"] = (float(summary.get("energy_cost", 0.0))
-                                         + config.get("greenpar", "beta") * 0.3 * price
-                                         * runtime_h)
         runs.append({"policy": config.get("malleable", "policy-allocation"),
-                     "setting": setting, "seed": meta.get("seed"), "summary": summary})
+                     "setting": setting, "seed": meta.get("seed"), "summary": summary,
+                     "trace": meta_path.parent.parent.name, "dir": meta_path.parent,
+                     "config": config})
+    common_window(runs)
     return runs
+
+
+def power_rows(run_dir: Path) -> np.ndarray:
+    """``series/power.csv`` as rows of (time, total watts, green watts), one site."""
+    path = run_dir / "series" / "power.csv"
+    try:
+        with open(path, newline="") as fh:
+            rows = [(float(r["time"]), float(r["total_watts"]), float(r["green_watts"] or 0))
+                    for r in csv.DictReader(fh)]
+    except (OSError, KeyError, ValueError) as exc:
+        raise LeaseManagerError(f"{path}: cannot read the power series "
+                                f"({type(exc).__name__}: {exc})") from None
+    return np.array(rows, dtype=float).reshape(-1, 3)
+
+
+def energy_until(rows: np.ndarray, until: float, sleep_watts: float,
+                 green: StepSeries | None) -> tuple[float, float]:
+    """Brown and green joules used from 0 to ``until``: the run's own power series to its
+    end, then every server asleep (``sleep_watts``) under the green production."""
+    t, total, produced = rows[:, 0], rows[:, 1], rows[:, 2]
+    dt = np.diff(t)
+    used = np.minimum(total[:-1], produced[:-1])
+    brown = float(np.dot(total[:-1] - used, dt))
+    green_used = float(np.dot(used, dt))
+    end = float(t[-1]) if len(t) else 0.0
+    if until > end:
+        cuts = np.array([end, until])
+        if green is not None:
+            cuts = np.union1d(cuts, green.breakpoints(end, until))
+        cuts = cuts[(cuts >= end) & (cuts <= until)]
+        g = green.at(cuts[:-1]) if green is not None else np.zeros(len(cuts) - 1)
+        after = np.minimum(sleep_watts, g)
+        brown += float(np.dot(sleep_watts - after, np.diff(cuts)))
+        green_used += float(np.dot(after, np.diff(cuts)))
+    return brown, green_used
+
+
+def common_window(runs: Sequence[dict[str, Any]]) -> None:
+    """Count every run's energy over one window: from 0 to the latest end among the runs of
+    its setting, trace and seed (every policy of a comparison), as
+    ``greenpar_window_{brown,green}_joules``, ``greenpar_window_cost`` and
+    ``greenpar_window_hours``."""
+    groups: dict[tuple[Any, ...], list[dict[str, Any]]] = defaultdict(list)
+    for run in runs:
+        run["rows"] = power_rows(run["dir"])
+        groups[run["setting"], run["trace"], run["seed"]].append(run)
+    for group in groups.values():
+        until = max(float(r["rows"][-1, 0]) if len(r["rows"]) else 0.0 for r in group)
+        for run in group:
+            summary, config = run["summary"], run["config"]
+            path = config.get("power", "green-production")
+            green = read_step_series(path, "watts") if path else None
+            scale = config.get("power", "green-scale")
+            if green is not None and scale != 1.0:
+                green = StepSeries(green.times, green.values * scale)
+            model = power_model_from_config(config, site_nodes(config))
+            sleep = float(model.idle.sum()) if model is not None else 0.0
+            brown, used = energy_until(run["rows"], until, sleep, green)
+            price = config.get("power", "electricity-price")
+            if not isinstance(price, (int, float)):
+                kwh = float(summary.get("brown_joules", 0.0)) / 3.6e6
+                price = float(summary.get("energy_cost", 0.0)) / kwh if kwh else 0.0
+            summary["greenpar_window_brown_joules"] = brown
+            summary["greenpar_window_green_joules"] = used
+            summary["greenpar_window_cost"] = brown / 3.6e6 * float(price)
+            summary["greenpar_window_hours"] = until / 3600
+            runtime_h = float(summary.get("greenpar_avg_runtime", math.nan)) / 3600
+            watts = config.get("greenpar", "beta-server-watts")
+            if not watts and model is not None:
+                watts = float(model.full[0, model.top_level])
+            kw = float(watts) / 1000
+            summary["greenpar_objective"] = (summary["greenpar_window_cost"]
+                                             + config.get("greenpar", "beta") * kw
+                                             * float(price) * runtime_h)
 
 
 def mean(runs: Sequence[dict[str, Any]], field: str) -> float:
@@ -87,16 +167,18 @@ def figure(runs: Sequence[dict[str, Any]]) -> dict[str, dict[str, float]]:
     for policy in sorted(by_policy, key=lambda p: (POLICIES + (p,)).index(p)):
         group = by_policy[policy]
         row = {}
-        for field, name in (("brown_joules", "brown"), ("green_used_joules", "green"),
-                            ("greenpar_vms", "vms")):
+        for field, name in (("greenpar_window_brown_joules", "brown"),
+                            ("greenpar_window_green_joules", "green"), ("greenpar_vms", "vms")):
             row[name] = mean(group, field) / mean(ref, field) if ref else math.nan
-        row["brown_vs_baseline_%"] = 100 * (mean(group, "brown_joules")
-                                            / mean(base, "brown_joules") - 1) if base else math.nan
+        row["brown_vs_baseline_%"] = 100 * (mean(group, "greenpar_window_brown_joules")
+                                            / mean(base, "greenpar_window_brown_joules") - 1
+                                            ) if base else math.nan
         row["runtime_vs_baseline_%"] = 100 * (mean(group, "greenpar_avg_runtime")
                                               / mean(base, "greenpar_avg_runtime") - 1
                                               ) if base else math.nan
-        row["brown_kwh"] = mean(group, "brown_joules") / 3.6e6
-        row["green_kwh"] = mean(group, "green_used_joules") / 3.6e6
+        row["brown_kwh"] = mean(group, "greenpar_window_brown_joules") / 3.6e6
+        row["green_kwh"] = mean(group, "greenpar_window_green_joules") / 3.6e6
+        row["window_h"] = mean(group, "greenpar_window_hours")
         row["avg_runtime_h"] = mean(group, "greenpar_avg_runtime") / 3600
         row["objective"] = mean(group, "greenpar_objective")
         row["sla_violations"] = mean(group, "greenpar_sla_violations")
@@ -110,7 +192,7 @@ COLUMNS = (("brown", "brown/ref"), ("green", "green/ref"), ("vms", "VMs/ref"),
            ("brown_vs_baseline_%", "brown vs base %"),
            ("runtime_vs_baseline_%", "runtime vs base %"), ("brown_kwh", "brown kWh"),
            ("green_kwh", "green kWh"), ("avg_runtime_h", "runtime h"),
-           ("objective", "objective $"),
+           ("window_h", "window h"), ("objective", "objective $"),
            ("sla_violations", "SLA viol."), ("resizes", "resizes"), ("seeds", "seeds"))
 
 
@@ -169,12 +251,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     settings: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for run in runs:
         settings[run["setting"]].append(run)
-    for k, (setting, group) in enumerate(sorted(settings.items())):
-        data = figure(group)
-        print(f"\n{setting}")
-        print(table(data))
-        if args.plots:
-            plot(data, setting, directory / "plots" / f"greenpar-fig7-{k + 1}.png")
+    k = 0
+    for setting, group in sorted(settings.items()):
+        traces = sorted({r["trace"] for r in group})
+        parts = [(f"{setting}, {t}", [r for r in group if r["trace"] == t]) for t in traces]
+        if len(traces) > 1:
+            parts.append((f"{setting}, all {len(traces)} traces", group))
+        for title, runs_of in parts:
+            data = figure(runs_of)
+            print(f"\n{title}")
+            print(table(data))
+            if args.plots:
+                k += 1
+                plot(data, title, directory / "plots" / f"greenpar-fig7-{k}.png")
     return 0
 
 

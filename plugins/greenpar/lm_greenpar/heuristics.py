@@ -63,17 +63,15 @@ class Reactive(GreenParPolicy):
     def reallocate(self, now, reasons):
         running = self.running()
         plan = self.stored(now) or self.plan(now, running, [])
-        return self.decisions(plan, running)
+        return self.decisions(plan, running, now)
 
     def minimum(self, lease: Lease, now: float, new: bool) -> int:
         """Fig. 2, lines 14-20: the fewest servers keeping the average speedup at SP(N)/F
-        after another epoch (a new job: as if it had run at that speed from the start)."""
+        until the next epoch starts, with a migration's worth to spare (see
+        :meth:`~.base.GreenParPolicy.sla_margin`; a new job starts with no work done)."""
         if not new:
             return self.least_servers(lease, now)
-        v = 2 * self.requested(lease)
-        target = self.sla_rate(lease)
-        options = self.options(lease, v)
-        return next((n for n, sp in options if sp >= target - 1e-12), options[-1][0])
+        return self.least_new_servers(lease, now, 2 * self.requested(lease))
 
     def plan(self, now: float, running: list[Lease], new: list[Lease],
              fixed: dict[int, int] | None = None) -> dict[int, tuple[int, int]]:
@@ -81,17 +79,27 @@ class Reactive(GreenParPolicy):
         are neither, already decided)."""
         jobs = [(l, False) for l in running] + [(l, True) for l in new]
         n = {l.id: self.minimum(l, now, fresh) for l, fresh in jobs}
+        # a running job changed less than resize-interval ago keeps its servers (unless its
+        # SLA needs more) and does not grow
+        held = {l.id for l, fresh in jobs if not fresh and not self.may_resize(l, now)}
+        for lease, _ in jobs:
+            if lease.id in held and not self.must_change(lease, now):
+                n[lease.id] = self.nodes(lease)
         vms = {l.id: (l.vms.count if not fresh else 2 * self.requested(l)) for l, fresh in jobs}
         used = sum(n.values()) + sum((fixed or {}).values())
-        green_servers = math.floor(self.green(now, now + self.epoch) / self.busy_watts + 1e-9)
+        green_servers = self.servers_powered(self.green(now, now + self.epoch))
         limit = min(green_servers, self.servers)
+        span = self.span(now)
         while used < limit:
             best = None
-            for lease, _ in jobs:
+            for lease, fresh in jobs:
                 options = dict(self.options(lease, vms[lease.id]))
                 now_n = n[lease.id]
                 bigger = 2 * now_n
-                if bigger not in options or used + now_n > limit:
+                if bigger not in options or used + now_n > limit or lease.id in held:
+                    continue
+                # growing a running job pauses it: it must not end in that dip below its SLA
+                if not fresh and not self.keeps_sla(lease, now, bigger, vms[lease.id], span):
                     continue
                 gain = (options[bigger] - options[now_n]) / now_n
                 if gain > 0 and (best is None or gain > best[0]):
@@ -149,8 +157,8 @@ class Nebulous(GreenParPolicy):
         if estimate is not None and free >= 2 * n and 4 * n in dict(
                 self.profiles.options(str(lease.extra["app"]), 4 * n)):
             busy = sum(self.nodes(l) for l in self.running()) + sum(self._arrived.values())
-            surplus = self.green_min(now, now + estimate) - busy * self.busy_watts
-            if surplus >= 2 * n * self.busy_watts and 2 * n <= self.servers:
+            powered = self.servers_powered(self.green_min(now, now + estimate))
+            if powered - busy >= 2 * n and 2 * n <= self.servers:
                 k, v = 2 * n, 4 * n
         self._arrived[lease.id] = k
         return self.shape(lease, k, v)
@@ -180,18 +188,24 @@ class Nebulous(GreenParPolicy):
                 return n
         return self.options(lease, v)[-1][0]
 
+    def must_change(self, lease: Lease, now: float) -> bool:
+        """Nebulous' SLA is its allocation floor."""
+        return self.floor(lease, now) > self.nodes(lease)
+
     def reallocate(self, now, reasons):
         running = self.running()
         if not running:
             return []
         n = {l.id: max(self.nodes(l), self.floor(l, now)) for l in running}
-        allowed = {l.id: [k for k, _ in self.options(l, l.vms.count)] for l in running}
+        # jobs changed less than resize-interval ago keep their servers (above their floor)
+        allowed = {l.id: ([k for k, _ in self.options(l, l.vms.count)]
+                          if self.may_resize(l, now) else [n[l.id]]) for l in running}
 
         def slack(l: Lease) -> float:
             elapsed = max(self.elapsed(l, now), 1.0)
             return self.allocation_so_far(l, now) / elapsed / self.requested(l)
 
-        green_servers = math.floor(self.green(now, now + self.epoch) / self.busy_watts + 1e-9)
+        green_servers = self.servers_powered(self.green(now, now + self.epoch))
         used = sum(n.values())
         if used < green_servers:
             order = sorted(running, key=lambda l: (self.hint(l), slack(l), l.id))
@@ -218,7 +232,7 @@ class Nebulous(GreenParPolicy):
                         used -= half
                         shrank = True
         return self.decisions({i: (k, l.vms.count) for l in running
-                               for i, k in [(l.id, n[l.id])]}, running)
+                               for i, k in [(l.id, n[l.id])]}, running, now)
 
 
 def _mean_forecast(policy: GreenParPolicy, issued: float, start: float, end: float) -> float:

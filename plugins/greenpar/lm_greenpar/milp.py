@@ -14,6 +14,8 @@ sum_o x[j,k,o]``.
   ``done + sum_{k'<=k} SP x len >= rate x (elapsed + sum_{k'<=k} len) x r[j,k] - slack_j``;
   ``slack_j >= 0`` costs a large penalty (it is positive only when the SLA cannot be met);
 - capacity: ``sum_j n x <= C`` per epoch;
+- a running job changed less than ``resize-interval`` ago keeps its servers for its first
+  ``hold`` epochs;
 - migrations: ``d[j,k] >= |S[j,k] - S[j,k-1]|`` while the job runs in both epochs
   (S = sum n x; the running jobs' allocation before epoch 0 is known), energy ME x d;
 - brown energy (kWh): ``b[k] >= (base + P sum n x) len + ME sum d - GE len``, ``b >= 0``;
@@ -53,6 +55,7 @@ class Job:
     first_length: float | None = None   #: seconds of its first epoch (None: an epoch)
     current: int | None = None          #: servers it has now (None: not started)
     slowdown: float = 1.1    #: F (bounds how many epochs it may run)
+    hold: int = 0            #: its first epochs in which it keeps ``current`` servers
 
 
 @attrs.frozen
@@ -147,6 +150,8 @@ def solve(problem: Problem, jobs: Sequence[Job], time_limit: float, gap: float =
             hours = length / 3600.0
             here = []
             for n, v, sp in job.options:
+                if k < job.first + job.hold and n != job.current:
+                    continue     # changed too recently to change again (resize-interval)
                 i = var(problem.beta_cost * hours / n_jobs)
                 here.append((i, n, v, sp))
                 if job.key in ys:
@@ -273,6 +278,8 @@ def enumerate_best(problem: Problem, jobs: Sequence[Job]) -> tuple[float, dict[i
             done, elapsed, prev = job.done, job.elapsed, job.current
             for step, (n, sp) in enumerate(combo):
                 k = job.first + step
+                if step < job.hold and n != job.current:
+                    ok = False
                 plan[k] = n
                 servers[k] += n
                 done += sp * lengths[k]

@@ -21,11 +21,8 @@ import math
 
 from lease_manager import Allocation, Lease, hookimpl
 
-from .base import GreenParPolicy, mean_over
+from .base import GreenParPolicy, beta_server_watts, mean_over
 from .milp import Job, Problem, Solution, epochs_needed, solve
-
-#: hours of the EC2-like price GreenPar gives a run-time hour: beta x 0.3 kWh x brown price
-KWH_PER_RUNTIME_HOUR = 0.3
 
 
 class Optimizing(GreenParPolicy):
@@ -35,6 +32,8 @@ class Optimizing(GreenParPolicy):
         super().__init__(ctx)
         self.beta: float = ctx.config.get("greenpar", "beta")
         self.gap: float = ctx.config.get("greenpar", "mip-gap")
+        #: watts of the server whose electricity prices a run-time hour (beta's unit)
+        self.runtime_watts = beta_server_watts(ctx)
         self.plan_t0 = 0.0
         self.plan: dict[int, list[int]] = {}
         self.plan_vms: dict[int, int] = {}
@@ -43,6 +42,8 @@ class Optimizing(GreenParPolicy):
         self.failed = 0
         self.solver_seconds = 0.0
         self.slack = 0.0
+        #: jobs whose planned first allocation would have broken their SLA
+        self.unsafe_starts = 0
 
     # --------------------------------------------------------------------- problems
     def grid(self, now: float) -> float:
@@ -69,7 +70,7 @@ class Optimizing(GreenParPolicy):
                        base_watts=self.idle_watts * self.servers,
                        server_watts=self.busy_watts - self.idle_watts,
                        migration_joules=self.migration_energy, capacity=self.servers,
-                       beta_cost=self.beta * KWH_PER_RUNTIME_HOUR * mean_price,
+                       beta_cost=self.beta * self.runtime_watts / 1000 * mean_price,
                        first_length=first_length)
 
     def job_running(self, lease: Lease, now: float) -> Job:
@@ -78,7 +79,17 @@ class Optimizing(GreenParPolicy):
         return Job(lease.id, tuple((n, v, sp) for n, sp in self.options(lease, v)),
                    work=max(self.total_work(lease) - done, 1e-6), done=done,
                    elapsed=self.elapsed(lease, now), sla_rate=self.sla_rate(lease),
-                   current=self.nodes(lease), slowdown=self.slowdown)
+                   current=self.nodes(lease), slowdown=self.slowdown,
+                   hold=self.hold(lease, now))
+
+    def hold(self, lease: Lease, now: float) -> int:
+        """The epochs of a problem solved at ``now`` (the first from ``now`` to the next
+        epoch's start) that start before the running job may change again."""
+        if self.may_resize(lease, now):
+            return 0
+        free_at = self.last_resize(lease) + self.resize_interval
+        second = self.grid(now) + self.epoch
+        return 1 + max(0, math.ceil((free_at - second) / self.epoch - 1e-9))
 
     def job_new(self, lease: Lease, first: int = 0, first_length: float | None = None,
                 vms: int | None = None) -> Job:
@@ -120,21 +131,34 @@ class Optimizing(GreenParPolicy):
         allowed = {m for m, _ in self.options(lease, lease.vms.count)}
         if plan is not None and 0 <= k < len(plan) and plan[k] in allowed:
             n = plan[k]
-        if not self.keeps_sla(lease, now, n, lease.vms.count, self.epoch):
-            n = max(n, self.least_servers(lease, now))
+        if not self.may_resize(lease, now) and not self.must_change(lease, now):
+            return current
+        if not self.keeps_sla(lease, now, n, lease.vms.count, self.span(now)):
+            n = self.least_servers(lease, now)
         return n
+
+    def start_shape(self, lease: Lease, now: float, n: int, v: int) -> Allocation:
+        """The planned first allocation, or, if it would break the job's SLA (a plan cut
+        short by the solver's time limit can: it pays the SLA's slack), the fewest servers
+        with those VMs that keep it."""
+        if self.new_job_margin(lease, now, n, v) < -1e-6:
+            self.unsafe_starts += 1
+            n = self.least_new_servers(lease, now, v)
+        return self.shape(lease, n, v)
 
     def follow(self, now: float) -> list[tuple[Lease, Allocation]]:
         running = self.running()
         return self.decisions({l.id: (self.planned(l, now), l.vms.count) for l in running},
-                              running)
+                              running, now)
 
     @hookimpl
     def collect_summary(self):
-        return {"greenpar_solves": self.solves, "greenpar_solves_time_limited": self.limited,
+        return {**self.resize_summary(), "greenpar_solves": self.solves,
+                "greenpar_solves_time_limited": self.limited,
                 "greenpar_solves_failed": self.failed,
                 "greenpar_solver_cpu_seconds": round(self.solver_seconds, 3),
-                "greenpar_sla_slack": self.slack}
+                "greenpar_sla_slack": self.slack,
+                "greenpar_unsafe_starts": self.unsafe_starts}
 
 
 class Aggressive(Optimizing):
@@ -177,7 +201,8 @@ class Aggressive(Optimizing):
             self._new.remove(lease)
             return self.shape(lease, n, 2 * n)   # cannot start at once: as asked
         self.store(now, {})
-        return self.shape(lease, solution.servers[lease.id][0], solution.vms[lease.id])
+        return self.start_shape(lease, now, solution.servers[lease.id][0],
+                                solution.vms[lease.id])
 
     def reallocate(self, now, reasons):
         if self.stored(now) is None and ({"end", "policy"} & reasons):
@@ -219,7 +244,7 @@ class Offline(Optimizing):
         k = math.floor(now / self.epoch + 1e-9)
         if plan is None or not (0 <= k < len(plan)) or plan[k] == 0:
             return self.shape(lease, n, 2 * n)
-        return self.shape(lease, plan[k], self.plan_vms[lease.id])
+        return self.start_shape(lease, now, plan[k], self.plan_vms[lease.id])
 
     def reallocate(self, now, reasons):
         return self.follow(now)

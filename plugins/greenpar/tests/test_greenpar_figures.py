@@ -3,13 +3,16 @@ against Baseline, means over seeds."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
-from lm_greenpar.figures import figure, table
+from lease_manager.energy.series import StepSeries
+from lm_greenpar.figures import energy_until, figure, table
 
 
 def summary(brown, green, vms, runtime):
-    return {"brown_joules": brown, "green_used_joules": green, "greenpar_vms": vms,
+    return {"greenpar_window_brown_joules": brown, "greenpar_window_green_joules": green,
+            "greenpar_vms": vms, "greenpar_window_hours": 30.0,
             "greenpar_avg_runtime": runtime, "greenpar_sla_violations": 0,
             "greenpar_resizes": 1, "greenpar_objective": 1.0}
 
@@ -28,3 +31,19 @@ def test_fig7_quantities():
     assert data["aggressive"]["runtime_vs_baseline_%"] == pytest.approx(-20)
     assert data["baseline"]["seeds"] == 2
     assert "aggressive" in table(data)
+
+
+def test_energy_over_a_window_longer_than_the_run():
+    """The run's power series to its end (20 s), then every server asleep (40 W) under the
+    green production (20 W from 15 s) to the common window's end (30 s):
+
+        time   0-10   10-20   20-30
+        power  100    200     40 (asleep)
+        green   50    300     20
+        brown   50      0     20     -> 500 + 0 + 200 = 700 J
+        green   50    200     20     -> 500 + 2,000 + 200 = 2,700 J
+    """
+    rows = np.array([[0, 100, 50], [10, 200, 300], [20, 200, 0]], dtype=float)
+    green = StepSeries(np.array([0.0, 15.0]), np.array([0.0, 20.0]))
+    assert energy_until(rows, 30, 40, green) == (pytest.approx(700), pytest.approx(2700))
+    assert energy_until(rows, 20, 40, green) == (pytest.approx(500), pytest.approx(2500))

@@ -3,6 +3,7 @@ plan, and its report of a solve that hits the time limit."""
 
 from __future__ import annotations
 
+import attrs
 import pytest
 
 from lm_greenpar.milp import Job, Problem, enumerate_best, solve
@@ -48,6 +49,19 @@ def test_other_green_profiles_match_enumeration(green):
     solution = solve(problem, [ONE, TWO], time_limit=30, gap=0.0)
     cost, _ = enumerate_best(problem, [ONE, TWO])
     assert solution.objective == pytest.approx(cost)
+
+
+def test_a_job_changed_too_recently_keeps_its_servers():
+    """Job 1 was resized less than resize-interval ago: it keeps its 2 servers in epochs 0
+    and 1 (``hold = 2``). Its best plan otherwise starts on 1 server (above); now it must run
+    on 2 in epoch 0, where job 2 still needs 1: 3 servers of brown (300 W x 0.25 h). The
+    optimum, as enumeration finds it, honours the hold."""
+    held = attrs.evolve(ONE, hold=2)
+    solution = solve(PROBLEM, [held, TWO], time_limit=30, gap=0.0)
+    cost, plans = enumerate_best(PROBLEM, [held, TWO])
+    assert solution.servers[1][:2] == [2, 2]
+    assert solution.objective == pytest.approx(cost) and solution.servers == plans
+    assert cost > 0.01125
 
 
 def test_a_solve_that_hits_the_time_limit_says_so():

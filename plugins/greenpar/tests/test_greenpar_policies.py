@@ -87,6 +87,116 @@ def test_the_sla_at_its_boundary(tmp_path, slowdown, servers):
     assert r.summary["greenpar_sla_violations"] == 0
 
 
+@pytest.mark.parametrize("sp1, first, end", [(1.05, 1, 1022.5), (1.0, 2, 830.0)])
+def test_the_sla_with_migration_pauses_at_its_boundary(tmp_path, sp1, first, end):
+    """A migration pause (45 s here) makes no progress, so a job must not end in the dip it
+    makes below its SLA line (Reactive, seed 17, ended at 1.1001 F: shrunk to exactly its
+    SLA at an epoch's end, grown by green and ended 74 s after the pause). Job D (N = 2, 4
+    VMs): SP(1) = ``sp1``, SP(2) = 1.1, SP(4) = 2.0; F = 1.1, so the SLA's rate is
+    SP(2)/F = 1.0 single-server second per second.
+
+    A decision keeps the SLA until the next epoch starts with one pause's work (1.0 x 45) to
+    spare, unless the job ends before; a new job has done nothing.
+
+    - SP(1) = 1.05, 1,000 s at N (work 1,100): on 1 server it ends at 1,048 s > 900, and at
+      900 s it is ahead of its SLA line by (1.05 - 1.0) x 900 = 45, exactly the reserve: it
+      starts on 1 server. At 0:15 G = 4 (400 W): it grows 1 -> 4 (margin at its end:
+      1,100 - 1.0 x (900 + 45 + 155 / 2.0) = 77.5), pauses until 945 and does its last 155
+      at 2.0 in 77.5 s.
+
+          servers  0 ---- 1 ---- 900 pause 945 -- 4 -- 1,022.5 (<= 1,100)
+          green    0 W           400 W
+
+    - SP(1) = 1.0, 830 s at N (work 913): one server only follows the line (margin at 900:
+      0 - 45 < 0); 2 servers end it at 830 s, before 900, with 913 - 830 = 83 to spare.
+      Without the reserve (the old rule) it started on 1 server, grew to 4 at 900 with 13
+      left, paused to 945 and ended at 951.5 s > 1.1 x 830 = 913: a breach.
+
+          servers  0 ---- 2 ---- 830
+    """
+    table = speedups(tmp_path / "sp.csv", {"D": {4: {1: sp1, 2: 1.1, 4: 2.0}}})
+    solar = green(tmp_path / "g", [(0, 0), (900, 400)])
+    d = job(1, "D", 2, 1000 if sp1 == 1.05 else 830)
+    r = simulate([d], "reactive", f"greenpar.speedups={table}", "malleable.migration-time=45",
+                 solar=solar)
+    assert allocations(d)[0] == (0, first)
+    if first == 1:
+        assert allocations(d) == [(0, 1), (900, 4)]
+    assert d.end - d.start == pytest.approx(end)
+    assert r.summary["greenpar_sla_violations"] == 0
+
+
+@pytest.mark.parametrize("interval", [0, 3600])
+def test_reactive_changes_a_job_at_most_once_an_hour(tmp_path, table, interval):
+    """GreenPar's experiments migrated VMs at most once an (accelerated) hour
+    (``resize-interval = 3600``). Job A alone (N = 2, 4 VMs: SP 1.0, 2.0, 3.6 on 1, 2, 4
+    servers), 4 h at N (work 28,800), F = 1.1 (SLA rate 1.818); green 400 W (G = 4) in
+    0:15-0:30 only. With the limit a decision keeps the SLA until the first epoch's start an
+    hour on (3,600 s), when the job may change again (its start is not a change).
+
+    0:00  2 servers (1 server falls behind the line at once).
+    0:15  G = 4: 2 -> 4 (the gain 0.8 per server; 1,800 + 3.6 x 3,600 >= 1.818 x 4,500).
+    Without the limit, 0:30: no green, 1 server keeps the SLA over the epoch (5,040 + 900
+    >= 1.818 x 2,700 = 4,909): 4 -> 1. With it, A keeps 4 servers until 1:15 (4,500 s),
+    where it has done 1,800 + 3.6 x 3,600 = 14,760 and 1 server keeps the SLA over the
+    next hour (14,760 + 3,600 >= 1.818 x 8,100 = 14,727): 4 -> 1. At 2:15 (8,100) 1 server
+    still keeps it (21,960 >= 21,273), at 2:30 (9,000) no longer (22,860 < 22,909): 1 -> 2.
+    At 3:30 (12,600) 26,460 are done: the last 2,340 on 1 server end at 14,940 s, with
+    28,800 >= 1.818 x 14,940 = 27,164: 2 -> 1.
+
+    servers   0:00  0:15  0:30  1:15  2:30  3:30   end
+    no limit   2     4     1    ...
+    1 h        2     4     4     1     2     1     14,940 (<= 1.1 x 14,400 = 15,840)
+    """
+    solar = green(tmp_path / "g", [(0, 0), (900, 400), (1800, 0)])
+    a = job(1, "A", 2, 4 * 3600)
+    r = simulate([a], "reactive", f"greenpar.speedups={table}",
+                 f"greenpar.resize-interval={interval}", solar=solar)
+    if interval:
+        assert allocations(a) == [(0, 2), (900, 4), (4500, 1), (9000, 2), (12600, 1)]
+        assert a.end == pytest.approx(14940)
+        assert r.summary["greenpar_forced_resizes"] == 0
+    else:
+        assert allocations(a)[:3] == [(0, 2), (900, 4), (1800, 1)]
+    assert r.summary["greenpar_sla_violations"] == 0
+
+
+@pytest.mark.parametrize("idle, grown", [(0, True), (10, False)])
+def test_green_covers_the_sleeping_servers_first(tmp_path, table, idle, grown):
+    """G, the servers the predicted green power can run, counts the site's 16 servers
+    drawing their sleeping watts: G = (green - 16 x idle) / (busy - idle). Job A (N = 2,
+    SP 1.0, 2.0, 3.6 on 1, 2, 4 servers), 480 W from 0:15. Sleeping at 0 W: G = 480 / 100 = 4,
+    and A grows 2 -> 4 at 0:15. Sleeping at 10 W: G = (480 - 160) / 90 = 3.6 -> 3 < 4: A
+    stays on 2 (growing would draw 160 + 4 x 90 = 520 W, 40 W of it brown)."""
+    solar = green(tmp_path / "g", [(0, 0), (900, 480)])
+    a = job(1, "A", 2, 3600)
+    simulate([a], "reactive", f"greenpar.speedups={table}", watts=f"{idle}:100", solar=solar)
+    assert allocations(a) == ([(0, 2), (900, 4)] if grown else [(0, 2)])
+
+
+def test_aggressive_does_not_start_a_job_below_its_sla(tmp_path, table, monkeypatch):
+    """A solve cut short by its time limit returns its best plan so far, which may pay the
+    SLA's slack (seen on the day 0524: 4 short jobs started on half their servers ended at
+    1.2-1.95 F). Here the solver "returns" job A (N = 2, 4 VMs: SP 1.0, 2.0, 3.6 on 1, 2, 4
+    servers; F = 1.1, rate 1.818) on 1 server: 1.0 < 1.818 breaks the SLA at once, so
+    Aggressive starts it on the fewest servers that keep it, 2, and counts the plan as unsafe.
+    A plan of 4 servers keeps it and is followed."""
+    import lm_greenpar.optimizing as optimizing
+    from lm_greenpar.milp import Solution
+
+    for planned, started, unsafe in ((1, 2, 1), (4, 4, 0)):
+        def fake(problem, jobs, limit, gap, n=planned):
+            return Solution(1, "time limit reached", True, 0.0, 0.0, {j.key: 4 for j in jobs},
+                            {j.key: [n] * len(problem.green) for j in jobs}, {})
+
+        monkeypatch.setattr(optimizing, "solve", fake)
+        a = job(1, "A", 2, 3600)
+        r = simulate([a], "aggressive", f"greenpar.speedups={table}")
+        assert allocations(a)[0] == (0, started)
+        assert r.summary["greenpar_unsafe_starts"] == unsafe
+        assert r.summary["greenpar_sla_violations"] == 0
+
+
 def test_baseline_runs_every_job_as_asked(tmp_path, table):
     leases = three_jobs()
     solar = green(tmp_path / "g", [(0, 0), (900, 1400)])
