@@ -88,10 +88,9 @@ def read_runs(directory: Path) -> list[dict[str, Any]]:
     return runs
 
 
-def unplaced_nm(results: Any, directory: Path) -> dict[str, float]:
-    """The part of each run's NM (by run id) that comes from the tasks it left unplaced: their
-    energy over the energy of every task some run of the instance placed (NM's reading of
-    ``lease_manager.experiments.relative``)."""
+def _tasks_by_instance(results: Any, directory: Path
+                       ) -> tuple[dict[str, Any], dict[tuple, list[str]]]:
+    """Each done run's tasks (by run id), and the run ids of each instance (trace and seed)."""
     tasks: dict[str, Any] = {}
     groups: dict[tuple, list[str]] = defaultdict(list)
     for row in results.done():
@@ -99,6 +98,14 @@ def unplaced_nm(results: Any, directory: Path) -> dict[str, float]:
         if got is not None:
             tasks[str(row["run_id"])] = got
             groups[instance_key(row, results.setting_columns)].append(str(row["run_id"]))
+    return tasks, groups
+
+
+def unplaced_nm(results: Any, directory: Path) -> dict[str, float]:
+    """The part of each run's NM (by run id) that comes from the tasks it left unplaced: their
+    energy over the energy of every task some run of the instance placed (NM's reading of
+    ``lease_manager.experiments.relative``)."""
+    tasks, groups = _tasks_by_instance(results, directory)
     out: dict[str, float] = {}
     for run_ids in groups.values():
         counted = frozenset().union(*(tasks[r].ran_ids for r in run_ids))
@@ -122,13 +129,7 @@ def lowered_nm(results: Any, directory: Path) -> dict[str, dict[float, tuple[flo
     """Each run's NM and NM whole (by run id) against its instance's C* times each factor of
     ``LOWERED``: how a planner's NM grows as a better planner lowers C* (section 5.2's C* is
     the best of all, the GA's in the paper)."""
-    tasks: dict[str, Any] = {}
-    groups: dict[tuple, list[str]] = defaultdict(list)
-    for row in results.done():
-        got = read_tasks(directory / str(row["run_id"]))
-        if got is not None:
-            tasks[str(row["run_id"])] = got
-            groups[instance_key(row, results.setting_columns)].append(str(row["run_id"]))
+    tasks, groups = _tasks_by_instance(results, directory)
     out: dict[str, dict[float, tuple[float, float]]] = {}
     for run_ids in groups.values():
         counted = frozenset().union(*(tasks[r].ran_ids for r in run_ids))
