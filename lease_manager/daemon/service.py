@@ -286,20 +286,11 @@ class Daemon:
             for row in rows:                    # running work first: it holds its nodes
                 try:
                     lease = self._lease_of(row)
+                    misfit = self._misfit(lease, row)
                 except RequestError as exc:     # an edited or damaged row: it fails alone
-                    reason = f"its stored request is invalid ({exc})"
-                    log.warning("%s: lease %s: %s; the lease fails", self.store.path,
-                                row["id"], reason)
-                    self._stop_quietly(row["id"])
-                    self.store.end(row["id"], row["state"], "failed", reason, now)
-                    counts["failed"] += 1
-                    continue
-                misfit = self._misfit(lease, row)
-                if misfit:                      # the site changed under it: it fails alone
-                    log.warning("%s: lease %s: %s; the lease fails", self.store.path,
-                                row["id"], misfit)
-                    self._stop_quietly(row["id"])
-                    self.store.end(row["id"], row["state"], "failed", misfit, now)
+                    misfit = f"its stored request is invalid ({exc})"
+                if misfit:                      # ... and so does one the site no longer fits
+                    self._fail_stored(row, misfit, now)
                     counts["failed"] += 1
                     continue
                 self.leases[lease.id] = lease
@@ -367,6 +358,12 @@ class Daemon:
         lease.suspended_at = row["suspended_at"]
         lease.image_nodes = tuple(json.loads(row["image_nodes"]))
         return lease
+
+    def _fail_stored(self, row: Any, reason: str, now: float) -> None:
+        """Fail the stored lease of ``row`` alone, with one logged line: the others restore."""
+        log.warning("%s: lease %s: %s; the lease fails", self.store.path, row["id"], reason)
+        self._stop_quietly(row["id"])
+        self.store.end(row["id"], row["state"], "failed", reason, now)
 
     def _misfit(self, lease: Lease, row: Any) -> str:
         """Why ``lease`` no longer fits the site the daemon now runs (restarted with fewer
