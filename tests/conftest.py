@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
+from browser_support import open_chromium
 from slurm_support import find_slurm_node
 from support import LONG
 
@@ -29,3 +32,9 @@ def python() -> str:
 def slurm_node() -> tuple[str, int]:
     """(name, CPUs) of a usable Slurm node; the test skips, saying why, without one."""
     return find_slurm_node()
+
+
+@pytest.fixture(scope="module")
+def chromium() -> Iterator[Any]:
+    """A headless Chromium WebDriver for the module; skips, saying why, without one."""
+    yield from open_chromium()
