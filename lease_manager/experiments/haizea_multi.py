@@ -34,6 +34,16 @@ from lease_manager.errors import ConfigError
 MULTI = "multi"
 MULTI_OPTIONS = ("tracedir", "tracefiles", "injectiondir", "injectionfiles", "datadir",
                  "skip-no-injection", "annotationdir", "annotationfiles", "skip-no-annotation")
+#: options only Haizea's multi files before 0.9 (its Technology Previews) have, by section
+#: (``*``: any profile's section of that name); 0.9 renamed or reshaped each of them
+PRE_09 = (("multi", "basedatadir"), ("*:simulation", "nodes"),
+          ("*:scheduling", "diskimage-transfer"), ("*:simulation", "suspendresume-rate"))
+PRE_09_ADVICE = ("a multi-configuration file of Haizea before 0.9, whose options 0.9 "
+                 "changed: write it in Haizea 1.0's format (datadir for basedatadir, "
+                 "'resources: NODES CPU:100 Memory:1024' for nodes and resources, "
+                 "[general] lease-preparation for diskimage-transfer, [scheduling] "
+                 "suspend-rate and resume-rate for suspendresume-rate; see 'Coming from "
+                 "Haizea' in docs/haizea.md), then run it with `lease-manager sweep`")
 
 
 def multi_runs(reader: Any) -> tuple[list[str], list[tuple[str, str]], dict[str, Path],
@@ -51,6 +61,11 @@ def multi_runs(reader: Any) -> tuple[list[str], list[tuple[str, str]], dict[str,
         errors.append(ConfigError(message, file=str(path), line=line,
                                   field=f"[{section}] {name}" if name else f"[{section}]"))
 
+    old = pre_09_options(parser)
+    if old:    # one line: the file's other errors would only follow from this one
+        section, name = min(old, key=lambda key: where.get(key) or 0)
+        raise ConfigError(PRE_09_ADVICE, file=str(path), line=where.get((section, name)),
+                          field=f"[{section}] {name}")
     control = dict(parser.items(MULTI))
     for name in control:
         if name not in MULTI_OPTIONS:
@@ -148,3 +163,16 @@ def multi_runs(reader: Any) -> tuple[list[str], list[tuple[str, str]], dict[str,
     if errors:
         raise all_errors(errors)
     return order, traces, resolved, profiles
+
+
+def pre_09_options(parser: configparser.ConfigParser) -> list[tuple[str, str]]:
+    """The ``(section, option)`` pairs of ``parser`` that only a multi file of Haizea before
+    0.9 has (:data:`PRE_09`)."""
+    found = []
+    for wanted, name in PRE_09:
+        for section in parser.sections():
+            named = section == wanted or (wanted.startswith("*:") and
+                                          section.partition(":")[2].strip() == wanted[2:])
+            if named and parser.has_option(section, name):
+                found.append((section, name))
+    return found

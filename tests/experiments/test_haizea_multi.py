@@ -116,3 +116,41 @@ def test_simulate_points_a_multi_file_to_sweep(multi):
 
     with pytest.raises(ConfigError, match="is run with `lease-manager sweep`"):
         load_config(multi, Plugins(entry_points=False).schema)
+
+
+PRE_09 = """[multi]
+tracedir: traces
+tracefiles: small.lwf
+basedatadir: /var/tmp/haizea/results
+
+[common:simulation]
+nodes: 4
+resources: CPU,1;Mem,1024;Net (in),100;Net (out),100;Disk,20000
+suspendresume-rate: 50
+
+[common:scheduling]
+diskimage-transfer: none
+
+[nobackfilling:scheduling]
+backfilling: off
+"""
+
+
+def test_a_multi_file_from_before_haizea_09_is_one_line_saying_what_it_is(multi, capsys):
+    """Haizea's Technology Previews wrote ``basedatadir``, ``nodes`` and ``CPU,1;Mem,1024``:
+    one line at the first such option says so and what 1.0 calls each, instead of an error
+    per option (or, earlier, ``simulate`` sending it to ``sweep``)."""
+    from lease_manager.cli import main
+
+    old = multi.with_name("old.conf")
+    old.write_text(PRE_09)
+    assert main(["sweep", str(old)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1
+    assert err[0].startswith(f"lease-manager: error: {old}:4: [multi] basedatadir: a "
+                             "multi-configuration file of Haizea before 0.9")
+    assert "datadir for basedatadir" in err[0] and "lease-preparation" in err[0]
+    # no [multi] basedatadir: the first of the others, in the file's order
+    old.write_text(PRE_09.replace("basedatadir: /var/tmp/haizea/results\n", ""))
+    assert main(["sweep", str(old)]) == 2
+    assert f"{old}:6: [common:simulation] nodes:" in capsys.readouterr().err
