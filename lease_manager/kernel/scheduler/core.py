@@ -539,5 +539,6 @@ class LeaseScheduler:
     _pin = planning._pin
     _find_slot = planning._find_slot
     _commit = planning._commit
+    _refused_plan = planning._refused_plan
     _start_at_once = planning._start_at_once
     _adopt = planning._adopt

@@ -173,6 +173,8 @@ def schedule_queued(self: LeaseScheduler, lease: Lease, now: float, allow_future
     if found is None:
         return False
     steps, in_future = found
+    if self._refused_plan(lease, steps, now):
+        return True   # it leaves the queue, rejected or failed
     self._move(lease, S.SCHEDULED, now)
     if in_future:
         self._backfill_reserved.add(lease.id)

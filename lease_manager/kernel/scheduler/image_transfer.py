@@ -292,6 +292,8 @@ def schedule_queued(sched: LeaseScheduler, lease: Lease, now: float,
     if found is None:
         return False
     plan, in_future = found
+    if sched._refused_plan(lease, plan, now):
+        return True   # it leaves the queue, rejected or failed
     sched._move(lease, S.SCHEDULED, now)
     if in_future:
         sched._backfill_reserved.add(lease.id)

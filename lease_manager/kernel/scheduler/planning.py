@@ -121,8 +121,57 @@ def _find_slot(self: LeaseScheduler, lease: Lease, duration: float, after: float
     return try_retry() if not math.isinf(retry) else None
 
 
-def _commit(self: LeaseScheduler, lease: Lease, plan: list[Reservation], now: float) -> None:
-    """Put a new ``plan`` for ``lease`` in the slot table and adopt it."""
+def plan_fault(lease: Lease, plan: list[Reservation], now: float) -> str | None:
+    """Why ``plan`` must not reach the slot table, or None if it may: a reservation that
+    starts before ``now`` (nothing is planned in the past: a table's horizon is never later
+    than now) or before the lease arrived, that is empty or reversed, that starts at no
+    finite time, or that never ends for a lease of finite length. Two comparisons per
+    reservation when the plan is sound."""
+    earliest = now if now > lease.submit else lease.submit
+    for res in plan:
+        start, end = res.start, res.end
+        if earliest <= start < end and (end < math.inf or lease.requested_duration == math.inf):
+            continue
+        what = f"its {res.kind} reservation"
+        if not math.isfinite(start):
+            return f"{what} starts at {start}, not a time"
+        if not end > start:
+            return f"{what} is an empty or reversed interval [{start:g}, {end:g})"
+        if start < now:
+            return f"{what} would start at {start:g} s, before now ({now:g} s)"
+        if start < lease.submit:
+            return (f"{what} would start at {start:g} s, before the lease arrived "
+                    f"({lease.submit:g} s)")
+        return f"{what} never ends, for a lease of {lease.requested_duration:g} s"
+    return None
+
+
+def _refused_plan(self: LeaseScheduler, lease: Lease, plan: list[Reservation],
+                  now: float) -> bool:
+    """If planning gave ``lease`` a plan that must not reach the slot table
+    (:func:`plan_fault`), turn it away instead of raising, and say so: a lease that never ran
+    is rejected with the reason (a new or queued one), any other fails with it. ``lease``
+    holds nothing in the table when its plan is committed (every caller plans it afresh)."""
+    fault = plan_fault(lease, plan, now)
+    if fault is None:
+        return False
+    reason = f"planning gave it an impossible plan: {fault}"
+    lease.reservations = []
+    self._drop_future(lease)
+    self._backfill_reserved.discard(lease.id)
+    if lease.start is None and lease.state in (S.NEW, S.QUEUED):
+        self.reject(lease, now, reason)
+    else:
+        lease.reason = reason
+        self._finish(lease, S.FAILED, now)
+    return True
+
+
+def _commit(self: LeaseScheduler, lease: Lease, plan: list[Reservation], now: float) -> bool:
+    """Put a new ``plan`` for ``lease`` in the slot table and adopt it; False if the plan
+    could not be kept and the lease was turned away instead (:func:`_refused_plan`)."""
+    if self._refused_plan(lease, plan, now):
+        return False
     if lease.state is S.NEW:
         self._move(lease, S.SCHEDULED, now)
     for res in plan:
@@ -133,6 +182,7 @@ def _commit(self: LeaseScheduler, lease: Lease, plan: list[Reservation], now: fl
                                           last.end - last.start
                                           < lease.remaining_requested * lease.stretch)
     self._adopt(lease, plan, now, suspends=suspends)
+    return True
 
 
 def _start_at_once(self: LeaseScheduler, lease: Lease, plan: list[Reservation],

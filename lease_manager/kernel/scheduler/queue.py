@@ -357,6 +357,8 @@ def _schedule(self: LeaseScheduler, lease: Lease, now: float, allow_future: bool
             plan = None if res is None else [res]
     if plan is None:
         return False
+    if self._refused_plan(lease, plan, now):
+        return True   # it leaves the queue, rejected or failed
     self._move(lease, S.SCHEDULED, now)
     first = plan[0]
     if first.start > now and not booted:

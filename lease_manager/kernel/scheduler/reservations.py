@@ -92,8 +92,8 @@ def _schedule_ar(self: LeaseScheduler, lease: Lease, now: float) -> None:
             self.reject(lease, now, prepared)
             return
         plan = prepared
-    self._commit(lease, plan, now)
-    self._ars.add(lease.id)
+    if self._commit(lease, plan, now):
+        self._ars.add(lease.id)
 
 
 def _make_room(self: LeaseScheduler, lease: Lease, slot: Callable[[], Reservation | None],
