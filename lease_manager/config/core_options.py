@@ -502,6 +502,19 @@ def core_options(policy_names: Mapping[str, tuple[str, ...]]) -> list[Option]:
         Option("daemon", "reconcile-interval", FLOAT, 1.0, minimum=0.01, maximum=3600, doc="""
             Wall-clock seconds between two comparisons of the backend's real state with the
             plan (finished or vanished work is noticed within this time)."""),
+        Option("daemon", "haizea-rpc", BOOLEAN, False, doc="""
+            Also serve Haizea 1.0's XML-RPC protocol, so that `haizea-request-lease`,
+            `haizea-cancel-lease`, `haizea-list-leases`, `haizea-show-queue` and
+            `haizea-list-hosts` work unchanged (`create_lease`, `cancel_lease`, `get_leases`,
+            `get_lease`, `get_queue`, `get_hosts`, `notify_event`, `test_func`). Haizea's
+            clients send no token, so it listens on 127.0.0.1 only and answers only
+            connections of the daemon's own user (or root), as the token file, readable by
+            that user alone, does for the JSON API. Lease commands run as that user can reach
+            it: turn it on only where they may submit and cancel leases."""),
+        Option("daemon", "haizea-rpc-port", INTEGER, 42493, minimum=0, maximum=65535, doc="""
+            TCP port of the Haizea XML-RPC endpoint (`haizea-rpc`); 42493 is Haizea's own, the
+            one its clients call without `-s`. 0: any free port, written to
+            `state-dir/daemon.json` as `haizea_rpc_url`."""),
         Option("daemon", "sync", STRING, "full", choices=("full", "normal"), doc="""
             SQLite `synchronous` setting: `full` makes every answered change survive a power
             loss; `normal` only a crash of the daemon (faster)."""),

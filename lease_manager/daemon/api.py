@@ -414,38 +414,7 @@ class Handler(BaseHTTPRequestHandler):
         return 201, views[0] if single else views
 
     def _vm_limits(self, requests: list[dict[str, Any]]) -> None:
-        """Refuse a lease with more VMs than the site's nodes x ``max-vms-per-node``, a
-        submission with more than that in all, and VMs smaller than 1/``max-vms-per-node`` of
-        a node in every resource (each VM may be a process)."""
-        d = self.daemon
-        per_node = d.config.get("daemon", "max-vms-per-node")
-        capacity = d.run.nodes.capacity
-        limit = capacity.shape[0] * per_node
-        smallest = capacity.max(axis=0) / per_node
-        names = d.run.nodes.types.names
-        total = 0
-        for i, request in enumerate(requests):
-            where = "" if len(requests) == 1 else f"[{i}]."
-            groups = groups_of(request)
-            count = sum(g["nodes"] for g in groups)
-            if count > limit:
-                raise HTTPError(400, f"{where}nodes: {count} VMs is more than a lease may have "
-                                     f"on this site ({capacity.shape[0]} nodes x "
-                                     f"{per_node} VMs, [daemon] max-vms-per-node)",
-                                field=f"{where}nodes")
-            for group in groups:
-                amounts = [group["resources"].get(n, 0.0) for n in names]
-                if not any(a >= m for a, m in zip(amounts, smallest)):
-                    raise HTTPError(400, f"{where}resources: a VM must need at least "
-                                         f"1/{per_node} of a node's amount of some resource "
-                                         "(" + ", ".join(f"{n}:{m:g}" for n, m in
-                                                         zip(names, smallest)) + "; [daemon] "
-                                         "max-vms-per-node)", field=f"{where}resources")
-            total += count
-        if total > limit:
-            raise HTTPError(400, f"the submission asks for {total} VMs in all, more than "
-                                 f"{limit} ({capacity.shape[0]} nodes x {per_node}, [daemon] "
-                                 "max-vms-per-node): send it in parts", field="nodes")
+        check_vm_limits(self.daemon, requests)
 
     def _working_folders(self, requests: list[dict[str, Any]], default: str | None) -> None:
         """Give requests without a ``workdir`` the ``?workdir=`` of the URL, and refuse a
@@ -552,6 +521,41 @@ class Handler(BaseHTTPRequestHandler):
             return lambda: view
 
         return d.call(hosts)
+
+
+def check_vm_limits(daemon: Daemon, requests: list[dict[str, Any]]) -> None:
+    """Refuse a lease with more VMs than the site's nodes x ``max-vms-per-node``, a
+    submission with more than that in all, and VMs smaller than 1/``max-vms-per-node`` of
+    a node in every resource (each VM may be a process)."""
+    d = daemon
+    per_node = d.config.get("daemon", "max-vms-per-node")
+    capacity = d.run.nodes.capacity
+    limit = capacity.shape[0] * per_node
+    smallest = capacity.max(axis=0) / per_node
+    names = d.run.nodes.types.names
+    total = 0
+    for i, request in enumerate(requests):
+        where = "" if len(requests) == 1 else f"[{i}]."
+        groups = groups_of(request)
+        count = sum(g["nodes"] for g in groups)
+        if count > limit:
+            raise HTTPError(400, f"{where}nodes: {count} VMs is more than a lease may have "
+                                 f"on this site ({capacity.shape[0]} nodes x "
+                                 f"{per_node} VMs, [daemon] max-vms-per-node)",
+                            field=f"{where}nodes")
+        for group in groups:
+            amounts = [group["resources"].get(n, 0.0) for n in names]
+            if not any(a >= m for a, m in zip(amounts, smallest)):
+                raise HTTPError(400, f"{where}resources: a VM must need at least "
+                                     f"1/{per_node} of a node's amount of some resource "
+                                     "(" + ", ".join(f"{n}:{m:g}" for n, m in
+                                                     zip(names, smallest)) + "; [daemon] "
+                                     "max-vms-per-node)", field=f"{where}resources")
+        total += count
+    if total > limit:
+        raise HTTPError(400, f"the submission asks for {total} VMs in all, more than "
+                             f"{limit} ({capacity.shape[0]} nodes x {per_node}, [daemon] "
+                             "max-vms-per-node): send it in parts", field="nodes")
 
 
 def _no_constant(name: str) -> Any:

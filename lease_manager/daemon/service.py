@@ -158,6 +158,8 @@ class Daemon:
         self.ready: threading.Event = threading.Event()
         self.server: Any = None
         self.url: str | None = None
+        #: Haizea's XML-RPC endpoint (``[daemon] haizea-rpc``), when on
+        self.haizea_rpc: Any = None
         #: what the invariant check at shutdown found wrong (None: nothing)
         self.violation: str | None = None
 
@@ -488,18 +490,22 @@ class Daemon:
         """Restore, start the API and the reconciliation loop, and run the engine until
         SIGTERM/SIGINT or :meth:`stop`."""
         from lease_manager.daemon.api import start_api
+        from lease_manager.daemon.haizea_rpc import start_haizea_rpc, stop_haizea_rpc
 
         self.run.start()
         # the API listens at once and answers 503 with Retry-After until the leases are back
         self.server, self.url = start_api(self)
         info = {"url": self.url, "pid": os.getpid(),
                 "token_file": str(self.token_path().resolve())}
+        if self.config.get("daemon", "haizea-rpc"):    # Haizea's clients (opt-in)
+            self.haizea_rpc, info["haizea_rpc_url"] = start_haizea_rpc(self)
         write_daemon_file(self.state_dir / "daemon.json", {**info, "ready": False})
         try:
             counts = self.restore()
         except BaseException:
             self.server.shutdown()
             self.server.server_close()
+            stop_haizea_rpc(self.haizea_rpc)
             (self.state_dir / "daemon.json").unlink(missing_ok=True)
             raise
         if any(counts.values()):
@@ -523,6 +529,7 @@ class Daemon:
             self._stopping.set()
             self.server.shutdown()
             self.server.server_close()
+            stop_haizea_rpc(self.haizea_rpc)
             for future in list(self._calls):   # calls the engine will never answer now
                 if not future.done():
                     future.set_exception(DaemonStopping("the daemon is stopping"))
