@@ -270,8 +270,13 @@ def request_command(args: argparse.Namespace) -> int:
             xml = Path(args.file).read_bytes()
         except OSError as exc:
             raise LeaseManagerError(f"{args.file}: {exc.strerror}") from None
-        views = submit_with_retries(lambda key: client.submit_lwf(xml, key=key,
-                                                                  workdir=workdir))
+        haizea = _haizea_lease(args.file, xml)
+        if haizea is not None:
+            haizea["workdir"] = workdir
+            views = [submit_with_retries(lambda key: client.submit(haizea, key=key))]
+        else:
+            views = submit_with_retries(lambda key: client.submit_lwf(xml, key=key,
+                                                                      workdir=workdir))
     else:
         if args.duration is None:
             raise LeaseManagerError("-d/--duration is required (or -f lease.xml)")
@@ -282,6 +287,12 @@ def request_command(args: argparse.Namespace) -> int:
                            ("max_price", args.max_price)):
             if value is not None:
                 body[key] = value
+        extra = {key: value for key, value in (("disk-image", args.vmimage),
+                                               ("disk-image-size", args.vmimagesize),
+                                               ("preemptible", args.preemptible))
+                 if value is not None}
+        if extra:
+            body["extra"] = extra
         views = [submit_with_retries(lambda key: client.submit(body, key=key))]
     human = "\n".join(f"lease {v['id']}: {v['state']}"
                       + (f" ({v['reason']})" if v["reason"] else "")
@@ -289,6 +300,21 @@ def request_command(args: argparse.Namespace) -> int:
                       for v in views)
     show(args, views if len(views) > 1 else views[0], human)
     return 1 if all(v["state"] == "rejected" for v in views) else 0
+
+
+def _haizea_lease(path: str, data: bytes) -> dict | None:
+    """The JSON request of a file holding one Haizea ``<lease>`` element (what
+    ``haizea-request-lease -f`` sends), or None for any other document (LWF)."""
+    from lease_manager.daemon.haizea_lease import request_of
+    from lease_manager.daemon.lease_requests import RequestError
+
+    head = data[:4096].decode("utf-8", "replace")
+    if not re.search(r"^\s*(<\?xml[^>]*>\s*)?(<!--.*?-->\s*)*<lease[\s>/]", head, re.S):
+        return None
+    try:
+        return request_of(data.decode("utf-8"))
+    except (RequestError, UnicodeDecodeError) as exc:
+        raise LeaseManagerError(f"{path}: {exc}") from None
 
 
 def _duration(text: str) -> Any:
@@ -300,7 +326,10 @@ def _duration(text: str) -> Any:
 
 
 def cancel_command(args: argparse.Namespace) -> int:
-    view = client_from(args).cancel(args.lease)
+    if (args.lease is None) == (args.lease_option is None):
+        raise LeaseManagerError("give the lease id once: cancel ID or cancel -l ID")
+    view = client_from(args).cancel(args.lease if args.lease is not None
+                                    else args.lease_option)
     return show(args, view, f"lease {view['id']}: {view['state']}")
 
 
@@ -361,7 +390,7 @@ def add_client_commands(sub: Any) -> None:
                        "and token)")
         p.add_argument("--set", action="append", default=[], metavar="SECTION.OPTION=VALUE",
                        help="override a configuration option (repeatable)")
-        p.add_argument("--server", help="the daemon's URL (env LEASE_MANAGER_URL)")
+        p.add_argument("-s", "--server", help="the daemon's URL (env LEASE_MANAGER_URL)")
         p.add_argument("--token-file", help="file with the API token "
                        "(env LEASE_MANAGER_TOKEN_FILE, or the token in LEASE_MANAGER_TOKEN)")
         p.add_argument("--json", action="store_true", help="print JSON (for scripts)")
@@ -375,9 +404,19 @@ def add_client_commands(sub: Any) -> None:
     req.add_argument("-t", "--start", default="best_effort",
                      help="now | best_effort | ISO-8601 time | +HH:MM:SS (default best_effort)")
     req.add_argument("-d", "--duration", help="seconds, HH:MM:SS or unlimited")
-    req.add_argument("-n", "--nodes", type=arg_int, default=1, help="number of VMs (default 1)")
-    req.add_argument("--cpu", type=arg_float, help="CPU of each VM")
-    req.add_argument("--mem", type=arg_float, help="memory of each VM (MB)")
+    req.add_argument("-n", "--nodes", "--numnodes", type=arg_int, default=1,
+                     help="number of VMs (default 1)")
+    req.add_argument("--cpu", type=arg_float, help="CPU of each VM, in the site's units "
+                     "(Haizea's -c is our --config: give --cpu)")
+    req.add_argument("-m", "--mem", type=arg_float, help="memory of each VM (MB)")
+    req.add_argument("-i", "--vmimage", help="disk image of the VMs (sent to their nodes "
+                     "first under [preparation] lease-preparation = imagetransfer)")
+    req.add_argument("-z", "--vmimagesize", type=arg_int, help="size of the disk image (MB)")
+    preempt = req.add_mutually_exclusive_group()
+    preempt.add_argument("--preemptible", dest="preemptible", action="store_const",
+                         const=True, help="the lease may be preempted (the default)")
+    preempt.add_argument("--non-preemptible", dest="preemptible", action="store_const",
+                         const=False, help="the lease may not be preempted")
     req.add_argument("--command", help="shell command each VM runs (in --workdir, with a "
                      "clean environment: PATH, the user's account, the locale and LM_* "
                      "variables)")
@@ -387,14 +426,17 @@ def add_client_commands(sub: Any) -> None:
     req.add_argument("--name", help="a name for the lease")
     req.add_argument("--max-price", type=arg_float, help="the most you pay for it")
     req.add_argument("-f", "--file", help="an LWF document of lease requests (times are "
-                     "offsets from now) instead of the options above")
+                     "offsets from now), or one Haizea <lease> element (absolute times, as "
+                     "haizea-request-lease -f takes), instead of the options above")
     req.set_defaults(func=request_command)
 
     can = sub.add_parser("cancel", help="cancel a lease",
                          description="Cancel a lease of the running daemon (its VMs are "
                                      "stopped); prints its new state. Writes no file.")
     common(can)
-    can.add_argument("lease", type=arg_int, help="lease id")
+    can.add_argument("lease", type=arg_int, nargs="?", help="lease id")
+    can.add_argument("-l", "--lease", dest="lease_option", type=arg_int, metavar="LEASE",
+                     help="lease id (Haizea's haizea-cancel-lease -l)")
     can.set_defaults(func=cancel_command)
 
     ls = sub.add_parser("list-leases", help="list the daemon's leases",

@@ -117,6 +117,46 @@ def test_request_from_lwf_file(daemon, tmp_path):
     assert views[0]["request"]["resources"] == {"CPU": 1.0, "Memory": 128.0}
 
 
+def test_request_takes_haizea_request_leases_options(daemon, tmp_path):
+    """``haizea-request-lease``'s options where they do not clash: -n/--numnodes, -m/--mem,
+    -i/--vmimage, -z/--vmimagesize, --non-preemptible/--preemptible, -s/--server, a Haizea
+    ``<lease>`` file for -f, and ``cancel -l`` (Haizea's -c, CPU, is our --config: --cpu)."""
+    view = request(daemon, "-s", daemon.url, "-t", "best_effort", "-d", "00:10:00.00",
+                   "--numnodes", "1", "--cpu", "1", "-m", "128", "-i", "foo.img",
+                   "-z", "1024", "--non-preemptible")
+    assert view["request"]["nodes"] == 1
+    assert view["request"]["resources"] == {"CPU": 1.0, "Memory": 128.0}
+    assert view["request"]["extra"] == {"disk-image": "foo.img", "disk-image-size": 1024,
+                                        "preemptible": False}
+    done = daemon.cli("cancel", "-l", str(view["id"]))
+    assert done.stdout.strip() == f"lease {view['id']}: cancelled"
+    assert request(daemon, "-d", "60", "--preemptible")["request"]["extra"] == \
+        {"preemptible": True}
+
+    haizea = tmp_path / "haizea-lease.xml"     # what haizea-request-lease -f reads
+    haizea.write_text('<?xml version="1.0"?>\n<lease preemptible="True"><nodes>'
+                      '<node-set numnodes="2"><res type="CPU" amount="1"/>'
+                      '<res type="Memory" amount="256"/></node-set></nodes>'
+                      '<start><exact time="+02:00:00"/></start>'
+                      '<duration time="00:30:00.00"/><software><none/></software></lease>')
+    before = daemon_now(daemon)
+    ar = json.loads(daemon.cli("request", "-f", str(haizea), "--json").stdout)
+    assert (ar["type"], ar["state"], ar["request"]["nodes"]) == \
+        ("advance-reservation", "scheduled", 2)
+    start = datetime.fromisoformat(ar["request"]["start"].replace("Z", "+00:00"))
+    assert before + timedelta(hours=2) <= start <= daemon_now(daemon) + timedelta(hours=2)
+    assert ar["request"]["duration"] == 1800
+    assert ar["request"]["extra"] == {"preemptible": True}
+    daemon.cli("cancel", str(ar["id"]))
+
+    haizea.write_text("<lease><nodes/></lease>")
+    done = daemon.cli("request", "-f", str(haizea), check=False)
+    assert done.returncode != 0
+    assert f"{haizea}: <nodes>: 0 <node-set> elements" in done.stderr
+    done = daemon.cli("cancel", "1", "-l", "1", check=False)
+    assert done.returncode != 0 and "give the lease id once" in done.stderr
+
+
 def test_request_errors(daemon, tmp_path):
     bad = daemon.cli("request", "-d", "-5", check=False)
     assert bad.returncode == 2
