@@ -222,3 +222,55 @@ def test_an_impossible_plan_when_a_reserved_lease_is_planned_again_fails_it(monk
     assert (two.state.value, two.start, two.end) == ("failed", None, 40)
     assert two.reason == PREFIX + "its vm reservation is an empty or reversed interval " \
                                   "[40, 40)"
+
+
+# ------------------------------------------------------- the planners' own checks, by path
+# Each path below could compute a time before now from a lease's own numbers; each planner
+# refuses it itself, before any plan is committed.
+
+def test_a_suspension_that_cannot_end_by_the_reservation_is_not_planned_in_the_past():
+    """Suspension path. #1 (4 VMs of 1,024 MB, 1,000 s) runs from 0; the AR #2 (4 VMs,
+    20-120) arrives at 10. Suspending #1 takes 32 s (1,024 MB at 32 MB/s), so it would start
+    at 20 - 32 = -12, before now: #1 is not suspended but stopped at 10 and requeued (its
+    work lost), and runs again after the AR::
+
+        nodes 0-3  |#1 0-10|  |#2 20------120|#1 120------------------1120|
+    """
+    one = be(1, 4, 1000, 0, memory=1024)
+    two = Lease(2, LeaseType.ADVANCE_RESERVATION, 10, VMRequest.uniform(4, [1, 0]), 100, 100,
+                start_request=20)
+    simulate([one, two], "scheduling.suspension=all",
+             "scheduling.policy-preemption=ar-preempts-everything",
+             "scheduling.suspend-rate=32", "scheduling.resume-rate=32")
+    assert (two.state.value, two.start, two.end) == ("done", 20, 120)
+    assert (one.state.value, one.end) == ("done", 1120)
+    assert [(r.kind.value, r.start, r.end) for r in one.allocations] == \
+        [("vm", 0, 10), ("vm", 120, 1120)]
+    assert one.suspensions == 0
+
+
+def test_a_deadline_lease_that_could_only_have_started_in_the_past_is_rejected():
+    """Deadline path. #1 (100 s, deadline 150) arrives at 100: it would have to start by 50,
+    before now; it is rejected, nothing is planned::
+
+        node 0  (empty)     #1 would need 50-150; now is 100
+    """
+    lease = Lease(1, LeaseType.DEADLINE, 100, VMRequest.uniform(1, [1, 0]), 100, 100,
+                  start_request=0, deadline=150)
+    simulate([lease], resources="1 CPU:1 Memory:1024")
+    assert (lease.state.value, lease.reason) == ("rejected", "cannot finish by its deadline 150")
+    assert lease.allocations == []
+
+
+def test_an_advance_reservation_whose_start_has_passed_is_rejected():
+    """Advance-reservation path. #1 asks for 50-150 and arrives at 100: rejected, nothing
+    planned (the image-transfer case of this path is in ``test_image_transfer.py``)::
+
+        node 0  (empty)     #1 asked for 50-150; now is 100
+    """
+    lease = Lease(1, LeaseType.ADVANCE_RESERVATION, 100, VMRequest.uniform(1, [1, 0]), 100,
+                  100, start_request=50)
+    simulate([lease], resources="1 CPU:1 Memory:1024")
+    assert (lease.state.value, lease.reason) == ("rejected",
+                                                 "its start time 50 has already passed")
+    assert lease.allocations == []
