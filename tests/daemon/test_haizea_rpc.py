@@ -168,3 +168,37 @@ def test_the_endpoint_is_off_unless_asked_for(tmp_path):
         assert "haizea_rpc_url" not in json.loads((daemon.state / "daemon.json").read_text())
     finally:
         assert daemon.terminate() == 0
+
+
+def test_haizeas_lease_xml_to_a_request_and_back():
+    """``haizea-request-lease -d unlimited`` sends Haizea's century (``DateTimeDelta(36500)``);
+    a deadline lease's ``<deadline>`` and a lease of two groups of VMs are written back."""
+    from lease_manager.daemon.haizea_lease import lease_xml, request_of
+    from lease_manager.daemon.lease_requests import RequestError
+
+    body = request_of(haizea_lease(3, "<start/>", duration="36500:00:00:00.00"))
+    assert body == {"nodes": 3, "resources": {"CPU": 100.0, "Memory": 1024.0},
+                    "start": "best_effort", "duration": "36500:00:00:00.00",
+                    "extra": {"preemptible": False, "disk-image": "foo.img",
+                              "disk-image-size": 1024}}
+    with pytest.raises(RequestError, match="the root element is <lease-workload>"):
+        request_of("<lease-workload/>")
+    with pytest.raises(RequestError, match=r"<disk-image size>: '1e3' is not a whole number"):
+        request_of(haizea_lease(1, "<start/>").replace('size="1024"', 'size="1e3"'))
+
+    row = {"id": 7, "state": "suspended", "type": "deadline", "submit": 1800000000.0,
+           "plan": '[{"kind": "resume"}]',
+           "request": json.dumps({"start": None, "deadline": 1800007200.0, "duration": 3600.0,
+                                  "nodes": 3, "resources": {"CPU": 100.0},
+                                  "groups": [{"nodes": 1, "resources": {"CPU": 100.0}},
+                                             {"nodes": 2, "resources": {"CPU": 50.0,
+                                                                        "Memory": 512.5}}],
+                                  "extra": {}})}
+    assert lease_xml(row) == (
+        '<lease id="7" state="12" preemptible="True" submit-time="2027-01-15 08:00:00.00">'
+        '<nodes><node-set numnodes="1"><res type="CPU" amount="100"/></node-set>'
+        '<node-set numnodes="2"><res type="CPU" amount="50"/>'
+        '<res type="Memory" amount="512.5"/></node-set></nodes>'
+        '<start><exact time="2027-01-15 08:00:00.00"/></start>'
+        '<duration time="01:00:00.00"/><deadline time="2027-01-15 10:00:00.00"/>'
+        '<software><none/></software></lease>')
