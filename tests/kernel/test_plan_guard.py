@@ -206,6 +206,44 @@ def test_an_impossible_resumption_fails_a_suspended_lease(monkeypatch):
         [("vm", 0, 40), ("suspend", 40, 50)]
 
 
+def test_an_impossible_migration_fails_a_suspended_lease(monkeypatch):
+    """``migration = yes``. #1 (1 VM of 320 MB, 100 s) runs from 0 on node 0; the AR #2 (2
+    nodes, 50-100) arrives at 10 and the AR #3 (1 node, 100-400) at 20. #1 suspends 40-50;
+    planned again at 50, it resumes sooner on node 1 than on node 0 (free at 400): its memory
+    would move 100-103.2 (320 MB at 100 MB/s), resume 103.2-113.2 and run 113.2-173.2. Its
+    migration is made to start at -74: #1 fails at 50 with the reason::
+
+        node 0  |#1 0-40|s 40-50|#2 50---100|#3 100-------------------400|
+        node 1                  |#2 50---100|   (#1's migration here refused at 50)
+    """
+    original = LeaseScheduler._resumption_plan
+
+    def resumption_plan(self, lease, now, allow_future):
+        plan = original(self, lease, now, allow_future)
+        if plan:
+            assert [r.kind.value for r in plan] == ["migrate", "resume", "vm"]
+            assert (plan[0].start, plan[0].end) == (100, 103.2)
+            plan[0].start = -74.0
+        return plan
+
+    monkeypatch.setattr(LeaseScheduler, "_resumption_plan", resumption_plan)
+
+    def ar(lease_id, submit, vms, start, duration):
+        return Lease(lease_id, LeaseType.ADVANCE_RESERVATION, submit,
+                     VMRequest.uniform(vms, [1, 0]), duration, duration, start_request=start)
+
+    leases = [be(1, 1, 100, 0, memory=320), ar(2, 10, 2, 50, 50), ar(3, 20, 1, 100, 300)]
+    simulate(leases, "scheduling.suspension=all",
+             "scheduling.policy-preemption=ar-preempts-everything", "scheduling.migration=yes",
+             "scheduling.suspend-rate=32", "scheduling.resume-rate=32", resources=TWO_NODES)
+    one, two, three = leases
+    assert [(x.state.value, x.start, x.end) for x in (two, three)] == \
+        [("done", 50, 100), ("done", 100, 400)]
+    assert (one.state.value, one.end) == ("failed", 50)
+    assert one.reason == PREFIX + "its migrate reservation would start at -74 s, before " \
+                                  "now (50 s)"
+
+
 def test_an_impossible_plan_when_a_reserved_lease_is_planned_again_fails_it(monkeypatch):
     """``reevaluation = replan``, one node: #1 (asks 100 s, runs 40) from 0; #2 (50 s) arrives
     at 10 and is reserved 100-150. #1 ends at 40 and #2 is planned again from 40, where it
