@@ -10,7 +10,8 @@ holds ``t`` (seconds), ``lease`` and ``decision``, and what the decision needs:
   the plan changes before the lease starts (``was``: the old start);
 - ``started`` (``nodes``; ``backfilled-past``: the leases submitted before it that still
   wait); ``preempted`` (``during``: the lease being admitted at that moment, if one was);
-- ``resized`` (``vms``, ``was``); ``ended`` (``state``).
+- ``resized`` (``vms``, ``was``); ``ended`` (``state``; ``reason`` too for a lease that
+  failed or was cancelled with one).
 
 ``lease-manager explain DIR LEASE`` tells one lease's story from it. Nothing is registered when
 the log is off, so it costs nothing then.
@@ -115,7 +116,10 @@ class DecisionLog:
     def lease_ended(self, ctx: RunContext, lease: Lease, now: float) -> None:
         self._waiting.pop(lease.id, None)
         self._planned.pop(lease.id, None)
-        self._log(now, lease, "ended", state=lease.state.value)
+        if lease.reason and lease.state.value in ("failed", "cancelled"):
+            self._log(now, lease, "ended", state=lease.state.value, reason=lease.reason)
+        else:
+            self._log(now, lease, "ended", state=lease.state.value)
 
     def write(self, path: Path) -> None:
         path.write_text("".join(line + "\n" for line in self.lines))

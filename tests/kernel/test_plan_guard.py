@@ -244,7 +244,8 @@ def test_an_impossible_migration_fails_a_suspended_lease(monkeypatch):
                                   "now (50 s)"
 
 
-def test_an_impossible_plan_when_a_reserved_lease_is_planned_again_fails_it(monkeypatch):
+def test_an_impossible_plan_when_a_reserved_lease_is_planned_again_fails_it(monkeypatch,
+                                                                           tmp_path):
     """``reevaluation = replan``, one node: #1 (asks 100 s, runs 40) from 0; #2 (50 s) arrives
     at 10 and is reserved 100-150. #1 ends at 40 and #2 is planned again from 40, where it
     would run 40-90; that plan is made empty: #2, accepted and reserved, fails at 40::
@@ -253,13 +254,19 @@ def test_an_impossible_plan_when_a_reserved_lease_is_planned_again_fails_it(monk
     """
     _shift_place_at(monkeypatch, 2, "empty", when=lambda start: start == 40)
     leases = [be(1, 1, 100, 0, actual=40), be(2, 1, 50, 10)]
-    simulate(leases, "scheduling.reevaluation=replan", "scheduling.backfilling=conservative",
-             resources="1 CPU:1 Memory:1024")
+    run = simulate(leases, "scheduling.reevaluation=replan",
+                   "scheduling.backfilling=conservative", "accounting.decision-log=yes",
+                   resources="1 CPU:1 Memory:1024")
     one, two = leases
     assert (one.state.value, one.end) == ("done", 40)
     assert (two.state.value, two.start, two.end) == ("failed", None, 40)
     assert two.reason == PREFIX + "its vm reservation is an empty or reversed interval " \
                                   "[40, 40)"
+    run.write(tmp_path)
+    ended = [json.loads(line) for line in (tmp_path / "decisions.jsonl").read_text().splitlines()
+             if '"ended"' in line and json.loads(line)["lease"] == 2]
+    assert ended == [{"t": 40, "lease": 2, "decision": "ended", "state": "failed",
+                      "reason": two.reason}]
 
 
 # ------------------------------------------------------- the planners' own checks, by path
