@@ -76,7 +76,8 @@ def _say(record: dict[str, Any]) -> str:
     if d == "resized":
         return f"resized to {record['vms']} VMs (from {record['was']})"
     if d == "ended":
-        return f"ended: {record['state']}"
+        why = f" ({record['reason']})" if record.get("reason") else ""
+        return f"ended: {record['state']}{why}"
     return f"{d} (from {record.get('from', '?')})"
 
 

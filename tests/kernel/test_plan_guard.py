@@ -267,6 +267,9 @@ def test_an_impossible_plan_when_a_reserved_lease_is_planned_again_fails_it(monk
              if '"ended"' in line and json.loads(line)["lease"] == 2]
     assert ended == [{"t": 40, "lease": 2, "decision": "ended", "state": "failed",
                       "reason": two.reason}]
+    from lease_manager.experiments.explain import explain
+
+    assert f"ended: failed ({two.reason})" in explain(tmp_path, 2)
 
 
 # ------------------------------------------------------- the planners' own checks, by path
