@@ -202,3 +202,28 @@ def test_haizeas_lease_xml_to_a_request_and_back():
         '<start><exact time="2027-01-15 08:00:00.00"/></start>'
         '<duration time="01:00:00.00"/><deadline time="2027-01-15 10:00:00.00"/>'
         '<software><none/></software></lease>')
+
+
+@pytest.mark.parametrize("uid", [4242, None])
+def test_a_connection_of_another_user_is_closed_unanswered(tmp_path, monkeypatch, caplog, uid):
+    """The server asks the kernel's table who is calling: another user (4242), or a caller
+    the table does not show, gets its connection closed, no answer, and a log line."""
+    import logging
+
+    from lease_manager.daemon import haizea_rpc
+
+    from daemon_support import ThreadDaemon
+
+    config = write_config(tmp_path, resources=SITE, vm="CPU:100 Memory:512",
+                          extra="haizea-rpc = yes\nhaizea-rpc-port = 0")
+    with ThreadDaemon(config) as daemon:
+        url = json.loads((tmp_path / "state" / "daemon.json").read_text())["haizea_rpc_url"]
+        assert xmlrpc.client.ServerProxy(url).test_func() == 0      # the daemon's own user
+        monkeypatch.setattr(haizea_rpc, "peer_uid", lambda client, server: uid)
+        with caplog.at_level(logging.WARNING, "lease_manager.daemon.haizea_rpc"):
+            with pytest.raises((ConnectionError, xmlrpc.client.ProtocolError, OSError)):
+                xmlrpc.client.ServerProxy(url).create_lease(haizea_lease(1, "<start/>"))
+        assert daemon.daemon.store.leases() == []                    # nothing was submitted
+    who = "an unknown user" if uid is None else f"user {uid}"
+    assert any(f"of {who} (only the daemon's user and root may call)" in r.getMessage()
+               for r in caplog.records)
