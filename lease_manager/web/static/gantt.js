@@ -228,24 +228,23 @@
       shapes.push({type: "line", xref: "x", yref: "paper", x0: now / scale, x1: now / scale,
                    y0: 0, y1: 1, line: {color: "#d62728", width: 2, dash: "dash"}});
       annotations.push({x: now / scale, y: 1, xref: "x", yref: "paper", text: "now",
-                        showarrow: false, yanchor: "bottom", font: {color: "#d62728"}});
+                        showarrow: false, yanchor: "top", xanchor: "left", xshift: 3,
+                        bgcolor: "rgba(255,255,255,0.8)", font: {color: "#d62728"}});
     }
     var nrows = Math.max(nodes.length, 1);
     var layout = {
       title: options.title ? {text: options.title, x: 0.01, xanchor: "left", yref: "container",
                               y: 1, yanchor: "top", pad: {t: 8}} : undefined,
       height: options.height || Math.min(900, Math.max(320, 160 + nrows * 26)),
-      margin: {l: 90, r: 20, t: 64, b: 50},
+      margin: {l: 90, r: 20, t: options.title ? 84 : 44, b: 50},
       xaxis: {title: {text: "time (" + UNITS[unit][1] + ")"}, zeroline: false,
               showgrid: true, gridcolor: "#e5e5e5"},
       yaxis: {title: {text: "node"}, tickmode: "array", tickvals: ticks.vals,
               ticktext: ticks.text, range: [nrows - 0.5, -0.5], zeroline: false,
               showgrid: false},
       hovermode: false, dragmode: "zoom", showlegend: true,
-      // the legend at the top of the page's margin, the "now" label under it; the title,
-      // when there is one, on the left of the legend
-      legend: {orientation: "h", yref: "container", y: 1, yanchor: "top",
-               x: options.title ? 1 : 0, xanchor: options.title ? "right" : "left",
+      // the legend just above the chart (the title, if any, above it; "now" inside)
+      legend: {orientation: "h", x: 0, xanchor: "left", y: 1, yanchor: "bottom",
                font: {size: 12}},
       shapes: shapes, annotations: annotations,
       plot_bgcolor: "#ffffff", paper_bgcolor: "#ffffff"
