@@ -134,12 +134,13 @@
       var px = event.clientX - box.left - xa._offset, py = event.clientY - box.top - ya._offset;
       if (px < 0 || py < 0 || px > xa._length || py > ya._length) return null;
       var x = xa.p2d(px), y = ya.p2d(py);
-      var row = Math.round(y);
-      if (Math.abs(y - row) > 0.45 || !state.rows[row]) return null;
-      var list = state.rows[row];
+      var list = state.rows[Math.round(y)];
+      if (!list) return null;
       for (var i = list.length - 1; i >= 0; i--) {   // the one drawn last is on top
-        var blk = state.blocks[list[i]];
-        if (blk.x0 <= x && x <= blk.x1) return blk;
+        var blk = state.blocks[list[i]];   // its rectangle: from row first - 0.4 to last + 0.4
+        if (blk.x0 <= x && x <= blk.x1 && blk.first - 0.4 <= y && y <= blk.last + 0.4) {
+          return blk;
+        }
       }
       return null;
     }
