@@ -270,7 +270,12 @@ def _report_one_run(path: Path, *, plots: bool, gantt_leases: int | None,
                     states_window: tuple[float, float] | None) -> int:
     """``report`` on one ``simulate`` output folder: its summary, and with ``plots`` its
     figures in ``path/plots``."""
-    summary = json.loads((path / "summary.json").read_text())
+    try:
+        summary = json.loads((path / "summary.json").read_text())
+    except ValueError as err:
+        raise LeaseManagerError(f"{path / 'summary.json'}: not JSON ({err})") from None
+    if not isinstance(summary, dict):
+        raise LeaseManagerError(f"{path / 'summary.json'}: expected a JSON object")
     print(f"one run in {path}/:")
     for key, value in summary.items():
         if isinstance(value, int) and not isinstance(value, bool):

@@ -222,7 +222,8 @@ def _chart(chart_id: str) -> str:
     return f"<div class='lm-chart' id='{chart_id}'></div>"
 
 
-def gantt_section(plan_compact: Mapping[str, Any], shown: int, total: int) -> str:
+def gantt_section(shown: int, total: int) -> str:
+    """The Gantt chart's place on the page, saying which leases it holds."""
     what = (f"all {total:,} leases that ran" if shown == total
             else f"the first {shown:,} of the {total:,} leases that ran, in start order")
     return (f"<p class='lm-note'>{what}; one row a node. Drag to zoom, double-click to "

@@ -27,15 +27,13 @@ REPORT_HTML = "report.html"
 def _gantt(run_dir: Path, rows: list[dict[str, str]], *, hours: float | None,
            title: str) -> tuple[dict[str, Any], str]:
     """The page data of a run's Gantt chart and its section."""
-    from lease_manager.web.gantt_plan import MAX_PLAN_LEASES, compact, plan_from_leases
+    from lease_manager.web.gantt_plan import compact, plan_from_leases
 
     plan = plan_from_leases(rows, run_dir=run_dir, max_hours=hours)
     ran = sum(1 for r in rows if (r.get("start") or "") and (r.get("nodes") or "").split())
     shown = len({bar["lease"] for bar in plan["bars"]})
-    if hours is None and ran > MAX_PLAN_LEASES:
-        shown = MAX_PLAN_LEASES
     return ({"plan": compact(plan), "title": title},
-            gantt_section(plan, shown, ran))
+            gantt_section(shown, ran))
 
 
 def _run_figures(run_dir: Path, name: str, rows: list[dict[str, str]]
