@@ -84,7 +84,7 @@ def run_page(run_dir: Path, *, gantt_hours: float | None = None) -> str:
                                                                               "leases")),
     ]
     subtitle = f"{len(rows):,} leases; lease-manager report {run_dir} --html"
-    return page(f"run {name}", subtitle, sections,
+    return page(f"{name}: one run", subtitle, sections,
                 {"figures": [{"id": fid, "figure": fig} for fid, fig in figs],
                  "gantt": gantt_data, "tables": [leases]})
 
@@ -100,7 +100,7 @@ def sweep_page(directory: Path, results: Any, metrics: list[str], *,
                seed: int | None = None) -> str:
     """The page of a sweep's folder: the comparison, the sweep's figures, one run's Gantt
     chart and the table of runs."""
-    from lease_manager.experiments.gantt import number, read_leases
+    from lease_manager.experiments.gantt import number
     from lease_manager.experiments.plots import bounded_slowdowns
     from lease_manager.experiments.report import compare
 
@@ -148,7 +148,7 @@ def sweep_page(directory: Path, results: Any, metrics: list[str], *,
         waits: dict[str, list[float]] = {}
         slowed: dict[str, list[float]] = {}
         for r in trace_rows:
-            leases = read_leases(directory / r["run_id"])
+            leases = read_lease_rows(directory / r["run_id"])
             waits.setdefault(r["profile"], []).extend(
                 v for x in leases if (v := number(x.get("wait"))) is not None)
             slowed.setdefault(r["profile"], []).extend(bounded_slowdowns(leases))
@@ -205,7 +205,7 @@ def sweep_page(directory: Path, results: Any, metrics: list[str], *,
     subtitle = (f"{len(results.rows)} runs ({done_n} done, {len(results.rows) - done_n} "
                 f"failed): {len(results.profiles)} profiles, {len(results.traces)} traces, "
                 f"{len(results.seeds)} seeds; lease-manager report {directory} --html")
-    return page(f"sweep {directory.resolve().name}", subtitle, sections, data)
+    return page(f"{directory.resolve().name}: a sweep", subtitle, sections, data)
 
 
 def write_page(text: str, out: Path) -> Path:

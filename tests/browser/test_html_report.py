@@ -35,7 +35,7 @@ from typing import Any
 import pytest
 from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
-from selenium.webdriver.support.ui import WebDriverWait
+from selenium.webdriver.support.ui import Select, WebDriverWait
 
 from lease_manager import cli
 from lease_manager.experiments.gantt import blocks
@@ -134,6 +134,10 @@ def test_gantt_draws_one_rectangle_a_block_of_nodes_of_each_lease(chromium: Any,
     # the axis is in minutes for a run of 70 minutes: lease 3 from 60 to 70
     assert [b[3:] for b in blocks_drawn if b[0] == 3] == [[60, 70]]
     assert fills == 1   # one filled path for the one colour (all best-effort)
+    Select(chromium.find_element(By.ID, "gantt-colour")).select_by_value("state")
+    WebDriverWait(chromium, 10).until(lambda d: d.execute_script(
+        "return document.getElementById('gantt-chart').data.filter(t => t.fill === 'toself')"
+        ".map(t => t.name)") == ["done"])
     chromium.execute_script("document.getElementById('s-gantt').scrollIntoView()")
     chromium.save_screenshot(str(SCREENSHOTS / "lm-report-run-gantt.png"))
 
