@@ -215,7 +215,7 @@ def report_command(directory: str, *, plots: bool = False, metrics: Iterable[str
             from lease_manager.web.report_pages import write_run_report
 
             page = write_run_report(path, Path(html_out) if html_out else None,
-                                    gantt_hours=gantt_hours)
+                                    gantt_hours=gantt_hours, states_window=states_window)
             print(f"page: {page}")
         return code
     results = collect(path)
@@ -258,7 +258,8 @@ def report_command(directory: str, *, plots: bool = False, metrics: Iterable[str
 
         page = write_sweep_report(path, results, metrics,
                                   Path(html_out) if html_out else None, gantt_run=gantt,
-                                  gantt_hours=gantt_hours, seed=seed)
+                                  gantt_hours=gantt_hours, seed=seed,
+                                  states_run=states_run, states_window=states_window)
         print(f"page: {page}")
     print("written: " + ", ".join(p.name for p in written[:3])
           + (f" and {len(written) - 3} plots" if len(written) > 3 else ""))

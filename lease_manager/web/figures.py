@@ -212,18 +212,24 @@ def power(runs: Mapping[str, Path], *, title: str) -> Figure | None:
     return {"data": traces, "layout": layout(title, "time (hours)", "power (kW)")}
 
 
-def node_states(run_dir: Path, *, title: str) -> Figure | None:
+def node_states(run_dir: Path, *, title: str,
+                window: tuple[float, float] | None = None) -> Figure | None:
     """Every node's power state over time (``node_states.csv``), one filled path a state in
-    the colours of :data:`plots.STATE_COLOURS`; None without the file."""
+    the colours of :data:`plots.STATE_COLOURS`, as :func:`plots.node_states` (``window``: only
+    the hours (from, to)); None without the file."""
     path = Path(run_dir) / "node_states.csv"
     if not path.is_file():
         return None
     with path.open(newline="") as fh:
         rows = list(csv.DictReader(fh))
     nodes = max((int(r["node"]) for r in rows), default=0) + 1
+    low, high = window if window is not None else (-math.inf, math.inf)
     by_state: dict[str, tuple[list[float | None], list[float | None]]] = {}
     for r in rows:
         start, end, n = float(r["start"]) / HOUR, float(r["end"]) / HOUR, int(r["node"])
+        if end <= low or start >= high:
+            continue
+        start, end = max(start, low), min(end, high)
         x, y = by_state.setdefault(r["state"], ([], []))
         x += [start, end, end, start, start, None]
         y += [n - 0.4, n - 0.4, n + 0.4, n + 0.4, n - 0.4, None]

@@ -252,9 +252,9 @@ def test_sweep_page_compares_the_profiles_and_draws_the_sweeps_plots(
     open_page(chromium, sweep_page / "report.html")
     charts = chromium.execute_script(
         "return [...document.querySelectorAll('.js-plotly-plot')].map(d => d.id)")
-    assert charts == ["fig-comparison-0", "gantt-chart", "fig-node-states", "fig-usage-0",
-                      "fig-waits-0", "fig-slowdowns-0", "fig-power-0",
-                      "fig-series-running_leases-0"]
+    assert charts == ["fig-comparison-0", "gantt-chart", "fig-usage-0", "fig-waits-0",
+                      "fig-slowdowns-0", "fig-power-0", "fig-series-running_leases-0",
+                      "fig-node-states"]
     assert network_requests(chromium) == []
     # the comparison table: a row a profile, the mean of comparison.csv
     with (sweep_page / "comparison.csv").open(newline="") as fh:
@@ -276,6 +276,13 @@ def test_sweep_page_compares_the_profiles_and_draws_the_sweeps_plots(
         "return document.getElementById('fig-comparison-0').data.map(t => [t.name, t.y])")
     assert bars == [[m, [pytest.approx(means[(p, m)], rel=1e-12) for p in ("off", "aggressive")]]
                     for m in ("avg_wait", "energy_joules")]
+    # the node states: of the run with the most node switch-ons, as the PNG report picks it
+    with (sweep_page / "results.csv").open(newline="") as fh:
+        runs = list(csv.DictReader(fh))
+    most = max(runs, key=lambda r: float(r["node_switch_ons"]))
+    title = chromium.execute_script(
+        "return document.getElementById('fig-node-states').layout.title.text")
+    assert title.startswith(f"node power states: {most['run_id']} (")
     # the power chart: each profile's total power (seed 1), the runs: one row each
     power = chromium.execute_script(
         "return document.getElementById('fig-power-0').data.map(t => t.name)")
