@@ -283,6 +283,11 @@ def test_sweep_page_compares_the_profiles_and_draws_the_sweeps_plots(
     title = chromium.execute_script(
         "return document.getElementById('fig-node-states').layout.title.text")
     assert title.startswith(f"node power states: {most['run_id']} (")
+    with (sweep_page / most["run_id"] / "node_states.csv").open(newline="") as fh:
+        intervals = sum(1 for _ in csv.DictReader(fh))
+    assert chromium.execute_script(   # a rectangle a row of node_states.csv
+        "return document.getElementById('fig-node-states').data"
+        ".reduce((n, t) => n + t.x.filter(v => v === null).length, 0)") == intervals
     # the power chart: each profile's total power (seed 1), the runs: one row each
     power = chromium.execute_script(
         "return document.getElementById('fig-power-0').data.map(t => t.name)")
