@@ -295,6 +295,10 @@ def test_sweep_page_compares_the_profiles_and_draws_the_sweeps_plots(
     assert len(table_column(chromium, "runs", "run_id")) == 4
     link = chromium.find_element(By.CSS_SELECTOR, "#table-runs tbody a")
     assert link.get_attribute("href").endswith("/off/sdsc-blue-600requests/seed-1/report.html")
+    # the page it links to, once written, is that run's own page
+    run = sweep_page / "off" / "sdsc-blue-600requests" / "seed-1"
+    assert cli.main(["report", str(run), "--html"]) == 0
+    assert "<title>seed-1: one run</title>" in (run / "report.html").read_text()
     chromium.save_screenshot(str(SCREENSHOTS / "lm-report-sweep-top.png"))
     chromium.execute_script("document.getElementById('fig-power-0').scrollIntoView()")
     chromium.save_screenshot(str(SCREENSHOTS / "lm-report-sweep-power.png"))
