@@ -62,6 +62,11 @@ def open_page(driver: Any, page: Path) -> None:
         "document.getElementById('gantt-chart').getAttribute('data-drawn') === '1'"))
 
 
+def console_errors(driver: Any) -> list[str]:
+    """The page's JavaScript errors (the browser log's SEVERE entries)."""
+    return [e["message"] for e in driver.get_log("browser") if e["level"] == "SEVERE"]
+
+
 def network_requests(driver: Any) -> list[str]:
     names = driver.execute_script(
         "return performance.getEntriesByType('resource').map(e => e.name)")
@@ -112,6 +117,7 @@ def test_run_page_draws_every_chart_offline(chromium: Any, run_page: Path) -> No
         ".map(d => [d.id, d.querySelectorAll('.scatterlayer .trace').length]))")
     assert lines == {"gantt-chart": 2, "fig-usage": 2, "fig-waits": 1, "fig-slowdowns": 1}
     assert network_requests(chromium) == []
+    assert console_errors(chromium) == []
     chromium.save_screenshot(str(SCREENSHOTS / "lm-report-run-top.png"))
 
 
@@ -256,6 +262,7 @@ def test_sweep_page_compares_the_profiles_and_draws_the_sweeps_plots(
                       "fig-slowdowns-0", "fig-power-0", "fig-series-running_leases-0",
                       "fig-node-states"]
     assert network_requests(chromium) == []
+    assert console_errors(chromium) == []
     # the comparison table: a row a profile, the mean of comparison.csv
     with (sweep_page / "comparison.csv").open(newline="") as fh:
         means = {(r["profile"], r["metric"]): float(r["mean"]) for r in csv.DictReader(fh)}
