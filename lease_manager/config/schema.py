@@ -19,7 +19,7 @@ from typing import Any
 import attrs
 
 from lease_manager.errors import ConfigError, all_errors
-from lease_manager.input_files import input_problem
+from lease_manager.input_files import csv_rows, input_problem, long_line, long_line_message
 from lease_manager.kernel.resources import parse_amounts, parse_site
 from lease_manager.kernel.timeutil import format_duration, parse_duration
 from lease_manager.numbers import is_plain, parse_float, parse_int
@@ -449,6 +449,9 @@ def read_ini(path: Path, what: str) -> tuple[configparser.ConfigParser,
         raise ConfigError(f"{what} not found", file=str(path)) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"cannot read {what}: {exc}", file=str(path)) from None
+    too_long = long_line(text.splitlines())
+    if too_long:
+        raise ConfigError(long_line_message(), file=str(path), line=too_long)
     parser = configparser.ConfigParser(interpolation=None, inline_comment_prefixes=("#",),
                                        strict=True)
     try:
@@ -475,7 +478,6 @@ def read_sites_file(path: Path, schema: Schema) -> dict[tuple[str, str], tuple[s
     """A CSV file of sites (``[simulation] sites-file``): a header ``name,OPTION,...`` naming
     options a ``[site:NAME]`` section may set, then one row per site. Returns the raw
     ``(section, option) -> (text, "FILE:LINE")`` entries (empty cells set nothing)."""
-    import csv
 
     problem = input_problem(path)
     if problem:
@@ -486,7 +488,8 @@ def read_sites_file(path: Path, schema: Schema) -> dict[tuple[str, str], tuple[s
         raise ConfigError("sites file not found", file=str(path)) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"cannot read the sites file: {exc}", file=str(path)) from None
-    rows = list(csv.reader(text.splitlines()))
+    rows = list(csv_rows(text.splitlines(),
+                         lambda message, line: ConfigError(message, file=str(path), line=line)))
     if not rows or not rows[0] or rows[0][0].strip().lower() != "name":
         raise ConfigError("the first line must be a header starting with 'name'",
                           file=str(path), line=1)
