@@ -8,15 +8,17 @@ written in two pieces waited for the client's delayed acknowledgement on a kept-
 connection (p99 97 ms against 50; the target is p99 under 20 ms both ways). Beside them, the
 daemon's CPU time per request and the load average: on a machine busy with other work the
 latency is mostly waiting for a core, which the CPU time tells apart.
-Usage: ``python bench/daemon.py [-n 500] [--concurrency 8]``.
+Usage: ``python bench/daemon.py [-n 500] [--concurrency 8] [--profile]``.
 """
 
 from __future__ import annotations
 
 import argparse
+import cProfile
 import http.client
 import json
 import os
+import pstats
 import resource
 import statistics
 import subprocess
@@ -135,6 +137,25 @@ def concurrent(n: int, clients: int, keep_alive: bool) -> dict[str, float]:
     return {**result, "cpu_ms": 1000 * cpu / result["requests"], "loadavg": loadavg}
 
 
+def profile_threads() -> list[cProfile.Profile]:
+    """From now on, every thread started runs under a profile of its own that counts the
+    thread's CPU time (not its waits); the profiles are returned to be merged."""
+    profiles: list[cProfile.Profile] = []
+    plain_run = threading.Thread.run
+
+    def run(thread: threading.Thread) -> None:
+        profile = cProfile.Profile(time.thread_time)
+        profiles.append(profile)
+        profile.enable()
+        try:
+            plain_run(thread)
+        finally:
+            profile.disable()
+
+    threading.Thread.run = run  # type: ignore[method-assign]
+    return profiles
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("-n", type=int, default=500, help="leases to submit (default 500)")
@@ -143,12 +164,16 @@ def main() -> None:
     parser.add_argument("--load", nargs=6, metavar=("HOST", "PORT", "TOKEN", "N", "CLIENTS",
                                                     "keep|new"),
                         help=argparse.SUPPRESS)    # the client process of the latency figures
+    parser.add_argument("--profile", action="store_true",
+                        help="only the concurrent figures, and where the daemon's threads "
+                             "spend their CPU under them (cProfile, thread CPU time)")
     args = parser.parse_args()
     if args.load:
         host, port, token, n, clients, way = args.load
         print(json.dumps(load(host, int(port), token, int(n), int(clients), way == "keep")))
         return
-    for sync in ("full", "normal"):
+    profiles = profile_threads() if args.profile else []
+    for sync in () if args.profile else ("full", "normal"):
         r = measure(args.n, sync)
         print(f"sync={sync:6}  submit: median {r['median_ms']:.1f} ms, p95 {r['p95_ms']:.1f} ms,"
               f" {r['per_second']:.0f} leases/s; list {args.n} leases: {r['list_ms']:.0f} ms")
@@ -160,6 +185,12 @@ def main() -> None:
               f"{r['p99_ms']:.1f} ms ({verdict}: p99 under 20 ms), {r['per_second']:.0f} "
               f"leases/s; the daemon's CPU {r['cpu_ms']:.2f} ms a request; load average "
               f"{r['loadavg']:.1f} on {os.cpu_count()} cores")
+    if profiles:
+        stats = pstats.Stats(profiles[0])
+        for profile in profiles[1:]:
+            stats.add(profile)
+        stats.sort_stats("tottime").print_stats(25)
+        stats.sort_stats("cumulative").print_stats(40)
 
 
 if __name__ == "__main__":
