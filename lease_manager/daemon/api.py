@@ -13,6 +13,7 @@ import json
 import logging
 import re
 import socket
+from collections.abc import Sequence
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -53,7 +54,7 @@ class HTTPError(Exception):
 
 
 # ------------------------------------------------------------------------------ views
-def lease_view(row: Any, names: tuple[str, ...]) -> dict[str, Any]:
+def lease_view(row: Any, names: Sequence[str]) -> dict[str, Any]:
     """A lease as the API shows it, from its database row."""
     try:
         req = json.loads(row["request"])
@@ -84,7 +85,7 @@ def lease_view(row: Any, names: tuple[str, ...]) -> dict[str, Any]:
     }
 
 
-def _node_name(names: tuple[str, ...], node: int) -> str:
+def _node_name(names: Sequence[str], node: int) -> str:
     """A node's name; a node a lease held before the daemon restarted on fewer nodes has none
     any more."""
     return names[node] if 0 <= node < len(names) else f"#{node + 1} (no longer in the site)"
@@ -316,7 +317,7 @@ class Handler(BaseHTTPRequestHandler):
             raise HTTPError(405, f"{method} is not allowed here (allowed: {', '.join(allowed)})",
                             headers={"Allow": ", ".join(allowed)})
 
-    def _names(self) -> tuple[str, ...]:
+    def _names(self) -> Sequence[str]:
         return self.daemon.driver.names
 
     # Longer than ~50 lines on purpose: one request's path from body to answer (JSON, list or LWF),

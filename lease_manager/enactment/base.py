@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, ClassVar, overload
 
 import attrs
 
@@ -216,6 +216,32 @@ class EnactmentBackend:
     def close(self) -> None:
         """The daemon stops: release the backend's own resources, but leave the leases' work
         as it is (a restarted daemon finds it again)."""
+
+
+class NumberedNodes(Sequence[str]):
+    """``node-1`` ... ``node-N``, made when asked for: a tuple of a million such names was
+    73 MB of the daemon's memory on a million-node site."""
+
+    def __init__(self, count: int) -> None:
+        self._count = count
+
+    def __len__(self) -> int:
+        return self._count
+
+    @overload
+    def __getitem__(self, index: int) -> str: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[str]: ...
+
+    def __getitem__(self, index: int | slice) -> str | list[str]:
+        if isinstance(index, slice):
+            return [f"node-{i + 1}" for i in range(*index.indices(self._count))]
+        if index < 0:
+            index += self._count
+        if not 0 <= index < self._count:
+            raise IndexError("node index out of range")
+        return f"node-{index + 1}"
 
 
 def node_names(ctx: RunContext, configured: tuple[str, ...] = ()) -> tuple[str, ...]:
