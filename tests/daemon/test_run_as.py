@@ -1,10 +1,10 @@
 """``[process] run-as``: a lease's command run as another user cannot read the daemon's token,
 by its absolute path or by ``..`` from its working folder; run as the daemon's user, it can.
 
-Switching users needs root: as another user these tests are skipped (the suite's CI runs as
-root). The state folder's parent is made open (0755) so that what stops the command is the
-state folder's own mode (0700) and the token's (0600), not a closed folder above them: a file
-beside the state folder, open to all, is read in the same command as a check.
+Switching users needs root: run as another user, these tests are skipped, saying so. The
+state folder's parent is made open (0755) so that what stops the command is the state folder's
+own mode (0700) and the token's (0600), not a closed folder above them: a file beside the state
+folder, open to all, is read in the same command as a check.
 """
 
 from __future__ import annotations
