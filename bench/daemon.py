@@ -3,17 +3,25 @@
 Starts a daemon (``simulated`` backend, 64 nodes) in this process, submits N best-effort
 leases one request at a time, then lists them, and prints the figures for both SQLite sync
 settings. Then, at ``--concurrency`` clients (8), the submissions' p50 and p99 with kept-alive
-connections and with a new connection a request: an answer written in two pieces waited for the
-client's delayed acknowledgement on a kept-alive connection (p99 97 ms against 50; the target
-is p99 under 20 ms both ways). Usage: ``python bench/daemon.py [-n 500] [--concurrency 8]``.
+connections and with a new connection a request, sent from a process of their own: an answer
+written in two pieces waited for the client's delayed acknowledgement on a kept-alive
+connection (p99 97 ms against 50; the target is p99 under 20 ms both ways). Beside them, the
+daemon's CPU time per request and the load average: on a machine busy with other work the
+latency is mostly waiting for a core, which the CPU time tells apart.
+Usage: ``python bench/daemon.py [-n 500] [--concurrency 8] [--profile]``.
 """
 
 from __future__ import annotations
 
 import argparse
+import cProfile
 import http.client
 import json
+import os
+import pstats
+import resource
 import statistics
+import subprocess
 import sys
 import tempfile
 import threading
@@ -68,49 +76,84 @@ def _start(config: Path, *overrides: str) -> tuple[Daemon, threading.Thread]:
     return daemon, thread
 
 
-def concurrent(n: int, clients: int, keep_alive: bool) -> dict[str, float]:
+def load(host: str, port: int, token: str, n: int, clients: int,
+         keep_alive: bool) -> dict[str, float]:
     """``clients`` threads submitting ``n`` leases in all; their latencies' p50 and p99."""
+    body = json.dumps({"duration": 3600, "nodes": 1}).encode()
+    headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+    latencies: list[float] = []
+    lock = threading.Lock()
+
+    def client(count: int) -> None:
+        conn = http.client.HTTPConnection(host, port, timeout=30)
+        mine = []
+        for _ in range(count):
+            if not keep_alive:
+                conn = http.client.HTTPConnection(host, port, timeout=30)
+            t = time.perf_counter()
+            conn.request("POST", "/v1/leases", body, headers)
+            answer = conn.getresponse()
+            answer.read()
+            mine.append(time.perf_counter() - t)
+            assert answer.status == 201, answer.status
+            if not keep_alive:
+                conn.close()
+        conn.close()
+        with lock:
+            latencies.extend(mine)
+
+    t0 = time.perf_counter()
+    threads = [threading.Thread(target=client, args=(n // clients,)) for _ in range(clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    total = time.perf_counter() - t0
+    latencies.sort()
+    return {"p50_ms": 1000 * statistics.median(latencies),
+            "p99_ms": 1000 * latencies[int(0.99 * (len(latencies) - 1))],
+            "per_second": len(latencies) / total, "requests": len(latencies)}
+
+
+def concurrent(n: int, clients: int, keep_alive: bool) -> dict[str, float]:
+    """:func:`load` against a daemon of this process, from a process of its own (clients in
+    this one would take the daemon's interpreter lock, and be measured with it); adds the
+    daemon's CPU time per request and the load average."""
     with tempfile.TemporaryDirectory() as tmp:
         config = write_config(Path(tmp), resources="64 CPU:4 Memory:8192")
         daemon, thread = _start(config, "daemon.sync=normal")
         host, port = daemon.server.server_address[:2]
-        body = json.dumps({"duration": 3600, "nodes": 1}).encode()
-        headers = {"Authorization": f"Bearer {daemon.token}",
-                   "Content-Type": "application/json"}
-        latencies: list[float] = []
-        lock = threading.Lock()
-
-        def client(count: int) -> None:
-            conn = http.client.HTTPConnection(host, port, timeout=30)
-            mine = []
-            for _ in range(count):
-                if not keep_alive:
-                    conn = http.client.HTTPConnection(host, port, timeout=30)
-                t = time.perf_counter()
-                conn.request("POST", "/v1/leases", body, headers)
-                answer = conn.getresponse()
-                answer.read()
-                mine.append(time.perf_counter() - t)
-                assert answer.status == 201, answer.status
-                if not keep_alive:
-                    conn.close()
-            conn.close()
-            with lock:
-                latencies.extend(mine)
-
-        t0 = time.perf_counter()
-        threads = [threading.Thread(target=client, args=(n // clients,)) for _ in range(clients)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        total = time.perf_counter() - t0
+        before = resource.getrusage(resource.RUSAGE_SELF)
+        done = subprocess.run(
+            [sys.executable, __file__, "--load", host, str(port), daemon.token, str(n),
+             str(clients), "keep" if keep_alive else "new"],
+            capture_output=True, text=True, check=True)
+        after = resource.getrusage(resource.RUSAGE_SELF)
+        loadavg = os.getloadavg()[0]
         daemon.stop()
         thread.join()
-        latencies.sort()
-        return {"p50_ms": 1000 * statistics.median(latencies),
-                "p99_ms": 1000 * latencies[int(0.99 * (len(latencies) - 1))],
-                "per_second": len(latencies) / total}
+    result = json.loads(done.stdout)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return {**result, "cpu_ms": 1000 * cpu / result["requests"], "loadavg": loadavg}
+
+
+def profile_threads() -> list[cProfile.Profile]:
+    """From now on, every thread started runs under a profile of its own that counts the
+    thread's CPU time (not its waits); the profiles are returned to be merged."""
+    profiles: list[cProfile.Profile] = []
+    plain_run = threading.Thread.run
+
+    def run(thread: threading.Thread) -> None:
+        profile = cProfile.Profile(time.thread_time)
+        profiles.append(profile)
+        profile.enable()
+        try:
+            plain_run(thread)
+        finally:
+            profile.disable()
+
+    threading.Thread.run = run  # type: ignore[method-assign]
+    return profiles
 
 
 def main() -> None:
@@ -118,8 +161,19 @@ def main() -> None:
     parser.add_argument("-n", type=int, default=500, help="leases to submit (default 500)")
     parser.add_argument("--concurrency", type=int, default=8,
                         help="clients at once for the latency figures (default 8)")
+    parser.add_argument("--load", nargs=6, metavar=("HOST", "PORT", "TOKEN", "N", "CLIENTS",
+                                                    "keep|new"),
+                        help=argparse.SUPPRESS)    # the client process of the latency figures
+    parser.add_argument("--profile", action="store_true",
+                        help="only the concurrent figures, and where the daemon's threads "
+                             "spend their CPU under them (cProfile, thread CPU time)")
     args = parser.parse_args()
-    for sync in ("full", "normal"):
+    if args.load:
+        host, port, token, n, clients, way = args.load
+        print(json.dumps(load(host, int(port), token, int(n), int(clients), way == "keep")))
+        return
+    profiles = profile_threads() if args.profile else []
+    for sync in () if args.profile else ("full", "normal"):
         r = measure(args.n, sync)
         print(f"sync={sync:6}  submit: median {r['median_ms']:.1f} ms, p95 {r['p95_ms']:.1f} ms,"
               f" {r['per_second']:.0f} leases/s; list {args.n} leases: {r['list_ms']:.0f} ms")
@@ -129,7 +183,14 @@ def main() -> None:
         verdict = "met" if r["p99_ms"] < 20 else "missed"
         print(f"{args.concurrency} clients, {way}: p50 {r['p50_ms']:.1f} ms, p99 "
               f"{r['p99_ms']:.1f} ms ({verdict}: p99 under 20 ms), {r['per_second']:.0f} "
-              "leases/s")
+              f"leases/s; the daemon's CPU {r['cpu_ms']:.2f} ms a request; load average "
+              f"{r['loadavg']:.1f} on {os.cpu_count()} cores")
+    if profiles:
+        stats = pstats.Stats(profiles[0])
+        for profile in profiles[1:]:
+            stats.add(profile)
+        stats.sort_stats("tottime").print_stats(25)
+        stats.sort_stats("cumulative").print_stats(40)
 
 
 if __name__ == "__main__":

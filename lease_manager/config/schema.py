@@ -19,8 +19,8 @@ from typing import Any
 import attrs
 
 from lease_manager.errors import ConfigError, all_errors
-from lease_manager.input_files import input_problem
-from lease_manager.kernel.resources import parse_amounts, parse_site
+from lease_manager.input_files import csv_rows, input_problem, long_line, long_line_message
+from lease_manager.kernel.resources import MAX_NODES, parse_amounts, parse_site, site_node_count
 from lease_manager.kernel.timeutil import format_duration, parse_duration
 from lease_manager.numbers import is_plain, parse_float, parse_int
 
@@ -449,6 +449,9 @@ def read_ini(path: Path, what: str) -> tuple[configparser.ConfigParser,
         raise ConfigError(f"{what} not found", file=str(path)) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"cannot read {what}: {exc}", file=str(path)) from None
+    too_long = long_line(text.splitlines())
+    if too_long:
+        raise ConfigError(long_line_message(), file=str(path), line=too_long)
     parser = configparser.ConfigParser(interpolation=None, inline_comment_prefixes=("#",),
                                        strict=True)
     try:
@@ -471,11 +474,27 @@ def read_ini(path: Path, what: str) -> tuple[configparser.ConfigParser,
 
 # Longer than ~50 lines on purpose: reads the file, then the overrides, then converts and
 # completes: one pass a reader follows top to bottom.
+def _refuse_too_many_nodes(sites: dict[str, dict[str, Any]], sources: dict[tuple[str, str], str]
+                           ) -> None:
+    """Refuse sites whose nodes add up to more than a site may have: a 1.5 KB sites file of
+    50 sites of a million nodes each ran out of memory (3 GB, then numpy's traceback)."""
+    total = 0
+    for site, options in sites.items():
+        total += site_node_count(str(options.get("resources", "")))
+        if total > MAX_NODES:
+            source = sources.get((SITE_PREFIX + site, "resources"), "")
+            file, _, line = source.rpartition(":")
+            where: dict[str, Any] = (dict(file=file, line=int(line)) if line.isdigit()
+                                     else dict(file=source or None))
+            raise ConfigError(f"the sites have more than {MAX_NODES:,} nodes in all (up to "
+                              f"this one: {total:,})", field=f"[{SITE_PREFIX}{site}] resources",
+                              **where)
+
+
 def read_sites_file(path: Path, schema: Schema) -> dict[tuple[str, str], tuple[str, str]]:
     """A CSV file of sites (``[simulation] sites-file``): a header ``name,OPTION,...`` naming
     options a ``[site:NAME]`` section may set, then one row per site. Returns the raw
     ``(section, option) -> (text, "FILE:LINE")`` entries (empty cells set nothing)."""
-    import csv
 
     problem = input_problem(path)
     if problem:
@@ -486,7 +505,8 @@ def read_sites_file(path: Path, schema: Schema) -> dict[tuple[str, str], tuple[s
         raise ConfigError("sites file not found", file=str(path)) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"cannot read the sites file: {exc}", file=str(path)) from None
-    rows = list(csv.reader(text.splitlines()))
+    rows = list(csv_rows(text.splitlines(),
+                         lambda message, line: ConfigError(message, file=str(path), line=line)))
     if not rows or not rows[0] or rows[0][0].strip().lower() != "name":
         raise ConfigError("the first line must be a header starting with 'name'",
                           file=str(path), line=1)
@@ -684,6 +704,7 @@ def load_config(path: str | Path | None, schema: Schema,
                               file=str(path) if path else "--set",
                               line=site_sections.get(SITE_PREFIX + site),
                               field=f"[{SITE_PREFIX}{site}] resources")
+    _refuse_too_many_nodes(sites, sources)
     config = Config(schema, values, sources, cfg_path, sites)
     config.haizea = haizea
     return config

@@ -13,6 +13,7 @@ import json
 import logging
 import re
 import socket
+from collections.abc import Sequence
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -53,7 +54,7 @@ class HTTPError(Exception):
 
 
 # ------------------------------------------------------------------------------ views
-def lease_view(row: Any, names: tuple[str, ...]) -> dict[str, Any]:
+def lease_view(row: Any, names: Sequence[str]) -> dict[str, Any]:
     """A lease as the API shows it, from its database row."""
     try:
         req = json.loads(row["request"])
@@ -84,7 +85,7 @@ def lease_view(row: Any, names: tuple[str, ...]) -> dict[str, Any]:
     }
 
 
-def _node_name(names: tuple[str, ...], node: int) -> str:
+def _node_name(names: Sequence[str], node: int) -> str:
     """A node's name; a node a lease held before the daemon restarted on fewer nodes has none
     any more."""
     return names[node] if 0 <= node < len(names) else f"#{node + 1} (no longer in the site)"
@@ -308,7 +309,7 @@ class Handler(BaseHTTPRequestHandler):
             return 200, self._queue()
         if path == f"{API}/hosts":
             self._only(method, "GET")
-            return 200, self._hosts()
+            return 200, self._hosts(query)
         raise HTTPError(404, f"no such resource: {path}")
 
     def _only(self, method: str, *allowed: str) -> None:
@@ -316,7 +317,7 @@ class Handler(BaseHTTPRequestHandler):
             raise HTTPError(405, f"{method} is not allowed here (allowed: {', '.join(allowed)})",
                             headers={"Allow": ", ".join(allowed)})
 
-    def _names(self) -> tuple[str, ...]:
+    def _names(self) -> Sequence[str]:
         return self.daemon.driver.names
 
     # Longer than ~50 lines on purpose: one request's path from body to answer (JSON, list or LWF),
@@ -497,27 +498,34 @@ class Handler(BaseHTTPRequestHandler):
             out.append(view)
         return out
 
-    def _hosts(self) -> list[dict[str, Any]]:
+    def _hosts(self, query: dict[str, list[str]]) -> list[dict[str, Any]]:
+        """At most ``limit`` hosts from index ``from`` on: the whole list of a million-node
+        site was 174 MB of JSON and took the daemon to 3.5 GB (a page of 100,000, 0.9 GB)."""
         d = self.daemon
         types = d.run.nodes.types.names
         names = self._names()
+        first = _int_param(query, "from", 0, 0, 2 ** 62)
+        shown = range(first, min(len(names), first + _int_param(query, "limit", 1000, 1,
+                                                                  10000)))
 
         def hosts(now: float) -> Any:
             capacity = d.run.nodes.capacity
             free = d.run.table.free_at(now)
-            on: list[list[dict[str, Any]]] = [[] for _ in names]
+            on: dict[int, list[dict[str, Any]]] = {i: [] for i in shown}
             for lease in d.run.scheduler.running.values():
                 res = lease.reservations[0] if lease.reservations else None
                 if res is None or not res.start <= now < res.end:
                     continue
                 for node, amount in zip(res.nodes, res.amounts):
+                    if node not in on:
+                        continue
                     on[node].append({"lease": lease.id, "state": lease.state.value,
                                      "vms": sum(1 for n in res.vm_nodes if n == node),
                                      "resources": _amounts(types, amount),
                                      "until": format_instant(res.end)})
             view = [{"name": names[i], "index": i, "capacity": _amounts(types, capacity[i]),
                      "free": _amounts(types, free[i]), "leases": on[i]}
-                    for i in range(len(names))]
+                    for i in shown]
             return lambda: view
 
         return d.call(hosts)

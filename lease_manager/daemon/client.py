@@ -160,8 +160,14 @@ class Client:
     def queue(self) -> list[dict]:
         return self.call("GET", "/v1/queue")
 
-    def hosts(self) -> list[dict]:
-        return self.call("GET", "/v1/hosts")
+    def hosts(self, page: int = 1000) -> list[dict]:
+        """Every host, fetched a page at a time."""
+        out: list[dict] = []
+        while True:
+            batch = self.call("GET", f"/v1/hosts?limit={page}&from={len(out)}")
+            out += batch
+            if len(batch) < page:
+                return out
 
 
 def _key_header(key: str | None) -> dict[str, str]:

@@ -51,6 +51,12 @@ class ConnectionGuard:
         self.shut = 0                    #: connections shut down for being late or evicted
         self.refused = 0                 #: connections closed at once (every one busy)
 
+    @property
+    def open(self) -> int:
+        """How many connections are open now."""
+        with self._lock:
+            return len(self._waiting)
+
     # ------------------------------------------------------------------- the server's side
     def admit(self, sock: socket.socket) -> bool:
         """Take ``sock`` in (making room if needed); False when it must be closed at once."""

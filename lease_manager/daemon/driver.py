@@ -12,7 +12,7 @@ from __future__ import annotations
 import errno
 import logging
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from lease_manager.enactment.base import EnactmentError, VMWork, Work
@@ -33,7 +33,7 @@ class EnactmentDriver(Enactment):
     """Carries out one run's leases through ``backend``; ``note(lease_id, text)`` records what
     happened that is not a change of state (the daemon writes it to the lease's history)."""
 
-    def __init__(self, run: Run, backend: Any, names: tuple[str, ...],
+    def __init__(self, run: Run, backend: Any, names: Sequence[str],
                  note: Callable[[int, str], None] = lambda lease_id, text: None,
                  handed_over: Callable[[int], None] = lambda lease_id: None) -> None:
         self.run = run

@@ -22,6 +22,7 @@ from lease_manager.context import RunContext
 from lease_manager.daemon.driver import EnactmentDriver
 from lease_manager.daemon.lease_requests import RequestError, build_lease, check_stored
 from lease_manager.daemon.store import Store
+from lease_manager.enactment.base import NumberedNodes
 from lease_manager.errors import LeaseManagerError, OvercommitError
 from lease_manager.hookspecs import hookimpl
 from lease_manager.kernel.clock import RealClock
@@ -132,8 +133,7 @@ class Daemon:
         def enactment(run: Run) -> EnactmentDriver:
             self.backend = self.plugins.policy("enactment", backend_name)(run.ctx)
             names = getattr(self.backend, "node_names", None)
-            names = names() if callable(names) else tuple(
-                f"node-{i + 1}" for i in range(len(run.nodes.capacity)))
+            names = names() if callable(names) else NumberedNodes(len(run.nodes.capacity))
             self.driver = EnactmentDriver(run, self.backend, names, note=self._note,
                                           handed_over=self.store.handed_over)
             return self.driver

@@ -35,6 +35,7 @@ import logging
 import os
 import signal
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -68,6 +69,7 @@ from lease_manager.enactment.processes import (
     start_time,
     write_json,
 )
+from lease_manager.enactment.run_as import DROP, resolve_run_as
 from lease_manager.hookspecs import hookimpl
 
 if TYPE_CHECKING:
@@ -75,12 +77,13 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("lease_manager.enactment.process")
 
-#: the VM's process: ``/bin/sh -c WRAPPER lm-vm SHELL COMMAND EXIT_FILE [CGROUP_PROCS...]``;
-#: writes its process id next to the exit file (a daemon killed while starting it finds it
-#: there), joins the VM's cgroups, runs the command in a child shell (the configured one),
-#: records its exit status
+#: the VM's process: ``/bin/sh -c WRAPPER lm-vm SHELL COMMAND EXIT_FILE PYTHON DROP IDS
+#: [CGROUP_PROCS...]``; writes its process id next to the exit file (a daemon killed while
+#: starting it finds it there), joins the VM's cgroups, runs the command in a child shell (the
+#: configured one; as the ``[process] run-as`` user through ``PYTHON -I -c DROP IDS`` when
+#: PYTHON is not empty), records its exit status
 WRAPPER = r"""
-shell=$1; cmd=$2; exit_file=$3; shift 3
+shell=$1; cmd=$2; exit_file=$3; python=$4; drop=$5; ids=$6; shift 6
 echo $$ > "$exit_file.pid.tmp" && mv -f "$exit_file.pid.tmp" "$exit_file.pid"
 for procs in "$@"; do
     if ! echo $$ > "$procs"; then
@@ -92,7 +95,11 @@ done
 if [ -z "$cmd" ]; then
     while :; do sleep 3600; done
 fi
-"$shell" -c "$cmd"
+if [ -n "$python" ]; then
+    "$python" -I -c "$drop" "$ids" "$shell" -c "$cmd"
+else
+    "$shell" -c "$cmd"
+fi
 status=$?
 echo "$status" > "$exit_file.tmp" && mv -f "$exit_file.tmp" "$exit_file"
 exit "$status"
@@ -115,6 +122,10 @@ class ProcessBackend(EnactmentBackend):
                                Path(cgroup_root) if cgroup_root is not None else CGROUP_ROOT)
         self.root = self.state_dir()
         self.work_root()            # refuses a work root in the state folder at start
+        state = Path(config.get("daemon", "state-dir"))
+        self.run_as = resolve_run_as(config.get("process", "run-as"),
+                                     (state, Path(config.get("daemon", "token-file")
+                                                  or state / "token")))
         # keeps the cgroup names of two daemons (two state folders) apart
         self.token = hashlib.sha1(str(self.root.resolve()).encode()).hexdigest()[:8]
         self._lock = threading.RLock()
@@ -288,8 +299,12 @@ class ProcessBackend(EnactmentBackend):
         vm_dir = exit_file.parent
         procs_files = [str(Path(folder) / "cgroup.procs") for folder in set(groups.values())]
         env = {**clean_env(os.environ), **work_env(work, vm)}
+        drop = ["", "", ""]
+        if self.run_as is not None:
+            env.update(self.run_as.env())
+            drop = [sys.executable, DROP, self.run_as.ids()]
         # never the VM's folder of logs: that is in the state folder, next to the token
-        cwd = self.lease_work_dir(work, vm)
+        cwd = self.lease_work_dir(work, vm, owner=self.run_as)
         if not cwd.is_dir():   # it was when the lease was requested
             raise EnactmentError(f"cannot start VM {vm.index} of lease {work.lease_id}: its "
                                  f"working folder {cwd} no longer exists")
@@ -298,7 +313,7 @@ class ProcessBackend(EnactmentBackend):
             with open(vm_dir / "out.log", "ab") as out, open(vm_dir / "err.log", "ab") as err:
                 child = subprocess.Popen(
                     ["/bin/sh", "-c", WRAPPER, "lm-vm", self.shell, work.command,
-                     str(exit_file), *procs_files],
+                     str(exit_file), *drop, *procs_files],
                     cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
                     start_new_session=True, close_fds=True)
         except OSError as exc:
@@ -592,4 +607,14 @@ def register_options():
             those still there."""),
         Option("process", "shell", STRING, "/bin/sh", doc="""
             Shell that runs the leases' commands (`shell -c command`)."""),
+        Option("process", "run-as", STRING, "", doc="""
+            User (a name or a numeric id) the leases' commands run as, with its own group and
+            the groups it belongs to; empty: the daemon's user, whose commands can read the
+            daemon's API token. Needs a daemon running as root; a user that does not exist,
+            the daemon's own user, or one that owns the state folder or the token is refused
+            at start. The command's `HOME`, `USER` and `LOGNAME` are that user's, and the
+            folders the daemon makes for it under `[daemon] work-root` are given to it (the
+            work root is made enterable, not readable, by others). A lease's own `workdir`
+            must be usable by that user. Only the command changes user: the wrapper that
+            records its exit status in the state folder stays the daemon's."""),
     ]

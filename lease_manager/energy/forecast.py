@@ -10,7 +10,6 @@ the actual production stays ``[power] green-production``.
 
 from __future__ import annotations
 
-import csv
 import math
 from bisect import bisect_right
 from pathlib import Path
@@ -19,7 +18,7 @@ import numpy as np
 
 from lease_manager.energy.series import MAX_TIME, StepSeries
 from lease_manager.errors import InputError
-from lease_manager.input_files import input_problem
+from lease_manager.input_files import csv_rows, input_problem
 from lease_manager.numbers import parse_float
 
 
@@ -59,7 +58,8 @@ def read_forecast(path: str | Path, *, maximum: float) -> GreenForecast:
     except OSError as exc:
         raise InputError(f"cannot read the forecast: {exc.strerror or exc}",
                          file=str(path)) from None
-    rows = csv.reader(text.splitlines())
+    rows = csv_rows(text.splitlines(),
+                    lambda message, line: InputError(message, file=str(path), line=line))
     if next(rows, None) is None:
         raise InputError("empty file: expected a header and issued,time,watts rows",
                          file=str(path))

@@ -7,7 +7,6 @@ holds before the first row, and the last one for ever.
 
 from __future__ import annotations
 
-import csv
 import math
 from pathlib import Path
 
@@ -15,7 +14,7 @@ import attrs
 import numpy as np
 
 from lease_manager.errors import InputError
-from lease_manager.input_files import input_problem
+from lease_manager.input_files import csv_rows, input_problem
 from lease_manager.numbers import parse_float
 
 #: the largest value a series may hold (watts, $/kWh or kg/kWh)
@@ -60,7 +59,8 @@ def read_step_series(path: str | Path, what: str, *, maximum: float = MAX_VALUE
                          file=str(path)) from None
     times: list[float] = []
     values: list[float] = []
-    rows = csv.reader(text.splitlines())
+    rows = csv_rows(text.splitlines(),
+                    lambda message, line: InputError(message, file=str(path), line=line))
     header = next(rows, None)
     if header is None:
         raise InputError(f"empty file: expected a header and time,{what} rows", file=str(path))

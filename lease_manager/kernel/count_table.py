@@ -118,8 +118,16 @@ class CountTable:
         #: holds follows (a node with a slot, not in it, holds one reservation). A lease then
         #: takes or gives back a few list items instead of indexing arrays over nodes.
         #: None: the two arrays below are kept instead (they are stale while it is a list)
-        self._free_nodes: list[int] | None = (
-            np.flatnonzero(self.slots).tolist() if self.slots.max(initial=0) <= 1 else None)
+        self._free_nodes: list[int] | None = None
+        #: with the list: every node from this index on is free and not listed (it joins the
+        #: list when first taken). When every node has its one slot, the list starts empty
+        #: and this at 0: a million idle nodes were a list of a million numbers (40 MB)
+        self._tail = len(self.slots)
+        if self.slots.max(initial=0) <= 1:
+            if self.slots.min(initial=1) == 1:
+                self._free_nodes, self._tail = [], 0
+            else:
+                self._free_nodes = np.flatnonzero(self.slots).tolist()
         #: what each node has free now (in VMs) and how many reservations it holds
         self._slots_now = self.slots.copy()
         self._nres_now = np.zeros(len(self.slots), dtype=np.int32)
@@ -268,7 +276,9 @@ class CountTable:
         free = self._free_nodes
         if free is not None and len(nodes) == len(res.vm_nodes):   # one VM on each node
             # (its VMs' nodes are then its nodes, in their order, as Python numbers)
-            if not _take_nodes(free, list(res.vm_nodes)):
+            taken = list(res.vm_nodes)
+            self._list_up_to(max(taken) + 1)
+            if not _take_nodes(free, taken):
                 raise OvercommitError(f"{res!r} does not fit: it would over-commit a node")
         else:
             if free is not None:
@@ -299,6 +309,14 @@ class CountTable:
         self._slots_now[nodes] += self._per_node(res)
         self._nres_now[nodes] -= 1
 
+    def _list_up_to(self, end: int) -> None:
+        """List the free nodes below ``end`` that the tail held (they follow every listed
+        one, so the list stays in order)."""
+        free = self._free_nodes
+        if free is not None and end > self._tail:
+            free.extend(range(self._tail, end))
+            self._tail = end
+
     def _keep_arrays(self) -> None:
         """Stop keeping the list of free nodes: the arrays hold what each node has."""
         self._slots_now = self._slots_free()
@@ -313,6 +331,7 @@ class CountTable:
             return self._slots_now
         slots = np.zeros(len(self.slots), dtype=np.int64)
         slots[free] = 1
+        slots[self._tail:] = 1
         return slots
 
     @property
@@ -327,6 +346,8 @@ class CountTable:
         free = self._free_nodes
         if free is None:
             raise RuntimeError("the table keeps no list of free nodes")
+        if count > len(free):
+            self._list_up_to(min(len(self.slots), self._tail + count - len(free)))
         return free[:count] if count <= len(free) else None
 
     def pin(self, res: Reservation, placement: Placement) -> None:
@@ -771,6 +792,6 @@ class CountTable:
             raise AssertionError("count table's nodes differ from the reservations holding them")
         listed = self._free_nodes
         if listed is not None and (any(a >= b for a, b in zip(listed, listed[1:]))
-                                   or (used > 1).any()):
+                                   or (used > 1).any() or listed[-1:] >= [self._tail]):
             raise AssertionError("count table's free nodes are not a list of distinct nodes "
                                  "in order, or a node holds more than one VM")

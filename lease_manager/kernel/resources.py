@@ -110,6 +110,19 @@ class NodeSet:
 MAX_NODES = 1_000_000
 
 
+def site_node_count(text: str) -> int:
+    """How many nodes a valid ``resources`` text describes (0 for one that names no count,
+    such as ``in-tracefile``), without building the site."""
+    total = 0
+    for group in text.split(";"):
+        count = group.strip().partition(" ")[0]
+        try:
+            total += parse_int(count) if count else 0
+        except ValueError:
+            return 0
+    return total
+
+
 def parse_site(text: str) -> NodeSet:
     """Parse Haizea's ``resources`` option: ``"144 CPU:8 Memory:16384"``.
 

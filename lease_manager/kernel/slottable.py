@@ -94,6 +94,18 @@ class _Shape:
         return np.maximum(out, 0, out=out)
 
 
+
+#: the most bytes the slot table's first pool of rows may reserve (it doubles when full)
+POOL_BYTES = 64 << 20
+
+
+def _pool_size(n_nodes: int, n_types: int) -> int:
+    """How many rows the first pool holds: 64, or fewer on a site so large that 64 rows would
+    reserve more than :data:`POOL_BYTES` (64 rows of a million nodes were 1.3 GB of address
+    space before the first lease: under a 1.5 GB ``ulimit -v`` a one-lease run failed)."""
+    row = n_nodes * (8 * n_types + 4)
+    return max(4, min(64, POOL_BYTES // max(row, 1)))
+
 class SlotTable:
     """Reservations of one site over time, with the queries schedulers and policies need.
 
@@ -120,7 +132,7 @@ class SlotTable:
         n_nodes, n_types = self.capacity.shape
         self.site_resources: tuple[str, ...] = tuple(site_resources or ())
         site_cap = np.array([float(v) for v in (site_resources or {}).values()])
-        slots = 64
+        slots = _pool_size(n_nodes, n_types)
         self._free = np.empty((slots, n_nodes, n_types))
         self._nres = np.zeros((slots, n_nodes), dtype=np.int32)
         self._site = np.empty((slots, len(self.site_resources)))
@@ -142,7 +154,8 @@ class SlotTable:
         #: capacity can fall (between two of them it only grows), with how many start there
         self._start_refs: dict[float, int] = {}
         self._start_times = SortedList()
-        self._by_node: list[dict[int, Reservation]] = [{} for _ in range(n_nodes)]
+        #: the reservations on each node that has some (an idle node costs nothing)
+        self._by_node: dict[int, dict[int, Reservation]] = {}
         self._reservations: dict[int, Reservation] = {}
         self._ends: list[tuple[float, int]] = []  # heap of (end, reservation id), lazily cleaned
         self._shapes: dict[bytes, _Shape] = {}
@@ -181,6 +194,12 @@ class SlotTable:
         if t < self._t[0]:
             raise ValueError(f"time {t} is before the slot table's horizon {self._t[0]}")
         return bisect_right(self._t, t) - 1
+
+    def _unlist(self, node: int, rid: int) -> None:
+        held = self._by_node[node]
+        del held[rid]
+        if not held:
+            del self._by_node[node]
 
     def _new_slot(self) -> int:
         if not self._spare:
@@ -359,7 +378,7 @@ class SlotTable:
             raise
         self._reservations[res.id] = res
         for node in res.nodes.tolist():
-            self._by_node[node][res.id] = res
+            self._by_node.setdefault(node, {})[res.id] = res
         if self.touched is not None:
             self.touched.update(res.nodes.tolist())
         if finite:
@@ -373,7 +392,7 @@ class SlotTable:
         ks, ke = self._span(res.start, res.end)
         self._apply(res, ks, ke, +1)
         for node in res.nodes.tolist():
-            del self._by_node[node][res.id]
+            self._unlist(node, res.id)
         if not math.isinf(res.end):
             self._unref(res.end, True)
         self._unref(res.start, False)
@@ -511,7 +530,7 @@ class SlotTable:
                 continue
             del self._reservations[rid]
             for node in res.nodes.tolist():
-                del self._by_node[node][rid]
+                self._unlist(node, rid)
             ended.append(res)
         k = self._row(now)
         if k > 0:
@@ -606,12 +625,13 @@ class SlotTable:
 
     def reservations_at(self, node: int, t: float) -> list[Reservation]:
         """Reservations on ``node`` that hold resources at instant ``t``."""
-        return [r for r in self._by_node[node].values() if r.start <= t < r.end]
+        return [r for r in self._by_node.get(node, {}).values() if r.start <= t < r.end]
 
     def reservations_between(self, start: float, end: float,
                              node: int | None = None) -> list[Reservation]:
         """Reservations that overlap ``[start, end)`` (on ``node``, or anywhere)."""
-        pool = self._reservations.values() if node is None else self._by_node[node].values()
+        pool = (self._reservations.values() if node is None
+                else self._by_node.get(node, {}).values())
         return sorted((r for r in pool if r.start < end and r.end > start),
                       key=lambda r: (r.start, r.id))
 
@@ -619,7 +639,7 @@ class SlotTable:
                       skip: frozenset[ReservationKind] = frozenset()) -> float:
         """The earliest start at or after ``after`` of a reservation on ``node`` whose kind
         is not in ``skip`` (inf if there is none)."""
-        return min((r.start for r in self._by_node[node].values()
+        return min((r.start for r in self._by_node.get(node, {}).values()
                     if r.start >= after and r.kind not in skip), default=math.inf)
 
     def change_points(self, after: float, until: float = math.inf,
@@ -630,7 +650,7 @@ class SlotTable:
             hi = bisect_left(self._t, until, lo)
             return self._t[lo:hi]
         points = set()
-        for r in self._by_node[node].values():
+        for r in self._by_node.get(node, {}).values():
             if after < r.start < until:
                 points.add(r.start)
             if after < r.end < until:

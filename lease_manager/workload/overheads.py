@@ -10,7 +10,7 @@ from collections.abc import Iterable, Iterator
 import numpy as np
 
 from lease_manager.errors import TraceError
-from lease_manager.input_files import input_problem
+from lease_manager.input_files import input_problem, long_line, long_line_message
 from lease_manager.kernel.lease import Lease, LeaseType, VMRequest
 from lease_manager.numbers import parse_int
 
@@ -68,6 +68,9 @@ def read_image_file(path: str) -> list[tuple[str, int]]:
         lines = open(path).read().splitlines()
     except OSError as exc:
         raise TraceError(f"cannot read the image file: {exc.strerror}", file=path) from None
+    too_long = long_line(lines)
+    if too_long:
+        raise TraceError(long_line_message(), file=path, line=too_long)
     sizes: dict[str, int] = {}
     sequence: list[tuple[str, int]] = []
     listing = False

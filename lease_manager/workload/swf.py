@@ -141,16 +141,17 @@ def _read_lines(fh: IO[str], count: int, first: int, file: str,
     ``first``; :class:`TraceError` for a line longer than :data:`MAX_LINE` characters."""
     lines = [] if lines is None else lines
     readline, append = fh.readline, lines.append
+    start = len(lines)
     for _ in range(count):
         line = readline(MAX_LINE)
         if not line:
             break
+        # refused at its first piece: a chunk of pieces of one long line held 207 MB
+        if len(line) >= MAX_LINE and line[-1] != "\n":
+            raise TraceError(f"the line is longer than {MAX_LINE:,} characters (an SWF "
+                             f"record is 18 numbers)", file=file,
+                             line=first + len(lines) - start)
         append(line)
-    if lines and max(map(len, lines)) >= MAX_LINE:
-        for i, line in enumerate(lines):
-            if len(line) >= MAX_LINE and not line.endswith("\n"):
-                raise TraceError(f"the line is longer than {MAX_LINE:,} characters (an SWF "
-                                 f"record is 18 numbers)", file=file, line=first + i)
     return lines
 
 

@@ -18,7 +18,6 @@ column, and any bad value, is an error naming the file, the line and the column.
 
 from __future__ import annotations
 
-import csv
 import math
 from collections.abc import Iterator
 from pathlib import Path
@@ -27,7 +26,7 @@ import numpy as np
 
 from lease_manager.energy.lease_power import MAX_LEASE_WATTS, WATTS_ATTRIBUTE
 from lease_manager.errors import TraceError
-from lease_manager.input_files import input_problem
+from lease_manager.input_files import csv_rows, input_problem
 from lease_manager.kernel.lease import Lease, LeaseType, VMRequest
 from lease_manager.numbers import parse_float
 
@@ -58,7 +57,8 @@ def iter_tasks(path: str | Path, vm_vector: np.ndarray) -> Iterator[Lease]:
         text = Path(path).read_text()
     except (OSError, UnicodeDecodeError) as exc:
         raise TraceError(f"cannot read the task file: {exc}", file=name) from None
-    rows = csv.reader(text.splitlines())
+    rows = csv_rows(text.splitlines(),
+                    lambda message, line: TraceError(message, file=name, line=line))
     header = [h.strip().lower() for h in next(rows, [])]
     if not header or not any(header):
         raise TraceError("empty file: expected a header line (id,submit,duration,vms,watts)",

@@ -531,3 +531,22 @@ def test_a_sites_file_that_is_not_a_regular_file_is_one_line(schema):
                                    "simulation.sites-file=/dev/zero"])
     assert str(caught.value) == \
         "/dev/zero: the sites file is a device, pipe or socket, not a regular file"
+
+
+def test_sites_of_more_than_a_million_nodes_in_all_are_one_line(tmp_path, schema):
+    """Each site was bounded by the node limit, not their sum: a 1.5 KB sites file of 50 sites
+    of a million nodes each ran out of memory (numpy's traceback under a 3 GB limit). The
+    site that goes over is named with its line."""
+    sites = tmp_path / "sites.csv"
+    sites.write_text("name,resources\na,600000 CPU:1\nb,300000 CPU:1; 100000 CPU:2\n"
+                     "c,1 CPU:1\nd,1000000 CPU:1\n")
+    with pytest.raises(ConfigError) as caught:
+        load_config(None, schema, ["simulation.resources=4 CPU:1",
+                                   f"simulation.sites-file={sites}"])
+    assert str(caught.value) == (f"{sites}:4: [site:c] resources: the sites have more than "
+                                 "1,000,000 nodes in all (up to this one: 1,000,001)")
+    path = write_ini(tmp_path, "[simulation]\nresources = 4 CPU:1\n[site:a]\n"
+                               "resources = 999999 CPU:1\n[site:b]\nresources = 2 CPU:1\n")
+    assert str(load_error(path, schema)) == (
+        f"{path}:6: [site:b] resources: the sites have more than 1,000,000 nodes in all (up "
+        "to this one: 1,000,001)")

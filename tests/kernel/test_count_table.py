@@ -19,7 +19,7 @@ from lease_manager.errors import ConfigError, OvercommitError
 from lease_manager.hookspecs import hookimpl
 from lease_manager.kernel.count_table import CountTable
 from lease_manager.kernel.lease import Lease, LeaseState, LeaseType, VMRequest
-from lease_manager.kernel.mapper import place
+from lease_manager.kernel.mapper import Placement, place
 from lease_manager.kernel.resources import parse_site
 from lease_manager.kernel.slottable import Reservation
 from lease_manager.plugins import Plugins
@@ -638,3 +638,50 @@ def test_the_profile_lists_and_their_arrays_agree_through_random_changes():
                 assert t.room_at(VM, at) == free[k0]
                 checked += 1
     assert refused > 20 and checked > 5000
+
+
+def _on(t: CountTable, start, end, nodes) -> Reservation:
+    """One VM on each of ``nodes``, pinned now."""
+    placement = Placement.one_per_node(tuple(nodes), np.array(nodes), VM)
+    return t.add(placement.reservation(None, start, end))
+
+
+def test_idle_nodes_of_one_slot_each_are_not_listed_until_taken():
+    """Six nodes of one VM slot each. The free nodes past the highest one ever taken are not
+    in the list: taking n1 and n4 lists n0-n4 (n0, n2, n3 free), the first free three are then
+    n0, n2, n3, and n5 joins the list only when it is needed. The answers are those of a full
+    list: what each node has free, and the first free nodes."""
+    t = CountTable(parse_site("6 CPU:1 Memory:1024"), VM)
+    assert t.one_per_node and t._free_nodes == [] and t._tail == 0
+    a = _on(t, 0, 10, [1, 4])
+    assert t._free_nodes == [0, 2, 3] and t._tail == 5
+    assert t.lease_counts_at(0).tolist() == [0, 1, 0, 0, 1, 0]
+    assert t.first_free(3) == [0, 2, 3] and t._tail == 5
+    assert t.first_free(4) == [0, 2, 3, 5] and t._tail == 6
+    assert t.first_free(5) is None
+    with pytest.raises(OvercommitError):
+        _on(t, 0, 10, [3, 4])
+    b = _on(t, 0, 5, [0, 2, 3, 5])
+    assert t.first_free(1) is None and t.vm_fits(VM, 0, 5).tolist() == [0] * 6
+    t.check()
+    t.set_now(5)
+    assert [r.end for r in t.advance(5)] == [5]
+    assert b.end == 5 and t._free_nodes == [0, 2, 3, 5] and t.first_free(2) == [0, 2]
+    t.set_now(10)
+    assert [r.id for r in t.advance(10)] == [a.id] and t._free_nodes == list(range(6))
+    t.check()
+
+
+def test_a_million_idle_nodes_of_one_slot_are_no_list():
+    """A million-node site's table listed every free node (a list of a million numbers: the
+    table took 60 MB to make, now 32 MB of arrays)."""
+    import tracemalloc
+
+    site = parse_site("1000000 CPU:1 Memory:1024")
+    tracemalloc.start()
+    try:
+        t = CountTable(site, VM)
+        made = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert t.one_per_node and made < 40e6

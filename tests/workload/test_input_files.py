@@ -45,3 +45,50 @@ def test_a_device_as_input_is_one_line(option, message):
                         "tracefile.vm-resources=CPU:1 Memory:1024", option],
                  plugins=Plugins(entry_points=False)).run()
     assert str(caught.value) == message
+
+
+def _readers():
+    """Every reader of a text input that is not a trace, as ``(header, read(path))``."""
+    import numpy as np
+
+    from lease_manager.config.schema import read_ini, read_sites_file
+    from lease_manager.energy.forecast import read_forecast
+    from lease_manager.energy.series import read_step_series
+    from lease_manager.workload.overheads import read_image_file
+    from lease_manager.workload.tasks import iter_tasks
+
+    schema = Plugins(entry_points=False).schema
+    return {
+        "image file": ("img 10", read_image_file),
+        "sites file": ("name,resources", lambda p: read_sites_file(p, schema)),
+        "task file": ("id,submit,duration", lambda p: list(iter_tasks(p, np.ones(2)))),
+        "series": ("time,watts", lambda p: read_step_series(p, "watts")),
+        "forecast": ("issued,time,watts", lambda p: read_forecast(p, maximum=1e9)),
+        "ini file": ("[simulation]", lambda p: read_ini(p, "configuration file")),
+    }
+
+
+@pytest.mark.parametrize("kind", sorted(_readers()))
+def test_a_line_longer_than_any_valid_one_is_refused_naming_it(tmp_path, kind):
+    """A 63 MB image file of one line was taken whole (366 MB) and quoted whole in the error;
+    a sites file of one long line ended in csv's traceback. Every such reader refuses a line
+    over 65,536 characters with the file and the line."""
+    header, read = _readers()[kind]
+    path = tmp_path / "input.txt"
+    path.write_text(header + "\n" + "# " + "9" * 70_000 + "\n")
+    with pytest.raises(InputError) as caught:
+        read(path)
+    assert str(caught.value) == f"{path}:2: the line is longer than 65,536 characters"
+
+
+def test_a_quoted_csv_field_over_the_csv_limit_is_one_line(tmp_path):
+    """Lines of 1,000 characters, but one quoted field across 200 of them: csv's own error
+    (field larger than field limit) was a traceback."""
+    from lease_manager.config.schema import read_sites_file
+
+    path = tmp_path / "sites.csv"
+    path.write_text('name,resources\n"' + ("a" * 1000 + "\n") * 200 + '",1 CPU:1\n')
+    with pytest.raises(InputError) as caught:
+        read_sites_file(path, Plugins(entry_points=False).schema)
+    assert str(caught.value) == (f"{path}:133: not a CSV line: field larger than field limit "
+                                 "(131072)")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import io
 import math
 
 import numpy as np
@@ -372,7 +373,7 @@ def test_a_line_longer_than_any_record_is_refused_without_reading_it_whole(tmp_p
     """A 92 KB .swf.gz holding one line of hundreds of MB was read whole (657 MB) before it was
     refused. Here line 3 is 50 MB of digits: the reader (and the progress bar's count) stop
     after MAX_LINE characters of it, naming the line."""
-    from lease_manager.workload.swf import MAX_LINE, SWFReader, count_jobs
+    from lease_manager.workload.swf import MAX_LINE, SWFReader, _read_lines, count_jobs
 
     path = tmp_path / "long.swf.gz"
     with gzip.open(path, "wb") as fh:
@@ -387,3 +388,9 @@ def test_a_line_longer_than_any_record_is_refused_without_reading_it_whole(tmp_p
     with pytest.raises(TraceError) as caught:
         count_jobs(path)
     assert str(caught.value) == message
+    # and it stops at the line's first piece: a chunk of 4,096 pieces of 64 K held 207 MB
+    record = "1 0 0 10 1 -1 -1 1 10 -1 1 1 1 -1 1 -1 -1 -1\n"
+    stream = io.StringIO(record + "9" * (10 << 20) + "\n")
+    with pytest.raises(TraceError, match="longer than"):
+        _read_lines(stream, 4096, 1, "x.swf")
+    assert stream.tell() <= len(record) + MAX_LINE
