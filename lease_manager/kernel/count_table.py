@@ -130,6 +130,9 @@ class CountTable:
         self._ends: list[tuple[float, int]] = []
         self._version = 0
         self._watches: list[ChangeWatch] = []
+        #: ids of node power states whose end rolls on with the clock: held until moved
+        #: (:meth:`move_end`), whatever the end they had when added
+        self._rolling: set[int] = set()
 
     # ----------------------------------------------------------------- rows and breakpoints
     @property
@@ -384,6 +387,97 @@ class CountTable:
                 heapq.heappush(self._holding, (new_end, res.id))
         self._changed(new_end, old_end, True)
 
+    # ----------------------------------------------------- node power states (at-start)
+    def move_end(self, res: Reservation, until: float, *, final: bool = True) -> None:
+        """Move the end of ``res``, a reservation holding its nodes since it started, to
+        ``until`` (later or earlier, after now): a node power state that lasts longer or ends
+        sooner. ``final``: the node is given back at ``until`` (False: the end rolls on with
+        the clock, :meth:`extend_group`, and the node stays held until it is moved again)."""
+        end = res.end
+        if res.id not in self._reservations or math.isinf(end) or math.isinf(until):
+            raise ValueError(f"{res!r}: only a finite reservation of the table moves its end")
+        if until == end:
+            if final and res.id in self._rolling:
+                self._rolling.discard(res.id)
+                heapq.heappush(self._ends, (until, res.id))
+                if res.id in self._held:
+                    heapq.heappush(self._holding, (until, res.id))
+            elif not final:
+                self._rolling.add(res.id)
+            return
+        if until <= max(res.start, self.now):
+            raise ValueError(f"{res!r}: cannot end at {until}, not after now ({self.now})")
+        ks = self._split(min(end, until))
+        ke = self._split(max(end, until))
+        self._take(res, ks, ke, -1 if until > end else +1)
+        self._ref(until)
+        res.end = until
+        self._unref(end)
+        if final:
+            self._rolling.discard(res.id)
+            heapq.heappush(self._ends, (until, res.id))
+            if res.id in self._held:
+                heapq.heappush(self._holding, (until, res.id))
+        else:
+            self._rolling.add(res.id)
+        self._changed(min(end, until), max(end, until), until < end)
+
+    def keep_held(self, res: Reservation) -> None:
+        """``res``, a node power state just added, keeps its nodes whatever its end, until
+        :meth:`move_end` gives it a final one (its end rolls on with the clock)."""
+        self._rolling.add(res.id)
+
+    def extend_group(self, group: Sequence[Reservation], until: float) -> None:
+        """Make every reservation of ``group`` (node power states holding their nodes, all
+        ending at one time before ``until``) end at ``until``, the end rolling on with the
+        clock (:meth:`move_end` with ``final=False``, for all of them at once)."""
+        end = group[0].end
+        if until <= end:
+            raise ValueError(f"extend_group: {until} is not after the group's end {end}")
+        ks = self._split(end)
+        ke = self._split(until)
+        total = sum(self.vms(res) for res in group)
+        room = self._room
+        if min(room[ks:ke]) < total:
+            raise OvercommitError(f"{len(group)} node power states do not fit until {until}")
+        for k in range(ks, ke):
+            room[k] -= total
+        self._arrays = None
+        refs = self._refs
+        refs[until] = refs.get(until, 0) + len(group)
+        rolling = self._rolling
+        for res in group:
+            res.end = until
+            rolling.add(res.id)
+        left = refs[end] - len(group)
+        if left > 0:
+            refs[end] = left
+        else:
+            refs[end] = 1
+            self._unref(end)
+        self._changed(end, until, False)
+
+    def first_short(self, after: float, slots: int) -> float:
+        """The first time from ``after`` on at which fewer than ``slots`` VM slots are free
+        (inf: never)."""
+        times, room = self._t, self._room
+        for k in range(self._row(after), len(times)):
+            if room[k] < slots:
+                return max(times[k], after)
+        return math.inf
+
+    def fits_without(self, count: int, start: float, end: float,
+                     freed: Sequence[float]) -> bool:
+        """Do ``count`` VMs fit through ``[start, end)`` without the slots that free up at the
+        times ``freed`` (sorted: nodes that are off, free from when a boot could end)?"""
+        times, room = self._t, self._room
+        k0 = self._row(start)
+        ke = len(times) if math.isinf(end) else bisect_left(times, end, k0 + 1)
+        for k in range(k0, ke):
+            if room[k] - bisect_right(freed, max(times[k], start)) < count:
+                return False
+        return True
+
     def set_now(self, now: float) -> None:
         """The engine's clock moved to ``now``: nodes of reservations ended by then are free."""
         self.now = now
@@ -391,7 +485,7 @@ class CountTable:
         while holding and holding[0][0] <= now:
             end, rid = heapq.heappop(holding)
             res = self._held.get(rid)
-            if res is not None and res.end == end:
+            if res is not None and res.end == end and rid not in self._rolling:
                 self._release(res)
 
     def advance(self, now: float) -> list[Reservation]:
@@ -401,7 +495,7 @@ class CountTable:
         while self._ends and self._ends[0][0] <= now:
             end, rid = heapq.heappop(self._ends)
             res = self._reservations.get(rid)
-            if res is None or res.end != end:
+            if res is None or res.end != end or rid in self._rolling:
                 continue
             del self._reservations[rid]
             ended.append(res)
