@@ -71,7 +71,7 @@ class PlacementChoice:
         return self.placement == AT_START
 
     def label(self) -> str:
-        """``at-start (auto)``, ``when-planned (auto: switching nodes)``, or the placement named."""
+        """``at-start (auto)``, ``when-planned (auto: power cap)``, or the placement named."""
         if not self.auto:
             return self.placement
         return f"{self.placement} (auto{': ' + self.reason if self.reason else ''})"

@@ -80,15 +80,60 @@ def test_a_power_model_whose_nodes_stay_on_changes_neither_placement_nor_schedul
     assert power["energy_it_joules"] > 0
 
 
-@pytest.mark.parametrize("settings, reason", [
-    (("power.policy-node-power=switch-off-idle",), "switching nodes"),
-    (("power.initial-state=off",), "switching nodes"),
-    (("power.power-cap=100000",), "power cap"),
-])
-def test_auto_keeps_when_planned_for_nodes_that_switch_or_a_cap(settings, reason):
+#: as POWER, with idle nodes switched off after 10 s
+SWITCHING = (*POWER[:4], "power.policy-node-power=switch-off-idle", "power.idle-timeout=10",
+             *POWER[5:])
+
+
+@pytest.mark.parametrize("placement", ["at-start", "when-planned"])
+def test_nodes_that_switch_give_the_same_schedule_and_energy_in_both_placements(placement):
+    """4 nodes of 1 core, one VM each, EASY, idle nodes off after 10 s (shutdown 5 s at
+    50 W, boot 20 s at 150 W, off 5 W); A (2 VMs, 10 s, at 0), B (3 VMs, 10 s, at 12),
+    C (1 VM, 5 s, at 40):
+
+    n0 [A 0-10 ] idle          [B 35-45][C 45-50]
+    n1 [A 0-10 ] idle          [B 35-45] idle
+    n2  idle   [off 10-15][on 15-35][B 35-45] idle
+    n3  idle   [off 10-15][  off 15 -------------- 50]
+
+    At 10, n2 and n3 have been idle 10 s and nothing needs them: they shut down until 15.
+    B at 12 needs 3 nodes, 2 are on: it starts when a boot begun as soon as a shutdown is
+    over can end, 15 + 20 = 35 (n2 boots; with at-start, the first time its slot is needed
+    decides the boot). At 20 n0 and n1 have been idle 10 s, but B needs them at 35, sooner
+    than a shutdown and a boot (25 s): they stay on. C at 40 fits at 45 on a node that is
+    on, earlier than n3 could boot (60): no boot.
+
+    power: [0, 10) 2 x 200 + 2 x 100 = 600 W; [10, 15) 2 x 100 + 2 x 50 = 300 W;
+    [15, 35) 2 x 100 + 150 + 5 = 355 W; [35, 45) 3 x 200 + 5 = 605 W;
+    [45, 50) 200 + 2 x 100 + 5 = 405 W.
+    energy: 6,000 + 1,500 + 7,100 + 6,050 + 2,025 = 22,675 J, in both placements.
+    """
+    given = [be(1, 2, 10, 0), be(2, 3, 10, 12), be(3, 1, 5, 40)]
+    run = simulate(given, *SWITCHING, f"scheduling.placement={placement}",
+                   resources="4 CPU:1 Memory:1024")
+    assert times(run, given) == {1: (0, 10), 2: (35, 45), 3: (45, 50)}
+    assert run.summary["energy_it_joules"] == pytest.approx(22_675)
+    p = run.energy.profile
+    assert list(zip(p.times.tolist(), p.watts.tolist()))[:5] == [
+        (0, 600), (10, 300), (15, 355), (35, 605), (45, 405)]
+    states = sorted((state, a, b) for _, state, a, b in run.node_states.intervals(0, 50)
+                    if state != "on")
+    assert states == [("off", 15, 50), ("switching-off", 10, 15), ("switching-off", 10, 15),
+                      ("switching-on", 15, 35)]
+    assert run.energy.violations() == []
+    assert run.table.counted == (placement == "at-start")
+
+
+def test_nodes_that_switch_are_counted_under_auto():
+    """Switching nodes no longer keep a run when-planned: auto counts them (a power cap
+    still needs when-planned)."""
     plugins = Plugins(entry_points=False)
-    config = load_config(ROOT / "etc" / "sample.ini", plugins.schema,
-                         ["tracefile.max-jobs=50", "power.pstates=1.0:100:200",
-                          "power.switch-on=20:150", *settings])
-    with Run(config, plugins) as run:
-        assert run.placement.label() == f"when-planned (auto: {reason})"
+    for settings, label in [
+            (("power.policy-node-power=switch-off-idle",), "at-start (auto)"),
+            (("power.initial-state=off",), "at-start (auto)"),
+            (("power.power-cap=100000",), "when-planned (auto: power cap)")]:
+        config = load_config(ROOT / "etc" / "sample.ini", plugins.schema,
+                             ["tracefile.max-jobs=50", "power.pstates=1.0:100:200",
+                              "power.switch-on=20:150", *settings])
+        with Run(config, plugins) as run:
+            assert run.placement.label() == label
