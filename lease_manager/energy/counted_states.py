@@ -67,7 +67,8 @@ class CountedPowerStates:
         self._enactment = enactment if enactment is not None and enactment.power_calls else None
         self._call_at = call_at
         self.scheduler = scheduler
-        #: off nodes with no boot begun, and when a boot begun now would end
+        #: off nodes with no boot (the values are when each became so: the scheduler reads
+        #: only which nodes are there, and ``boot_until``)
         self.bootable: dict[int, float] = scheduler.bootable if scheduler is not None else {}
         n = len(table.slots)
         self._on_seconds = [float(s) for s in model.on_seconds]
@@ -82,6 +83,8 @@ class CountedPowerStates:
         self._off_from: dict[int, float] = {}
         #: the start of each planned boot (begun or not), by node
         self._boot: dict[int, float] = {}
+        #: the off nodes with no boot, by their hold's (rolling) end and boot time
+        self._waiting: dict[tuple[float, float], dict[int, Reservation]] = {}
         #: nodes on and holding nothing, and since when (nan: not idle)
         self.idle_since = np.full(n, math.nan)
         self._on = np.ones(n, dtype=bool)
@@ -92,6 +95,7 @@ class CountedPowerStates:
         if initially_off:
             for node in range(n):
                 self._go_off(node, origin, switching=False)
+                self._wait(node)
             self._plan_boots(origin)
             self._publish()
 
@@ -102,32 +106,36 @@ class CountedPowerStates:
         self.now = now
         table = self.table
         cancelled = False
-        for node, start in list(self._boot.items()):
-            hold = self._hold[node]
-            end = start + self._on_seconds[node]
-            if end <= now:
-                self._come_on(node, end)
-            elif start > now and hold is not None:
-                del self._boot[node]
-                table.move_end(hold, self._rolling_end(node, now), final=False)
+        if self._boot:
+            cancel: dict[tuple[float, float, float], list[int]] = {}
+            for node, start in list(self._boot.items()):
+                ton = self._on_seconds[node]
+                if start + ton <= now:
+                    self._come_on(node, start + ton)
+                elif start > now:
+                    del self._boot[node]
+                    hold = self._hold[node]
+                    assert hold is not None
+                    rolling = max(self._off_from[node], now) + ton
+                    cancel.setdefault((hold.end, rolling, ton), []).append(node)
+            for (_, rolling, _), nodes in cancel.items():
+                table.move_group_end([self._hold[node] for node in nodes],  # type: ignore[misc]
+                                     rolling)
+                for node in nodes:
+                    self._wait(node)
                 cancelled = True
-        groups: dict[tuple[float, float], list[Reservation]] = {}
-        for node, hold in self._hold.items():
-            if hold is None or node in self._boot:
-                continue
-            until = self._rolling_end(node, now)
-            if until > hold.end:
-                groups.setdefault((hold.end, until), []).append(hold)
-        for (_, until), group in groups.items():
-            table.extend_group(group, until)
-        #: the table as the step found it: boots are planned again after the step if it
-        #: changed or boots were cancelled
+        waiting = self._waiting
+        for key in [key for key in waiting if key[0] < now + key[1]]:
+            ton = key[1]
+            group = waiting.pop(key)
+            table.move_group_end(list(group.values()), now + ton)
+            waiting.setdefault((now + ton, ton), {}).update(group)
         self._settled = -1 if cancelled else table.version
         self._publish()
 
     def after_step(self, now: float) -> None:
         """Plan the boots the plans need; let the policy switch idle nodes off."""
-        if self._hold and self.table.version != self._settled:
+        if self._waiting and self.table.version != self._settled:
             self._plan_boots(now)
         if self.policy.switches_off:
             self._switch_off_idle(now)
@@ -138,17 +146,18 @@ class CountedPowerStates:
         return min(self._checks, default=math.inf)
 
     def _publish(self) -> None:
-        bootable = self.bootable
-        bootable.clear()
-        for node, hold in self._hold.items():
-            if hold is not None and node not in self._boot:
-                bootable[node] = hold.end
         if self.scheduler is not None:
-            self.scheduler.boot_until = max(bootable.values(), default=-math.inf)
+            self.scheduler.boot_until = max((end for end, _ in self._waiting),
+                                            default=-math.inf)
 
     # ---------------------------------------------------------------------- mechanisms
-    def _rolling_end(self, node: int, now: float) -> float:
-        return max(self._off_from[node], now) + self._on_seconds[node]
+    def _wait(self, node: int) -> None:
+        """``node`` (off, held) waits with no boot."""
+        hold = self._hold[node]
+        if hold is None:
+            return
+        self._waiting.setdefault((hold.end, self._on_seconds[node]), {})[node] = hold
+        self.bootable[node] = hold.end
 
     def _go_off(self, node: int, now: float, *, switching: bool = True) -> None:
         """Switch ``node`` off now (shutting down first unless ``switching`` is False)."""
@@ -184,16 +193,23 @@ class CountedPowerStates:
             records.append((SWITCHING_ON, boot, end))
         self._on[node] = True
 
-    def _boot_at(self, node: int, hold: Reservation, end: float, now: float) -> None:
-        """Plan ``node``'s boot so that it is on at ``end``."""
-        start = end - self._on_seconds[node]
-        self.table.move_end(hold, end)
-        self._boot[node] = start
-        if self._enactment is not None and self._call_at is not None:
-            if start <= now:
-                self._enactment.power_on(node, now)
-            else:
-                self._call_at(start, functools.partial(self._boot_starts, node, start))
+    def _boots(self, nodes: list[int], end: float, now: float) -> None:
+        """Boot ``nodes`` (off, held, with no boot) so that they are on at ``end``."""
+        holds = []
+        for node in nodes:
+            hold = self._hold[node]
+            assert hold is not None
+            holds.append(hold)
+            self.bootable.pop(node, None)
+        self.table.move_group_end(holds, end, final=True)
+        for node in nodes:
+            start = end - self._on_seconds[node]
+            self._boot[node] = start
+            if self._enactment is not None and self._call_at is not None:
+                if start <= now:
+                    self._enactment.power_on(node, now)
+                else:
+                    self._call_at(start, functools.partial(self._boot_starts, node, start))
 
     def _boot_starts(self, node: int, start: float, now: float) -> None:
         """A planned boot's start: switch the node on, unless it was cancelled since."""
@@ -201,23 +217,29 @@ class CountedPowerStates:
             self._enactment.power_on(node, now)
 
     def _plan_boots(self, now: float) -> None:
-        """Boot the off nodes the plans need, each as late as they allow (see the module)."""
-        left: list[float] = []   # the rolling ends of the nodes left off, sorted
-        order = sorted((hold.end, -node) for node, hold in self._hold.items()
-                       if hold is not None and node not in self._boot)
-        for end, minus in order:   # (the lowest nodes last: they boot first)
-            node = -minus
-            hold = self._hold[node]
-            assert hold is not None
-            need = self._first_need(end, left)
-            if math.isinf(need):
-                insort(left, end)
-            else:
-                self._boot_at(node, hold, need, now)
+        """Boot the off nodes the plans need, each as late as they allow, the lowest nodes
+        first (see the module): a group of nodes held until one time at once."""
+        waiting = self._waiting
+        left = 0   # slots of the nodes left off so far (all free from before the next group)
+        for key in sorted(waiting):
+            end, _ = key
+            group = waiting[key]
+            needs = self.table.need_times(end, len(group), left)
+            left += len(group) - len(needs)
+            if not needs:
+                continue
+            by_time: dict[float, list[int]] = {}
+            for node, need in zip(sorted(group), needs):
+                del group[node]
+                by_time.setdefault(need, []).append(node)
+            for need, nodes in by_time.items():
+                self._boots(nodes, need, now)
+            if not group:
+                del waiting[key]
 
     def _first_need(self, after: float, left: list[float]) -> float:
         """The first time from ``after`` on at which the profile, without the slots of the
-        nodes left off (free from the times ``left``), has no free slot."""
+        nodes left off (free from the times ``left``, sorted), has no free slot."""
         table = self.table
         if not left or left[-1] <= after:
             return table.first_short(after, len(left) + 1)
@@ -243,14 +265,15 @@ class CountedPowerStates:
         idle = np.flatnonzero(~np.isnan(since))
         if idle.size == 0:
             return
-        # the rolling ends of the nodes left off, whose slots no plan needs
-        left = sorted(hold.end for node, hold in self._hold.items()
-                      if hold is not None and node not in self._boot)
+        left: list[float] | None = None   # the ends of the nodes left off, sorted
         for node in self.policy.switch_off(idle, since[idle], now):
             node = int(node)
             if np.isnan(since[node]):
                 raise ValueError(f"the node-power policy switched off node {node}, which is "
                                  f"not idle")
+            if left is None:
+                left = sorted(end for (end, _), group in self._waiting.items()
+                              for _ in group)
             off, on = self._off_seconds[node], self._on_seconds[node]
             needed = self._first_need(now, left) if table.slots[node] > 0 else math.inf
             if needed < now + off + on or self.policy.stays_on(now, needed, off, on):
@@ -262,8 +285,9 @@ class CountedPowerStates:
             need = self._first_need(hold.end, left)
             if math.isinf(need):
                 insort(left, hold.end)
+                self._wait(node)
             else:
-                self._boot_at(node, hold, need, now)
+                self._boots([node], need, now)
 
     # ------------------------------------------------------------------------- results
     def intervals(self, start: float, end: float) -> Iterator[tuple[int, str, float, float]]:

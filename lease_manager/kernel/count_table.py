@@ -427,35 +427,77 @@ class CountTable:
         :meth:`move_end` gives it a final one (its end rolls on with the clock)."""
         self._rolling.add(res.id)
 
-    def extend_group(self, group: Sequence[Reservation], until: float) -> None:
-        """Make every reservation of ``group`` (node power states holding their nodes, all
-        ending at one time before ``until``) end at ``until``, the end rolling on with the
-        clock (:meth:`move_end` with ``final=False``, for all of them at once)."""
+    def move_group_end(self, group: Sequence[Reservation], until: float, *,
+                       final: bool = False) -> None:
+        """:meth:`move_end` for every reservation of ``group`` (node power states holding their
+        nodes, all ending at one time) at once; by default their end rolls on with the clock."""
+        if not group:
+            return
         end = group[0].end
-        if until <= end:
-            raise ValueError(f"extend_group: {until} is not after the group's end {end}")
-        ks = self._split(end)
-        ke = self._split(until)
+        if until == end:
+            for res in group:
+                self.move_end(res, until, final=final)
+            return
+        if until <= self.now:
+            raise ValueError(f"move_group_end: {until} is not after now ({self.now})")
+        ks = self._split(min(end, until))
+        ke = self._split(max(end, until))
         total = sum(self.vms(res) for res in group)
         room = self._room
-        if min(room[ks:ke]) < total:
-            raise OvercommitError(f"{len(group)} node power states do not fit until {until}")
+        if until > end:
+            if min(room[ks:ke]) < total:
+                raise OvercommitError(f"{len(group)} node power states do not fit until "
+                                      f"{until}")
+            total = -total
         for k in range(ks, ke):
-            room[k] -= total
+            room[k] += total
         self._arrays = None
         refs = self._refs
         refs[until] = refs.get(until, 0) + len(group)
         rolling = self._rolling
-        for res in group:
-            res.end = until
-            rolling.add(res.id)
+        if final:
+            ends, holding, held = self._ends, self._holding, self._held
+            for res in group:
+                res.end = until
+                rolling.discard(res.id)
+                heapq.heappush(ends, (until, res.id))
+                if res.id in held:
+                    heapq.heappush(holding, (until, res.id))
+        else:
+            for res in group:
+                res.end = until
+                rolling.add(res.id)
         left = refs[end] - len(group)
         if left > 0:
             refs[end] = left
         else:
             refs[end] = 1
             self._unref(end)
-        self._changed(end, until, False)
+        self._changed(min(end, until), max(end, until), until < end)
+
+    def need_times(self, after: float, count: int, left: int) -> list[float]:
+        """When ``count`` nodes that are off, free from ``after`` on, must be on, the fewest
+        first: the ``j``-th (from 1) is needed from the first time at which the fewest free
+        slots since ``after``, less ``left`` (slots of nodes left off), is at most
+        ``count - j``. Those not needed are left out of the list."""
+        times, room = self._t, self._room
+        out: list[float] = []
+        least = math.inf
+        for k in range(self._row(after), len(times)):
+            free = room[k] - left
+            if free < least:
+                least = free
+                while len(out) < count and least <= count - len(out) - 1:
+                    out.append(max(times[k], after))
+                if len(out) == count:
+                    break
+        return out
+
+    def rolling_ends(self) -> list[float]:
+        """The ends of the reservations whose end rolls on with the clock (nodes that are off,
+        with no boot), sorted."""
+        reservations = self._reservations
+        return sorted(reservations[rid].end for rid in self._rolling if rid in reservations)
 
     def first_short(self, after: float, slots: int) -> float:
         """The first time from ``after`` on at which fewer than ``slots`` VM slots are free
@@ -467,9 +509,12 @@ class CountTable:
         return math.inf
 
     def fits_without(self, count: int, start: float, end: float,
-                     freed: Sequence[float]) -> bool:
+                     freed: Sequence[float] | None = None) -> bool:
         """Do ``count`` VMs fit through ``[start, end)`` without the slots that free up at the
-        times ``freed`` (sorted: nodes that are off, free from when a boot could end)?"""
+        times ``freed`` (sorted; None: :meth:`rolling_ends`, the nodes that are off with no
+        boot, free from when a boot begun now could end)?"""
+        if freed is None:
+            freed = self.rolling_ends()
         times, room = self._t, self._room
         k0 = self._row(start)
         ke = len(times) if math.isinf(end) else bisect_left(times, end, k0 + 1)

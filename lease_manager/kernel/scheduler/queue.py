@@ -382,8 +382,7 @@ def _start_when_booted(self: LeaseScheduler, lease: Lease, duration: float,
         return None
     if res.pending:   # counted VMs: it waits for a boot if the nodes that are on cannot host it
         counted = cast("CountTable", self.table)
-        if counted.fits_without(res.pending, res.start, res.end,
-                                sorted(self.bootable.values())):
+        if counted.fits_without(res.pending, res.start, res.end):
             return None
         return res
     if not any(n in self.bootable for n in res.nodes.tolist()):
