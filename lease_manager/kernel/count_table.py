@@ -442,7 +442,9 @@ class CountTable:
             raise ValueError(f"move_group_end: {until} is not after now ({self.now})")
         ks = self._split(min(end, until))
         ke = self._split(max(end, until))
-        total = sum(self.vms(res) for res in group)
+        # (with the list of free nodes, a node power state holds the node's one slot)
+        total = (len(group) if self._free_nodes is not None
+                 else sum(self.vms(res) for res in group))
         room = self._room
         if until > end:
             if min(room[ks:ke]) < total:
