@@ -319,6 +319,7 @@ class Run:
         self.accounting = Accounting(self.nodes.types.names)
         self._register(self.accounting, ACCOUNTING_PLUGIN)
         self.decisions: DecisionLog | None = None
+        self._switches_logged = False
         if config.get("accounting", "decision-log"):
             self.decisions = DecisionLog()
             self._register(self.decisions, DECISIONS_PLUGIN)
@@ -629,8 +630,21 @@ class Run:
         if self.energy is not None:
             self.energy.write(out)
         if self.decisions is not None:
+            self._log_node_switches(self.decisions)
             self.decisions.write(out / DECISIONS_FILE)
         return out
+
+    def _log_node_switches(self, decisions: DecisionLog) -> None:
+        """The nodes' shutdowns and boots, as lines of the decision log (once)."""
+        if self.energy is None or self._switches_logged:
+            return
+        self._switches_logged = True
+        if self.sites:
+            for site in self.sites:
+                if site.energy is not None:
+                    decisions.add_node_switches(site.energy.state_intervals(), site.name)
+        else:
+            decisions.add_node_switches(self.energy.state_intervals())
 
 
 def peak_rss_mb() -> float:
