@@ -128,7 +128,7 @@ class CountedPowerStates:
         for key in [key for key in waiting if key[0] < now + key[1]]:
             ton = key[1]
             group = waiting.pop(key)
-            table.move_group_end(list(group.values()), now + ton)
+            table.move_group_end(list(group.values()), now + ton, rolling=True)
             waiting.setdefault((now + ton, ton), {}).update(group)
         self._settled = -1 if cancelled else table.version
         self._publish()

@@ -133,6 +133,8 @@ class CountTable:
         #: ids of node power states whose end rolls on with the clock: held until moved
         #: (:meth:`move_end`), whatever the end they had when added
         self._rolling: set[int] = set()
+        #: the final end each such reservation was last given (its ends are in the heaps)
+        self._final_end: dict[int, float] = {}
 
     # ----------------------------------------------------------------- rows and breakpoints
     @property
@@ -399,9 +401,7 @@ class CountTable:
         if until == end:
             if final and res.id in self._rolling:
                 self._rolling.discard(res.id)
-                heapq.heappush(self._ends, (until, res.id))
-                if res.id in self._held:
-                    heapq.heappush(self._holding, (until, res.id))
+                self._push_final(res, until)
             elif not final:
                 self._rolling.add(res.id)
             return
@@ -415,12 +415,20 @@ class CountTable:
         self._unref(end)
         if final:
             self._rolling.discard(res.id)
-            heapq.heappush(self._ends, (until, res.id))
-            if res.id in self._held:
-                heapq.heappush(self._holding, (until, res.id))
+            self._push_final(res, until)
         else:
             self._rolling.add(res.id)
         self._changed(min(end, until), max(end, until), until < end)
+
+    def _push_final(self, res: Reservation, until: float) -> None:
+        """``res`` ends at ``until`` for good: its node is given back then (entries already
+        pushed for that end, by an earlier move to it, still hold)."""
+        if self._final_end.get(res.id) == until:
+            return
+        self._final_end[res.id] = until
+        heapq.heappush(self._ends, (until, res.id))
+        if res.id in self._held:
+            heapq.heappush(self._holding, (until, res.id))
 
     def keep_held(self, res: Reservation) -> None:
         """``res``, a node power state just added, keeps its nodes whatever its end, until
@@ -428,9 +436,10 @@ class CountTable:
         self._rolling.add(res.id)
 
     def move_group_end(self, group: Sequence[Reservation], until: float, *,
-                       final: bool = False) -> None:
+                       final: bool = False, rolling: bool = False) -> None:
         """:meth:`move_end` for every reservation of ``group`` (node power states holding their
-        nodes, all ending at one time) at once; by default their end rolls on with the clock."""
+        nodes, all ending at one time) at once; by default their end rolls on with the clock
+        (``rolling``: it rolled already, for each of them)."""
         if not group:
             return
         end = group[0].end
@@ -456,19 +465,19 @@ class CountTable:
         self._arrays = None
         refs = self._refs
         refs[until] = refs.get(until, 0) + len(group)
-        rolling = self._rolling
         if final:
-            ends, holding, held = self._ends, self._holding, self._held
             for res in group:
                 res.end = until
-                rolling.discard(res.id)
-                heapq.heappush(ends, (until, res.id))
-                if res.id in held:
-                    heapq.heappush(holding, (until, res.id))
+                self._rolling.discard(res.id)
+                self._push_final(res, until)
+        elif rolling:
+            for res in group:
+                res.end = until
         else:
+            ids = self._rolling
             for res in group:
                 res.end = until
-                rolling.add(res.id)
+                ids.add(res.id)
         left = refs[end] - len(group)
         if left > 0:
             refs[end] = left
@@ -545,6 +554,7 @@ class CountTable:
             if res is None or res.end != end or rid in self._rolling:
                 continue
             del self._reservations[rid]
+            self._final_end.pop(rid, None)
             ended.append(res)
         k = self._row(now)
         if k > 0:
