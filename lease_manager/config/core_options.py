@@ -317,7 +317,9 @@ def core_options(policy_names: Mapping[str, tuple[str, ...]]) -> list[Option]:
             Write `decisions.jsonl` beside `leases.csv`: one JSON line per scheduling decision
             (submitted, rejected and why, queued, reserved where and when, moved earlier,
             started and whom it backfilled past, preempted, suspended, resumed, resized,
-            ended), which `lease-manager explain DIR LEASE` tells as a story. `simulate
+            ended; with a `[power]` model also each node's `switch-off` and `boot`, and the
+            DVFS level a lease started at), which `lease-manager explain DIR LEASE` tells as a
+            story. `simulate
             --log-level debug` sets it, and so does a Haizea file's `loglevel: DEBUG`. Off, it
             costs nothing."""),
         Option("accounting", "check-invariants", BOOLEAN, True, doc="""
