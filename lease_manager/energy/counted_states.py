@@ -83,8 +83,8 @@ class CountedPowerStates:
         self._off_from: dict[int, float] = {}
         #: the start of each planned boot (begun or not), by node
         self._boot: dict[int, float] = {}
-        #: the off nodes with no boot, by their hold's (rolling) end and boot time
-        self._waiting: dict[tuple[float, float], dict[int, Reservation]] = {}
+        #: the off nodes with no boot, by their hold's (rolling) end, boot time and VM slots
+        self._waiting: dict[tuple[float, float, int], dict[int, Reservation]] = {}
         #: nodes on and holding nothing, and since when (nan: not idle)
         self.idle_since = np.full(n, math.nan)
         self._on = np.ones(n, dtype=bool)
@@ -129,7 +129,7 @@ class CountedPowerStates:
             ton = key[1]
             group = waiting.pop(key)
             table.move_group_end(list(group.values()), now + ton, rolling=True)
-            waiting.setdefault((now + ton, ton), {}).update(group)
+            waiting.setdefault((now + ton, ton, key[2]), {}).update(group)
         self._settled = -1 if cancelled else table.version
         self._publish()
 
@@ -147,7 +147,7 @@ class CountedPowerStates:
 
     def _publish(self) -> None:
         if self.scheduler is not None:
-            self.scheduler.boot_until = max((end for end, _ in self._waiting),
+            self.scheduler.boot_until = max((key[0] for key in self._waiting),
                                             default=-math.inf)
 
     # ---------------------------------------------------------------------- mechanisms
@@ -156,7 +156,8 @@ class CountedPowerStates:
         hold = self._hold[node]
         if hold is None:
             return
-        self._waiting.setdefault((hold.end, self._on_seconds[node]), {})[node] = hold
+        key = (hold.end, self._on_seconds[node], int(self.table.slots[node]))
+        self._waiting.setdefault(key, {})[node] = hold
         self.bootable[node] = hold.end
 
     def _go_off(self, node: int, now: float, *, switching: bool = True) -> None:
@@ -222,10 +223,10 @@ class CountedPowerStates:
         waiting = self._waiting
         left = 0   # slots of the nodes left off so far (all free from before the next group)
         for key in sorted(waiting):
-            end, _ = key
+            end, _, slots = key
             group = waiting[key]
-            needs = self.table.need_times(end, len(group), left)
-            left += len(group) - len(needs)
+            needs = self.table.need_times(end, len(group), left, slots)
+            left += slots * (len(group) - len(needs))
             if not needs:
                 continue
             by_time: dict[float, list[int]] = {}
@@ -237,16 +238,17 @@ class CountedPowerStates:
             if not group:
                 del waiting[key]
 
-    def _first_need(self, after: float, left: list[float]) -> float:
+    def _first_need(self, after: float, left: list[float], slots: int = 1) -> float:
         """The first time from ``after`` on at which the profile, without the slots of the
-        nodes left off (free from the times ``left``, sorted), has no free slot."""
+        nodes left off (one free from each time of ``left``, sorted), has fewer than
+        ``slots`` free slots: a node of ``slots`` slots is needed then."""
         table = self.table
         if not left or left[-1] <= after:
-            return table.first_short(after, len(left) + 1)
+            return table.first_short(after, len(left) + slots)
         times, room = table.profile_lists(after)
         for t, r in zip(times, room):
             t = max(t, after)
-            if r - bisect_right(left, t) < 1:
+            if r - bisect_right(left, t) < slots:
                 return t
         return math.inf
 
@@ -272,19 +274,21 @@ class CountedPowerStates:
                 raise ValueError(f"the node-power policy switched off node {node}, which is "
                                  f"not idle")
             if left is None:
-                left = sorted(end for (end, _), group in self._waiting.items()
-                              for _ in group)
+                left = sorted(key[0] for key, group in self._waiting.items()
+                              for _ in range(key[2] * len(group)))
             off, on = self._off_seconds[node], self._on_seconds[node]
-            needed = self._first_need(now, left) if table.slots[node] > 0 else math.inf
+            slots = int(table.slots[node])
+            needed = self._first_need(now, left, slots) if slots > 0 else math.inf
             if needed < now + off + on or self.policy.stays_on(now, needed, off, on):
                 continue   # its slot is needed sooner than it could come back
             self._go_off(node, now)
             hold = self._hold[node]
             if hold is None:
                 continue
-            need = self._first_need(hold.end, left)
+            need = self._first_need(hold.end, left, slots)
             if math.isinf(need):
-                insort(left, hold.end)
+                for _ in range(slots):
+                    insort(left, hold.end)
                 self._wait(node)
             else:
                 self._boots([node], need, now)

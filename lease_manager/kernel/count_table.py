@@ -486,11 +486,11 @@ class CountTable:
             self._unref(end)
         self._changed(min(end, until), max(end, until), until < end)
 
-    def need_times(self, after: float, count: int, left: int) -> list[float]:
-        """When ``count`` nodes that are off, free from ``after`` on, must be on, the fewest
-        first: the ``j``-th (from 1) is needed from the first time at which the fewest free
-        slots since ``after``, less ``left`` (slots of nodes left off), is at most
-        ``count - j``. Those not needed are left out of the list."""
+    def need_times(self, after: float, count: int, left: int, slots: int = 1) -> list[float]:
+        """When ``count`` nodes that are off (of ``slots`` VM slots each), free from ``after``
+        on, must be on, the earliest first: the ``j``-th (from 1) is needed from the first
+        time at which the fewest free slots since ``after``, less ``left`` (slots of nodes
+        left off), is less than ``slots x (count - j + 1)``. Those not needed are left out."""
         times, room = self._t, self._room
         out: list[float] = []
         least = math.inf
@@ -498,7 +498,7 @@ class CountTable:
             free = room[k] - left
             if free < least:
                 least = free
-                while len(out) < count and least <= count - len(out) - 1:
+                while len(out) < count and least < slots * (count - len(out)):
                     out.append(max(times[k], after))
                 if len(out) == count:
                     break
@@ -506,9 +506,10 @@ class CountTable:
 
     def rolling_ends(self) -> list[float]:
         """The ends of the reservations whose end rolls on with the clock (nodes that are off,
-        with no boot), sorted."""
+        with no boot), sorted, each as many times as it holds VM slots."""
         reservations = self._reservations
-        return sorted(reservations[rid].end for rid in self._rolling if rid in reservations)
+        ends = [reservations[rid] for rid in self._rolling if rid in reservations]
+        return sorted(res.end for res in ends for _ in range(self.vms(res)))
 
     def first_short(self, after: float, slots: int) -> float:
         """The first time from ``after`` on at which fewer than ``slots`` VM slots are free

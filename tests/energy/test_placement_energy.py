@@ -197,3 +197,29 @@ def test_nodes_that_boot_once_give_the_same_schedule_and_energy_on_a_trace(tmp_p
     assert counted_rows == pinned_rows and len(counted_rows) == 600
     assert counted["energy_joules"] == pinned["energy_joules"]
     assert counted["node_switch_ons"] == pinned["node_switch_ons"] > 0
+
+
+@pytest.mark.parametrize("placement", ["at-start", "when-planned"])
+def test_nodes_of_two_vm_slots_switch_alike_in_both_placements(placement):
+    """2 nodes of 2 cores (two 1-core VMs each), EASY, idle nodes off after 10 s; A (2 VMs,
+    10 s, at 0), B (3 VMs, 10 s, at 12):
+
+    n0 [A A 0-10] idle            [B B 35-45]
+    n1  idle  [off 10-15][on 15-35][B   35-45]
+
+    n1 is idle 10 s at 10 and shuts down; B needs 3 slots, n0 has 2: n1 boots as soon as its
+    shutdown is over, and B starts at 35 (with at-start: a node of two slots is needed where
+    fewer than two are free without it). n0, idle at 20, stays on for B.
+
+    power (a node: 100 W idle, 200 W with both cores busy, 150 W with one):
+    [0, 10) 200 + 100 = 300 W; [10, 15) 100 + 50 = 150 W; [15, 35) 100 + 150 = 250 W;
+    [35, 45) 200 + 150 = 350 W. energy: 3,000 + 750 + 5,000 + 3,500 = 12,250 J.
+    """
+    given = [be(1, 2, 10, 0), be(2, 3, 10, 12)]
+    run = simulate(given, *SWITCHING, f"scheduling.placement={placement}",
+                   resources="2 CPU:2 Memory:1024")
+    assert times(run, given) == {1: (0, 10), 2: (35, 45)}
+    assert run.summary["energy_it_joules"] == pytest.approx(12_250)
+    assert [(node, state, a, b) for node, state, a, b in run.node_states.intervals(0, 45)
+            if state != "on"] == [(1, "switching-off", 10, 15), (1, "switching-on", 15, 35)]
+    assert run.energy.violations() == []
