@@ -89,6 +89,9 @@ class CountedPowerStates:
         self.idle_since = np.full(n, math.nan)
         self._on = np.ones(n, dtype=bool)
         self._checks: set[float] = set()
+        #: with one VM slot on every node: the nodes idle (free) at the last look
+        self._idle: set[int] = set()
+        self._slotted = bool((table.slots >= 1).all())
         self.now = origin
         #: the table's version when the step's plans began (-1: plan the boots again)
         self._settled = -1
@@ -177,6 +180,7 @@ class CountedPowerStates:
         self._hold[node] = hold
         self._on[node] = False
         self.idle_since[node] = math.nan
+        self._idle.discard(node)
         if switching and self._enactment is not None:
             self._enactment.power_off(node, now)
 
@@ -252,19 +256,43 @@ class CountedPowerStates:
                 return t
         return math.inf
 
+    def _idle_nodes(self, now: float) -> np.ndarray:
+        """The nodes on and holding nothing now, their ``idle_since`` brought up to date (and
+        the policy's next look asked for, if some just became idle)."""
+        table = self.table
+        since = self.idle_since
+        if table.one_per_node and self._slotted:
+            # the free nodes are exactly the idle ones (a node not on is held): follow the
+            # changes of that list instead of recomputing every node's state
+            current = set(table.free_nodes())
+            known = self._idle
+            gone, fresh = known - current, current - known
+            if gone:
+                since[list(gone)] = math.nan
+            self._idle = current
+            if fresh:
+                since[list(fresh)] = now
+                self._look_again(now)
+            self._checks = {t for t in self._checks if t > now}
+            return np.array(sorted(current), dtype=np.intp)
+        busy = table.lease_counts_at(now) > 0
+        since[busy | ~self._on] = math.nan
+        fresh_nodes = ~busy & self._on & np.isnan(since)
+        if fresh_nodes.any():
+            since[fresh_nodes] = now
+            self._look_again(now)
+        self._checks = {t for t in self._checks if t > now}
+        return np.flatnonzero(~np.isnan(since))
+
+    def _look_again(self, now: float) -> None:
+        check = self.policy.next_check(now)
+        if check is not None and check > now:
+            self._checks.add(check)
+
     def _switch_off_idle(self, now: float) -> None:
         table = self.table
-        busy = table.lease_counts_at(now) > 0
         since = self.idle_since
-        since[busy | ~self._on] = math.nan
-        fresh = ~busy & self._on & np.isnan(since)
-        if fresh.any():
-            since[fresh] = now
-            check = self.policy.next_check(now)
-            if check is not None and check > now:
-                self._checks.add(check)
-        self._checks = {t for t in self._checks if t > now}
-        idle = np.flatnonzero(~np.isnan(since))
+        idle = self._idle_nodes(now)
         if idle.size == 0:
             return
         left: list[float] | None = None   # the ends of the nodes left off, sorted

@@ -334,6 +334,14 @@ class CountTable:
             raise RuntimeError("the table keeps no list of free nodes")
         return free[:count] if count <= len(free) else None
 
+    def free_nodes(self) -> list[int]:
+        """Every node with its slot free now, in index order (the table's own list: read, do
+        not change or keep); only when :attr:`one_per_node`."""
+        free = self._free_nodes
+        if free is None:
+            raise RuntimeError("the table keeps no list of free nodes")
+        return free
+
     def pin(self, res: Reservation, placement: Placement) -> None:
         """A pending reservation starts now: it takes the nodes of ``placement``."""
         if res.id not in self._reservations or not res.pending:
