@@ -250,9 +250,12 @@ class CountedPowerStates:
         if not left or left[-1] <= after:
             return table.first_short(after, len(left) + slots)
         times, room = table.profile_lists(after)
+        times[0] = after
+        gone, n = bisect_right(left, after), len(left)   # left[:gone]: off until then
         for t, r in zip(times, room):
-            t = max(t, after)
-            if r - bisect_right(left, t) < slots:
+            while gone < n and left[gone] <= t:
+                gone += 1
+            if r - gone < slots:
                 return t
         return math.inf
 

@@ -538,8 +538,12 @@ class CountTable:
         times, room = self._t, self._room
         k0 = self._row(start)
         ke = len(times) if math.isinf(end) else bisect_left(times, end, k0 + 1)
+        gone, n = bisect_right(freed, start), len(freed)   # freed[:gone]: free by then
         for k in range(k0, ke):
-            if room[k] - bisect_right(freed, max(times[k], start)) < count:
+            t = times[k]
+            while gone < n and freed[gone] <= t:
+                gone += 1
+            if room[k] - gone < count:
                 return False
         return True
 
