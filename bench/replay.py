@@ -30,7 +30,8 @@ Workloads and targets (issue 16):
 
 (e) ``--energy``: the 30-day trace with a ``[power]`` model whose idle nodes switch off after
     5 minutes (``bench/energy.py``'s model, boots of 60 s), in the default placement (``auto``,
-    which places it when planned): every mode at most 15x the bare replayer.
+    which counts it: at-start): every mode at most 15x the bare replayer.
+    ``--energy-placements auto,when-planned`` adds Haizea's placement, in the same rounds.
 
 (a) to (d) run with both placements (``--placement`` picks one, or ``auto``, the default
 configuration's choice): ``when-planned`` (Haizea's: reservations mapped to nodes when
@@ -376,6 +377,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--energy", action="store_true",
                         help="(e): the 30-day trace with idle nodes switched off, in the "
                              "default placement")
+    parser.add_argument("--energy-placements", default="auto",
+                        help="with --energy: comma-separated placements among auto, "
+                             "at-start, when-planned (default: auto)")
     parser.add_argument("--quick", action="store_true", help="only the 30-day trace")
     parser.add_argument("--full", type=Path, default=FULL_LOG,
                         help=f"the full SDSC Blue log (default: {FULL_LOG})")
@@ -402,6 +406,9 @@ def main(argv: list[str] | None = None) -> int:
     if os.environ.get("PYTHONDONTWRITEBYTECODE"):
         print("(PYTHONDONTWRITEBYTECODE is set here; the children run without it)")
     placements = list(PLACEMENTS) if args.placement == "both" else [args.placement]
+    energy_placements = [p.strip() for p in args.energy_placements.split(",") if p.strip()]
+    if not energy_placements or any(p not in PLACEMENT_LABELS for p in energy_placements):
+        parser.error(f"--energy-placements: choose among {', '.join(PLACEMENT_LABELS)}")
     runs = variants(modes, placements)
     startup(args.repeat, args.timeout)
     ratio_table(f"(a) {TRACE_30DAYS.name} (etc/sample.ini: 144 nodes, one VM per node)",
@@ -422,7 +429,7 @@ def main(argv: list[str] | None = None) -> int:
         scale(1, args.timeout, args.million, placements)
     if args.energy:
         ratio_table(f"(e) {TRACE_30DAYS.name} with [power] switch-off-idle (5 min), default "
-                    f"placement", "energy", TRACE_30DAYS, 144, variants(modes, ["auto"]),
+                    f"placement", "energy", TRACE_30DAYS, 144, variants(modes, energy_placements),
                     ENERGY + (f"tracefile.tracefile={TRACE_30DAYS}",), args.repeat_30days,
                     args.timeout)
     return 0

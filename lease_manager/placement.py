@@ -38,8 +38,6 @@ NEEDS_WHEN_PLANNED: dict[str, str] = {
                  "leases (which may preempt: suspension with memory images on particular "
                  "nodes)",
     "injection file": "injected requests may have other VM shapes and advance reservations",
-    "switching nodes": "node power states that switch (a node-power policy that switches "
-                       "nodes off, or initial-state = off) are planned per node",
     "power cap": "a power cap plans boots and leases against the envelope per node",
     "several sites": "a site of several hosts no VM of the trace's one shape",
     "migration": "migration moves memory images between particular nodes",
@@ -73,7 +71,7 @@ class PlacementChoice:
         return self.placement == AT_START
 
     def label(self) -> str:
-        """``at-start (auto)``, ``when-planned (auto: switching nodes)``, or the placement named."""
+        """``at-start (auto)``, ``when-planned (auto: power cap)``, or the placement named."""
         if not self.auto:
             return self.placement
         return f"{self.placement} (auto{': ' + self.reason if self.reason else ''})"
@@ -170,19 +168,12 @@ def supports_at_start(plugins: Plugins, host_selection: str) -> bool:
 
 
 def _power_need(config: Config, plugins: Plugins) -> tuple[str, str] | None:
-    """What of a site's ``[power]`` needs ``when-planned`` (None: nothing). A power model
-    whose nodes stay on is counted: energy follows from the nodes leases get when they
-    start."""
+    """What of a site's ``[power]`` needs ``when-planned`` (None: nothing). Energy is
+    counted: it follows from the nodes leases get when they start, and node power states
+    from the counts of nodes that plans need (:mod:`~lease_manager.energy.counted_states`)."""
     if not (config.get("power", "pstates") or config.get("power", "cubic-law")):
         return None
     where = f"site {config.site_name!r}: " if config.site_name else ""
-    node_power = config.get("power", "policy-node-power")
-    if getattr(plugins.policy("node-power", node_power), "switches_off", True):
-        return "switching nodes", (f"{where}node-power policy {node_power!r} switches nodes "
-                                   f"off, and node power states are planned per node")
-    if config.get("power", "initial-state") == "off":
-        return "switching nodes", (f"{where}nodes that start off are booted for the leases "
-                                   f"planned on them, per node")
     if config.get("power", "power-cap") != "none":
         return "power cap", where + NEEDS_WHEN_PLANNED["power cap"]
     return None

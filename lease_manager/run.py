@@ -14,13 +14,14 @@ import resource
 import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
 from lease_manager import placement
 from lease_manager.config.schema import Config, load_config
 from lease_manager.context import RunContext
+from lease_manager.energy.counted_states import CountedPowerStates
 from lease_manager.energy.energy_accounting import EnergyAccounting
 from lease_manager.energy.lease_power import lease_watts
 from lease_manager.energy.node_states import NodePowerStates
@@ -222,14 +223,23 @@ class Run:
         """One site's node power states (driven by the engine's steps), its operating points
         and its energy accounting, registered as a plugin; ``site`` names it in a run with
         several."""
-        try:
-            states = NodePowerStates(
-                table, model, node_power, origin=self.started_at,
+        states: Any
+        if table.counted:   # at-start: node states follow from the counts plans need
+            states = CountedPowerStates(
+                cast(CountTable, table), model, node_power, origin=self.started_at,
                 initially_off=config.get("power", "initial-state") == "off",
-                scheduler=scheduler, enactment=self.enactment, call_at=self.engine.call_at,
-                cap=None if self.planning is not None else power_cap_from_config(config, model))
-        except ValueError as exc:
-            raise config.error("power", "power-cap", str(exc)) from None
+                scheduler=scheduler, enactment=self.enactment, call_at=self.engine.call_at)
+        else:
+            try:
+                states = NodePowerStates(
+                    table, model, node_power, origin=self.started_at,
+                    initially_off=config.get("power", "initial-state") == "off",
+                    scheduler=scheduler, enactment=self.enactment,
+                    call_at=self.engine.call_at,
+                    cap=(None if self.planning is not None
+                         else power_cap_from_config(config, model)))
+            except ValueError as exc:
+                raise config.error("power", "power-cap", str(exc)) from None
         self.engine.before_step.append(states.before_step)
         self.engine.after_step.append(states.after_step)
         self.engine.soft_wake.append(states.next_wake)
@@ -309,6 +319,7 @@ class Run:
         self.accounting = Accounting(self.nodes.types.names)
         self._register(self.accounting, ACCOUNTING_PLUGIN)
         self.decisions: DecisionLog | None = None
+        self._switches_logged = False
         if config.get("accounting", "decision-log"):
             self.decisions = DecisionLog()
             self._register(self.decisions, DECISIONS_PLUGIN)
@@ -619,8 +630,21 @@ class Run:
         if self.energy is not None:
             self.energy.write(out)
         if self.decisions is not None:
+            self._log_node_switches(self.decisions)
             self.decisions.write(out / DECISIONS_FILE)
         return out
+
+    def _log_node_switches(self, decisions: DecisionLog) -> None:
+        """The nodes' shutdowns and boots, as lines of the decision log (once)."""
+        if self.energy is None or self._switches_logged:
+            return
+        self._switches_logged = True
+        if self.sites:
+            for site in self.sites:
+                if site.energy is not None:
+                    decisions.add_node_switches(site.energy.state_intervals(), site.name)
+        else:
+            decisions.add_node_switches(self.energy.state_intervals())
 
 
 def peak_rss_mb() -> float:

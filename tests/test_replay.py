@@ -103,10 +103,11 @@ def test_the_default_placement_of_an_swf_replay_is_at_start(mode, avg_wait):
     assert round(s["avg_wait"], 1) == avg_wait
 
 
-def test_nodes_that_switch_off_keep_auto_when_planned():
+def test_nodes_that_switch_off_are_counted_under_auto():
     s = replay("tracefile.max-jobs=200", "power.pstates=2.0:100:200",
                "power.policy-node-power=switch-off-idle", "power.switch-on=20:150")
-    assert s["placement"] == "when-planned (auto: switching nodes)"
+    assert s["placement"] == "at-start (auto)"
+    assert s["leases_completed"] == 200
 
 
 @pytest.mark.parametrize("mode", ["off", "aggressive", "conservative", "intermediate"])

@@ -166,14 +166,14 @@ def core_options(policy_names: Mapping[str, tuple[str, ...]]) -> list[Option]:
             ahead: a Haizea configuration file, the daemon, leases given in code, an LWF trace with
             advance reservations, deadline leases (which may preempt: suspension with memory images
             on particular nodes) or several VM shapes (one of best-effort and immediate leases of
-            one shape is counted), an injection file, nodes that switch (a `[power]` node-power
-            policy that switches nodes off, or `initial-state = off`), a `power-cap` (each site's,
-            with several), a site that hosts no VM of the trace's shape, `migration`, image
+            one shape is counted), an injection file, a `power-cap` (each site's, with several;
+            `[power]` nodes that switch are counted: their states follow from the counts plans
+            need), a site that hosts no VM of the trace's shape, `migration`, image
             transfers and caches, malleable leases, the offline planner, and a host selection policy
             that does not declare at-start support (`lease-manager plugins` says which do), and an
             annotator that does not declare it (it may make deadline leases). `summary.json` and
             `run.json` record the placement that ran and why (`at-start (auto)`, `when-planned
-            (auto: switching nodes)`). A run that names `at-start` and has one of these features is
+            (auto: power cap)`). A run that names `at-start` and has one of these features is
             refused in one line naming it (leases given in code, such a site, `migration` and
             annotators excepted: a lease of another VM shape is then rejected with the reason)."""),
         Option("scheduling", "policy-admission", STRING, "accept-all", choices=names("admission"),
@@ -317,7 +317,9 @@ def core_options(policy_names: Mapping[str, tuple[str, ...]]) -> list[Option]:
             Write `decisions.jsonl` beside `leases.csv`: one JSON line per scheduling decision
             (submitted, rejected and why, queued, reserved where and when, moved earlier,
             started and whom it backfilled past, preempted, suspended, resumed, resized,
-            ended), which `lease-manager explain DIR LEASE` tells as a story. `simulate
+            ended; with a `[power]` model also each node's `switch-off` and `boot`, and the
+            DVFS level a lease started at), which `lease-manager explain DIR LEASE` tells as a
+            story. `simulate
             --log-level debug` sets it, and so does a Haizea file's `loglevel: DEBUG`. Off, it
             costs nothing."""),
         Option("accounting", "check-invariants", BOOLEAN, True, doc="""

@@ -306,6 +306,11 @@ class EnergyAccounting:
                    *(_num(seconds.get((node, s), 0.0)) for s in NODE_STATES),
                    str(int(boots[node])))
 
+    def state_intervals(self) -> list[tuple[int, str, float, float]]:
+        """Every node's state intervals over the run ``(node, state, from, to)`` (after
+        :meth:`close`)."""
+        return self._state_rows
+
     def state_rows(self) -> Iterator[tuple[str, ...]]:
         """The rows of ``node_states.csv``."""
         for node, state, a, b in self._state_rows:

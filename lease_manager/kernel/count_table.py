@@ -138,6 +138,11 @@ class CountTable:
         self._ends: list[tuple[float, int]] = []
         self._version = 0
         self._watches: list[ChangeWatch] = []
+        #: ids of node power states whose end rolls on with the clock: held until moved
+        #: (:meth:`move_end`), whatever the end they had when added
+        self._rolling: set[int] = set()
+        #: the final end each such reservation was last given (its ends are in the heaps)
+        self._final_end: dict[int, float] = {}
 
     # ----------------------------------------------------------------- rows and breakpoints
     @property
@@ -350,6 +355,14 @@ class CountTable:
             self._list_up_to(min(len(self.slots), self._tail + count - len(free)))
         return free[:count] if count <= len(free) else None
 
+    def free_nodes(self) -> list[int]:
+        """Every node with its slot free now, in index order (the table's own list: read, do
+        not change or keep); only when :attr:`one_per_node`."""
+        free = self._free_nodes
+        if free is None:
+            raise RuntimeError("the table keeps no list of free nodes")
+        return free
+
     def pin(self, res: Reservation, placement: Placement) -> None:
         """A pending reservation starts now: it takes the nodes of ``placement``."""
         if res.id not in self._reservations or not res.pending:
@@ -405,6 +418,156 @@ class CountTable:
                 heapq.heappush(self._holding, (new_end, res.id))
         self._changed(new_end, old_end, True)
 
+    # ----------------------------------------------------- node power states (at-start)
+    def move_end(self, res: Reservation, until: float, *, final: bool = True) -> None:
+        """Move the end of ``res``, a reservation holding its nodes since it started, to
+        ``until`` (later or earlier, after now): a node power state that lasts longer or ends
+        sooner. ``final``: the node is given back at ``until`` (False: the end rolls on with
+        the clock, :meth:`extend_group`, and the node stays held until it is moved again)."""
+        end = res.end
+        if res.id not in self._reservations or math.isinf(end) or math.isinf(until):
+            raise ValueError(f"{res!r}: only a finite reservation of the table moves its end")
+        if until == end:
+            if final and res.id in self._rolling:
+                self._rolling.discard(res.id)
+                self._push_final(res, until)
+            elif not final:
+                self._rolling.add(res.id)
+            return
+        if until <= max(res.start, self.now):
+            raise ValueError(f"{res!r}: cannot end at {until}, not after now ({self.now})")
+        ks = self._split(min(end, until))
+        ke = self._split(max(end, until))
+        self._take(res, ks, ke, -1 if until > end else +1)
+        self._ref(until)
+        res.end = until
+        self._unref(end)
+        if final:
+            self._rolling.discard(res.id)
+            self._push_final(res, until)
+        else:
+            self._rolling.add(res.id)
+        self._changed(min(end, until), max(end, until), until < end)
+
+    def _push_final(self, res: Reservation, until: float) -> None:
+        """``res`` ends at ``until`` for good: its node is given back then (entries already
+        pushed for that end, by an earlier move to it, still hold)."""
+        if self._final_end.get(res.id) == until:
+            return
+        self._final_end[res.id] = until
+        heapq.heappush(self._ends, (until, res.id))
+        if res.id in self._held:
+            heapq.heappush(self._holding, (until, res.id))
+
+    def keep_held(self, res: Reservation) -> None:
+        """``res``, a node power state just added, keeps its nodes whatever its end, until
+        :meth:`move_end` gives it a final one (its end rolls on with the clock)."""
+        self._rolling.add(res.id)
+
+    def move_group_end(self, group: Sequence[Reservation], until: float, *,
+                       final: bool = False, rolling: bool = False) -> None:
+        """:meth:`move_end` for every reservation of ``group`` (node power states holding their
+        nodes, all ending at one time) at once; by default their end rolls on with the clock
+        (``rolling``: it rolled already, for each of them)."""
+        if not group:
+            return
+        end = group[0].end
+        if until == end:
+            for res in group:
+                self.move_end(res, until, final=final)
+            return
+        if until <= self.now:
+            raise ValueError(f"move_group_end: {until} is not after now ({self.now})")
+        ks = self._split(min(end, until))
+        ke = self._split(max(end, until))
+        # (with the list of free nodes, a node power state holds the node's one slot)
+        total = (len(group) if self._free_nodes is not None
+                 else sum(self.vms(res) for res in group))
+        room = self._room
+        if until > end:
+            if min(room[ks:ke]) < total:
+                raise OvercommitError(f"{len(group)} node power states do not fit until "
+                                      f"{until}")
+            total = -total
+        for k in range(ks, ke):
+            room[k] += total
+        self._arrays = None
+        refs = self._refs
+        refs[until] = refs.get(until, 0) + len(group)
+        if final:
+            for res in group:
+                res.end = until
+                self._rolling.discard(res.id)
+                self._push_final(res, until)
+        elif rolling:
+            for res in group:
+                res.end = until
+        else:
+            ids = self._rolling
+            for res in group:
+                res.end = until
+                ids.add(res.id)
+        left = refs[end] - len(group)
+        if left > 0:
+            refs[end] = left
+        else:
+            refs[end] = 1
+            self._unref(end)
+        self._changed(min(end, until), max(end, until), until < end)
+
+    def need_times(self, after: float, count: int, left: int, slots: int = 1) -> list[float]:
+        """When ``count`` nodes that are off (of ``slots`` VM slots each), free from ``after``
+        on, must be on, the earliest first: the ``j``-th (from 1) is needed from the first
+        time at which the fewest free slots since ``after``, less ``left`` (slots of nodes
+        left off), is less than ``slots x (count - j + 1)``. Those not needed are left out."""
+        times, room = self._t, self._room
+        out: list[float] = []
+        least = math.inf
+        for k in range(self._row(after), len(times)):
+            free = room[k] - left
+            if free < least:
+                least = free
+                while len(out) < count and least < slots * (count - len(out)):
+                    out.append(max(times[k], after))
+                if len(out) == count:
+                    break
+        return out
+
+    def rolling_ends(self) -> list[float]:
+        """The ends of the reservations whose end rolls on with the clock (nodes that are off,
+        with no boot), sorted, each as many times as it holds VM slots."""
+        reservations = self._reservations
+        ends = [reservations[rid] for rid in self._rolling if rid in reservations]
+        return sorted(res.end for res in ends for _ in range(self.vms(res)))
+
+    def first_short(self, after: float, slots: int) -> float:
+        """The first time from ``after`` on at which fewer than ``slots`` VM slots are free
+        (inf: never)."""
+        times, room = self._t, self._room
+        for k in range(self._row(after), len(times)):
+            if room[k] < slots:
+                return max(times[k], after)
+        return math.inf
+
+    def fits_without(self, count: int, start: float, end: float,
+                     freed: Sequence[float] | None = None) -> bool:
+        """Do ``count`` VMs fit through ``[start, end)`` without the slots that free up at the
+        times ``freed`` (sorted; None: :meth:`rolling_ends`, the nodes that are off with no
+        boot, free from when a boot begun now could end)?"""
+        if freed is None:
+            freed = self.rolling_ends()
+        times, room = self._t, self._room
+        k0 = self._row(start)
+        ke = len(times) if math.isinf(end) else bisect_left(times, end, k0 + 1)
+        gone, n = bisect_right(freed, start), len(freed)   # freed[:gone]: free by then
+        for k in range(k0, ke):
+            t = times[k]
+            while gone < n and freed[gone] <= t:
+                gone += 1
+            if room[k] - gone < count:
+                return False
+        return True
+
     def set_now(self, now: float) -> None:
         """The engine's clock moved to ``now``: nodes of reservations ended by then are free."""
         self.now = now
@@ -412,7 +575,7 @@ class CountTable:
         while holding and holding[0][0] <= now:
             end, rid = heapq.heappop(holding)
             res = self._held.get(rid)
-            if res is not None and res.end == end:
+            if res is not None and res.end == end and rid not in self._rolling:
                 self._release(res)
 
     def advance(self, now: float) -> list[Reservation]:
@@ -422,9 +585,10 @@ class CountTable:
         while self._ends and self._ends[0][0] <= now:
             end, rid = heapq.heappop(self._ends)
             res = self._reservations.get(rid)
-            if res is None or res.end != end:
+            if res is None or res.end != end or rid in self._rolling:
                 continue
             del self._reservations[rid]
+            self._final_end.pop(rid, None)
             ended.append(res)
         k = self._row(now)
         if k > 0:

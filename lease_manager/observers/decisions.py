@@ -13,6 +13,12 @@ holds ``t`` (seconds), ``lease`` and ``decision``, and what the decision needs:
 - ``resized`` (``vms``, ``was``); ``ended`` (``state``; ``reason`` too for a lease that
   failed or was cancelled with one).
 
+With a ``[power]`` model, ``started`` also holds the lease's DVFS ``level`` (its operating
+point), and each node's switches are lines of their own, with ``node`` and ``lease`` null:
+``switch-off`` and ``boot`` at the instant the shutdown or the boot begins (``until``: when it
+is over; ``site`` in a run with several), taken from the node states that ran, so that both
+placements log them alike (a boot planned and moved before it began is no decision).
+
 ``lease-manager explain DIR LEASE`` tells one lease's story from it. Nothing is registered when
 the log is off, so it costs nothing then.
 """
@@ -20,6 +26,7 @@ the log is off, so it costs nothing then.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -32,6 +39,8 @@ if TYPE_CHECKING:
 DECISIONS_FILE = "decisions.jsonl"
 #: states whose entry :meth:`DecisionLog.lease_state_changed` does not log: another hook does
 _ANNOUNCED = ("rejected", "active", "done", "cancelled", "failed", "scheduled")
+#: the node states whose start is a decision of the log, and its name
+_SWITCHES = {"switching-off": "switch-off", "switching-on": "boot"}
 
 
 def _nodes(lease: Lease) -> list[int]:
@@ -97,6 +106,8 @@ class DecisionLog:
             past = sorted(i for i, t in self._waiting.items() if t < submit)
             if past:
                 detail["backfilled-past"] = past
+        if lease.level is not None and ctx.power is not None:
+            detail["level"] = lease.level
         self._log(now, lease, "started", **detail)
 
     @hookimpl
@@ -120,6 +131,25 @@ class DecisionLog:
             self._log(now, lease, "ended", state=lease.state.value, reason=lease.reason)
         else:
             self._log(now, lease, "ended", state=lease.state.value)
+
+    def add_node_switches(self, rows: Iterable[tuple[int, str, float, float]],
+                          site: str | None = None) -> None:
+        """Log every shutdown and boot among a site's node state intervals ``rows`` (``(node,
+        state, from, to)``), each at its start, in time order among the other lines."""
+        where = {} if site is None else {"site": site}
+        found = []
+        for node, state, start, end in rows:
+            decision = _SWITCHES.get(state)
+            if decision is not None:
+                found.append((start, json.dumps(
+                    {"t": start, "lease": None, "decision": decision, "node": node,
+                     "until": end, **where}, separators=(",", ":"))))
+        if not found:
+            return
+        timed = [(json.loads(line)["t"], line) for line in self.lines]
+        timed += found
+        timed.sort(key=lambda item: item[0])   # (stable: a step's lines keep their order)
+        self.lines = [line for _, line in timed]
 
     def write(self, path: Path) -> None:
         path.write_text("".join(line + "\n" for line in self.lines))

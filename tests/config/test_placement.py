@@ -46,6 +46,7 @@ LWF = ROOT / "tests" / "lwf" / "example.lwf"
 PLUGINS = Plugins(entry_points=False, extra=[_Annotators()])
 SWITCHING = ("power.pstates=2.0:100:200", "power.policy-node-power=switch-off-idle",
              "power.switch-on=20:150")
+CAP = ("power.pstates=2.0:100:200", "power.power-cap=1e6")
 
 
 def chosen(*settings: str, serve: bool = False, from_trace: bool = True, haizea: bool = False):
@@ -66,8 +67,7 @@ def test_auto_counts_an_swf_replay():
     ((), {"from_trace": False}, "leases given in code"),
     ((f"tracefile.tracefile={LWF}",), {}, "LWF trace"),
     ((f"tracefile.injectionfile={LWF}",), {}, "injection file"),
-    (SWITCHING, {}, "switching nodes"),
-    (("power.pstates=2.0:100:200", "power.power-cap=1e6"), {}, "power cap"),
+    (CAP, {}, "power cap"),
     (("scheduling.migration=yes",), {}, "migration"),
     (("preparation.lease-preparation=imagetransfer",), {}, "image transfers"),
     (("scheduling.policy-host-selection=haizea-greedy",), {}, "host selection"),
@@ -88,6 +88,13 @@ def test_auto_counts_a_power_model_whose_nodes_stay_on():
     assert chosen("power.pstates=2.0:100:200").label() == "at-start (auto)"
 
 
+def test_auto_counts_nodes_that_switch():
+    assert chosen(*SWITCHING).label() == "at-start (auto)"
+    assert chosen("power.pstates=2.0:100:200", "power.initial-state=off").label() == \
+        "at-start (auto)"
+    assert chosen("scheduling.placement=at-start", *SWITCHING).label() == "at-start"
+
+
 def test_a_named_placement_is_the_one_that_runs():
     assert chosen("scheduling.placement=when-planned").label() == "when-planned"
     assert chosen("scheduling.placement=at-start").label() == "at-start"
@@ -96,7 +103,7 @@ def test_a_named_placement_is_the_one_that_runs():
 
 
 @pytest.mark.parametrize("settings, kwargs, feature", [
-    (SWITCHING, {}, "switching nodes"),
+    (CAP, {}, "power cap"),
     ((), {"serve": True}, "daemon"),
     ((f"tracefile.tracefile={LWF}",), {}, "LWF trace"),
     (("scheduling.policy-host-selection=haizea-greedy",), {}, "host selection"),

@@ -67,11 +67,13 @@ def test_auto_counts_two_sites_of_the_blue_trace_with_fcfs_as_when_planned(tmp_p
     assert {site for *_, site in counted} == {"a", "b"}
 
 
-def test_a_site_whose_nodes_switch_off_keeps_auto_when_planned():
+def test_a_site_whose_nodes_switch_off_is_counted_under_auto():
     plugins = Plugins(entry_points=False)
     config = load_config(ROOT / "etc" / "sample.ini", plugins.schema, [
         "tracefile.max-jobs=10", "site:a.resources=72 CPU:1 Memory:1024",
         "site:b.resources=72 CPU:1 Memory:1024", "power.pstates=1.0:100:200",
         "site:b.policy-node-power=switch-off-idle", "power.switch-on=20:150"])
     with Run(config, plugins) as run:
-        assert run.placement.label() == "when-planned (auto: switching nodes)"
+        assert run.placement.label() == "at-start (auto)"
+        summary = run.run()
+    assert summary["leases_completed"] == 10

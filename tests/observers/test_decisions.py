@@ -69,3 +69,28 @@ def test_off_by_default(tmp_path):
                           f"tracefile.tracefile={TRACES / 'sdsc-blue-600requests.swf'}"])
     assert run.decisions is None
     assert not (run.write(tmp_path) / "decisions.jsonl").exists()
+
+
+@pytest.mark.parametrize("placement", ["at-start", "when-planned"])
+def test_node_switches_and_operating_points_are_decisions(placement):
+    """The hand-computed case of ``test_placement_energy`` (4 nodes, idle nodes off after
+    10 s): n2 and n3 shut down at 10 (until 15), n2 boots at 15 (until 35) for B; every
+    ``started`` line holds the lease's DVFS level (the one level, 0). The same lines in both
+    placements: they are read from the node states that ran."""
+    leases = [be(1, 2, 10, 0), be(2, 3, 10, 12), be(3, 1, 5, 40)]
+    run = simulate(leases, "power.pstates=1.0:100:200", "power.switch-off=5:50",
+                   "power.switch-on=20:150", "power.off-watts=5",
+                   "power.policy-node-power=switch-off-idle", "power.idle-timeout=10",
+                   "scheduling.backfilling=aggressive", "tracefile.vm-resources=CPU:1 Memory:0",
+                   "accounting.decision-log=yes", f"scheduling.placement={placement}",
+                   resources="4 CPU:1 Memory:1024")
+    run._log_node_switches(run.decisions)
+    records = [json.loads(line) for line in run.decisions.lines]
+    switches = [(r["t"], r["decision"], r["node"], r["until"]) for r in records
+                if r["lease"] is None]
+    assert switches == [(10, "switch-off", 2, 15), (10, "switch-off", 3, 15),
+                        (15, "boot", 2, 35)]
+    assert [(r["t"], r["lease"], r["level"]) for r in records if r["decision"] == "started"] \
+        == [(0, 1, 0), (35, 2, 0), (45, 3, 0)]
+    times = [r["t"] for r in records]
+    assert times == sorted(times)

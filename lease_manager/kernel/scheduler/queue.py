@@ -137,7 +137,7 @@ def _process_queue(self: LeaseScheduler, now: float) -> None:
             done.add(i)
             i += 1
     elif i < n:
-        done.update(self._backfill_counted(i, now) if self.table.counted
+        done.update(self._backfill_counted(i, now) if self.table.counted and not self.bootable
                     else self._backfill_now(i, now))
     census = self._shape_census
     for j in done:
@@ -380,7 +380,14 @@ def _start_when_booted(self: LeaseScheduler, lease: Lease, duration: float,
     """A slot that starts as soon as some nodes that are off could be booted (it counts as
     starting now, not as a future reservation: the lease waits only for the boot)."""
     res = self._find_slot(lease, duration, now, self.boot_until)
-    if res is None or not any(n in self.bootable for n in res.nodes.tolist()):
+    if res is None:
+        return None
+    if res.pending:   # counted VMs: it waits for a boot if the nodes that are on cannot host it
+        counted = cast("CountTable", self.table)
+        if counted.fits_without(res.pending, res.start, res.end):
+            return None
+        return res
+    if not any(n in self.bootable for n in res.nodes.tolist()):
         return None
     return res
 
