@@ -213,23 +213,43 @@ class EnergyAccounting:
             np.bincount(s_node, s_watts * (s_end - s_start), minlength=n)
             + np.bincount(l_node, l_watts * (l_end - l_start), minlength=n))
         self.node_energy = node_energy
-        times = np.concatenate([starts, ends])
-        deltas = np.concatenate([watts, -watts])
-        inside = times < end
-        times, deltas = times[inside], deltas[inside]
-        if len(times) == 0:    # a run of no length: no power to speak of
-            self.profile = PowerProfile(np.array([start, end]), np.zeros(2))
-            self._tabulate(start, end)
-            return
-        order = np.argsort(times, kind="stable")
-        times, level = times[order], np.cumsum(deltas[order])
-        last = np.flatnonzero(np.append(times[1:] != times[:-1], True))
-        times, level = times[last], level[last]
-        if len(times) == 0 or times[0] > start:
-            times, level = np.concatenate([[start], times]), np.concatenate([[0.0], level])
-        final = level[-1] if len(level) else 0.0
-        self.profile = PowerProfile(np.append(times, end), np.append(level, final))
+        self.profile = step_profile(starts, ends, watts, start, end)
         self._tabulate(start, end)
+
+    def profile_until(self, start: float, now: float, end: float, live: Sequence[Lease]
+                      ) -> tuple[PowerProfile, float]:
+        """The site's IT power over ``[start, end]`` as it is known at ``now`` (a daemon's
+        dashboard): the leases that ended, ``live`` leases' reservations (running and
+        planned) and the nodes' power states, past and planned; and the IT energy (J) from
+        ``start`` to ``now``. Changes nothing."""
+        model = self.model
+        watts_of = {
+            "on": model.idle, ReservationKind.OFF.value: model.off_watts,
+            ReservationKind.SWITCHING_ON.value: model.on_watts,
+            ReservationKind.SWITCHING_OFF.value: model.off_switch_watts}
+        rows = list(self.states.intervals(start, end))
+        parts_s = [np.array([r[2] for r in rows], dtype=float)]
+        parts_e = [np.array([r[3] for r in rows], dtype=float)]
+        parts_w = [np.array([watts_of[r[1]][r[0]] for r in rows], dtype=float)]
+        if self._starts:
+            parts_s.append(np.concatenate(self._starts))
+            parts_e.append(np.concatenate(self._ends))
+            parts_w.append(np.concatenate(self._deltas))
+        for lease in live:
+            for nodes, a, b, _, dynamic in self._pieces(lease):
+                parts_s.append(np.full(len(nodes), a))
+                parts_e.append(np.full(len(nodes), b))
+                parts_w.append(dynamic)
+            for nodes, a, b, each in self._overheads(lease):
+                parts_s.append(np.full(len(nodes), a))
+                parts_e.append(np.full(len(nodes), b))
+                parts_w.append(np.full(len(nodes), each))
+        starts = np.clip(np.concatenate(parts_s), start, end)
+        ends = np.clip(np.concatenate(parts_e), start, end)
+        watts = np.concatenate(parts_w)
+        profile = step_profile(starts, ends, watts, start, end)
+        so_far = float(np.dot(watts, np.clip(ends, start, now) - np.clip(starts, start, now)))
+        return profile, so_far
 
     def _tabulate(self, start: float, end: float) -> None:
         """The rows of ``power.csv`` (a row wherever the IT power or the green production
@@ -374,6 +394,26 @@ class EnergyAccounting:
         both = (np.cumsum(down_step[order]) > 0) & (np.cumsum(lease_step[order]) > 0)
         return [f"a lease holds node {int(node[order][i])} at {time[order][i]:g} while the "
                 f"node is not on" for i in np.flatnonzero(both)[:5].tolist()]
+
+
+def step_profile(starts: np.ndarray, ends: np.ndarray, watts: np.ndarray, start: float,
+                 end: float) -> PowerProfile:
+    """The sum of intervals ``[starts[i], ends[i])`` drawing ``watts[i]``, as steps over
+    ``[start, end]`` (the intervals lie inside it)."""
+    times = np.concatenate([starts, ends])
+    deltas = np.concatenate([watts, -watts])
+    inside = times < end
+    times, deltas = times[inside], deltas[inside]
+    if len(times) == 0:    # a run of no length: no power to speak of
+        return PowerProfile(np.array([start, end]), np.zeros(2))
+    order = np.argsort(times, kind="stable")
+    times, level = times[order], np.cumsum(deltas[order])
+    last = np.flatnonzero(np.append(times[1:] != times[:-1], True))
+    times, level = times[last], level[last]
+    if len(times) == 0 or times[0] > start:
+        times, level = np.concatenate([[start], times]), np.concatenate([[0.0], level])
+    final = level[-1] if len(level) else 0.0
+    return PowerProfile(np.append(times, end), np.append(level, final))
 
 
 def write_energy_files(out: Path, accountings: Sequence[EnergyAccounting]) -> None:

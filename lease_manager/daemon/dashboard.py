@@ -1,0 +1,318 @@
+"""What the dashboard shows, built from the live scheduler on the engine thread.
+
+:class:`SiteView` answers the page's one poll (``GET /dashboard/state``): the plan as Gantt
+bars (the slot table's reservations, running and ahead, a bar per lease and node, and the
+nodes' power states), the queue in order with each lease's reason for waiting, the nodes'
+states, counters and, with ``[power]``, the site's power. The plan is sent only when it
+changed since the version the page has; each lease's bars are encoded once and kept until its
+plan or state changes, so an update costs little even with thousands of leases.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import math
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from lease_manager.kernel.lease import Lease, LeaseState, LeaseType
+from lease_manager.kernel.reservation import ReservationKind
+from lease_manager.kernel.timeutil import format_duration, format_instant
+
+if TYPE_CHECKING:
+    from lease_manager.daemon.service import Daemon
+
+K = ReservationKind
+S = LeaseState
+#: the Gantt's name for each kind of reservation (a VM reservation not started yet is
+#: ``reserved``)
+BAR_KIND = {K.VM: "run", K.SUSPEND: "suspend", K.RESUME: "resume", K.MIGRATE: "migrate",
+            K.TRANSFER: "transfer", K.OFF: "off", K.SWITCHING_ON: "boot",
+            K.SWITCHING_OFF: "shutdown"}
+#: what a node is doing, by the kind of power-state reservation holding it
+NODE_STATE = {K.OFF: "off", K.SWITCHING_ON: "booting", K.SWITCHING_OFF: "shutting down"}
+#: how many queued leases the page gets (the total is sent too)
+QUEUE_SHOWN = 200
+#: how many ended leases keep their bars in the Gantt (the most recent)
+RECENT_LEASES = 500
+#: the power series covers this much of the past and of the plan ahead (clock seconds)
+POWER_PAST = 6 * 3600.0
+POWER_AHEAD = 6 * 3600.0
+
+
+def _when(t: float) -> str:
+    """An instant for people: ``2026-11-28 10:44:16 UTC``."""
+    text = format_instant(t) or "never"
+    return text.replace("T", " ").split(".")[0].removesuffix("Z") + " UTC"
+
+
+def _t(x: float) -> float | None:
+    """A time for JSON: None for an open end."""
+    return None if math.isinf(x) or math.isnan(x) else round(x, 3)
+
+
+class SiteView:
+    """The dashboard's view of one daemon (its methods run on the engine thread)."""
+
+    def __init__(self, daemon: Daemon) -> None:
+        self.daemon = daemon
+        #: bumped by the daemon's observer at every change of a lease's state or plan
+        self.changes = 0
+        self._bars: dict[int, tuple[tuple, str]] = {}    # lease id -> (signature, JSON)
+        self._recent: collections.OrderedDict[int, str] = collections.OrderedDict()
+        self._plan_key: str | None = None
+        self._plan_json = ""
+        self._counts_key = -1
+        self._counts: dict[str, int] = {}
+
+    # ---------------------------------------------------------------------- engine side
+    def lease_ended(self, lease: Lease) -> None:
+        """Keep the bars of a lease that ended (the Gantt shows the most recent ones)."""
+        self._bars.pop(lease.id, None)
+        bars = self._lease_bars(lease, lease.allocations, -math.inf)
+        if bars:
+            self._recent[lease.id] = ",".join(bars)
+            while len(self._recent) > RECENT_LEASES:
+                self._recent.popitem(last=False)
+
+    def state(self, now: float, since: str | None) -> dict[str, Any]:
+        """Everything the page shows but the plan, and the plan (as JSON text) when its
+        version is not ``since``."""
+        run = self.daemon.run
+        version = f"{run.table.version}.{self.changes}"
+        out: dict[str, Any] = {
+            "now": now, "now_text": format_instant(now), "version": version,
+            "speedup": self.daemon.clock.speedup if hasattr(self.daemon.clock, "speedup")
+            else 1.0,
+            "queue": self.queue(now), "nodes": self.nodes(now), "counters": self.counters(now),
+            "power": self.power(now) if run.power is not None else None,
+        }
+        out["plan"] = None if since == version else self._plan(now, version)
+        return out
+
+    # ------------------------------------------------------------------------ the plan
+    def _plan(self, now: float, version: str) -> str:
+        if self._plan_key == version:
+            return self._plan_json
+        sched = self.daemon.run.scheduler
+        parts: list[str] = list(self._recent.values())
+        live = {**sched.future, **sched.running}
+        for lease in (*sched.queue, *sched.held.values()):
+            if lease.allocations:        # suspended, or requeued after running a while
+                live[lease.id] = lease
+        for lease_id in [i for i in self._bars if i not in live]:
+            del self._bars[lease_id]
+        for lease in live.values():
+            key = (lease.state, lease.level,
+                   tuple((r.id, r.start, r.end) for r in lease.reservations),
+                   len(lease.allocations))
+            known = self._bars.get(lease.id)
+            if known is None or known[0] != key:
+                bars = self._lease_bars(lease, (*lease.allocations, *lease.reservations), now)
+                known = self._bars[lease.id] = (key, ",".join(bars))
+            if known[1]:
+                parts.append(known[1])
+        parts += self._power_bars(now)
+        names = json.dumps(list(self.daemon.driver.names))
+        self._plan_key = version
+        self._plan_json = (f'{{"nodes":{names},"colour_by":"type",'
+                           f'"bars":[{",".join(p for p in parts if p)}]}}')
+        return self._plan_json
+
+    def _lease_bars(self, lease: Lease, reservations: Any, now: float) -> list[str]:
+        """One JSON bar per node of each of ``reservations`` of ``lease``."""
+        names = self.daemon.driver.names
+        head = (f'lease {lease.id}' + (f' "{lease.source_id}"' if lease.source_id else "")
+                + f" ({lease.type.value}, {lease.state.value})<br>"
+                + self._describe(lease))
+        out = []
+        for res in reservations:
+            kind = BAR_KIND.get(res.kind)
+            if kind is None or not len(res.nodes):
+                continue
+            if kind == "run" and res.start > now:
+                kind = "reserved"
+            start, end = _t(res.start), _t(res.end)
+            span = (f"{kind} {_when(res.start)} → {_when(res.end)}" if end is not None
+                    else f"{kind} from {_when(res.start)}, no end")
+            nodes = res.nodes.tolist()
+            shown = ", ".join(names[n] for n in nodes[:6]) + (
+                f" and {len(nodes) - 6} more" if len(nodes) > 6 else "")
+            hover = json.dumps(f"{head}<br>{span}<br>on {shown}")
+            common = (f'"lease":{lease.id},"start":{json.dumps(start)},'
+                      f'"end":{json.dumps(end)},"kind":"{kind}",'
+                      f'"type":"{lease.type.value}","state":"{lease.state.value}",'
+                      f'"hover":{hover}')
+            out += [f'{{"node":{n},{common}}}' for n in nodes]
+        return out
+
+    def _describe(self, lease: Lease) -> str:
+        types = self.daemon.run.nodes.types.names
+        groups = " + ".join(
+            f"{count} VM{'s' if count > 1 else ''} of "
+            + " ".join(f"{t}:{v:g}" for t, v in zip(types, vector.tolist()) if v)
+            for count, vector in zip(lease.vms.counts, lease.vms.vectors))
+        length = ("unlimited" if lease.unlimited
+                  else format_duration(lease.requested_duration))
+        extra = ""
+        if lease.deadline is not None:
+            extra = f", deadline {_when(lease.deadline)}"
+        return f"{groups} for {length}{extra}"
+
+    def _power_bars(self, now: float) -> list[str]:
+        """Bars of the nodes' power states (off, booting, shutting down), now and ahead."""
+        states = getattr(self.daemon.run, "node_states", None)
+        if states is None:
+            return []
+        bootable = self.daemon.run.scheduler.bootable
+        names = self.daemon.driver.names
+        out = []
+        for node, kind, start, end in states.current(now):
+            bar = BAR_KIND[kind]
+            open_end = kind is K.OFF and node in bootable    # no boot planned: off for now
+            text = (f"{names[node]}: {NODE_STATE[kind]} from {_when(start)}"
+                    + (" (no boot planned)" if open_end else f" to {_when(end)}"))
+            out.append(json.dumps({"lease": None, "node": node, "start": _t(start),
+                                   "end": None if open_end else _t(end), "kind": bar,
+                                   "type": None, "state": NODE_STATE[kind], "hover": text},
+                                  separators=(",", ":")))
+        return out
+
+    # ----------------------------------------------------------------------- the queue
+    def queue(self, now: float) -> dict[str, Any]:
+        """The leases waiting, in scheduling order (held, queued, then planned by start),
+        each with why it waits; at most :data:`QUEUE_SHOWN` of them."""
+        sched = self.daemon.run.scheduler
+        table = self.daemon.run.table
+        rooms: dict[bytes, float] = {}
+        rows: list[dict[str, Any]] = []
+        waiting = [*sched.held.values(), *sched.queue]
+        planned = sorted(sched.future.values(),
+                         key=lambda l: l.reservations[0].start if l.reservations else math.inf)
+        reserved = sorted(getattr(sched, "_backfill_reserved", ()))
+        for position, lease in enumerate(waiting[:QUEUE_SHOWN], 1):
+            rows.append(self._row(lease, position,
+                                  self._reason(lease, position, rooms, reserved, now)))
+        for lease in planned[:max(0, QUEUE_SHOWN - len(rows))]:
+            rows.append(self._row(lease, None, self._planned_reason(lease)))
+        del table
+        return {"rows": rows, "waiting": len(waiting), "planned": len(planned)}
+
+    def _row(self, lease: Lease, position: int | None, reason: str) -> dict[str, Any]:
+        return {"id": lease.id, "name": lease.source_id, "position": position,
+                "type": lease.type.value, "state": lease.state.value, "vms": lease.vms.count,
+                "submitted": format_instant(lease.submit), "reason": reason,
+                "duration": "unlimited" if lease.unlimited
+                else format_duration(lease.requested_duration)}
+
+    def _reason(self, lease: Lease, position: int, rooms: dict[bytes, float],
+                reserved: list[int], now: float) -> str:
+        sched = self.daemon.run.scheduler
+        if lease.state is S.HELD:
+            return "held back by the queue policy"
+        names = self.daemon.driver.names
+        if lease.image_nodes:
+            nodes = sorted(set(lease.image_nodes))
+            return ("suspended: resumes on the nodes holding its memory images ("
+                    + ", ".join(names[n] for n in nodes[:4])
+                    + (" ..." if len(nodes) > 4 else "") + ") once they have room")
+        if sched.backfilling == "off" and position > 1:
+            return (f"behind lease {sched.queue[0].id} at the head of the queue "
+                    "(backfilling off: the head blocks the rest)")
+        key = lease.vms.shape_key
+        if key is not None:
+            room = rooms.get(key)
+            if room is None:
+                room = rooms[key] = self.daemon.run.table.room_at(lease.vms.vectors[0], now)
+            if room < lease.vms.count:
+                why = (f"waits for room: needs {lease.vms.count} VMs, the site has room for "
+                       f"{room:g} of this size now")
+            else:
+                why = (f"room for its {lease.vms.count} VMs now, but not for all of its "
+                       f"{format_duration(sched.length(lease))}: planned leases take the room "
+                       "first" + (" (or the power cap has no room)"
+                                  if sched.power is not None else ""))
+        else:
+            why = "waits for room for its VMs of several sizes"
+        if sched.max_future and not math.isinf(sched.max_future) and reserved:
+            why += (f"; no reservation ahead: backfilling ({sched.backfilling}) allows "
+                    f"{sched.max_future:g}, held by lease " + ", ".join(map(str, reserved[:5])))
+        return why
+
+    def _planned_reason(self, lease: Lease) -> str:
+        first = lease.reservations[0] if lease.reservations else None
+        if first is None:
+            return "planned"
+        when = _when(first.start)
+        if lease.type is LeaseType.ADVANCE_RESERVATION:
+            return f"advance reservation: starts at {when}"
+        if lease.state is S.SCHEDULED and lease.image_nodes:
+            return f"suspended: resumes at {when}"
+        return f"reserved: starts at {when}"
+
+    # ------------------------------------------------------------------------ the nodes
+    def nodes(self, now: float) -> dict[str, Any]:
+        """Each node's state now (on, off, booting, shutting down) and how many leases hold
+        it."""
+        run = self.daemon.run
+        n = len(self.daemon.driver.names)
+        state = ["on"] * n
+        states = getattr(run, "node_states", None)
+        if states is not None:
+            for node, kind, start, end in states.current(now):
+                if start <= now < end or (kind is K.OFF and start <= now):
+                    state[node] = NODE_STATE[kind]
+        busy = run.table.lease_counts_at(now).tolist()
+        counts = collections.Counter(state)
+        return {"names": list(self.daemon.driver.names), "state": state, "leases": busy,
+                "counts": {s: counts.get(s, 0) for s in ("on", "off", "booting",
+                                                         "shutting down")}}
+
+    # --------------------------------------------------------------------- the counters
+    def counters(self, now: float) -> dict[str, Any]:
+        """Leases by state, the site's use of each resource now, and the energy so far."""
+        if self._counts_key != self.changes:
+            self._counts = self.daemon.store.counts()
+            self._counts_key = self.changes
+        run = self.daemon.run
+        capacity = run.nodes.capacity.sum(axis=0)
+        used = capacity - run.table.free_at(now).sum(axis=0)
+        types = run.nodes.types.names
+        use = {t: (float(u / c) if c > 0 else 0.0) for t, u, c in zip(types, used, capacity)}
+        return {"leases": self._counts, "utilisation": use}
+
+    # ------------------------------------------------------------------------ the power
+    def power(self, now: float) -> dict[str, Any] | None:
+        """The site's power (W) over the last hours and the plan ahead, the cap and the green
+        production over the same times, and the energy since the daemon started."""
+        run = self.daemon.run
+        energy = getattr(run, "energy", None)
+        if energy is None or not hasattr(energy, "profile_until"):
+            return None
+        sched = run.scheduler
+        live = [*sched.running.values(), *sched.future.values()]
+        start = max(run.started_at, now - POWER_PAST)
+        profile, so_far = energy.profile_until(run.started_at, now, now + POWER_AHEAD, live)
+        keep = profile.times >= start
+        times = np.concatenate([[start], profile.times[keep]])
+        watts = np.concatenate([profile.at(np.array([start])), profile.watts[keep]])
+        model = run.power
+        assert model is not None
+        series: dict[str, Any] = {"times": times.round(3).tolist(),
+                                  "watts": watts.round(3).tolist()}
+        cap = getattr(energy.states, "cap", None)
+        envelope = cap.cap if cap is not None else None
+        if envelope is not None or model.green is not None:
+            grid = np.union1d(times, np.concatenate([
+                s.breakpoints(start, now + POWER_AHEAD)
+                for s in (envelope, model.green) if s is not None]))
+            series["grid"] = grid.round(3).tolist()
+            if envelope is not None:
+                series["cap"] = envelope.at(grid).tolist()
+            if model.green is not None:
+                series["green"] = model.green.at(grid).tolist()
+        series["energy_joules"] = so_far
+        series["now_watts"] = float(profile.at(np.array([now]))[0])
+        return series

@@ -1,0 +1,219 @@
+// The daemon's dashboard: polls /dashboard/state about once a second and redraws what
+// changed. The plan comes only when its version changed; the line at now moves every poll.
+"use strict";
+(function () {
+  const POLL_MS = 1000;
+  const $ = (id) => document.getElementById(id);
+  let version = null;
+  let plan = null;
+  let now = null;
+  let stopped = false;
+  const drawer = () => window.LMGantt || window.LMPlanGantt;
+
+  function text(tag, content, cls) {
+    const el = document.createElement(tag);
+    el.textContent = content == null ? "" : String(content);
+    if (cls) el.className = cls;
+    return el;
+  }
+
+  function status(what, cls) {
+    const el = $("status");
+    el.textContent = what;
+    el.className = "status " + (cls || "");
+  }
+
+  function shortTime(iso) {
+    return iso ? iso.replace("T", " ").replace("Z", "") : "–";
+  }
+
+  // --------------------------------------------------------------------- counters
+  function card(label, value, id) {
+    const c = text("div", "", "card");
+    if (id) c.id = id;
+    c.appendChild(text("div", label, "label"));
+    c.appendChild(text("div", value, "value"));
+    return c;
+  }
+
+  function counters(state) {
+    const box = $("counters");
+    box.replaceChildren();
+    const leases = state.counters.leases;
+    const running = ["active", "suspending", "resuming", "migrating"]
+      .reduce((s, k) => s + (leases[k] || 0), 0);
+    box.appendChild(card("running", running, "count-running"));
+    box.appendChild(card("queued", (leases.queued || 0) + (leases.held || 0), "count-queued"));
+    box.appendChild(card("planned", leases.scheduled || 0, "count-planned"));
+    box.appendChild(card("suspended", leases.suspended || 0, "count-suspended"));
+    box.appendChild(card("done", leases.done || 0, "count-done"));
+    box.appendChild(card("rejected", leases.rejected || 0, "count-rejected"));
+    box.appendChild(card("failed / cancelled",
+                         (leases.failed || 0) + " / " + (leases.cancelled || 0), "count-failed"));
+    for (const [name, use] of Object.entries(state.counters.utilisation)) {
+      box.appendChild(card(name + " in use", (100 * use).toFixed(1) + " %",
+                           "use-" + name.toLowerCase()));
+    }
+    if (state.power) {
+      box.appendChild(card("power now", (state.power.now_watts / 1000).toFixed(2) + " kW",
+                           "power-now"));
+      box.appendChild(card("energy so far",
+                           (state.power.energy_joules / 3.6e6).toFixed(3) + " kWh", "energy"));
+    }
+  }
+
+  // -------------------------------------------------------------------------- plan
+  function drawPlan() {
+    const g = drawer();
+    if (!g || !plan) return;
+    const p = Object.assign({}, plan, {now: now, colour_by: $("colour-by").value});
+    g.draw($("gantt"), p, {onClick: showLease});
+    if (window.lmFirstDrawMs == null) window.lmFirstDrawMs = performance.now();
+  }
+
+  function moveNow() {
+    const g = drawer();
+    if (g && g.moveNow && plan) g.moveNow($("gantt"), now);
+  }
+
+  // ------------------------------------------------------------------------- queue
+  function queue(q) {
+    const body = $("queue").tBodies[0];
+    body.replaceChildren();
+    for (const r of q.rows) {
+      const tr = document.createElement("tr");
+      tr.dataset.lease = r.id;
+      tr.appendChild(text("td", r.position == null ? "planned" : r.position, "num"));
+      const lease = text("td", r.id, "nowrap");
+      if (r.name) lease.appendChild(text("span", r.name, "name"));
+      tr.appendChild(lease);
+      tr.appendChild(text("td", r.type, "nowrap"));
+      tr.appendChild(text("td", r.state, "nowrap"));
+      tr.appendChild(text("td", r.vms, "num"));
+      tr.appendChild(text("td", r.duration, "nowrap"));
+      tr.appendChild(text("td", r.reason, "reason"));
+      tr.addEventListener("click", () => showLease(r.id));
+      body.appendChild(tr);
+    }
+    if (!q.rows.length) {
+      const tr = document.createElement("tr");
+      const td = text("td", "nothing waits", "hint");
+      td.colSpan = 7;
+      tr.appendChild(td);
+      body.appendChild(tr);
+    }
+    const shown = q.rows.length;
+    const all = q.waiting + q.planned;
+    $("queue-count").textContent = q.waiting + " waiting, " + q.planned + " planned" +
+      (shown < all ? " (the first " + shown + " shown)" : "");
+  }
+
+  // ------------------------------------------------------------------------- nodes
+  function nodes(n) {
+    const grid = $("node-grid");
+    if (grid.children.length !== n.names.length) {
+      grid.replaceChildren();
+      for (let i = 0; i < n.names.length; i++) grid.appendChild(text("div", "", "node"));
+    }
+    for (let i = 0; i < n.names.length; i++) {
+      const el = grid.children[i];
+      const s = n.state[i];
+      el.className = "node " + s.replace(" ", "-") + (n.leases[i] ? " busy" : "");
+      el.title = n.names[i] + ": " + s + (n.leases[i] ? ", " + n.leases[i] + " reservation(s)"
+                                                      : ", idle");
+    }
+    const c = n.counts;
+    $("node-count").textContent = c.on + " on, " + c.off + " off, " + c.booting +
+      " booting, " + c["shutting down"] + " shutting down";
+  }
+
+  // ------------------------------------------------------------------------- power
+  let powerDrawn = false;
+  function power(p) {
+    if (!p) return;
+    $("power-panel").hidden = false;
+    const ms = (t) => t * 1000;
+    const traces = [{type: "scatter", mode: "lines", line: {shape: "hv", color: "#1d2430"},
+                     name: "IT power", x: p.times.map(ms), y: p.watts,
+                     hovertemplate: "%{y:.0f} W<extra>power</extra>"}];
+    if (p.green) traces.push({type: "scatter", mode: "lines", fill: "tozeroy",
+                              line: {shape: "hv", color: "#2ca02c", width: 1},
+                              fillcolor: "rgba(44,160,44,0.18)", name: "green production",
+                              x: p.grid.map(ms), y: p.green});
+    if (p.cap) traces.push({type: "scatter", mode: "lines", name: "power cap",
+                            line: {shape: "hv", color: "#b42318", dash: "dash"},
+                            x: p.grid.map(ms), y: p.cap});
+    const layout = {height: 260, margin: {l: 55, r: 10, t: 10, b: 40},
+                    xaxis: {type: "date"}, yaxis: {title: {text: "W"}, rangemode: "tozero"},
+                    legend: {orientation: "h", y: -0.25},
+                    shapes: [{type: "line", xref: "x", yref: "paper", x0: ms(now), x1: ms(now),
+                              y0: 0, y1: 1, line: {color: "#b42318", width: 1.5}}]};
+    if (!powerDrawn) {
+      Plotly.newPlot($("power"), traces, layout, {displaylogo: false, responsive: true});
+      powerDrawn = true;
+    } else {
+      Plotly.react($("power"), traces, layout);
+    }
+  }
+
+  // ------------------------------------------------------------------- lease detail
+  async function showLease(id) {
+    const answer = await fetch("/dashboard/lease/" + encodeURIComponent(id),
+                               {cache: "no-store", credentials: "same-origin"});
+    if (!answer.ok) return;
+    const l = await answer.json();
+    $("lease-detail").hidden = false;
+    $("lease-title").textContent = "Lease " + l.id + " (" + l.type + "): " + l.state;
+    $("lease-summary").textContent = (l.reason ? l.reason + ". " : "") + "History from its " +
+      l.source + ".";
+    const body = $("lease-history").tBodies[0];
+    body.replaceChildren();
+    for (const h of l.history) {
+      const tr = document.createElement("tr");
+      tr.appendChild(text("td", shortTime(h.time)));
+      tr.appendChild(text("td", h.text));
+      body.appendChild(tr);
+    }
+    $("lease-detail").scrollIntoView({block: "nearest"});
+  }
+
+  // -------------------------------------------------------------------------- poll
+  async function poll() {
+    if (stopped) return;
+    try {
+      const answer = await fetch("/dashboard/state" +
+                                 (version ? "?since=" + encodeURIComponent(version) : ""),
+                                 {cache: "no-store", credentials: "same-origin"});
+      if (answer.status === 401) {
+        stopped = true;
+        status("signed out: run `lease-manager dashboard` for a new link", "lost");
+        return;
+      }
+      if (!answer.ok) throw new Error("HTTP " + answer.status);
+      const state = await answer.json();
+      now = state.now;
+      $("clock").textContent = shortTime(state.now_text) + " UTC" +
+        (state.speedup !== 1 ? " (×" + state.speedup + ")" : "");
+      counters(state);
+      queue(state.queue);
+      nodes(state.nodes);
+      power(state.power);
+      if (state.plan) {
+        plan = state.plan;
+        version = state.version;
+        drawPlan();
+      } else {
+        moveNow();
+      }
+      document.body.dataset.version = version;
+      status("live", "live");
+    } catch (err) {
+      status("connection lost, retrying…", "lost");
+    }
+    setTimeout(poll, POLL_MS);
+  }
+
+  $("colour-by").addEventListener("change", drawPlan);
+  $("lease-close").addEventListener("click", () => { $("lease-detail").hidden = true; });
+  poll();
+})();
