@@ -58,22 +58,33 @@ class SiteView:
 
     def __init__(self, daemon: Daemon) -> None:
         self.daemon = daemon
-        #: bumped by the daemon's observer at every change of a lease's state or plan
+        #: bumped at every change of a lease's state or plan (:meth:`changed`)
         self.changes = 0
-        self._bars: dict[int, tuple[tuple, str]] = {}    # lease id -> (signature, JSON)
-        self._recent: collections.OrderedDict[int, str] = collections.OrderedDict()
+        #: leases whose bars must be encoded again
+        self._dirty: set[int] = set()
+        #: lease id -> its bars and its description, as JSON text
+        self._bars: dict[int, tuple[str, str]] = {}
+        self._recent: collections.OrderedDict[int, tuple[str, str]] = \
+            collections.OrderedDict()
         self._plan_key: str | None = None
         self._plan_json = ""
         self._counts_key = -1
         self._counts: dict[str, int] = {}
 
     # ---------------------------------------------------------------------- engine side
+    def changed(self, lease: Lease) -> None:
+        """``lease``'s state or plan changed (the daemon's observer calls this)."""
+        self.changes += 1
+        self._dirty.add(lease.id)
+
     def lease_ended(self, lease: Lease) -> None:
         """Keep the bars of a lease that ended (the Gantt shows the most recent ones)."""
+        self.changes += 1
         self._bars.pop(lease.id, None)
-        bars = self._lease_bars(lease, lease.allocations, -math.inf)
-        if bars:
-            self._recent[lease.id] = ",".join(bars)
+        self._dirty.discard(lease.id)
+        encoded = self._encode(lease, lease.allocations, -math.inf)
+        if encoded[0]:
+            self._recent[lease.id] = encoded
             while len(self._recent) > RECENT_LEASES:
                 self._recent.popitem(last=False)
 
@@ -84,8 +95,7 @@ class SiteView:
         version = f"{run.table.version}.{self.changes}"
         out: dict[str, Any] = {
             "now": now, "now_text": format_instant(now), "version": version,
-            "speedup": self.daemon.clock.speedup if hasattr(self.daemon.clock, "speedup")
-            else 1.0,
+            "speedup": getattr(self.daemon.clock, "speedup", 1.0),
             "queue": self.queue(now), "nodes": self.nodes(now), "counters": self.counters(now),
             "power": self.power(now) if run.power is not None else None,
         }
@@ -94,59 +104,52 @@ class SiteView:
 
     # ------------------------------------------------------------------------ the plan
     def _plan(self, now: float, version: str) -> str:
+        """The plan as JSON: ``nodes`` (names), ``leases`` (id -> type, state, and a
+        description), ``bars`` (``[lease, node, start, end, kind]``, null for an open end)
+        and ``node_bars`` (``[node, start, end, kind]`` of power states)."""
         if self._plan_key == version:
             return self._plan_json
         sched = self.daemon.run.scheduler
-        parts: list[str] = list(self._recent.values())
         live = {**sched.future, **sched.running}
         for lease in (*sched.queue, *sched.held.values()):
             if lease.allocations:        # suspended, or requeued after running a while
                 live[lease.id] = lease
-        for lease_id in [i for i in self._bars if i not in live]:
-            del self._bars[lease_id]
-        for lease in live.values():
-            key = (lease.state, lease.level,
-                   tuple((r.id, r.start, r.end) for r in lease.reservations),
-                   len(lease.allocations))
-            known = self._bars.get(lease.id)
-            if known is None or known[0] != key:
-                bars = self._lease_bars(lease, (*lease.allocations, *lease.reservations), now)
-                known = self._bars[lease.id] = (key, ",".join(bars))
-            if known[1]:
-                parts.append(known[1])
-        parts += self._power_bars(now)
+        bars = self._bars
+        for lease_id in [i for i in bars if i not in live]:
+            del bars[lease_id]
+        dirty = self._dirty
+        for lease_id, lease in live.items():
+            if lease_id in dirty or lease_id not in bars:
+                bars[lease_id] = self._encode(lease, (*lease.allocations, *lease.reservations),
+                                              now)
+        dirty.clear()
+        encoded = [*self._recent.values(), *bars.values()]
         names = json.dumps(list(self.daemon.driver.names))
         self._plan_key = version
-        self._plan_json = (f'{{"nodes":{names},"colour_by":"type",'
-                           f'"bars":[{",".join(p for p in parts if p)}]}}')
+        self._plan_json = (
+            f'{{"nodes":{names},"leases":{{{",".join(e[1] for e in encoded)}}},'
+            f'"bars":[{",".join(e[0] for e in encoded if e[0])}],'
+            f'"node_bars":{json.dumps(self._power_bars(now), separators=(",", ":"))}}}')
         return self._plan_json
 
-    def _lease_bars(self, lease: Lease, reservations: Any, now: float) -> list[str]:
-        """One JSON bar per node of each of ``reservations`` of ``lease``."""
-        names = self.daemon.driver.names
-        head = (f'lease {lease.id}' + (f' "{lease.source_id}"' if lease.source_id else "")
-                + f" ({lease.type.value}, {lease.state.value})<br>"
-                + self._describe(lease))
+    def _encode(self, lease: Lease, reservations: Any, now: float) -> tuple[str, str]:
+        """``lease``'s bars (one per node of each of ``reservations``) and its entry in the
+        plan's ``leases``, as JSON text."""
         out = []
+        lid = lease.id
         for res in reservations:
             kind = BAR_KIND.get(res.kind)
             if kind is None or not len(res.nodes):
                 continue
             if kind == "run" and res.start > now:
                 kind = "reserved"
-            start, end = _t(res.start), _t(res.end)
-            span = (f"{kind} {_when(res.start)} → {_when(res.end)}" if end is not None
-                    else f"{kind} from {_when(res.start)}, no end")
-            nodes = res.nodes.tolist()
-            shown = ", ".join(names[n] for n in nodes[:6]) + (
-                f" and {len(nodes) - 6} more" if len(nodes) > 6 else "")
-            hover = json.dumps(f"{head}<br>{span}<br>on {shown}")
-            common = (f'"lease":{lease.id},"start":{json.dumps(start)},'
-                      f'"end":{json.dumps(end)},"kind":"{kind}",'
-                      f'"type":"{lease.type.value}","state":"{lease.state.value}",'
-                      f'"hover":{hover}')
-            out += [f'{{"node":{n},{common}}}' for n in nodes]
-        return out
+            tail = (f',{res.start:.3f},{"null" if math.isinf(res.end) else f"{res.end:.3f}"},'
+                    f'"{kind}"]')
+            out += [f"[{lid},{n}{tail}" for n in res.nodes.tolist()]
+        info = json.dumps({"type": lease.type.value, "state": lease.state.value,
+                           "name": lease.source_id, "what": self._describe(lease)},
+                          separators=(",", ":"))
+        return ",".join(out), f'"{lid}":{info}'
 
     def _describe(self, lease: Lease) -> str:
         types = self.daemon.run.nodes.types.names
@@ -161,24 +164,15 @@ class SiteView:
             extra = f", deadline {_when(lease.deadline)}"
         return f"{groups} for {length}{extra}"
 
-    def _power_bars(self, now: float) -> list[str]:
-        """Bars of the nodes' power states (off, booting, shutting down), now and ahead."""
+    def _power_bars(self, now: float) -> list[list[Any]]:
+        """The nodes' power states (off, booting, shutting down), now and ahead, as
+        ``[node, start, end, kind]`` (end null: off with no boot planned)."""
         states = getattr(self.daemon.run, "node_states", None)
         if states is None:
             return []
         bootable = self.daemon.run.scheduler.bootable
-        names = self.daemon.driver.names
-        out = []
-        for node, kind, start, end in states.current(now):
-            bar = BAR_KIND[kind]
-            open_end = kind is K.OFF and node in bootable    # no boot planned: off for now
-            text = (f"{names[node]}: {NODE_STATE[kind]} from {_when(start)}"
-                    + (" (no boot planned)" if open_end else f" to {_when(end)}"))
-            out.append(json.dumps({"lease": None, "node": node, "start": _t(start),
-                                   "end": None if open_end else _t(end), "kind": bar,
-                                   "type": None, "state": NODE_STATE[kind], "hover": text},
-                                  separators=(",", ":")))
-        return out
+        return [[node, _t(start), None if kind is K.OFF and node in bootable else _t(end),
+                 BAR_KIND[kind]] for node, kind, start, end in states.current(now)]
 
     # ----------------------------------------------------------------------- the queue
     def queue(self, now: float) -> dict[str, Any]:

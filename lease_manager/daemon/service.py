@@ -58,7 +58,7 @@ class DaemonObserver:
     def lease_state_changed(self, ctx: RunContext, lease: Lease, old: LeaseState,
                             now: float) -> None:
         d = self.daemon
-        d.view.changes += 1
+        d.view.changed(lease)
         fresh = (lease.state is S.ACTIVE and old is S.SCHEDULED and not lease.image_nodes
                  and not d.restoring)
         d.store.update(lease, now, old=None if d.restoring else old.value, started=fresh)
@@ -68,21 +68,21 @@ class DaemonObserver:
     @hookimpl
     def lease_scheduled(self, ctx: RunContext, lease: Lease, now: float) -> None:
         d = self.daemon
-        d.view.changes += 1
+        d.view.changed(lease)
         d.store.update(lease, now)
         if not d.restoring:
             d.driver.prepare(lease, now)
 
     @hookimpl
     def lease_preempted(self, ctx: RunContext, lease: Lease, now: float) -> None:
-        self.daemon.view.changes += 1
+        self.daemon.view.changed(lease)
         self.daemon.store.update(lease, now)
         self.daemon.store.log(lease.id, now, lease.state.value, "preempted")
 
     @hookimpl
     def lease_resized(self, ctx: RunContext, lease: Lease, old_nodes: int, old_vms: int,
                       now: float) -> None:
-        self.daemon.view.changes += 1
+        self.daemon.view.changed(lease)
         self.daemon.store.update(lease, now)
         self.daemon.store.log(lease.id, now, lease.state.value,
                               f"resized: {lease.vms.count} VMs on "
@@ -97,7 +97,7 @@ class DaemonObserver:
     @hookimpl
     def lease_rejected(self, ctx: RunContext, lease: Lease, now: float) -> None:
         self.daemon.leases.pop(lease.id, None)
-        self.daemon.view.changes += 1
+        self.daemon.view.changed(lease)
 
     @hookimpl
     def scheduling_cycle_end(self, ctx: RunContext, now: float) -> None:

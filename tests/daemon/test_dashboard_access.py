@@ -99,7 +99,8 @@ def test_the_pages_are_read_only_and_the_state_comes_when_it_changed(daemon: Any
     daemon.client.submit({"duration": 600})
     status, _, body = _get(daemon.daemon.url, "/dashboard/state", session)
     state = json.loads(body)
-    assert status == 200 and [b["lease"] for b in state["plan"]["bars"]] == [1]
+    assert status == 200 and [b[0] for b in state["plan"]["bars"]] == [1]
+    assert state["plan"]["leases"]["1"]["what"] == "1 VM of CPU:1 Memory:512 for 00:10:00"
     assert state["plan"]["nodes"] == ["node-1", "node-2"]
     _, _, body = _get(daemon.daemon.url, f"/dashboard/state?since={state['version']}",
                       session)
@@ -108,7 +109,7 @@ def test_the_pages_are_read_only_and_the_state_comes_when_it_changed(daemon: Any
     daemon.client.submit({"duration": 600})
     _, _, body = _get(daemon.daemon.url, f"/dashboard/state?since={state['version']}",
                       session)
-    assert sorted(b["lease"] for b in json.loads(body)["plan"]["bars"]) == [1, 2]
+    assert sorted(b[0] for b in json.loads(body)["plan"]["bars"]) == [1, 2]
     status, _, body = _get(daemon.daemon.url, "/dashboard/lease/1", session)
     history = json.loads(body)
     assert status == 200 and history["source"] == "state changes"

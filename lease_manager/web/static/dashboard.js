@@ -63,10 +63,40 @@
   }
 
   // -------------------------------------------------------------------------- plan
+  const escapeHtml = (s) => String(s).replace(/&/g, "&amp;").replace(/</g, "&lt;")
+    .replace(/>/g, "&gt;");
+  const when = (t) => new Date(t * 1000).toISOString().slice(0, 19).replace("T", " ");
+  const NODE_STATE = {off: "off", boot: "booting", shutdown: "shutting down"};
+
+  // The daemon's compact plan as the Gantt drawer takes it: one object per bar, with its
+  // hover text.
+  function expand(compact) {
+    const names = compact.nodes, leases = compact.leases, bars = [];
+    for (const [id, node, start, end, kind] of compact.bars) {
+      const l = leases[id];
+      bars.push({lease: id, node: node, start: start, end: end, kind: kind, type: l.type,
+                 state: l.state,
+                 hover: "lease " + id + (l.name ? " \u201c" + escapeHtml(l.name) + "\u201d" : "") +
+                   " (" + l.type + ", " + l.state + ")<br>" + escapeHtml(l.what) + "<br>" +
+                   kind + " " + when(start) + (end == null ? ", no end" : " \u2192 " + when(end)) +
+                   " UTC<br>on " + escapeHtml(names[node])});
+    }
+    for (const [node, start, end, kind] of compact.node_bars) {
+      bars.push({lease: null, node: node, start: start, end: end, kind: kind, type: null,
+                 state: NODE_STATE[kind],
+                 hover: escapeHtml(names[node]) + ": " + NODE_STATE[kind] + " from " +
+                   when(start) + (end == null ? " UTC (no boot planned)" :
+                                  " to " + when(end) + " UTC")});
+    }
+    return {nodes: names, bars: bars};
+  }
+
+  window.lmExpand = expand;     // (for bench/dashboard.py)
+
   function drawPlan() {
     const g = drawer();
     if (!g || !plan) return;
-    const p = Object.assign({}, plan, {now: now, colour_by: $("colour-by").value});
+    const p = Object.assign(expand(plan), {now: now, colour_by: $("colour-by").value});
     g.draw($("gantt"), p, {onClick: showLease});
     if (window.lmFirstDrawMs == null) window.lmFirstDrawMs = performance.now();
   }
