@@ -252,7 +252,8 @@ def _report(args: argparse.Namespace) -> int:
                           gantt_leases=args.gantt_leases or None, gantt_hours=args.gantt_hours,
                           seed=args.seed, colour_by=args.gantt_colour,
                           time_plot=args.time_plot, states_run=args.states_run,
-                          states_window=args.states_hours)
+                          states_window=args.states_hours, html=args.html,
+                          html_out=args.html_out)
 
 
 def hours_window(text: str) -> tuple[float, float]:
@@ -465,6 +466,12 @@ def build_parser() -> argparse.ArgumentParser:
                      "the most node switch-ons)")
     rep.add_argument("--states-hours", type=hours_window, metavar="FROM:TO",
                      help="draw the node power states of these hours only (e.g. 240:264)")
+    rep.add_argument("--html", action="store_true",
+                     help="write one self-contained HTML page (no network needed to open it): "
+                     "the summary, the settings, the Gantt chart and every plot as "
+                     "interactive charts, and the table of leases (of runs, for a sweep)")
+    rep.add_argument("--html-out", metavar="FILE",
+                     help="where --html writes the page (default DIR/report.html)")
     rep.set_defaults(func=_report)
 
     exp = sub.add_parser("export", help="write a run's schedule for other tools",

@@ -14,7 +14,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 #: what a replay of an SWF trace with etc/sample.ini never needs
-HEAVY = ("scipy", "lxml", "matplotlib", "pandas", "pvlib", "deap", "ssl", "http.client")
+HEAVY = ("scipy", "lxml", "matplotlib", "pandas", "pvlib", "deap", "ssl", "http.client",
+         "plotly")
 
 PROGRAM = """
 import sys

@@ -194,8 +194,10 @@ def report_command(directory: str, *, plots: bool = False, metrics: Iterable[str
                    gantt_hours: float | None = None, seed: int | None = None,
                    colour_by: str = "auto", time_plot: str = "panels",
                    states_run: str | None = None,
-                   states_window: tuple[float, float] | None = None) -> int:
-    """Rebuild the result table of ``directory``, print the comparison, draw the plots."""
+                   states_window: tuple[float, float] | None = None, html: bool = False,
+                   html_out: str | None = None) -> int:
+    """Rebuild the result table of ``directory``, print the comparison, draw the plots;
+    with ``html``, write the page of :mod:`lease_manager.web.report_pages` too."""
     path = Path(directory)
     if not path.is_dir():
         raise LeaseManagerError(f"{directory}: " + ("is a file, not a sweep's or a run's folder"
@@ -206,11 +208,23 @@ def report_command(directory: str, *, plots: bool = False, metrics: Iterable[str
         require_matplotlib()
     if (path / "summary.json").is_file() and (path / "leases.csv").is_file() \
             and not _sweep_run(path):
-        return _report_one_run(path, plots=plots, gantt_leases=gantt_leases,
+        code = _report_one_run(path, plots=plots, gantt_leases=gantt_leases,
                                gantt_hours=gantt_hours, colour_by=colour_by,
                                time_plot=time_plot, states_window=states_window)
+        if html:
+            from lease_manager.web.report_pages import write_run_report
+
+            page = write_run_report(path, Path(html_out) if html_out else None,
+                                    gantt_hours=gantt_hours)
+            print(f"page: {page}")
+        return code
     results = collect(path)
     if not results.rows:   # nothing to tabulate: write no empty result files either
+        if html:   # say which file a run's folder lacks
+            missing = [name for name in ("summary.json", "leases.csv")
+                       if not (path / name).is_file()]
+            raise LeaseManagerError(f"{path / missing[0]}: no such file (a run's folder has "
+                                    "summary.json and leases.csv; a sweep's has run folders)")
         raise LeaseManagerError(f"{directory}: no finished or failed runs found (a run folder "
                                 "has run.json and summary.json or error.txt)")
     results = with_nm(results, path)
@@ -239,6 +253,13 @@ def report_command(directory: str, *, plots: bool = False, metrics: Iterable[str
             print(f"note: {note}")
         written += pngs
         print(line)
+    if html:
+        from lease_manager.web.report_pages import write_sweep_report
+
+        page = write_sweep_report(path, results, metrics,
+                                  Path(html_out) if html_out else None, gantt_run=gantt,
+                                  gantt_hours=gantt_hours, seed=seed)
+        print(f"page: {page}")
     print("written: " + ", ".join(p.name for p in written[:3])
           + (f" and {len(written) - 3} plots" if len(written) > 3 else ""))
     return 0
@@ -249,7 +270,12 @@ def _report_one_run(path: Path, *, plots: bool, gantt_leases: int | None,
                     states_window: tuple[float, float] | None) -> int:
     """``report`` on one ``simulate`` output folder: its summary, and with ``plots`` its
     figures in ``path/plots``."""
-    summary = json.loads((path / "summary.json").read_text())
+    try:
+        summary = json.loads((path / "summary.json").read_text())
+    except ValueError as err:
+        raise LeaseManagerError(f"{path / 'summary.json'}: not JSON ({err})") from None
+    if not isinstance(summary, dict):
+        raise LeaseManagerError(f"{path / 'summary.json'}: expected a JSON object")
     print(f"one run in {path}/:")
     for key, value in summary.items():
         if isinstance(value, int) and not isinstance(value, bool):
