@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 PAGE = "/dashboard"
 #: the files the page loads, and their types (``plotly.min.js`` comes from the plotly package)
 STATIC = {"plotly.min.js": "text/javascript", "dashboard.js": "text/javascript",
-          "dashboard.css": "text/css", "plan_gantt.js": "text/javascript"}
+          "dashboard.css": "text/css", "gantt.js": "text/javascript"}
 #: the page runs only its own scripts and talks only to the daemon
 POLICY = ("default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
           "img-src 'self' data: blob:; font-src 'self' data:; connect-src 'self'; "

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
@@ -46,16 +47,28 @@ def _link(site: Any) -> str:
 
 
 def _gantt_leases(driver: Any) -> dict[int, set[str]]:
-    """Lease id -> the states of its bars, as drawn in the Gantt chart."""
+    """Lease id -> the (type, state) of its bars, as drawn in the Gantt chart (the rectangles
+    LMGantt drew, with their hover texts)."""
     data = driver.execute_script(
-        "const g = document.getElementById('gantt');"
-        "return (g.data || []).map(t => [t.customdata, t.hovertext]);")
+        "const g = document.getElementById('gantt').__lmGantt;"
+        "return g ? g.blocks.map(b => [b.bar.lease, b.bar.hover]) : [];")
     out: dict[int, set[str]] = {}
-    for ids, texts in data:
-        for lease, text in zip(ids, texts):
-            if lease is not None:
-                out.setdefault(lease, set()).add(text.split("(")[1].split(")")[0])
+    for lease, text in data:
+        if lease is not None:
+            out.setdefault(lease, set()).add(text.split("(")[1].split(")")[0])
     return out
+
+
+def _point_at(driver: Any, lease: int) -> tuple[int, int]:
+    """Where, from the Gantt chart's centre, the middle of ``lease``'s first bar is drawn."""
+    return tuple(driver.execute_script("""
+        const div = document.getElementById('gantt'), box = div.getBoundingClientRect();
+        const b = div.__lmGantt.blocks.find(b => b.bar.lease === arguments[0]);
+        const xa = div._fullLayout.xaxis, ya = div._fullLayout.yaxis;
+        const x = box.left + xa._offset + xa.d2p((b.x0 + b.x1) / 2);
+        const y = box.top + ya._offset + ya.d2p((b.first + b.last) / 2);
+        return [Math.round(x - box.left - box.width / 2),
+                Math.round(y - box.top - box.height / 2)];""", lease))
 
 
 def _wait(driver: Any, what: Any, timeout: float = 60) -> Any:
@@ -85,8 +98,9 @@ def test_the_dashboard_shows_the_plan_the_queue_and_an_end(site: Any, chromium: 
         _gantt_leases(d)))
     assert drawn[1] == {"best-effort, active"} and drawn[3] == {"best-effort, scheduled"}
     assert 4 not in drawn                                      # queued: no reservation
-    bars = chromium.find_elements(By.CSS_SELECTOR, "#gantt .barlayer .point")
-    assert len(bars) >= 4        # leases 1 and 2 on a node each, lease 3 on both
+    assert chromium.find_elements(By.CSS_SELECTOR, "#gantt .scatterlayer .trace path")
+    axis = chromium.find_element(By.CSS_SELECTOR, "#gantt .xtitle").text
+    assert axis.endswith(" UTC") and " from 20" in axis, axis
     row = _wait(chromium, lambda d: d.find_elements(By.CSS_SELECTOR,
                                                      "#queue tr[data-lease='4']"))[0]
     reason = row.find_element(By.CSS_SELECTOR, "td.reason").text
@@ -111,11 +125,16 @@ def test_the_dashboard_shows_the_plan_the_queue_and_an_end(site: Any, chromium: 
     assert client.lease(2)["state"] == "done"
     chromium.save_screenshot(str(SHOTS / "lm-dashboard-ended.png"))
 
-    # a bar of the Gantt chart, clicked, shows its lease's history too
-    chromium.execute_script("document.getElementById('lease-detail').hidden = true;")
-    chromium.execute_script(
-        "const g = document.getElementById('gantt');"
-        "g.emit('plotly_click', {points: [{customdata: 1}]});")
+    # a bar of the Gantt chart: hovered, it tells its lease; clicked, it shows its history
+    chromium.find_element(By.ID, "lease-close").click()
+    gantt = chromium.find_element(By.ID, "gantt")
+    dx, dy = _point_at(chromium, 1)
+    ActionChains(chromium).move_to_element_with_offset(gantt, dx, dy).perform()
+    tip = _wait(chromium, lambda d: [t for t in d.find_elements(By.CLASS_NAME, "lm-gantt-tip")
+                                     if t.is_displayed()])[0]
+    assert tip.text.startswith("lease 1 \u201clong\u201d (best-effort, active)"), tip.text
+    chromium.save_screenshot(str(SHOTS / "lm-dashboard-hover.png"))
+    ActionChains(chromium).click().perform()
     _wait(chromium, lambda d: d.find_element(By.ID, "lease-title").text.startswith("Lease 1"))
 
 

@@ -8,7 +8,6 @@
   let plan = null;
   let now = null;
   let stopped = false;
-  const drawer = () => window.LMGantt || window.LMPlanGantt;
 
   function text(tag, content, cls) {
     const el = document.createElement(tag);
@@ -63,47 +62,63 @@
   }
 
   // -------------------------------------------------------------------------- plan
-  const escapeHtml = (s) => String(s).replace(/&/g, "&amp;").replace(/</g, "&lt;")
-    .replace(/>/g, "&gt;");
+  // The Gantt chart is LMGantt's (gantt.js, shared with `report --html`). Its time axis
+  // counts from an origin: here the daemon's clock when the plan was drawn, named in the
+  // axis title; the line at now moves from there at every poll.
   const when = (t) => new Date(t * 1000).toISOString().slice(0, 19).replace("T", " ");
   const NODE_STATE = {off: "off", boot: "booting", shutdown: "shutting down"};
+  const UNIT = {s: [1, "seconds"], min: [60, "minutes"], h: [3600, "hours"],
+                day: [86400, "days"]};
+  let origin = null;
 
-  // The daemon's compact plan as the Gantt drawer takes it: one object per bar, with its
-  // hover text.
-  function expand(compact) {
-    const names = compact.nodes, leases = compact.leases, bars = [];
+  // The daemon's compact plan as LMGantt takes it: one object a bar with its hover text,
+  // times from ``origin``; a bar with no end (a lease of unlimited length, a node off with
+  // no boot planned) is drawn to a quarter of the plan's span past its last end.
+  function expand(compact, origin) {
+    const names = compact.nodes, leases = compact.leases;
+    let last = now;
+    for (const b of compact.bars) if (b[3] != null && b[3] > last) last = b[3];
+    for (const b of compact.node_bars) if (b[2] != null && b[2] > last) last = b[2];
+    const open = last + Math.max(3600, 0.25 * (last - now));
+    const bars = [];
     for (const [id, node, start, end, kind] of compact.bars) {
       const l = leases[id];
-      bars.push({lease: id, node: node, start: start, end: end, kind: kind, type: l.type,
+      bars.push({lease: id, node: node, start: start - origin,
+                 end: (end == null ? open : end) - origin, kind: kind, type: l.type,
                  state: l.state,
-                 hover: "lease " + id + (l.name ? " \u201c" + escapeHtml(l.name) + "\u201d" : "") +
-                   " (" + l.type + ", " + l.state + ")<br>" + escapeHtml(l.what) + "<br>" +
-                   kind + " " + when(start) + (end == null ? ", no end" : " \u2192 " + when(end)) +
-                   " UTC<br>on " + escapeHtml(names[node])});
+                 hover: "lease " + id + (l.name ? " \u201c" + l.name + "\u201d" : "") +
+                   " (" + l.type + ", " + l.state + ")\n" + l.what + "\n" + kind + " " +
+                   when(start) + (end == null ? ", no end" : " \u2192 " + when(end)) +
+                   " UTC\non " + names[node]});
     }
     for (const [node, start, end, kind] of compact.node_bars) {
-      bars.push({lease: null, node: node, start: start, end: end, kind: kind, type: null,
+      bars.push({lease: null, node: node, start: start - origin,
+                 end: (end == null ? open : end) - origin, kind: kind, type: null,
                  state: NODE_STATE[kind],
-                 hover: escapeHtml(names[node]) + ": " + NODE_STATE[kind] + " from " +
-                   when(start) + (end == null ? " UTC (no boot planned)" :
-                                  " to " + when(end) + " UTC")});
+                 hover: names[node] + ": " + NODE_STATE[kind] + " from " + when(start) +
+                   (end == null ? " UTC (no boot planned)" : " to " + when(end) + " UTC")});
     }
     return {nodes: names, bars: bars};
   }
-
   window.lmExpand = expand;     // (for bench/dashboard.py)
 
   function drawPlan() {
-    const g = drawer();
-    if (!g || !plan) return;
-    const p = Object.assign(expand(plan), {now: now, colour_by: $("colour-by").value});
-    g.draw($("gantt"), p, {onClick: showLease});
-    if (window.lmFirstDrawMs == null) window.lmFirstDrawMs = performance.now();
+    if (!window.LMGantt || !plan) return;
+    origin = now;
+    const p = Object.assign(expand(plan, origin), {now: 0, colour_by: $("colour-by").value});
+    const div = $("gantt");
+    window.LMGantt.draw(div, p, {onClick: showLease}).then(() => {
+      const unit = UNIT[div.__lmGantt.unit];
+      Plotly.relayout(div, {"xaxis.title.text": unit[1] + " from " + when(origin) + " UTC"});
+      if (window.lmFirstDrawMs == null) window.lmFirstDrawMs = performance.now();
+    });
   }
 
   function moveNow() {
-    const g = drawer();
-    if (g && g.moveNow && plan) g.moveNow($("gantt"), now);
+    const div = $("gantt");
+    if (!plan || !div.__lmGantt || !div.layout || !div.layout.shapes.length) return;
+    const x = (now - origin) / UNIT[div.__lmGantt.unit][0];
+    Plotly.relayout(div, {"shapes[0].x0": x, "shapes[0].x1": x, "annotations[0].x": x});
   }
 
   // ------------------------------------------------------------------------- queue
@@ -188,6 +203,7 @@
 
   // ------------------------------------------------------------------- lease detail
   async function showLease(id) {
+    if (id == null) return;                 // a node's power state: no lease
     const answer = await fetch("/dashboard/lease/" + encodeURIComponent(id),
                                {cache: "no-store", credentials: "same-origin"});
     if (!answer.ok) return;
