@@ -156,8 +156,9 @@ async function timed(draw) {
       div, Object.assign(window.lmExpand(state.plan, state.now), {now: 0, colour_by: "type"}),
       {})));
   }
+  const nav = performance.getEntriesByType("navigation")[0];
   done({reference: reference, gantt: gantt, bars: state.plan.bars.length,
-        first: window.lmFirstDrawMs});
+        first: window.lmFirstDrawMs, loaded: nav ? nav.domContentLoadedEventEnd : null});
 })();
 """
 
@@ -205,7 +206,10 @@ def main() -> None:
                 ref, gantt = statistics.median(p["reference"]), statistics.median(p["gantt"])
                 print(f"Chromium: Gantt of {p['bars']} bars drawn in {gantt:.0f} ms "
                       f"(median of 3; a 3-bar chart: {ref:.0f} ms, ratio {gantt / ref:.0f}); "
-                      f"page opened to first Gantt: {p['first']:.0f} ms; target under 2 s")
+                      f"target under 2 s")
+                print(f"page opened to first Gantt drawn: {p['first']:.0f} ms, of which "
+                      f"{p['loaded']:.0f} ms loading the page and its scripts (plotly.min.js "
+                      f"is 4.6 MB)")
         finally:
             daemon.stop()
             thread.join(60)

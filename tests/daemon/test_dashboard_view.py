@@ -1,0 +1,81 @@
+"""What the dashboard's state holds with ``[power]``: the power against the clock, the energy
+so far, the nodes' power states as Gantt bars (no browser: ``GET /dashboard/state``)."""
+
+from __future__ import annotations
+
+import http.client
+import json
+from typing import Any
+from urllib.parse import urlsplit
+
+import pytest
+
+from daemon_support import ThreadDaemon, write_config
+
+
+def _state(td: ThreadDaemon) -> dict[str, Any]:
+    parts = urlsplit(td.daemon.url)
+    conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=20)
+    conn.request("GET", f"/dashboard?code={td.daemon.access.new_code()}")
+    redirect = conn.getresponse()
+    redirect.read()
+    cookie = redirect.getheader("Set-Cookie").split(";")[0]
+    conn.request("GET", "/dashboard/state", headers={"Cookie": cookie})
+    answer = conn.getresponse()
+    body = answer.read()
+    conn.close()
+    assert answer.status == 200, body
+    return json.loads(body)
+
+
+def test_power_and_energy_of_one_lease_on_two_nodes(tmp_path: Any) -> None:
+    """
+    node-1  [lease 1: 1 VM of its 1 CPU, from s for 600 s]
+    node-2  (idle)
+
+    power: 2 x 100 W idle + 1/1 x (200 - 100) W = 300 W while the lease runs, 200 W after;
+    the cap is 1,000 W all along. Energy from the daemon's start t0 to now:
+    200 W x (now - t0) + 100 W x (now - s).
+    """
+    config = write_config(tmp_path, extra="[power]\npstates = 1.0:100:200\npower-cap = 1000")
+    with ThreadDaemon(config) as td:
+        view = td.client.submit({"duration": 600})
+        assert view["state"] == "active"
+        state = _state(td)
+        lease = td.daemon.find(1)
+        assert lease is not None
+        power, now = state["power"], state["now"]
+        assert power["now_watts"] == pytest.approx(300.0)
+        t0 = td.daemon.run.started_at
+        assert power["energy_joules"] == pytest.approx(
+            200 * (now - t0) + 100 * (now - lease.start), rel=1e-9, abs=1e-6)
+        steps = dict(zip(power["times"], power["watts"]))
+        end = lease.reservations[0].end
+        assert steps[round(end, 3)] == pytest.approx(200.0)       # the lease's end
+        assert max(power["watts"]) == pytest.approx(300.0)
+        assert set(power["cap"]) == {1000.0} and "green" not in power
+        assert state["counters"]["utilisation"] == {"CPU": 0.5, "Memory": 0.25}
+
+
+def test_nodes_off_and_booting_are_drawn_and_counted(tmp_path: Any) -> None:
+    """Both nodes start off (booting takes 600 s); a lease arrives at s: node-1 boots over
+    [s, s + 600) and the lease is reserved from s + 600; node-2 stays off, with no boot planned
+    (its bar has no end)."""
+    config = write_config(tmp_path, extra="[power]\npstates = 1.0:100:200\n"
+                                          "switch-on = 600:150\nswitch-off = 5:50\n"
+                                          "initial-state = off\n"
+                                          "policy-node-power = switch-off-idle")
+    with ThreadDaemon(config, "scheduling.policy-host-selection=no-policy") as td:
+        td.client.submit({"duration": 60})
+        state = _state(td)
+        nodes = state["nodes"]
+        assert nodes["state"] == ["booting", "off"]
+        assert nodes["counts"] == {"on": 0, "off": 1, "booting": 1, "shutting down": 0}
+        kinds = {(n, kind): end for n, start, end, kind in state["plan"]["node_bars"]}
+        assert kinds[1, "off"] is None                   # no boot planned on node-2
+        boot = [b for b in state["plan"]["node_bars"] if b[3] == "boot"]
+        assert [b[0] for b in boot] == [0]
+        (lease_bar,) = state["plan"]["bars"]
+        assert lease_bar[1] == 0 and lease_bar[4] == "reserved"
+        assert lease_bar[2] == pytest.approx(boot[0][2])  # it starts when the boot ends
+        assert state["power"]["now_watts"] == pytest.approx(150.0)   # booting; off: 0 W
