@@ -64,7 +64,8 @@ class SiteView:
         self._dirty: set[int] = set()
         #: lease id -> its bars and its description, as JSON text
         self._bars: dict[int, tuple[str, str]] = {}
-        self._recent: collections.OrderedDict[int, tuple[str, str]] = \
+        #: the leases that ended last, and their bars once encoded (on the first poll)
+        self._recent: collections.OrderedDict[int, tuple[Lease, tuple[str, str] | None]] = \
             collections.OrderedDict()
         self._plan_key: str | None = None
         self._plan_json = ""
@@ -78,13 +79,12 @@ class SiteView:
         self._dirty.add(lease.id)
 
     def lease_ended(self, lease: Lease) -> None:
-        """Keep the bars of a lease that ended (the Gantt shows the most recent ones)."""
+        """Keep a lease that ended (the Gantt shows the most recent ones)."""
         self.changes += 1
         self._bars.pop(lease.id, None)
         self._dirty.discard(lease.id)
-        encoded = self._encode(lease, lease.allocations, -math.inf)
-        if encoded[0]:
-            self._recent[lease.id] = encoded
+        if lease.allocations:
+            self._recent[lease.id] = (lease, None)
             while len(self._recent) > RECENT_LEASES:
                 self._recent.popitem(last=False)
 
@@ -123,7 +123,11 @@ class SiteView:
                 bars[lease_id] = self._encode(lease, (*lease.allocations, *lease.reservations),
                                               now)
         dirty.clear()
-        encoded = [*self._recent.values(), *bars.values()]
+        recent = self._recent
+        for lease_id, (lease, known) in recent.items():
+            if known is None:
+                recent[lease_id] = (lease, self._encode(lease, lease.allocations, -math.inf))
+        encoded = [*(e for _, e in recent.values() if e is not None), *bars.values()]
         names = json.dumps(list(self.daemon.driver.names))
         self._plan_key = version
         self._plan_json = (

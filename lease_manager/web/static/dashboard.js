@@ -107,7 +107,9 @@
     origin = now;
     const p = Object.assign(expand(plan, origin), {now: 0, colour_by: $("colour-by").value});
     const div = $("gantt");
+    if (window.lmFirstDrawMs == null) performance.mark("lm-first-expanded");
     window.LMGantt.draw(div, p, {onClick: showLease}).then(() => {
+      if (window.lmFirstDrawMs == null) performance.mark("lm-first-drawn");
       const unit = UNIT[div.__lmGantt.unit];
       Plotly.relayout(div, {"xaxis.title.text": unit[1] + " from " + when(origin) + " UTC"});
       if (window.lmFirstDrawMs == null) window.lmFirstDrawMs = performance.now();
@@ -237,6 +239,7 @@
       }
       if (!answer.ok) throw new Error("HTTP " + answer.status);
       const state = await answer.json();
+      if (!plan) performance.mark("lm-first-state");
       now = state.now;
       $("clock").textContent = shortTime(state.now_text) + " UTC" +
         (state.speedup !== 1 ? " (×" + state.speedup + ")" : "");
@@ -244,6 +247,7 @@
       queue(state.queue);
       nodes(state.nodes);
       power(state.power);
+      if (!plan) performance.mark("lm-first-panels");
       if (state.plan) {
         plan = state.plan;
         version = state.version;
