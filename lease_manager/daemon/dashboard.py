@@ -71,18 +71,25 @@ class SiteView:
         self._plan_json = ""
         self._counts_key = -1
         self._counts: dict[str, int] = {}
+        #: the power chart's: each live lease's intervals, the leases to compute again, and
+        #: the last profile (its plan version, its end, it, its energy at each step)
+        self._intervals: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        self._power_dirty: set[int] = set()
+        self._profile: tuple[str, float, Any, np.ndarray] | None = None
 
     # ---------------------------------------------------------------------- engine side
     def changed(self, lease: Lease) -> None:
         """``lease``'s state or plan changed (the daemon's observer calls this)."""
         self.changes += 1
         self._dirty.add(lease.id)
+        self._power_dirty.add(lease.id)
 
     def lease_ended(self, lease: Lease) -> None:
         """Keep a lease that ended (the Gantt shows the most recent ones)."""
         self.changes += 1
         self._bars.pop(lease.id, None)
         self._dirty.discard(lease.id)
+        self._power_dirty.discard(lease.id)
         if lease.allocations:
             self._recent[lease.id] = (lease, None)
             while len(self._recent) > RECENT_LEASES:
@@ -92,15 +99,25 @@ class SiteView:
         """Everything the page shows but the plan, and the plan (as JSON text) when its
         version is not ``since``."""
         run = self.daemon.run
-        version = f"{run.table.version}.{self.changes}"
+        version = f"{self.changes}.{self._states_key(now)}"
         out: dict[str, Any] = {
             "now": now, "now_text": format_instant(now), "version": version,
             "speedup": getattr(self.daemon.clock, "speedup", 1.0),
             "queue": self.queue(now), "nodes": self.nodes(now), "counters": self.counters(now),
-            "power": self.power(now) if run.power is not None else None,
+            "power": self.power(now, version) if run.power is not None else None,
         }
         out["plan"] = None if since == version else self._plan(now, version)
         return out
+
+    def _states_key(self, now: float) -> int:
+        """A number that changes when the nodes' power states (as drawn) change: an off
+        node's end moves on with the clock until a boot is planned, and is drawn open."""
+        states = getattr(self.daemon.run, "node_states", None)
+        if states is None:
+            return 0
+        bootable = self.daemon.run.scheduler.bootable
+        return hash(tuple((node, start, None if kind is K.OFF and node in bootable else end)
+                          for node, kind, start, end in states.current(now)))
 
     # ------------------------------------------------------------------------ the plan
     def _plan(self, now: float, version: str) -> str:
@@ -282,20 +299,42 @@ class SiteView:
         return {"leases": self._counts, "utilisation": use}
 
     # ------------------------------------------------------------------------ the power
-    def power(self, now: float) -> dict[str, Any] | None:
+    def power(self, now: float, version: str) -> dict[str, Any] | None:
         """The site's power (W) over the last hours and the plan ahead, the cap and the green
-        production over the same times, and the energy since the daemon started."""
+        production over the same times, and the IT energy since the daemon started. The
+        profile is computed again only when the plan changed (or the clock passed the end of
+        the one computed), each live lease's intervals only when it changed."""
         run = self.daemon.run
         energy = getattr(run, "energy", None)
         if energy is None or not hasattr(energy, "profile_until"):
             return None
-        sched = run.scheduler
-        live = [*sched.running.values(), *sched.future.values()]
-        start = max(run.started_at, now - POWER_PAST)
-        profile, so_far = energy.profile_until(run.started_at, now, now + POWER_AHEAD, live)
-        keep = profile.times >= start
-        times = np.concatenate([[start], profile.times[keep]])
-        watts = np.concatenate([profile.at(np.array([start])), profile.watts[keep]])
+        origin = run.started_at
+        if self._profile is None or self._profile[0] != version or \
+                self._profile[1] < now + POWER_AHEAD:
+            sched = run.scheduler
+            live = {**sched.future, **sched.running}
+            cache = self._intervals
+            for lease_id in [i for i in cache if i not in live]:
+                del cache[lease_id]
+            for lease_id, lease in live.items():
+                if lease_id in self._power_dirty or lease_id not in cache:
+                    cache[lease_id] = energy.lease_intervals(lease)
+            self._power_dirty.clear()
+            states = energy.states
+            off_from = {node: start for node, kind, start, _ in states.current(now)
+                        if kind is K.OFF and node in sched.bootable}
+            until = now + 2 * POWER_AHEAD
+            profile = energy.profile_until(origin, until, list(cache.values()), off_from)
+            joules = np.concatenate([[0.0], np.cumsum(profile.watts[:-1]
+                                                      * np.diff(profile.times))])
+            self._profile = (version, until, profile, joules)
+        _, _, profile, joules = self._profile
+        i = max(int(np.searchsorted(profile.times, now, side="right")) - 1, 0)
+        so_far = float(joules[i] + profile.watts[i] * (now - profile.times[i]))
+        start, end = max(origin, now - POWER_PAST), now + POWER_AHEAD
+        keep = (profile.times > start) & (profile.times < end)
+        times = np.concatenate([[start], profile.times[keep], [end]])
+        watts = profile.at(times)
         model = run.power
         assert model is not None
         series: dict[str, Any] = {"times": times.round(3).tolist(),
@@ -304,8 +343,7 @@ class SiteView:
         envelope = cap.cap if cap is not None else None
         if envelope is not None or model.green is not None:
             grid = np.union1d(times, np.concatenate([
-                s.breakpoints(start, now + POWER_AHEAD)
-                for s in (envelope, model.green) if s is not None]))
+                s.breakpoints(start, end) for s in (envelope, model.green) if s is not None]))
             series["grid"] = grid.round(3).tolist()
             if envelope is not None:
                 series["cap"] = envelope.at(grid).tolist()

@@ -216,18 +216,42 @@ class EnergyAccounting:
         self.profile = step_profile(starts, ends, watts, start, end)
         self._tabulate(start, end)
 
-    def profile_until(self, start: float, now: float, end: float, live: Sequence[Lease]
-                      ) -> tuple[PowerProfile, float]:
-        """The site's IT power over ``[start, end]`` as it is known at ``now`` (a daemon's
-        dashboard): the leases that ended, ``live`` leases' reservations (running and
-        planned) and the nodes' power states, past and planned; and the IT energy (J) from
-        ``start`` to ``now``. Changes nothing."""
+    def lease_intervals(self, lease: Lease) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The intervals ``lease``'s reservations (used and planned) add to the site's power
+        over the nodes' idle power: starts, ends and watts (one entry a node and
+        reservation; a migration's overhead too)."""
+        parts = [(np.full(len(nodes), a), np.full(len(nodes), b), dynamic)
+                 for nodes, a, b, _, dynamic in self._pieces(lease)]
+        parts += [(np.full(len(nodes), a), np.full(len(nodes), b), np.full(len(nodes), each))
+                  for nodes, a, b, each in self._overheads(lease)]
+        if not parts:
+            return np.zeros(0), np.zeros(0), np.zeros(0)
+        return tuple(np.concatenate(column) for column in zip(*parts))  # type: ignore[return-value]
+
+    def profile_until(self, start: float, end: float,
+                      live: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray]],
+                      off_from: dict[int, float] | None = None) -> PowerProfile:
+        """The site's IT power over ``[start, end]`` as it is known now (a daemon's
+        dashboard): the leases that ended, the intervals of the live leases (running and
+        planned, :meth:`lease_intervals`) and the nodes' power states, past and planned; a
+        node in ``off_from`` is off from that time to ``end`` (off with no boot planned).
+        Changes nothing."""
         model = self.model
         watts_of = {
             "on": model.idle, ReservationKind.OFF.value: model.off_watts,
             ReservationKind.SWITCHING_ON.value: model.on_watts,
             ReservationKind.SWITCHING_OFF.value: model.off_switch_watts}
-        rows = list(self.states.intervals(start, end))
+        off_from = off_from or {}
+        rows = []
+        for node, state, a, b in self.states.intervals(start, end):
+            since = off_from.get(node)
+            if since is not None and b > since:     # stays off: planned on, it is not
+                if a < since:
+                    rows.append((node, state, a, since))
+                if not rows or rows[-1][0] != node or rows[-1][3] < end:
+                    rows.append((node, ReservationKind.OFF.value, max(a, since), end))
+                continue
+            rows.append((node, state, a, b))
         parts_s = [np.array([r[2] for r in rows], dtype=float)]
         parts_e = [np.array([r[3] for r in rows], dtype=float)]
         parts_w = [np.array([watts_of[r[1]][r[0]] for r in rows], dtype=float)]
@@ -235,21 +259,13 @@ class EnergyAccounting:
             parts_s.append(np.concatenate(self._starts))
             parts_e.append(np.concatenate(self._ends))
             parts_w.append(np.concatenate(self._deltas))
-        for lease in live:
-            for nodes, a, b, _, dynamic in self._pieces(lease):
-                parts_s.append(np.full(len(nodes), a))
-                parts_e.append(np.full(len(nodes), b))
-                parts_w.append(dynamic)
-            for nodes, a, b, each in self._overheads(lease):
-                parts_s.append(np.full(len(nodes), a))
-                parts_e.append(np.full(len(nodes), b))
-                parts_w.append(np.full(len(nodes), each))
+        for lease_starts, lease_ends, lease_watts_ in live:
+            parts_s.append(lease_starts)
+            parts_e.append(lease_ends)
+            parts_w.append(lease_watts_)
         starts = np.clip(np.concatenate(parts_s), start, end)
         ends = np.clip(np.concatenate(parts_e), start, end)
-        watts = np.concatenate(parts_w)
-        profile = step_profile(starts, ends, watts, start, end)
-        so_far = float(np.dot(watts, np.clip(ends, start, now) - np.clip(starts, start, now)))
-        return profile, so_far
+        return step_profile(starts, ends, np.concatenate(parts_w), start, end)
 
     def _tabulate(self, start: float, end: float) -> None:
         """The rows of ``power.csv`` (a row wherever the IT power or the green production

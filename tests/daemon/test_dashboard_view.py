@@ -58,9 +58,12 @@ def test_power_and_energy_of_one_lease_on_two_nodes(tmp_path: Any) -> None:
 
 
 def test_nodes_off_and_booting_are_drawn_and_counted(tmp_path: Any) -> None:
-    """Both nodes start off (booting takes 600 s); a lease arrives at s: node-1 boots over
-    [s, s + 600) and the lease is reserved from s + 600; node-2 stays off, with no boot planned
-    (its bar has no end)."""
+    """Both nodes start off (booting takes 600 s at 150 W; off: 0 W); a lease of 60 s arrives
+    at s: node-1 boots over [s, s + 600) and the lease is reserved from s + 600; node-2 stays
+    off, with no boot planned (its bar has no end).
+
+    power ahead: 150 W while node-1 boots, 100 + 100 W while the lease runs, 100 W after
+    (node-1 idle; node-2 still off, not on once its rolling off reservation ends)."""
     config = write_config(tmp_path, extra="[power]\npstates = 1.0:100:200\n"
                                           "switch-on = 600:150\nswitch-off = 5:50\n"
                                           "initial-state = off\n"
@@ -78,4 +81,10 @@ def test_nodes_off_and_booting_are_drawn_and_counted(tmp_path: Any) -> None:
         (lease_bar,) = state["plan"]["bars"]
         assert lease_bar[1] == 0 and lease_bar[4] == "reserved"
         assert lease_bar[2] == pytest.approx(boot[0][2])  # it starts when the boot ends
-        assert state["power"]["now_watts"] == pytest.approx(150.0)   # booting; off: 0 W
+        power = state["power"]
+        assert power["now_watts"] == pytest.approx(150.0)   # booting; off: 0 W
+        # ahead: node-1 on with the lease (100 + 100 W), then idle (100 W); node-2 stays off
+        steps = dict(zip(power["times"], power["watts"]))
+        assert steps[round(lease_bar[2], 3)] == pytest.approx(200.0)
+        assert steps[round(lease_bar[3], 3)] == pytest.approx(100.0)
+        assert power["watts"][-1] == pytest.approx(100.0)
