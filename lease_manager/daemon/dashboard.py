@@ -103,7 +103,8 @@ class SiteView:
         out: dict[str, Any] = {
             "now": now, "now_text": format_instant(now), "version": version,
             "speedup": getattr(self.daemon.clock, "speedup", 1.0),
-            "queue": self.queue(now), "nodes": self.nodes(now), "counters": self.counters(now),
+            "queue": self.queue(now), "nodes": (nodes := self.nodes(now)),
+            "counters": self.counters(now, nodes["state"]),
             "power": self.power(now, version) if run.power is not None else None,
         }
         out["plan"] = None if since == version else self._plan(now, version)
@@ -269,7 +270,7 @@ class SiteView:
 
     # ------------------------------------------------------------------------ the nodes
     def nodes(self, now: float) -> dict[str, Any]:
-        """Each node's state now (on, off, booting, shutting down) and how many leases hold
+        """Each node's state now (on, off, booting, shutting down) and whether leases use
         it."""
         run = self.daemon.run
         n = len(self.daemon.driver.names)
@@ -279,21 +280,26 @@ class SiteView:
             for node, kind, start, end in states.current(now):
                 if start <= now < end or (kind is K.OFF and start <= now):
                     state[node] = NODE_STATE[kind]
-        busy = run.table.lease_counts_at(now).tolist()
+        # a node in use: on, and some of its resources held (by leases: a power state holds
+        # a whole node, a power hold none)
+        used = (run.nodes.capacity - run.table.free_at(now) > 1e-9).any(axis=1).tolist()
+        busy = [u and s == "on" for u, s in zip(used, state)]
         counts = collections.Counter(state)
-        return {"names": list(self.daemon.driver.names), "state": state, "leases": busy,
+        return {"names": list(self.daemon.driver.names), "state": state, "busy": busy,
                 "counts": {s: counts.get(s, 0) for s in ("on", "off", "booting",
                                                          "shutting down")}}
 
     # --------------------------------------------------------------------- the counters
-    def counters(self, now: float) -> dict[str, Any]:
-        """Leases by state, the site's use of each resource now, and the energy so far."""
+    def counters(self, now: float, node_state: list[str]) -> dict[str, Any]:
+        """Leases by state, and the share of each resource of the site that leases use now
+        (on the nodes that are on: a power state holds a node's whole capacity)."""
         if self._counts_key != self.changes:
             self._counts = self.daemon.store.counts()
             self._counts_key = self.changes
         run = self.daemon.run
+        on = np.array([s == "on" for s in node_state])
         capacity = run.nodes.capacity.sum(axis=0)
-        used = capacity - run.table.free_at(now).sum(axis=0)
+        used = (run.nodes.capacity - run.table.free_at(now))[on].sum(axis=0)
         types = run.nodes.types.names
         use = {t: (float(u / c) if c > 0 else 0.0) for t, u, c in zip(types, used, capacity)}
         return {"leases": self._counts, "utilisation": use}

@@ -54,7 +54,7 @@ def _gantt_leases(driver: Any) -> dict[int, set[str]]:
         "return g ? g.blocks.map(b => [b.bar.lease, b.bar.hover]) : [];")
     out: dict[int, set[str]] = {}
     for lease, text in data:
-        if lease is not None:
+        if lease not in (None, ""):                # ("": a node's power state)
             out.setdefault(lease, set()).add(text.split("(")[1].split(")")[0])
     return out
 

@@ -92,7 +92,8 @@
                    " UTC\non " + names[node]});
     }
     for (const [node, start, end, kind] of compact.node_bars) {
-      bars.push({lease: null, node: node, start: start - origin,
+      // (lease "": LMGantt labels a bar with its lease, and these have none)
+      bars.push({lease: "", node: node, start: start - origin,
                  end: (end == null ? open : end) - origin, kind: kind, type: null,
                  state: NODE_STATE[kind],
                  hover: names[node] + ": " + NODE_STATE[kind] + " from " + when(start) +
@@ -165,9 +166,8 @@
     for (let i = 0; i < n.names.length; i++) {
       const el = grid.children[i];
       const s = n.state[i];
-      el.className = "node " + s.replace(" ", "-") + (n.leases[i] ? " busy" : "");
-      el.title = n.names[i] + ": " + s + (n.leases[i] ? ", " + n.leases[i] + " reservation(s)"
-                                                      : ", idle");
+      el.className = "node " + s.replace(" ", "-") + (n.busy[i] ? " busy" : "");
+      el.title = n.names[i] + ": " + s + (s !== "on" ? "" : n.busy[i] ? ", in use" : ", idle");
     }
     const c = n.counts;
     $("node-count").textContent = c.on + " on, " + c.off + " off, " + c.booting +
@@ -205,7 +205,7 @@
 
   // ------------------------------------------------------------------- lease detail
   async function showLease(id) {
-    if (id == null) return;                 // a node's power state: no lease
+    if (id == null || id === "") return;    // a node's power state: no lease
     const answer = await fetch("/dashboard/lease/" + encodeURIComponent(id),
                                {cache: "no-store", credentials: "same-origin"});
     if (!answer.ok) return;
