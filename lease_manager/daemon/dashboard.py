@@ -11,6 +11,7 @@ plan or state changes, so an update costs little even with thousands of leases.
 from __future__ import annotations
 
 import collections
+import heapq
 import json
 import math
 from typing import TYPE_CHECKING, Any
@@ -201,20 +202,21 @@ class SiteView:
         """The leases waiting, in scheduling order (held, queued, then planned by start),
         each with why it waits; at most :data:`QUEUE_SHOWN` of them."""
         sched = self.daemon.run.scheduler
-        table = self.daemon.run.table
         rooms: dict[bytes, float] = {}
         rows: list[dict[str, Any]] = []
-        waiting = [*sched.held.values(), *sched.queue]
-        planned = sorted(sched.future.values(),
-                         key=lambda l: l.reservations[0].start if l.reservations else math.inf)
+        waiting = [*sched.held.values(), *sched.queue[:QUEUE_SHOWN]]
+        # the leases holding the reservations ahead that the backfilling mode counts
         reserved = sorted(getattr(sched, "_backfill_reserved", ()))
         for position, lease in enumerate(waiting[:QUEUE_SHOWN], 1):
             rows.append(self._row(lease, position,
                                   self._reason(lease, position, rooms, reserved, now)))
-        for lease in planned[:max(0, QUEUE_SHOWN - len(rows))]:
+        planned = heapq.nsmallest(
+            max(0, QUEUE_SHOWN - len(rows)), sched.future.values(),
+            key=lambda l: l.reservations[0].start if l.reservations else math.inf)
+        for lease in planned:
             rows.append(self._row(lease, None, self._planned_reason(lease)))
-        del table
-        return {"rows": rows, "waiting": len(waiting), "planned": len(planned)}
+        return {"rows": rows, "waiting": len(sched.held) + len(sched.queue),
+                "planned": len(sched.future)}
 
     def _row(self, lease: Lease, position: int | None, reason: str) -> dict[str, Any]:
         return {"id": lease.id, "name": lease.source_id, "position": position,
