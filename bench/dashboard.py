@@ -1,7 +1,7 @@
 """What the dashboard costs with 10,000 leases in the plan on 1,000 nodes.
 
 Starts a daemon in this process (``simulated`` backend, 1,000 nodes of 16 CPUs), submits
-10,000 leases through the API (in requests of 500): 7,000 best-effort leases of 1 to 3 VMs
+10,000 leases through the API (in requests of 250): 7,000 best-effort leases of 1 to 3 VMs
 that run now, 3,000 advance reservations of 1 to 4 VMs ahead; then measures:
 
 - the CPU (of the whole process: engine, API thread and the client reading the answer) of one
@@ -99,8 +99,8 @@ def start(leases: int, nodes: int, folder: Path, power: bool = False
     requests += [{"start": _hms(3600 + (61 * i) % (72 * 3600)), "duration": 3600,
                   "nodes": 1 + i % 4} for i in range(leases - best_effort)]
     t = time.perf_counter()
-    for first in range(0, leases, 500):
-        views = client.submit(requests[first:first + 500])  # type: ignore[arg-type]
+    for first in range(0, leases, 250):
+        views = client.submit(requests[first:first + 250])  # type: ignore[arg-type]
         refused = [v["reason"] for v in views if v["state"] in ("rejected", "queued")]
         assert not refused, refused[:3]
     print(f"set-up: {leases} leases submitted in {time.perf_counter() - t:.1f} s")
