@@ -52,3 +52,7 @@ def test_power_nodes_and_energy_are_shown(site: Any, chromium: Any) -> None:
         "return document.getElementById('gantt').__lmGantt.blocks.map(b => b.bar.kind)")
     assert sorted(set(drawn)) == ["boot", "off", "reserved"]
     chromium.save_screenshot(str(Path(tempfile.gettempdir()) / "lm-dashboard-power.png"))
+    panel = chromium.find_element(By.ID, "power-panel")
+    chromium.execute_script("arguments[0].scrollIntoView()", panel)
+    panel.screenshot(
+        str(Path(tempfile.gettempdir()) / "lm-dashboard-power-chart.png"))

@@ -196,7 +196,7 @@
                     shapes: [{type: "line", xref: "x", yref: "paper", x0: ms(now), x1: ms(now),
                               y0: 0, y1: 1, line: {color: "#b42318", width: 1.5}}]};
     if (!powerDrawn) {
-      Plotly.newPlot($("power"), traces, layout, {displaylogo: false, responsive: true});
+      Plotly.newPlot($("power"), traces, layout, {displayModeBar: false, responsive: true});
       powerDrawn = true;
     } else {
       Plotly.react($("power"), traces, layout);
