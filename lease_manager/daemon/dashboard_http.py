@@ -50,6 +50,14 @@ def static_file(name: str) -> bytes:
     return resources.files("lease_manager.web").joinpath("static", name).read_bytes()
 
 
+@cache
+def _tag(name: str) -> str:
+    """An entity tag of one of the page's files."""
+    import hashlib
+
+    return hashlib.sha256(static_file(name)).hexdigest()[:32]
+
+
 def is_dashboard(path: str) -> bool:
     return path == PAGE or path.startswith(PAGE + "/")
 
@@ -138,8 +146,15 @@ def serve(handler: Handler, method: str, url: SplitResult) -> None:
         return
     name = path.removeprefix(PAGE + "/static/")
     if name in STATIC and name != path:
-        _reply(handler, 200, static_file(name), f"{STATIC[name]}; charset=utf-8",
-               {"Cache-Control": "private, max-age=3600"})
+        # revalidated at every load (a daemon upgraded in between serves its new scripts),
+        # answered 304 while the browser's copy is current
+        body = static_file(name)
+        tag = f'"{_tag(name)}"'
+        cache = {"Cache-Control": "private, no-cache", "ETag": tag}
+        if handler.headers.get("If-None-Match") == tag:
+            _reply(handler, 304, b"", STATIC[name], cache)
+        else:
+            _reply(handler, 200, body, f"{STATIC[name]}; charset=utf-8", cache)
         return
     if not daemon.ready.is_set():
         _json(handler, 503, {"error": "the daemon is restoring its leases"})

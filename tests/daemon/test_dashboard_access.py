@@ -117,6 +117,22 @@ def test_the_pages_are_read_only_and_the_state_comes_when_it_changed(daemon: Any
         "new: submitted", "new → queued", "queued → scheduled", "scheduled → active"]
 
 
+def test_the_scripts_are_revalidated_and_plotly_is_the_packages(daemon: Any) -> None:
+    from lease_manager.web.plotly_js import plotly_js
+
+    url = daemon.client.dashboard_url()
+    _, headers, _ = _get(daemon.daemon.url, urlsplit(url).path + "?" + urlsplit(url).query)
+    session = {"Cookie": headers["set-cookie"].split(";")[0]}
+    status, headers, body = _get(daemon.daemon.url, "/dashboard/static/plotly.min.js", session)
+    assert status == 200 and body.decode() == plotly_js()
+    assert headers["cache-control"] == "private, no-cache"
+    again, _, body = _get(daemon.daemon.url, "/dashboard/static/plotly.min.js",
+                          {**session, "If-None-Match": headers["etag"]})
+    assert again == 304 and body == b""
+    status, _, _ = _get(daemon.daemon.url, "/dashboard/static/../token", session)
+    assert status == 404
+
+
 def test_the_code_needs_the_token(daemon: Any) -> None:
     status, _, _ = _get(daemon.daemon.url, "/v1/dashboard/code", method="POST")
     assert status == 401
