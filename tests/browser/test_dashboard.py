@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
@@ -72,7 +73,21 @@ def _point_at(driver: Any, lease: int) -> tuple[int, int]:
 
 
 def _wait(driver: Any, what: Any, timeout: float = 60) -> Any:
-    return WebDriverWait(driver, timeout, poll_frequency=0.2).until(what)
+    # (the page redraws a panel when its data change: an element found may go stale)
+    return WebDriverWait(driver, timeout, poll_frequency=0.2,
+                         ignored_exceptions=(StaleElementReferenceException,)).until(what)
+
+
+def _text(driver: Any, css: str) -> str | None:
+    """The text of the element ``css`` selects, read at once (None: there is none)."""
+    return driver.execute_script(
+        "const e = document.querySelector(arguments[0]); return e ? e.textContent : null;",
+        css)
+
+
+def _click(driver: Any, css: str) -> None:
+    """Click the element ``css`` selects, found again if the page redrew it meanwhile."""
+    _wait(driver, lambda d: d.find_element(By.CSS_SELECTOR, css).click() or True)
 
 
 def test_the_dashboard_shows_the_plan_the_queue_and_an_end(site: Any, chromium: Any) -> None:
@@ -99,19 +114,17 @@ def test_the_dashboard_shows_the_plan_the_queue_and_an_end(site: Any, chromium: 
     assert drawn[1] == {"best-effort, active"} and drawn[3] == {"best-effort, scheduled"}
     assert 4 not in drawn                                      # queued: no reservation
     assert chromium.find_elements(By.CSS_SELECTOR, "#gantt .scatterlayer .trace path")
-    axis = chromium.find_element(By.CSS_SELECTOR, "#gantt .xtitle").text
-    assert axis.endswith(" UTC") and " from 20" in axis, axis
-    row = _wait(chromium, lambda d: d.find_elements(By.CSS_SELECTOR,
-                                                     "#queue tr[data-lease='4']"))[0]
-    reason = row.find_element(By.CSS_SELECTOR, "td.reason").text
+    axis = _text(chromium, "#gantt .xtitle")
+    assert axis and axis.endswith(" UTC") and " from 20" in axis, axis
+    reason = _wait(chromium, lambda d: _text(d, "#queue tr[data-lease='4'] td.reason"))
     assert "needs 2 VMs, the site has room for 0" in reason, reason
     assert "held by lease 3" in reason, reason
-    planned = chromium.find_element(By.CSS_SELECTOR, "#queue tr[data-lease='3'] td.reason")
-    assert planned.text.startswith("reserved: starts at"), planned.text
-    assert chromium.find_element(By.CSS_SELECTOR, "#count-running .value").text == "2"
+    planned = _text(chromium, "#queue tr[data-lease='3'] td.reason")
+    assert planned and planned.startswith("reserved: starts at"), planned
+    assert _text(chromium, "#count-running .value") == "2"
     chromium.save_screenshot(str(SHOTS / "lm-dashboard-plan.png"))
 
-    row.click()                                   # the lease's history (decision log)
+    _click(chromium, "#queue tr[data-lease='4']")   # the lease's history (decision log)
     history = _wait(chromium, lambda d: d.find_elements(By.CSS_SELECTOR,
                                                          "#lease-history tbody tr"))
     texts = [h.text for h in history]

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
@@ -35,15 +36,17 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Any:
 def test_power_nodes_and_energy_are_shown(site: Any, chromium: Any) -> None:
     site.client.submit({"duration": 60})
     chromium.get(site.client.dashboard_url())
-    wait = WebDriverWait(chromium, 60, poll_frequency=0.2)
+    wait = WebDriverWait(chromium, 60, poll_frequency=0.2,
+                         ignored_exceptions=(StaleElementReferenceException,))
     wait.until(lambda d: d.find_element(By.ID, "status").text == "live")
     squares = wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, "#node-grid .node"))
     assert [s.get_attribute("class") for s in squares] == ["node booting", "node off"]
     assert chromium.find_element(By.ID, "node-count").text == \
         "0 on, 1 off, 1 booting, 0 shutting down"
-    assert chromium.find_element(By.CSS_SELECTOR, "#power-now .value").text == "0.15 kW"
-    assert chromium.find_element(By.CSS_SELECTOR, "#use-cpu .value").text == "0.0 %"
-    assert chromium.find_element(By.CSS_SELECTOR, "#energy .value").text.endswith(" kWh")
+    texts = chromium.execute_script(   # read at once: the page redraws its counters
+        "return ['#power-now', '#use-cpu', '#energy'].map("
+        "id => document.querySelector(id + ' .value').textContent)")
+    assert texts[:2] == ["0.15 kW", "0.0 %"] and texts[2].endswith(" kWh"), texts
     names = chromium.execute_script(
         "return document.getElementById('power').data.map(t => t.name)")
     assert names == ["IT power", "power cap"]

@@ -35,7 +35,20 @@
     return c;
   }
 
+  // a panel is redrawn only when its data changed (the page polls every second)
+  const shown = {};
+  function changed(panel, data) {
+    const key = JSON.stringify(data);
+    if (shown[panel] === key) return false;
+    shown[panel] = key;
+    return true;
+  }
+
   function counters(state) {
+    if (!changed("counters", [state.counters, state.power && [state.power.now_watts,
+                                                              state.power.energy_joules]])) {
+      return;
+    }
     const box = $("counters");
     box.replaceChildren();
     const leases = state.counters.leases;
@@ -126,6 +139,7 @@
 
   // ------------------------------------------------------------------------- queue
   function queue(q) {
+    if (!changed("queue", q)) return;
     const body = $("queue").tBodies[0];
     body.replaceChildren();
     for (const r of q.rows) {
