@@ -88,3 +88,20 @@ def test_nodes_off_and_booting_are_drawn_and_counted(tmp_path: Any) -> None:
         assert steps[round(lease_bar[2], 3)] == pytest.approx(200.0)
         assert steps[round(lease_bar[3], 3)] == pytest.approx(100.0)
         assert power["watts"][-1] == pytest.approx(100.0)
+
+
+def test_green_production_over_the_past_and_the_plan_ahead(tmp_path: Any) -> None:
+    """Green production of 400 W until an hour from now, 800 W after (a step series on the
+    daemon's clock): the power chart's green series has both steps, at their times."""
+    import time
+
+    step = round(time.time()) + 3600
+    (tmp_path / "green.csv").write_text(f"time,watts\n0,400\n{step},800\n")
+    config = write_config(tmp_path, extra=f"[power]\npstates = 1.0:100:200\n"
+                                          f"green-production = {tmp_path / 'green.csv'}")
+    with ThreadDaemon(config) as td:
+        power = _state(td)["power"]
+        green = dict(zip(power["grid"], power["green"]))
+        assert green[float(step)] == 800.0
+        assert power["green"][0] == 400.0 and power["green"][-1] == 800.0
+        assert "cap" not in power
