@@ -136,3 +136,25 @@ def test_the_scripts_are_revalidated_and_plotly_is_the_packages(daemon: Any) -> 
 def test_the_code_needs_the_token(daemon: Any) -> None:
     status, _, _ = _get(daemon.daemon.url, "/v1/dashboard/code", method="POST")
     assert status == 401
+
+
+def test_dashboard_open_hands_the_link_to_the_browser(daemon: Any, monkeypatch: Any,
+                                                     capsys: Any) -> None:
+    import webbrowser
+
+    from lease_manager.cli import main
+
+    opened: list[str] = []
+    monkeypatch.setattr(webbrowser, "open", lambda url: opened.append(url) or True)
+    token = daemon.daemon.token_path()
+    common = ["--server", daemon.daemon.url, "--token-file", str(token)]
+    assert main(["dashboard", *common, "--open"]) == 0
+    (url,) = opened
+    assert url.startswith(daemon.daemon.url + "/dashboard?code=")
+    assert url not in capsys.readouterr().out           # opened, not printed
+    monkeypatch.setattr(webbrowser, "open", lambda url: False)   # no browser here
+    assert main(["dashboard", *common, "--open"]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[-1].startswith(daemon.daemon.url + "/dashboard?code=")
+    assert printed[-1].split("code=")[1] != url.split("code=")[1]     # a fresh code
+    assert daemon.daemon.token not in url and daemon.daemon.token not in printed[-1]
