@@ -215,7 +215,7 @@ def report_command(directory: str, *, plots: bool = False, metrics: Iterable[str
             from lease_manager.web.report_pages import write_run_report
 
             page = write_run_report(path, Path(html_out) if html_out else None,
-                                    gantt_hours=gantt_hours)
+                                    gantt_hours=gantt_hours, states_window=states_window)
             print(f"page: {page}")
         return code
     results = collect(path)
@@ -254,11 +254,17 @@ def report_command(directory: str, *, plots: bool = False, metrics: Iterable[str
         written += pngs
         print(line)
     if html:
-        from lease_manager.web.report_pages import write_sweep_report
+        from lease_manager.web.report_pages import write_run_report, write_sweep_report
 
-        page = write_sweep_report(path, results, metrics,
-                                  Path(html_out) if html_out else None, gantt_run=gantt,
-                                  gantt_hours=gantt_hours, seed=seed)
+        out = Path(html_out) if html_out else None
+        if [r["run_id"] for r in results.rows] == ["."] and results.rows[0]["status"] == "done":
+            # one run of a sweep (the page a sweep's page links to): the run's own page
+            page = write_run_report(path, out, gantt_hours=gantt_hours,
+                                    states_window=states_window)
+        else:
+            page = write_sweep_report(path, results, metrics, out, gantt_run=gantt,
+                                      gantt_hours=gantt_hours, seed=seed,
+                                      states_run=states_run, states_window=states_window)
         print(f"page: {page}")
     print("written: " + ", ".join(p.name for p in written[:3])
           + (f" and {len(written) - 3} plots" if len(written) > 3 else ""))

@@ -204,13 +204,18 @@ def page(title: str, subtitle: str, sections: Sequence[tuple[str, str, str]],
     from lease_manager.web.gantt_plan import gantt_js
     from lease_manager.web.plotly_js import plotly_js
 
+    try:
+        plotly = plotly_js()
+    except (ImportError, OSError):
+        raise LeaseManagerError("report --html needs the plotly package, whose plotly.min.js "
+                                "it puts in the page: pip install 'plotly>=5.18'") from None
     nav = "".join(f"<a href='#s-{sid}'>{html.escape(heading)}</a>" for sid, heading, _ in sections)
     body = "".join(f"<section id='s-{sid}'><h2>{html.escape(heading)}</h2>{inner}</section>"
                    for sid, heading, inner in sections)
     return ("<!doctype html><html lang='en'><head><meta charset='utf-8'>"
             f"<title>{html.escape(title)}</title>"
             "<meta name='viewport' content='width=device-width, initial-scale=1'>"
-            f"<style>{_static('report.css')}</style><script>{plotly_js()}</script>"
+            f"<style>{_static('report.css')}</style><script>{plotly}</script>"
             f"<script>{gantt_js()}</script></head><body>"
             f"<header><h1>{html.escape(title)}</h1><p>{html.escape(subtitle)}</p></header>"
             f"<nav>{nav}</nav><main>{body}</main>"

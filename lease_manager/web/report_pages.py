@@ -36,7 +36,8 @@ def _gantt(run_dir: Path, rows: list[dict[str, str]], *, hours: float | None,
             gantt_section(shown, ran))
 
 
-def _run_figures(run_dir: Path, name: str, rows: list[dict[str, str]]
+def _run_figures(run_dir: Path, name: str, rows: list[dict[str, str]],
+                 states_window: tuple[float, float] | None = None
                  ) -> list[tuple[str, dict[str, Any]]]:
     """One run's figures, those of ``report RUN --plots`` (make_run_plots), in its order."""
     from lease_manager.experiments.gantt import number
@@ -51,7 +52,8 @@ def _run_figures(run_dir: Path, name: str, rows: list[dict[str, str]]
         ("fig-slowdowns", figures.slowdowns({name: bounded_slowdowns(rows)},
                                             title=f"bounded-slowdown distribution: {name}")),
         ("fig-power", figures.power(runs, title=f"site power: {name}")),
-        ("fig-node-states", figures.node_states(run_dir, title=f"node power states: {name}")),
+        ("fig-node-states", figures.node_states(run_dir, title=f"node power states: {name}",
+                                                window=states_window)),
     ]
     for series_name in figures.series_names(runs):
         out.append((f"fig-series-{_slug(series_name)}",
@@ -63,14 +65,15 @@ def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_-]+", "-", text).strip("-")
 
 
-def run_page(run_dir: Path, *, gantt_hours: float | None = None) -> str:
+def run_page(run_dir: Path, *, gantt_hours: float | None = None,
+             states_window: tuple[float, float] | None = None) -> str:
     """The page of one run's folder."""
     summary = read_json(run_dir / "summary.json")
     rows = read_lease_rows(run_dir)
     meta = read_json(run_dir / "run.json") if (run_dir / "run.json").is_file() else {}
     name = run_dir.resolve().name
     gantt_data, gantt_html = _gantt(run_dir, rows, hours=gantt_hours, title=f"Gantt: {name}")
-    figs = _run_figures(run_dir, name, rows)
+    figs = _run_figures(run_dir, name, rows, states_window)
     leases = lease_table(rows)
     sections = [
         ("summary", "Summary", "<p class='lm-note'>summary.json</p>" + summary_table(summary)),
@@ -84,7 +87,7 @@ def run_page(run_dir: Path, *, gantt_hours: float | None = None) -> str:
                                                                               "leases")),
     ]
     subtitle = f"{len(rows):,} leases; lease-manager report {run_dir} --html"
-    return page(f"run {name}", subtitle, sections,
+    return page(f"{name}: one run", subtitle, sections,
                 {"figures": [{"id": fid, "figure": fig} for fid, fig in figs],
                  "gantt": gantt_data, "tables": [leases]})
 
@@ -97,14 +100,20 @@ def _metric_label(metric: str) -> str:
 
 def sweep_page(directory: Path, results: Any, metrics: list[str], *,
                gantt_run: str | None = None, gantt_hours: float | None = None,
-               seed: int | None = None) -> str:
+               seed: int | None = None, states_run: str | None = None,
+               states_window: tuple[float, float] | None = None) -> str:
     """The page of a sweep's folder: the comparison, the sweep's figures, one run's Gantt
     chart and the table of runs."""
-    from lease_manager.experiments.gantt import number, read_leases
+    from lease_manager.experiments import plots
+    from lease_manager.experiments.gantt import number
     from lease_manager.experiments.plots import bounded_slowdowns
     from lease_manager.experiments.report import compare
 
     done = results.done()
+    seeds = sorted({r["seed"] for r in done})
+    if seed is not None and seed not in seeds:
+        raise LeaseManagerError(f"--seed {seed}: no finished run has this seed "
+                                f"(seeds: {', '.join(map(str, seeds))})")
     table = compare(results, metrics)
     parts: list[str] = []
     figs: list[tuple[str, dict[str, Any]]] = []
@@ -148,7 +157,7 @@ def sweep_page(directory: Path, results: Any, metrics: list[str], *,
         waits: dict[str, list[float]] = {}
         slowed: dict[str, list[float]] = {}
         for r in trace_rows:
-            leases = read_leases(directory / r["run_id"])
+            leases = read_lease_rows(directory / r["run_id"])
             waits.setdefault(r["profile"], []).extend(
                 v for x in leases if (v := number(x.get("wait"))) is not None)
             slowed.setdefault(r["profile"], []).extend(bounded_slowdowns(leases))
@@ -171,6 +180,14 @@ def sweep_page(directory: Path, results: Any, metrics: list[str], *,
         figs += drawn
         plot_parts.append(f"<h3>trace {trace}</h3>" + figures_section(drawn))
 
+    if done:   # the node states of the run the PNG report picks (the most switch-ons)
+        states_id, why = plots._states_run(done, states_run, seed)
+        states = figures.node_states(directory / states_id, window=states_window,
+                                     title=f"node power states: {states_id} ({why})")
+        if states is not None:
+            figs.append(("fig-node-states", states))
+            plot_parts.append("<h3>node power states</h3>"
+                              + figures_section([("fig-node-states", states)]))
     sections = [("comparison", "Comparison", comparison_html),
                 ("plots", "Plots", "".join(plot_parts))]
     data: dict[str, Any] = {}
@@ -184,10 +201,6 @@ def sweep_page(directory: Path, results: Any, metrics: list[str], *,
         rows_g = read_lease_rows(run_dir)
         data["gantt"], gantt_html = _gantt(run_dir, rows_g, hours=gantt_hours,
                                            title=f"Gantt: {gantt_id}")
-        states = figures.node_states(run_dir, title=f"node power states: {gantt_id}")
-        if states is not None:
-            figs.append(("fig-node-states", states))
-            gantt_html += "<div class='lm-chart' id='fig-node-states'></div>"
         sections.insert(1, ("gantt", f"Gantt chart of {gantt_id}",
                             "<p class='lm-note'>one run of the sweep (--gantt RUN_ID for "
                             "another)</p>" + gantt_html))
@@ -205,7 +218,7 @@ def sweep_page(directory: Path, results: Any, metrics: list[str], *,
     subtitle = (f"{len(results.rows)} runs ({done_n} done, {len(results.rows) - done_n} "
                 f"failed): {len(results.profiles)} profiles, {len(results.traces)} traces, "
                 f"{len(results.seeds)} seeds; lease-manager report {directory} --html")
-    return page(f"sweep {directory.resolve().name}", subtitle, sections, data)
+    return page(f"{directory.resolve().name}: a sweep", subtitle, sections, data)
 
 
 def write_page(text: str, out: Path) -> Path:
@@ -218,10 +231,9 @@ def write_page(text: str, out: Path) -> Path:
     return out
 
 
-def write_run_report(run_dir: Path, out: Path | None = None, *,
-                     gantt_hours: float | None = None) -> Path:
+def write_run_report(run_dir: Path, out: Path | None = None, **options: Any) -> Path:
     """Write one run's page (default ``run_dir/report.html``)."""
-    return write_page(run_page(run_dir, gantt_hours=gantt_hours), out or run_dir / REPORT_HTML)
+    return write_page(run_page(run_dir, **options), out or run_dir / REPORT_HTML)
 
 
 def write_sweep_report(directory: Path, results: Any, metrics: list[str],

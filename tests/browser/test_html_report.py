@@ -35,7 +35,7 @@ from typing import Any
 import pytest
 from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
-from selenium.webdriver.support.ui import WebDriverWait
+from selenium.webdriver.support.ui import Select, WebDriverWait
 
 from lease_manager import cli
 from lease_manager.experiments.gantt import blocks
@@ -60,6 +60,11 @@ def open_page(driver: Any, page: Path) -> None:
     WebDriverWait(driver, 60).until(lambda d: d.execute_script(
         "return document.body.getAttribute('data-ready') === '1' && "
         "document.getElementById('gantt-chart').getAttribute('data-drawn') === '1'"))
+
+
+def console_errors(driver: Any) -> list[str]:
+    """The page's JavaScript errors (the browser log's SEVERE entries)."""
+    return [e["message"] for e in driver.get_log("browser") if e["level"] == "SEVERE"]
 
 
 def network_requests(driver: Any) -> list[str]:
@@ -112,6 +117,7 @@ def test_run_page_draws_every_chart_offline(chromium: Any, run_page: Path) -> No
         ".map(d => [d.id, d.querySelectorAll('.scatterlayer .trace').length]))")
     assert lines == {"gantt-chart": 2, "fig-usage": 2, "fig-waits": 1, "fig-slowdowns": 1}
     assert network_requests(chromium) == []
+    assert console_errors(chromium) == []
     chromium.save_screenshot(str(SCREENSHOTS / "lm-report-run-top.png"))
 
 
@@ -134,6 +140,10 @@ def test_gantt_draws_one_rectangle_a_block_of_nodes_of_each_lease(chromium: Any,
     # the axis is in minutes for a run of 70 minutes: lease 3 from 60 to 70
     assert [b[3:] for b in blocks_drawn if b[0] == 3] == [[60, 70]]
     assert fills == 1   # one filled path for the one colour (all best-effort)
+    Select(chromium.find_element(By.ID, "gantt-colour")).select_by_value("state")
+    WebDriverWait(chromium, 10).until(lambda d: d.execute_script(
+        "return document.getElementById('gantt-chart').data.filter(t => t.fill === 'toself')"
+        ".map(t => t.name)") == ["done"])
     chromium.execute_script("document.getElementById('s-gantt').scrollIntoView()")
     chromium.save_screenshot(str(SCREENSHOTS / "lm-report-run-gantt.png"))
 
@@ -248,10 +258,11 @@ def test_sweep_page_compares_the_profiles_and_draws_the_sweeps_plots(
     open_page(chromium, sweep_page / "report.html")
     charts = chromium.execute_script(
         "return [...document.querySelectorAll('.js-plotly-plot')].map(d => d.id)")
-    assert charts == ["fig-comparison-0", "gantt-chart", "fig-node-states", "fig-usage-0",
-                      "fig-waits-0", "fig-slowdowns-0", "fig-power-0",
-                      "fig-series-running_leases-0"]
+    assert charts == ["fig-comparison-0", "gantt-chart", "fig-usage-0", "fig-waits-0",
+                      "fig-slowdowns-0", "fig-power-0", "fig-series-running_leases-0",
+                      "fig-node-states"]
     assert network_requests(chromium) == []
+    assert console_errors(chromium) == []
     # the comparison table: a row a profile, the mean of comparison.csv
     with (sweep_page / "comparison.csv").open(newline="") as fh:
         means = {(r["profile"], r["metric"]): float(r["mean"]) for r in csv.DictReader(fh)}
@@ -272,6 +283,18 @@ def test_sweep_page_compares_the_profiles_and_draws_the_sweeps_plots(
         "return document.getElementById('fig-comparison-0').data.map(t => [t.name, t.y])")
     assert bars == [[m, [pytest.approx(means[(p, m)], rel=1e-12) for p in ("off", "aggressive")]]
                     for m in ("avg_wait", "energy_joules")]
+    # the node states: of the run with the most node switch-ons, as the PNG report picks it
+    with (sweep_page / "results.csv").open(newline="") as fh:
+        runs = list(csv.DictReader(fh))
+    most = max(runs, key=lambda r: float(r["node_switch_ons"]))
+    title = chromium.execute_script(
+        "return document.getElementById('fig-node-states').layout.title.text")
+    assert title.startswith(f"node power states: {most['run_id']} (")
+    with (sweep_page / most["run_id"] / "node_states.csv").open(newline="") as fh:
+        intervals = sum(1 for _ in csv.DictReader(fh))
+    assert chromium.execute_script(   # a rectangle a row of node_states.csv
+        "return document.getElementById('fig-node-states').data"
+        ".reduce((n, t) => n + t.x.filter(v => v === null).length, 0)") == intervals
     # the power chart: each profile's total power (seed 1), the runs: one row each
     power = chromium.execute_script(
         "return document.getElementById('fig-power-0').data.map(t => t.name)")
@@ -279,6 +302,10 @@ def test_sweep_page_compares_the_profiles_and_draws_the_sweeps_plots(
     assert len(table_column(chromium, "runs", "run_id")) == 4
     link = chromium.find_element(By.CSS_SELECTOR, "#table-runs tbody a")
     assert link.get_attribute("href").endswith("/off/sdsc-blue-600requests/seed-1/report.html")
+    # the page it links to, once written, is that run's own page
+    run = sweep_page / "off" / "sdsc-blue-600requests" / "seed-1"
+    assert cli.main(["report", str(run), "--html"]) == 0
+    assert "<title>seed-1: one run</title>" in (run / "report.html").read_text()
     chromium.save_screenshot(str(SCREENSHOTS / "lm-report-sweep-top.png"))
     chromium.execute_script("document.getElementById('fig-power-0').scrollIntoView()")
     chromium.save_screenshot(str(SCREENSHOTS / "lm-report-sweep-power.png"))

@@ -145,3 +145,17 @@ def test_bad_folder_is_one_line_naming_the_file(tmp_path: Path, capsys, files, n
     assert len(err.strip().splitlines()) == 1, err
     assert f"{run / named}: " in err and says in err and "Traceback" not in err
     assert not (run / "report.html").exists()
+
+
+def test_without_plotly_it_says_what_to_install(tmp_path: Path, capsys, monkeypatch) -> None:
+    from lease_manager.web import plotly_js
+
+    def missing() -> str:
+        raise ModuleNotFoundError("No module named 'plotly'")
+
+    monkeypatch.setattr(plotly_js, "plotly_js", missing)
+    run = write_run(tmp_path / "run")
+    assert cli.main(["report", str(run), "--html"]) == 2
+    err = capsys.readouterr().err
+    assert "needs the plotly package" in err and "pip install" in err
+    assert not (run / "report.html").exists()

@@ -9,7 +9,9 @@
  *         colour_by: "type" (default) or "state"}
  * options = {onClick: function (leaseId) {...},   // a click on a bar
  *            unit: "auto" (default) | "s" | "min" | "h" | "day",  // of the time axis
- *            title: "..."}                          // optional chart title
+ *            origin: "...",      // what time 0 is, in the axis title: "time (hours from ...)"
+ *            epoch: seconds,     // or: time 0 as Unix time, for a date axis (UTC) instead
+ *            title: "...", height: pixels}          // optional
  *
  * Speed: the bars of a colour are one trace, one SVG path of filled rectangles (fill
  * "toself", the rectangles separated by null points), so 10,000 leases on 1,000 nodes cost a
@@ -133,7 +135,7 @@
       var xa = full.xaxis, ya = full.yaxis;
       var px = event.clientX - box.left - xa._offset, py = event.clientY - box.top - ya._offset;
       if (px < 0 || py < 0 || px > xa._length || py > ya._length) return null;
-      var x = xa.p2d(px), y = ya.p2d(py);
+      var x = xa.p2l(px), y = ya.p2l(py);   // linear values: ms on a date axis
       var list = state.rows[Math.round(y)];
       if (!list) return null;
       for (var i = list.length - 1; i >= 0; i--) {   // the one drawn last is on top
@@ -178,6 +180,9 @@
     var now = plan.now === undefined ? null : plan.now;
     var unit = pickUnit(bars, now, options.unit);
     var scale = UNITS[unit][0];
+    var epoch = typeof options.epoch === "number" ? options.epoch : null;
+    // x in the axis' units: the unit picked, or ms since 1970 on a date axis (options.epoch)
+    function toX(t) { return epoch === null ? t / scale : (epoch + t) * 1000; }
     var merged = mergeRows(bars);
     var groups = {}, order = [];
     var blocks = [], rows = [];
@@ -191,7 +196,7 @@
         g = groups[c.key] = {c: c, kind: b.kind, x: [], y: []};
         order.push(c.key);
       }
-      var x0 = b.start / scale, x1 = b.end / scale;
+      var x0 = toX(b.start), x1 = toX(b.end);
       var y0 = m.first - 0.4, y1 = m.last + 0.4;
       g.x.push(x0, x1, x1, x0, x0, null);
       g.y.push(y0, y0, y1, y1, y0, null);
@@ -226,9 +231,9 @@
     var ticks = tickRows(nodes);
     var shapes = [], annotations = [];
     if (now !== null) {
-      shapes.push({type: "line", xref: "x", yref: "paper", x0: now / scale, x1: now / scale,
+      shapes.push({type: "line", xref: "x", yref: "paper", x0: toX(now), x1: toX(now),
                    y0: 0, y1: 1, line: {color: "#d62728", width: 2, dash: "dash"}});
-      annotations.push({x: now / scale, y: 1, xref: "x", yref: "paper", text: "now",
+      annotations.push({x: toX(now), y: 1, xref: "x", yref: "paper", text: "now",
                         showarrow: false, yanchor: "top", xanchor: "left", xshift: 3,
                         bgcolor: "rgba(255,255,255,0.8)", font: {color: "#d62728"}});
     }
@@ -238,7 +243,9 @@
                               y: 1, yanchor: "top", pad: {t: 8}} : undefined,
       height: options.height || Math.min(900, Math.max(320, 160 + nrows * 26)),
       margin: {l: 90, r: 20, t: options.title ? 84 : 44, b: 50},
-      xaxis: {title: {text: "time (" + UNITS[unit][1] + ")"}, zeroline: false,
+      xaxis: {title: {text: epoch !== null ? "time (UTC)" : "time (" + UNITS[unit][1] +
+                      (options.origin ? " from " + options.origin : "") + ")"},
+              type: epoch !== null ? "date" : "linear", zeroline: false,
               showgrid: true, gridcolor: "#e5e5e5"},
       yaxis: {title: {text: "node"}, tickmode: "array", tickvals: ticks.vals,
               ticktext: ticks.text, range: [nrows - 0.5, -0.5], zeroline: false,

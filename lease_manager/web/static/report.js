@@ -8,16 +8,31 @@
   var CONFIG = {responsive: true, displaylogo: false};
   var PAGE = 500;   // table rows shown at once
 
+  // a trace given as "rects" ([[from, to, row], ...], figures.node_states) as a filled path
+  function withRects(trace) {
+    if (!trace.rects) return trace;
+    var x = [], y = [];
+    trace.rects.forEach(function (r) {
+      var lo = r[2] - 0.4, hi = r[2] + 0.4;
+      x.push(r[0], r[1], r[1], r[0], r[0], null);
+      y.push(lo, lo, hi, hi, lo, null);
+    });
+    var out = Object.assign({}, trace, {x: x, y: y});
+    delete out.rects;
+    return out;
+  }
+
   function drawFigures() {
-    (data.figures || []).forEach(function (f) {
+    return (data.figures || []).map(function (f) {
       var div = document.getElementById(f.id);
-      if (div) Plotly.newPlot(div, f.figure.data, f.figure.layout, CONFIG);
+      return div ? Plotly.newPlot(div, f.figure.data.map(withRects), f.figure.layout, CONFIG)
+                 : null;
     });
   }
 
   function drawGantt() {
     var g = data.gantt;
-    if (!g) return;
+    if (!g) return null;
     var div = document.getElementById("gantt-chart");
     var plan = LMGantt.expand(g.plan);
     var select = document.getElementById("gantt-colour");
@@ -33,7 +48,7 @@
       }});
     }
     if (select) select.addEventListener("change", draw);
-    draw().then(function () { div.setAttribute("data-drawn", "1"); });
+    return draw().then(function () { div.setAttribute("data-drawn", "1"); });
   }
 
   function cellText(value) { return value === null || value === undefined ? "" : String(value); }
@@ -144,8 +159,14 @@
     render();
   }
 
-  drawGantt();
+  var drawing = [drawGantt()];
   (data.tables || []).forEach(table);
-  drawFigures();
+  drawing = drawing.concat(drawFigures());
   document.body.setAttribute("data-ready", "1");
+  // when every chart is drawn: ms since the page began to load (bench/gantt_page.py --page)
+  Promise.all(drawing).then(function () {
+    requestAnimationFrame(function () {
+      document.body.setAttribute("data-drawn-ms", String(Math.round(performance.now())));
+    });
+  });
 })();
