@@ -159,7 +159,7 @@ async function timed(draw) {
                                                                y: [1, 2, 3]}])));
     gantt.push(await timed((div) => drawer.draw(
       div, Object.assign(window.lmExpand(state.plan, state.now), {now: 0, colour_by: "type"}),
-      {})));
+      {epoch: state.now})));
   }
   const nav = performance.getEntriesByType("navigation")[0];
   done({reference: reference, gantt: gantt, bars: state.plan.bars.length,

@@ -75,13 +75,11 @@
   }
 
   // -------------------------------------------------------------------------- plan
-  // The Gantt chart is LMGantt's (gantt.js, shared with `report --html`). Its time axis
-  // counts from an origin: here the daemon's clock when the plan was drawn, named in the
-  // axis title; the line at now moves from there at every poll.
+  // The Gantt chart is LMGantt's (gantt.js, shared with `report --html`), on a date axis in
+  // UTC: bar times are given from an origin (the daemon's clock when the plan was drawn) and
+  // ``options.epoch`` says what that origin is.
   const when = (t) => new Date(t * 1000).toISOString().slice(0, 19).replace("T", " ");
   const NODE_STATE = {off: "off", boot: "booting", shutdown: "shutting down"};
-  const UNIT = {s: [1, "seconds"], min: [60, "minutes"], h: [3600, "hours"],
-                day: [86400, "days"]};
   let origin = null;
 
   // The daemon's compact plan as LMGantt takes it: one object a bar with its hover text,
@@ -122,18 +120,18 @@
     const p = Object.assign(expand(plan, origin), {now: 0, colour_by: $("colour-by").value});
     const div = $("gantt");
     if (window.lmFirstDrawMs == null) performance.mark("lm-first-expanded");
-    window.LMGantt.draw(div, p, {onClick: showLease}).then(() => {
-      if (window.lmFirstDrawMs == null) performance.mark("lm-first-drawn");
-      const unit = UNIT[div.__lmGantt.unit];
-      Plotly.relayout(div, {"xaxis.title.text": unit[1] + " from " + when(origin) + " UTC"});
-      if (window.lmFirstDrawMs == null) window.lmFirstDrawMs = performance.now();
+    window.LMGantt.draw(div, p, {onClick: showLease, epoch: origin}).then(() => {
+      if (window.lmFirstDrawMs == null) {
+        performance.mark("lm-first-drawn");
+        window.lmFirstDrawMs = performance.now();
+      }
     });
   }
 
   function moveNow() {
     const div = $("gantt");
     if (!plan || !div.__lmGantt || !div.layout || !div.layout.shapes.length) return;
-    const x = (now - origin) / UNIT[div.__lmGantt.unit][0];
+    const x = now * 1000;                    // (ms since 1970 on the date axis)
     Plotly.relayout(div, {"shapes[0].x0": x, "shapes[0].x1": x, "annotations[0].x": x});
   }
 
