@@ -86,7 +86,8 @@ class SiteView:
         self._power_dirty.add(lease.id)
 
     def lease_ended(self, lease: Lease) -> None:
-        """Keep a lease that ended (the Gantt shows the most recent ones)."""
+        """Keep a lease that ended, or was rejected, if it ran (the Gantt shows the most
+        recent ones); forget its bars."""
         self.changes += 1
         self._bars.pop(lease.id, None)
         self._dirty.discard(lease.id)

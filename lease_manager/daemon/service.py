@@ -97,7 +97,7 @@ class DaemonObserver:
     @hookimpl
     def lease_rejected(self, ctx: RunContext, lease: Lease, now: float) -> None:
         self.daemon.leases.pop(lease.id, None)
-        self.daemon.view.changed(lease)
+        self.daemon.view.lease_ended(lease)     # (it has no bars: nothing is kept of it)
 
     @hookimpl
     def scheduling_cycle_end(self, ctx: RunContext, now: float) -> None:
