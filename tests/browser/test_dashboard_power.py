@@ -59,3 +59,35 @@ def test_power_nodes_and_energy_are_shown(site: Any, chromium: Any) -> None:
     chromium.execute_script("arguments[0].scrollIntoView()", panel)
     panel.screenshot(
         str(Path(tempfile.gettempdir()) / "lm-dashboard-power-chart.png"))
+
+
+def test_polling_outlives_the_reaping_of_idle_connections(tmp_path: Any, chromium: Any) -> None:
+    """With ``request-timeout = 0.3`` s the daemon shuts every kept-alive connection that
+    waits longer than that for its next request: each poll (a second apart) finds its
+    connection gone. The page goes on updating and never says the connection was lost."""
+    config = write_config(tmp_path, extra="request-timeout = 0.3")
+    daemon = ProcessDaemon(config)
+    try:
+        chromium.get(daemon.client.dashboard_url())
+        wait = WebDriverWait(chromium, 60, poll_frequency=0.2,
+                             ignored_exceptions=(StaleElementReferenceException,))
+        wait.until(lambda d: d.find_element(By.ID, "status").text == "live")
+        chromium.execute_script("""
+            window.lmStatuses = [];
+            new MutationObserver(() => window.lmStatuses.push(
+                document.getElementById('status').textContent)).observe(
+                document.getElementById('status'), {childList: true, subtree: true});
+            window.lmClocks = new Set();
+            new MutationObserver(() => window.lmClocks.add(
+                document.getElementById('clock').textContent)).observe(
+                document.getElementById('clock'), {childList: true, subtree: true});""")
+        wait.until(lambda d: d.execute_script("return window.lmClocks.size") >= 4)
+        statuses = chromium.execute_script("return window.lmStatuses")
+        assert set(statuses) <= {"live"}, statuses
+        # the polls did come on new connections: the old ones had been shut
+        fresh = chromium.execute_script(
+            "return performance.getEntriesByType('resource').filter(e => "
+            "e.name.includes('/dashboard/state') && e.connectEnd > e.connectStart).length")
+        assert fresh >= 3, fresh
+    finally:
+        daemon.terminate_and_clean()
