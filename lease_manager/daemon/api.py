@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
 
 from lease_manager.daemon.connections import ConnectionGuard, accept_pausing
+from lease_manager.daemon.dashboard_http import is_dashboard
+from lease_manager.daemon.dashboard_http import serve as serve_dashboard
 from lease_manager.daemon.lease_requests import (
     RequestError,
     from_lease,
@@ -37,6 +39,8 @@ if TYPE_CHECKING:
     from lease_manager.daemon.service import Daemon
 
 log = logging.getLogger("lease_manager.daemon.api")
+#: a one-time code in a logged request line
+_CODE = re.compile(r"([?&]code=)[^&\s\"]*")
 API = "/v1"
 #: a client's key for a submission: the same key again gets the first answer, not new leases
 IDEMPOTENCY_HEADER = "Idempotency-Key"
@@ -125,7 +129,8 @@ class Handler(BaseHTTPRequestHandler):
     disable_nagle_algorithm = True
 
     def log_message(self, fmt: str, *args: Any) -> None:
-        log.debug("%s %s", self.address_string(), fmt % args)
+        # a dashboard link's one-time code is never written to the log
+        log.debug("%s %s", self.address_string(), _CODE.sub(r"\1<code>", fmt % args))
 
     # ----------------------------------------------------------------------- plumbing
     def _send(self, status: int, body: Any, headers: dict[str, str] | None = None) -> None:
@@ -168,6 +173,9 @@ class Handler(BaseHTTPRequestHandler):
             url = urlsplit(self.path)
             if len(self.path) > 2048:
                 raise HTTPError(414, "the request path is too long")
+            if is_dashboard(url.path):      # its own pages: a session cookie, not the token
+                serve_dashboard(self, method, url)
+                return
             if url.path != f"{API}/health":
                 self._authorise()
             if not self.daemon.ready.is_set():   # restoring: nothing of the request is done
@@ -310,6 +318,10 @@ class Handler(BaseHTTPRequestHandler):
         if path == f"{API}/hosts":
             self._only(method, "GET")
             return 200, self._hosts(query)
+        if path == f"{API}/dashboard/code":
+            self._only(method, "POST")
+            access = self.daemon.access
+            return 201, {"code": access.new_code(), "expires_in": access.code_seconds}
         raise HTTPError(404, f"no such resource: {path}")
 
     def _only(self, method: str, *allowed: str) -> None:

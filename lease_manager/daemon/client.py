@@ -1,6 +1,6 @@
 """The daemon's command-line client: ``lease-manager request``, ``cancel``, ``list-leases``,
-``show-lease``, ``show-queue`` and ``list-hosts`` (Haizea's ``haizea-request-lease`` and
-friends, over the JSON API).
+``show-lease``, ``show-queue``, ``list-hosts`` (Haizea's ``haizea-request-lease`` and friends,
+over the JSON API) and ``dashboard`` (a one-time link to the daemon's live dashboard).
 
 The server and token come from ``--server``/``--token-file``, else the environment
 (``LEASE_MANAGER_URL``, ``LEASE_MANAGER_TOKEN`` or ``LEASE_MANAGER_TOKEN_FILE``), else the
@@ -168,6 +168,12 @@ class Client:
             out += batch
             if len(batch) < page:
                 return out
+
+    def dashboard_url(self) -> str:
+        """A link to the daemon's dashboard with a fresh one-time code (good once, for a
+        minute: opening it gives the browser a session and drops the code from the URL)."""
+        answer = self.call("POST", "/v1/dashboard/code", {})
+        return f"{self.url}/dashboard?code={answer['code']}"
 
 
 def _key_header(key: str | None) -> dict[str, str]:
@@ -388,6 +394,19 @@ def list_hosts_command(args: argparse.Namespace) -> int:
     return show(args, hosts, table(rows, ["HOST", "CAPACITY", "FREE", "LEASES"]))
 
 
+def dashboard_command(args: argparse.Namespace) -> int:
+    url = client_from(args).dashboard_url()
+    if args.open:
+        import webbrowser
+
+        if webbrowser.open(url):
+            print("opened the dashboard in your browser (the link is good once)")
+            return 0
+        print("no browser could be opened here; open this link (good once, for a minute):")
+    print(url)
+    return 0
+
+
 def add_client_commands(sub: Any) -> None:
     """Add the client's subcommands to ``lease-manager``'s parser."""
 
@@ -471,3 +490,15 @@ def add_client_commands(sub: Any) -> None:
                                    "and the leases on each now. Writes no file.")
     common(h)
     h.set_defaults(func=list_hosts_command)
+
+    dash = sub.add_parser("dashboard", help="a link to the daemon's live dashboard",
+                          description="Print a link to the running daemon's dashboard (the "
+                                      "plan as a Gantt chart, the queue, the nodes, power "
+                                      "and counters, updated live). The link carries a "
+                                      "one-time code, good for a minute, that gives the "
+                                      "browser a session; the token itself never goes in a "
+                                      "URL. Writes no file.")
+    common(dash)
+    dash.add_argument("--open", action="store_true",
+                      help="open the link in a web browser instead of printing it")
+    dash.set_defaults(func=dashboard_command)

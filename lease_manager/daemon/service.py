@@ -19,8 +19,10 @@ from typing import Any
 from lease_manager.config.core_options import MAX_SPEEDUP
 from lease_manager.config.schema import Config, load_config
 from lease_manager.context import RunContext
+from lease_manager.daemon.dashboard import SiteView
 from lease_manager.daemon.driver import EnactmentDriver
 from lease_manager.daemon.lease_requests import RequestError, build_lease, check_stored
+from lease_manager.daemon.sessions import DashboardAccess
 from lease_manager.daemon.store import Store
 from lease_manager.enactment.base import NumberedNodes
 from lease_manager.errors import LeaseManagerError, OvercommitError
@@ -57,6 +59,7 @@ class DaemonObserver:
     def lease_state_changed(self, ctx: RunContext, lease: Lease, old: LeaseState,
                             now: float) -> None:
         d = self.daemon
+        d.view.changed(lease)
         fresh = (lease.state is S.ACTIVE and old is S.SCHEDULED and not lease.image_nodes
                  and not d.restoring)
         d.store.update(lease, now, old=None if d.restoring else old.value, started=fresh)
@@ -66,18 +69,21 @@ class DaemonObserver:
     @hookimpl
     def lease_scheduled(self, ctx: RunContext, lease: Lease, now: float) -> None:
         d = self.daemon
+        d.view.changed(lease)
         d.store.update(lease, now)
         if not d.restoring:
             d.driver.prepare(lease, now)
 
     @hookimpl
     def lease_preempted(self, ctx: RunContext, lease: Lease, now: float) -> None:
+        self.daemon.view.changed(lease)
         self.daemon.store.update(lease, now)
         self.daemon.store.log(lease.id, now, lease.state.value, "preempted")
 
     @hookimpl
     def lease_resized(self, ctx: RunContext, lease: Lease, old_nodes: int, old_vms: int,
                       now: float) -> None:
+        self.daemon.view.changed(lease)
         self.daemon.store.update(lease, now)
         self.daemon.store.log(lease.id, now, lease.state.value,
                               f"resized: {lease.vms.count} VMs on "
@@ -87,10 +93,12 @@ class DaemonObserver:
     @hookimpl
     def lease_ended(self, ctx: RunContext, lease: Lease, now: float) -> None:
         self.daemon.leases.pop(lease.id, None)   # the database keeps it; memory need not
+        self.daemon.view.lease_ended(lease)
 
     @hookimpl
     def lease_rejected(self, ctx: RunContext, lease: Lease, now: float) -> None:
         self.daemon.leases.pop(lease.id, None)
+        self.daemon.view.lease_ended(lease)     # (it has no bars: nothing is kept of it)
 
     @hookimpl
     def scheduling_cycle_end(self, ctx: RunContext, now: float) -> None:
@@ -124,6 +132,9 @@ class Daemon:
         self._lock = lock_state_dir(self.state_dir)
         self.store = Store(self.state_dir / "leases.db", sync=cfg.get("daemon", "sync"))
         self.token = load_token(self.token_path())
+        #: the dashboard's one-time codes and sessions, and its view of the site
+        self.access = DashboardAccess()
+        self.view = SiteView(self)
         self.restoring = False
         self.clock = self._clock()
         backend_name = cfg.get("daemon", "enactment")

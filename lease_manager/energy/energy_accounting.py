@@ -213,23 +213,59 @@ class EnergyAccounting:
             np.bincount(s_node, s_watts * (s_end - s_start), minlength=n)
             + np.bincount(l_node, l_watts * (l_end - l_start), minlength=n))
         self.node_energy = node_energy
-        times = np.concatenate([starts, ends])
-        deltas = np.concatenate([watts, -watts])
-        inside = times < end
-        times, deltas = times[inside], deltas[inside]
-        if len(times) == 0:    # a run of no length: no power to speak of
-            self.profile = PowerProfile(np.array([start, end]), np.zeros(2))
-            self._tabulate(start, end)
-            return
-        order = np.argsort(times, kind="stable")
-        times, level = times[order], np.cumsum(deltas[order])
-        last = np.flatnonzero(np.append(times[1:] != times[:-1], True))
-        times, level = times[last], level[last]
-        if len(times) == 0 or times[0] > start:
-            times, level = np.concatenate([[start], times]), np.concatenate([[0.0], level])
-        final = level[-1] if len(level) else 0.0
-        self.profile = PowerProfile(np.append(times, end), np.append(level, final))
+        self.profile = step_profile(starts, ends, watts, start, end)
         self._tabulate(start, end)
+
+    def lease_intervals(self, lease: Lease) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The intervals ``lease``'s reservations (used and planned) add to the site's power
+        over the nodes' idle power: starts, ends and watts (one entry a node and
+        reservation; a migration's overhead too)."""
+        parts = [(np.full(len(nodes), a), np.full(len(nodes), b), dynamic)
+                 for nodes, a, b, _, dynamic in self._pieces(lease)]
+        parts += [(np.full(len(nodes), a), np.full(len(nodes), b), np.full(len(nodes), each))
+                  for nodes, a, b, each in self._overheads(lease)]
+        if not parts:
+            return np.zeros(0), np.zeros(0), np.zeros(0)
+        return tuple(np.concatenate(column) for column in zip(*parts))  # type: ignore[return-value]
+
+    def profile_until(self, start: float, end: float,
+                      live: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray]],
+                      off_from: dict[int, float] | None = None) -> PowerProfile:
+        """The site's IT power over ``[start, end]`` as it is known now (a daemon's
+        dashboard): the leases that ended, the intervals of the live leases (running and
+        planned, :meth:`lease_intervals`) and the nodes' power states, past and planned; a
+        node in ``off_from`` is off from that time to ``end`` (off with no boot planned).
+        Changes nothing."""
+        model = self.model
+        watts_of = {
+            "on": model.idle, ReservationKind.OFF.value: model.off_watts,
+            ReservationKind.SWITCHING_ON.value: model.on_watts,
+            ReservationKind.SWITCHING_OFF.value: model.off_switch_watts}
+        off_from = off_from or {}
+        rows = []
+        for node, state, a, b in self.states.intervals(start, end):
+            since = off_from.get(node)
+            if since is not None and b > since:     # stays off: planned on, it is not
+                if a < since:
+                    rows.append((node, state, a, since))
+                if not rows or rows[-1][0] != node or rows[-1][3] < end:
+                    rows.append((node, ReservationKind.OFF.value, max(a, since), end))
+                continue
+            rows.append((node, state, a, b))
+        parts_s = [np.array([r[2] for r in rows], dtype=float)]
+        parts_e = [np.array([r[3] for r in rows], dtype=float)]
+        parts_w = [np.array([watts_of[r[1]][r[0]] for r in rows], dtype=float)]
+        if self._starts:
+            parts_s.append(np.concatenate(self._starts))
+            parts_e.append(np.concatenate(self._ends))
+            parts_w.append(np.concatenate(self._deltas))
+        for lease_starts, lease_ends, lease_watts_ in live:
+            parts_s.append(lease_starts)
+            parts_e.append(lease_ends)
+            parts_w.append(lease_watts_)
+        starts = np.clip(np.concatenate(parts_s), start, end)
+        ends = np.clip(np.concatenate(parts_e), start, end)
+        return step_profile(starts, ends, np.concatenate(parts_w), start, end)
 
     def _tabulate(self, start: float, end: float) -> None:
         """The rows of ``power.csv`` (a row wherever the IT power or the green production
@@ -379,6 +415,26 @@ class EnergyAccounting:
         both = (np.cumsum(down_step[order]) > 0) & (np.cumsum(lease_step[order]) > 0)
         return [f"a lease holds node {int(node[order][i])} at {time[order][i]:g} while the "
                 f"node is not on" for i in np.flatnonzero(both)[:5].tolist()]
+
+
+def step_profile(starts: np.ndarray, ends: np.ndarray, watts: np.ndarray, start: float,
+                 end: float) -> PowerProfile:
+    """The sum of intervals ``[starts[i], ends[i])`` drawing ``watts[i]``, as steps over
+    ``[start, end]`` (the intervals lie inside it)."""
+    times = np.concatenate([starts, ends])
+    deltas = np.concatenate([watts, -watts])
+    inside = times < end
+    times, deltas = times[inside], deltas[inside]
+    if len(times) == 0:    # a run of no length: no power to speak of
+        return PowerProfile(np.array([start, end]), np.zeros(2))
+    order = np.argsort(times, kind="stable")
+    times, level = times[order], np.cumsum(deltas[order])
+    last = np.flatnonzero(np.append(times[1:] != times[:-1], True))
+    times, level = times[last], level[last]
+    if len(times) == 0 or times[0] > start:
+        times, level = np.concatenate([[start], times]), np.concatenate([[0.0], level])
+    final = level[-1] if len(level) else 0.0
+    return PowerProfile(np.append(times, end), np.append(level, final))
 
 
 def write_energy_files(out: Path, accountings: Sequence[EnergyAccounting]) -> None:

@@ -248,6 +248,14 @@ class NodePowerStates:
                 self._go_off(node, now, now)
 
     # ------------------------------------------------------------------------- results
+    def current(self, now: float) -> Iterator[tuple[int, ReservationKind, float, float]]:
+        """The power-state reservations ``(node, kind, start, end)`` that hold a node now or
+        later (an off node's end moves on with the clock until a boot is planned)."""
+        for node, records in enumerate(self._records):
+            for res in records[-3:]:       # at most shutting down, off, then booting
+                if res.end > now or (res.kind is K.OFF and self._off.get(node) is res):
+                    yield node, res.kind, res.start, res.end
+
     def intervals(self, start: float, end: float) -> Iterator[tuple[int, str, float, float]]:
         """Every node's state intervals ``(node, state, from, to)`` tiling ``[start, end]``,
         in node and time order (``on`` wherever no power state holds the node)."""

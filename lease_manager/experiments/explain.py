@@ -50,7 +50,7 @@ def _decisions(path: Path, lease_id: int) -> list[dict[str, Any]] | None:
     return found
 
 
-def _say(record: dict[str, Any]) -> str:
+def say_decision(record: dict[str, Any]) -> str:
     d = record["decision"]
     if d == "submitted":
         return f"submitted ({record['type']}, {record['vms']} VMs)"
@@ -112,7 +112,7 @@ def explain(run_dir: str | Path, lease_id: int) -> str:
         lines.append(f"  (no {DECISIONS_FILE}: run it with `simulate --log-level debug` for "
                      "each decision)")
     else:
-        lines += [f"  {_s(r['t']):>14}  {_say(r)}" for r in records]
+        lines += [f"  {_s(r['t']):>14}  {say_decision(r)}" for r in records]
     if me.get("start"):
         wait = float(me["start"]) - float(me["submit"])
         lines.append(f"It waited {_s(wait)}, from {_s(float(me['submit']))} to "
