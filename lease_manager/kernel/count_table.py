@@ -357,10 +357,12 @@ class CountTable:
 
     def free_nodes(self) -> list[int]:
         """Every node with its slot free now, in index order (the table's own list: read, do
-        not change or keep); only when :attr:`one_per_node`."""
+        not change or keep); only when :attr:`one_per_node`. The nodes never taken, which the
+        list otherwise leaves implied, are listed first."""
         free = self._free_nodes
         if free is None:
             raise RuntimeError("the table keeps no list of free nodes")
+        self._list_up_to(len(self.slots))
         return free
 
     def pin(self, res: Reservation, placement: Placement) -> None:
