@@ -356,11 +356,14 @@ class CountTable:
         return free[:count] if count <= len(free) else None
 
     def free_nodes(self) -> list[int]:
-        """Every node with its slot free now, in index order (the table's own list: read, do
-        not change or keep); only when :attr:`one_per_node`."""
+        """Every node with its slot free now, in index order (read, do not change or keep);
+        only when :attr:`one_per_node`. The nodes never taken, which the table's list leaves
+        implied, are in it too (a node that never held a reservation is free)."""
         free = self._free_nodes
         if free is None:
             raise RuntimeError("the table keeps no list of free nodes")
+        if self._tail < len(self.slots):
+            return free + list(range(self._tail, len(self.slots)))
         return free
 
     def pin(self, res: Reservation, placement: Placement) -> None:
