@@ -223,3 +223,41 @@ def test_nodes_of_two_vm_slots_switch_alike_in_both_placements(placement):
     assert [(node, state, a, b) for node, state, a, b in run.node_states.intervals(0, 45)
             if state != "on"] == [(1, "switching-off", 10, 15), (1, "switching-on", 15, 35)]
     assert run.energy.violations() == []
+
+
+@pytest.mark.parametrize("placement", [
+    "at-start",
+    pytest.param("when-planned", marks=pytest.mark.xfail(strict=True, reason=(
+        "when-planned: a planned lease's own planned boots keep it from moving earlier "
+        "(issue 38, notes/waits.md); B stays at 100-110, 17,100 J")))])
+def test_a_plan_longer_than_the_gap_to_its_boot_still_moves_earlier(placement):
+    """As ``test_a_boot_planned_ahead_moves_with_the_plan_it_is_for``, but B asks for 100 s
+    (it runs 10): 2 nodes of 1 core, EASY, idle nodes off at once (shutdown 5 s at 50 W,
+    boot 20 s at 150 W, off 5 W); A (1 VM, 100 s requested, 30 s actual, at 0), B (2 VMs,
+    100 s requested, 10 s actual, at 1):
+
+    planned at 1:  n0 [A 0 -------- 100][B 100 ------ 200]
+                   n1 [off 0-5][off 5 --- 80][on 80-100][B 100 ------ 200]
+    as it should run:
+                   n0 [A 0-30] idle [B 50-60]
+                   n1 [off 0-5][off 5-30][on 30-50][B 50-60]
+
+    A ends at 30; B moves to 50, the earliest a boot begun at 30 allows, its boot with it.
+    B at [50, 150) overlaps the boot planned for it at [80, 100): that boot is B's own and
+    must not hold B back. (when-planned counts it as taken: B stays at 100, n0 goes off at
+    30 and boots at 80 too.)
+
+    power: [0, 5) 200 + 50 = 250 W; [5, 30) 200 + 5 = 205 W; [30, 50) 100 + 150 = 250 W;
+    [50, 60) 2 x 200 = 400 W. energy: 1,250 + 5,125 + 5,000 + 4,000 = 15,375 J.
+    """
+    given = [be(1, 1, 100, 0, actual=30), be(2, 2, 100, 1, actual=10)]
+    settings = (*SWITCHING[:4], "power.policy-node-power=switch-off-idle",
+                "power.idle-timeout=0", *SWITCHING[6:])
+    run = simulate(given, *settings, f"scheduling.placement={placement}",
+                   resources="2 CPU:1 Memory:1024")
+    assert times(run, given) == {1: (0, 30), 2: (50, 60)}
+    assert run.summary["energy_it_joules"] == pytest.approx(15_375)
+    assert [(node, state, a, b) for node, state, a, b in run.node_states.intervals(0, 60)
+            if state != "on"] == [(1, "switching-off", 0, 5), (1, "off", 5, 30),
+                                  (1, "switching-on", 30, 50)]
+    assert run.energy.violations() == []

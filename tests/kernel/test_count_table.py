@@ -684,3 +684,17 @@ def test_a_million_idle_nodes_of_one_slot_are_no_list():
     finally:
         tracemalloc.stop()
     assert t.one_per_node and made < 40e6
+
+
+def test_the_free_nodes_include_those_never_taken():
+    """Six nodes of one VM slot each: the nodes past the highest one ever taken are implied
+    free, not listed, but ``free_nodes`` (which the node power states follow to tell idle
+    nodes) names them: none taken -> all six; n1 and n4 taken -> n0, n2, n3, n5. Without
+    them a node that never ran a lease was never idle, so it never switched off."""
+    t = CountTable(parse_site("6 CPU:1 Memory:1024"), VM)
+    assert t.free_nodes() == [0, 1, 2, 3, 4, 5]
+    _on(t, 0, 10, [1, 4])
+    assert t.free_nodes() == [0, 2, 3, 5] and t._tail == 5
+    assert t.first_free(4) == [0, 2, 3, 5]
+    assert t.free_nodes() == [0, 2, 3, 5] and t._tail == 6
+    t.check()
