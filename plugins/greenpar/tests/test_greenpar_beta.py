@@ -97,10 +97,11 @@ LU_LIKE = {"P": {4: {1: 0.9091, 2: 1.935, 4: 2.204}, 8: {2: 1.7506, 4: 3.567, 8:
 def test_better_speedups_make_aggressive_save_more_brown_energy(tmp_path):
     """The instance above at the paper's beta = 8, with P's profile limited (TABLE) or close to
     linear (LU_LIKE). GreenPar's section 5: a day of EP jobs (close to linear) makes Aggressive
-    save more brown energy (-15%, against -10% with the NPB mix). Ours too: the jobs grow on the
-    green and end sooner, so less of them runs at night (about -19% limited, -24% LU-like).
-    Larger gains from more servers are therefore not what makes Aggressive spend brown energy on
-    the real days (plugins/greenpar/README.md, cause 3)."""
+    save more brown energy (-15%, against -10% with the NPB mix). On this instance, whose jobs
+    run mostly in the sun, ours does too: the jobs grow on the green and end sooner, so less of
+    them runs at night (about -19% limited, -24% LU-like). On the real day 0524 it does not
+    (plugins/greenpar/README.md, cause 3): there, better speedups make the run-time term pay
+    for growth at night."""
     limited = brown_changes(tmp_path, 0, TABLE, (8,))[8]
     near_linear = brown_changes(tmp_path, 0, LU_LIKE, (8,))[8]
     assert near_linear < limited < 0
