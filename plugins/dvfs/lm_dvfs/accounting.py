@@ -10,9 +10,10 @@ unit of workload ``carbon_per_cpu_hour``, ``cost_per_cpu_hour``, ``energy_per_cp
 ``carbon_bound_per_cpu_hour`` (lower) and ``profit_bound_per_cpu_hour`` (upper), with the
 workload the carbon bound fits, ``bound_workload_cpu_hours`` (every lease in one cycle, as
 printed), and the same with ``bound_arrivals`` in place of ``bound`` for the reading in which
-no lease starts before it is submitted; ``bad_data_leases``, leases that
-ran with an invalid ``data-gb`` (counted as no data); and ``garg_sites`` with the same per site
-(and its COP).
+no lease starts before it is submitted; the CPU-hours each bound as printed maps to each site,
+``carbon_bound_site_cpu_hours`` and ``profit_bound_site_cpu_hours`` (site name to CPU-hours);
+``bad_data_leases``, leases that ran with an invalid ``data-gb`` (counted as no data); and
+``garg_sites`` with the same per site (and its COP).
 """
 
 from __future__ import annotations
@@ -113,6 +114,8 @@ class GargAccounting(Policy):
             summary["garg_carbon_bound_per_cpu_hour"] = carbon.per_cpu_hour
             summary["garg_profit_bound_per_cpu_hour"] = profit.per_cpu_hour
             summary["garg_bound_workload_cpu_hours"] = carbon.workload_cpu_hours
+            summary["garg_carbon_bound_site_cpu_hours"] = carbon.site_cpu_hours
+            summary["garg_profit_bound_site_cpu_hours"] = profit.site_cpu_hours
             carbon = bound(self.leases, sites, self.prices, "carbon", arrivals=True)
             profit = bound(self.leases, sites, self.prices, "profit", arrivals=True)
             summary["garg_carbon_bound_arrivals_per_cpu_hour"] = carbon.per_cpu_hour

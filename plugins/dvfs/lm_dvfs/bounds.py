@@ -70,10 +70,11 @@ def parse_cubic_law(text: str) -> tuple[float, float, float, float] | None:
 @attrs.frozen
 class Bound:
     """One bound's totals: the workload it fits (CPU-hours), and its carbon (kg) and profit
-    ($) per CPU-hour."""
+    ($) per CPU-hour; ``site_cpu_hours``, the workload it maps to each site (by name)."""
 
     workload_cpu_hours: float
     per_cpu_hour: float
+    site_cpu_hours: dict[str, float] = attrs.field(factory=dict)
 
 
 def bound(leases: Sequence[Lease], sites: Sequence[BoundSite], prices: Prices,
@@ -86,6 +87,7 @@ def bound(leases: Sequence[Lease], sites: Sequence[BoundSite], prices: Prices,
     cycle = min((lease.submit for lease in leases), default=0.0)
     drains = [cycle] * len(sites)
     work = total = 0.0
+    per_site = [0.0] * len(sites)
     for lease in sorted(leases, key=lambda x: (math.inf if x.deadline is None else x.deadline,
                                                 x.submit, x.id)):
         data = lease_data_gb(lease)
@@ -107,6 +109,7 @@ def bound(leases: Sequence[Lease], sites: Sequence[BoundSite], prices: Prices,
         gamma = float(lease_gamma(lease, econ.gamma))
         kwh = econ.model.cooling_factor * site.least_power_time(gamma) * n * e / JOULES_PER_KWH
         work += n * e
+        per_site[i] += n * e
         if objective == "carbon":
             total += mean_over(econ.model.carbon, start, end) * kwh
         else:
@@ -114,4 +117,5 @@ def bound(leases: Sequence[Lease], sites: Sequence[BoundSite], prices: Prices,
             cost_gb = prices.data_cost.get(econ.name, prices.data_cost.get("*", 0.0))
             total += n * e / 3600.0 * prices.cpu_hour - cost + data * (prices.data - cost_gb)
     hours = work / 3600.0
-    return Bound(hours, total / hours if hours > 0 else 0.0)
+    return Bound(hours, total / hours if hours > 0 else 0.0,
+                 {site.econ.name: w / 3600.0 for site, w in zip(sites, per_site)})

@@ -11,7 +11,8 @@ CPU-hour: the bound as printed, every lease in one cycle, and the reading that h
 times), and with ``--plots`` draws them into ``DIR/plots/garg-METRIC-by-X.png`` (METRIC
 without its ``garg_`` prefix). Then, at every point, each site's share of the work executed and
 of the energy cost (%, means over seeds), which decide most of the averages: a site's DVS saving
-counts in proportion to its share of the cost.
+counts in proportion to its share of the cost; and the share of the work the carbon bound (as
+printed) maps to each site, beside which a carbon policy's distance to the bound is read.
 """
 
 from __future__ import annotations
@@ -116,9 +117,13 @@ def site_shares(runs: Sequence[dict[str, Any]], x: str
                 ) -> dict[tuple[str, float], dict[str, dict[str, float]]]:
     """Each site's share (%) of the work executed and of the energy cost, means over seeds, by
     (line, point) of the ``x`` axis: ``{(line, point): {site: {"work": %, "cost": %}}}``
-    (runs without per-site fields are left out; a run with no work or cost counts as 0%)."""
+    (runs without per-site fields are left out; a run with no work or cost counts as 0%).
+    The section 4.3 carbon bound (as printed) is a line of its own, ``BOUND_SHARES``, with the
+    share of the work it maps to each site (no cost): every run of a point and seed has the
+    same bound, whatever its policy."""
     values: dict[tuple[str, float], dict[str, dict[str, list[float]]]] = defaultdict(
         lambda: defaultdict(lambda: defaultdict(list)))
+    bounds: dict[tuple[float, int], dict[str, float]] = {}
     for run in runs:
         sites = run["summary"].get("garg_sites")
         if not on_axis(run, x) or not isinstance(sites, dict) or not sites:
@@ -129,6 +134,14 @@ def site_shares(runs: Sequence[dict[str, Any]], x: str
             for name, amount in amounts.items():
                 values[run["line"], run[x]][name][kind].append(
                     100.0 * amount / total if total > 0 else 0.0)
+        bound = run["summary"].get("garg_carbon_bound_site_cpu_hours")
+        if isinstance(bound, dict) and bound:
+            bounds[run[x], run["seed"]] = {name: float(h) for name, h in bound.items()}
+    for (point, _), amounts in sorted(bounds.items()):
+        total = sum(amounts.values())
+        for name, amount in amounts.items():
+            values[BOUND_SHARES, point][name]["work"].append(
+                100.0 * amount / total if total > 0 else 0.0)
     return {key: {name: {kind: statistics.fmean(v) for kind, v in kinds.items()}
                   for name, kinds in sites.items()}
             for key, sites in sorted(values.items())}
@@ -139,13 +152,16 @@ def shares_table(data: dict[tuple[str, float], dict[str, dict[str, float]]], x: 
     names = list(dict.fromkeys(name for sites in data.values() for name in sites))
     head = ["line", HEADS[x]] + names
     rows = [[line, f"{p * 100:g}" if x == "share" else f"{p:g}"]
-            + [f"{sites[n]['work']:.1f} / {sites[n]['cost']:.1f}" if n in sites else "-"
-               for n in names]
+            + [(f"{sites[n]['work']:.1f} / "
+                + (f"{sites[n]['cost']:.1f}" if "cost" in sites[n] else "-")) if n in sites
+               else "-" for n in names]
             for (line, p), sites in data.items()]
     widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
     return "\n".join("  ".join(c.rjust(w) for c, w in zip(r, widths)) for r in [head, *rows])
 
 
+#: the line of :func:`site_shares` that holds the carbon bound's site mix
+BOUND_SHARES = "carbon bound (4.3)"
 HEADS = {"share": "urgent %", "rate": "rate", "carbon-sd": "carbon sd"}
 TITLES = {"share": "share of high urgency (rate 100)",
           "rate": "arrival rate (40% high urgency)",

@@ -82,3 +82,32 @@ def test_each_sites_share_of_work_and_cost(tmp_path, capsys):
         "         line  urgent %              a            b",
         "gmp / our-dvs         0    50.0 / 37.5  50.0 / 62.5",
         "gmp / our-dvs       100  100.0 / 100.0            -"]
+
+
+def test_the_carbon_bounds_site_mix_is_a_line_of_its_own(tmp_path, capsys):
+    """gmce and gmp / our-dvs at 20% high urgency, seeds 1 and 2; the carbon bound maps
+    seed 1's work as a 90, b 10 CPU-hours (90% / 10%) and seed 2's as a 60, b 40 (60% / 40%),
+    the same in the gmce and the gmp run of a seed: the bound's line has the means over seeds,
+    a 75%, b 25%, and no cost. The policies' own shares: a 50% of work and cost each."""
+    bound = {1: {"a": 90, "b": 10}, 2: {"a": 60, "b": 40}}
+    for policy in ("gmce", "gmp"):
+        for seed in (1, 2):
+            fake_run(tmp_path, f"{policy}-hu20", seed,
+                     ["dvfs.urgent-share=0.2", f"simulation.policy-site-selection={policy}"],
+                     garg_carbon_per_cpu_hour=0.1, garg_carbon_bound_site_cpu_hours=bound[seed],
+                     garg_sites={"a": {"workload_cpu_hours": 5, "energy_cost": 1},
+                                 "b": {"workload_cpu_hours": 5, "energy_cost": 1}})
+    fake_run(tmp_path, "gmce-hu40", 1, ["dvfs.urgent-share=0.4"],
+             garg_carbon_per_cpu_hour=0.1, garg_carbon_bound_site_cpu_hours={"a": 1, "b": 0},
+             garg_sites={"a": {"workload_cpu_hours": 1, "energy_cost": 1}})
+    assert main([str(tmp_path), "--metric", "garg_carbon_per_cpu_hour", "--by", "share"]) == 0
+    out = capsys.readouterr().out.split("\n")
+    start = out.index("each site's share of the work executed / of the energy cost (%), by "
+                      "share of high urgency (rate 100)")
+    assert out[start + 1:start + 7] == [
+        "              line  urgent %              a            b",
+        "carbon bound (4.3)        20       75.0 / -     25.0 / -",
+        "carbon bound (4.3)        40      100.0 / -      0.0 / -",
+        "    gmce / our-dvs        20    50.0 / 50.0  50.0 / 50.0",
+        "    gmce / our-dvs        40  100.0 / 100.0            -",
+        "     gmp / our-dvs        20    50.0 / 50.0  50.0 / 50.0"]

@@ -197,6 +197,7 @@ def test_the_bounds_map_every_lease_in_one_cycle_with_absolute_deadlines():
     Profit (sites a, b), one cycle: both on a, $0.40 - 100 W x $0.05/kWh = $0.395 per CPU-hour;
     by arrival: L2 on a [500,600), L1 on b [0,100): $0.40 - 100 W x ($0.05 + $0.20)/2 per kWh
     = $0.3875 per CPU-hour.
+    Each bound's work per site (one cycle): carbon a 0, b 400 CPU-s; profit a 400, b 0.
     """
     sites = tuple(x.replace("1 CPU:1", "2 CPU:1") for x in SITES)
     leases = [deadline_lease(1, 2, 100, 0, 650), deadline_lease(2, 2, 100, 500, 600)]
@@ -207,6 +208,8 @@ def test_the_bounds_map_every_lease_in_one_cycle_with_absolute_deadlines():
     assert s["garg_carbon_bound_arrivals_per_cpu_hour"] == pytest.approx(0.03)
     assert s["garg_profit_bound_per_cpu_hour"] == pytest.approx(0.395)
     assert s["garg_profit_bound_arrivals_per_cpu_hour"] == pytest.approx(0.3875)
+    assert s["garg_carbon_bound_site_cpu_hours"] == pytest.approx({"a": 0.0, "b": 400 / 3600})
+    assert s["garg_profit_bound_site_cpu_hours"] == pytest.approx({"a": 400 / 3600, "b": 0.0})
 
 
 def test_a_bad_data_attribute_is_refused_with_the_reason():
