@@ -12,7 +12,6 @@ import hmac
 import json
 import logging
 import re
-import socket
 from collections.abc import Sequence
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -20,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
 
-from lease_manager.daemon.connections import ConnectionGuard, accept_pausing
+from lease_manager.daemon.connections import ConnectionGuard, GuardedServerMixin
 from lease_manager.daemon.dashboard_http import is_dashboard
 from lease_manager.daemon.dashboard_http import serve as serve_dashboard
 from lease_manager.daemon.lease_requests import (
@@ -592,28 +591,10 @@ def _int_param(query: dict[str, list[str]], name: str, default: int, low: int, h
     return int(text)
 
 
-class _Server(ThreadingHTTPServer):
+class _Server(GuardedServerMixin, ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
     request_queue_size = 64
-    guard: ConnectionGuard
-
-    def get_request(self) -> tuple[socket.socket, Any]:
-        return accept_pausing(self.socket)
-
-    def process_request(self, request: Any, client_address: Any) -> None:
-        if not self.guard.admit(request):
-            self.shutdown_request(request)
-            return
-        super().process_request(request, client_address)
-
-    def close_request(self, request: Any) -> None:
-        self.guard.closed(request)
-        super().close_request(request)
-
-    def server_close(self) -> None:
-        self.guard.stop()
-        super().server_close()
 
 
 def start_api(daemon: Daemon) -> tuple[_Server, str]:

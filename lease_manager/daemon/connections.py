@@ -133,3 +133,28 @@ def accept_pausing(listener: socket.socket) -> tuple[socket.socket, Any]:
             log.warning("no file descriptor free for a new API connection: %s", exc.strerror)
             time.sleep(0.05)
         raise
+
+
+class GuardedServerMixin:
+    """For a ``socketserver`` server: accept through :func:`accept_pausing`, admit each
+    connection through the server's :class:`ConnectionGuard` (a refused one is shut at once),
+    and tell the guard when it closes. Put it before the server class in the bases."""
+
+    guard: ConnectionGuard
+
+    def get_request(self) -> tuple[socket.socket, Any]:
+        return accept_pausing(self.socket)  # type: ignore[attr-defined]
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        if not self.guard.admit(request):
+            self.shutdown_request(request)  # type: ignore[attr-defined]
+            return
+        super().process_request(request, client_address)  # type: ignore[misc]
+
+    def close_request(self, request: Any) -> None:
+        self.guard.closed(request)
+        super().close_request(request)  # type: ignore[misc]
+
+    def server_close(self) -> None:
+        self.guard.stop()
+        super().server_close()  # type: ignore[misc]

@@ -38,7 +38,7 @@ from socketserver import ThreadingMixIn
 from typing import TYPE_CHECKING, Any
 from xmlrpc.server import SimpleXMLRPCRequestHandler, SimpleXMLRPCServer
 
-from lease_manager.daemon.connections import ConnectionGuard, accept_pausing
+from lease_manager.daemon.connections import ConnectionGuard, GuardedServerMixin
 from lease_manager.daemon.haizea_lease import lease_xml, request_of
 from lease_manager.daemon.lease_requests import RequestError, normalise
 from lease_manager.daemon.service import DaemonStopping
@@ -220,15 +220,11 @@ class _Handler(SimpleXMLRPCRequestHandler):
         log.debug("%s %s", self.address_string(), fmt % args)
 
 
-class _Server(ThreadingMixIn, SimpleXMLRPCServer):
+class _Server(GuardedServerMixin, ThreadingMixIn, SimpleXMLRPCServer):
     daemon_threads = True
     allow_reuse_address = True
     request_queue_size = 64
-    guard: ConnectionGuard
     max_body: int
-
-    def get_request(self) -> Any:
-        return accept_pausing(self.socket)
 
     def verify_request(self, request: Any, client_address: Any) -> bool:
         uid = peer_uid(client_address[1], self.server_address[1])
@@ -239,19 +235,6 @@ class _Server(ThreadingMixIn, SimpleXMLRPCServer):
                     "an unknown user" if uid is None else f"user {uid}")
         return False
 
-    def process_request(self, request: Any, client_address: Any) -> None:
-        if not self.guard.admit(request):
-            self.shutdown_request(request)
-            return
-        super().process_request(request, client_address)
-
-    def close_request(self, request: Any) -> None:
-        self.guard.closed(request)
-        super().close_request(request)
-
-    def server_close(self) -> None:
-        self.guard.stop()
-        super().server_close()
 
 
 def start_haizea_rpc(daemon: Daemon) -> tuple[_Server, str]:
