@@ -32,7 +32,7 @@ import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -545,16 +545,30 @@ def power(runs: Mapping[str, Path], *, title: str = "", mode: str = "panels") ->
     return _power_panels(profiles, title) if mode == "panels" else _power_daily(profiles, title)
 
 
-def node_states(run_dir: Path, *, window: tuple[float, float] | None = None,
-                title: str = "") -> Figure | None:
-    """Every node's power state over time (``node_states.csv``), or None without one;
-    ``window``: only the hours (from, to) of the run's clock."""
+def read_node_states(run_dir: Path) -> tuple[list[dict[str, str]], int] | None:
+    """The rows of a run's ``node_states.csv`` and its number of nodes, or None without one."""
     path = Path(run_dir) / "node_states.csv"
     if not path.is_file():
         return None
     with path.open(newline="") as fh:
         rows = list(csv.DictReader(fh))
-    nodes = max((int(r["node"]) for r in rows), default=0) + 1
+    return rows, max((int(r["node"]) for r in rows), default=0) + 1
+
+
+def states_in_order(states: Iterable[str]) -> list[str]:
+    """``states`` in the order of :data:`STATE_COLOURS`, then any other by name."""
+    present = set(states)
+    return [s for s in STATE_COLOURS if s in present] + sorted(present - set(STATE_COLOURS))
+
+
+def node_states(run_dir: Path, *, window: tuple[float, float] | None = None,
+                title: str = "") -> Figure | None:
+    """Every node's power state over time (``node_states.csv``), or None without one;
+    ``window``: only the hours (from, to) of the run's clock."""
+    read = read_node_states(run_dir)
+    if read is None:
+        return None
+    rows, nodes = read
     from matplotlib.collections import PolyCollection
 
     low, high = window if window is not None else (-math.inf, math.inf)
@@ -567,8 +581,7 @@ def node_states(run_dir: Path, *, window: tuple[float, float] | None = None,
             continue
         start, end = max(start, low), min(end, high)
         by_state.setdefault(r["state"], []).append((start, end - start, int(r["node"])))
-    for state in [s for s in STATE_COLOURS if s in by_state] + \
-            sorted(set(by_state) - set(STATE_COLOURS)):
+    for state in states_in_order(by_state):
         colour = STATE_COLOURS.get(state, "#5b8bd0")
         ax.add_collection(PolyCollection(   # one collection a state: 78,000 bars in seconds
             [[(s, n - 0.4), (s + w, n - 0.4), (s + w, n + 0.4), (s, n + 0.4)]
@@ -668,6 +681,19 @@ def _states_run(done: Sequence[Mapping[str, object]], states_run: str | None,
 
 # Longer than ~50 lines on purpose: a list of the figures of a report, in the order they are
 # written.
+def runs_at_one_seed(results: Results, done: Sequence[Mapping[str, Any]], directory: Path,
+                     trace: str, seed: int | None) -> tuple[dict[str, Path], int] | None:
+    """Each profile's run folder of ``trace`` at ``seed`` (None: the lowest seed with a
+    finished run), and that seed; None when no run of ``trace`` finished."""
+    rows = [r for r in done if r["trace"] == trace]
+    if not rows:
+        return None
+    trace_seed = seed if seed is not None else min(r["seed"] for r in rows)
+    runs = {p: directory / r["run_id"] for p in results.profiles for r in rows
+            if r["profile"] == p and r["seed"] == trace_seed}
+    return runs, trace_seed
+
+
 def make_plots(results: Results, directory: Path, *, gantt_run: str | None = None,
                gantt_leases: int | None = 200, gantt_hours: float | None = None,
                seed: int | None = None, colour_by: str = "auto", time_plot: str = "panels",
@@ -708,12 +734,11 @@ def make_plots(results: Results, directory: Path, *, gantt_run: str | None = Non
         written.append(_save(states_fig, plots / f"node-states-{_slug(states_id)}.png"))
 
     for trace in results.traces:
-        rows = [r for r in done if r["trace"] == trace]
-        if not rows:
+        one_seed = runs_at_one_seed(results, done, directory, trace, seed)
+        if one_seed is None:
             continue
-        trace_seed = seed if seed is not None else min(r["seed"] for r in rows)
-        runs = {p: directory / r["run_id"] for p in results.profiles for r in rows
-                if r["profile"] == p and r["seed"] == trace_seed}
+        runs, trace_seed = one_seed
+        rows = [r for r in done if r["trace"] == trace]
         label = f"{trace}, seed {trace_seed}"
 
         usage_fig = usage(runs, title=f"utilisation and queue length: {label}",

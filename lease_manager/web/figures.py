@@ -12,7 +12,6 @@ hours, as on the PNG figures.
 
 from __future__ import annotations
 
-import csv
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -219,12 +218,10 @@ def node_states(run_dir: Path, *, title: str,
     """Every node's power state over time (``node_states.csv``), one filled path a state in
     the colours of :data:`plots.STATE_COLOURS`, as :func:`plots.node_states` (``window``: only
     the hours (from, to)); None without the file."""
-    path = Path(run_dir) / "node_states.csv"
-    if not path.is_file():
+    read = plots.read_node_states(run_dir)
+    if read is None:
         return None
-    with path.open(newline="") as fh:
-        rows = list(csv.DictReader(fh))
-    nodes = max((int(r["node"]) for r in rows), default=0) + 1
+    rows, nodes = read
     low, high = window if window is not None else (-math.inf, math.inf)
     by_state: dict[str, list[tuple[float, float, int]]] = {}
     for r in rows:
@@ -233,8 +230,7 @@ def node_states(run_dir: Path, *, title: str,
             continue
         by_state.setdefault(r["state"], []).append(
             (round(max(start, low), 5), round(min(end, high), 5), n))
-    order = [s for s in plots.STATE_COLOURS if s in by_state] + \
-        sorted(set(by_state) - set(plots.STATE_COLOURS))
+    order = plots.states_in_order(by_state)
     # "rects" [[from, to, node], ...]: report.js makes them the trace's x and y (a closed
     # rectangle a state interval, 0.8 of a row high), a quarter of the page's size
     data = [{"type": "scatter", "mode": "none", "fill": "toself", "rects": by_state[s],

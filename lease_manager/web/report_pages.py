@@ -106,7 +106,7 @@ def sweep_page(directory: Path, results: Any, metrics: list[str], *,
     chart and the table of runs."""
     from lease_manager.experiments import plots
     from lease_manager.experiments.gantt import number
-    from lease_manager.experiments.plots import bounded_slowdowns
+    from lease_manager.experiments.plots import bounded_slowdowns, runs_at_one_seed
     from lease_manager.experiments.report import compare
 
     done = results.done()
@@ -147,12 +147,11 @@ def sweep_page(directory: Path, results: Any, metrics: list[str], *,
 
     plot_parts = []
     for t, trace in enumerate(results.traces):
-        trace_rows = [r for r in done if r["trace"] == trace]
-        if not trace_rows:
+        one_seed = runs_at_one_seed(results, done, directory, trace, seed)
+        if one_seed is None:
             continue
-        trace_seed = seed if seed is not None else min(r["seed"] for r in trace_rows)
-        runs = {p: directory / r["run_id"] for p in results.profiles for r in trace_rows
-                if r["profile"] == p and r["seed"] == trace_seed}
+        runs, trace_seed = one_seed
+        trace_rows = [r for r in done if r["trace"] == trace]
         label = f"{trace}, seed {trace_seed}"
         waits: dict[str, list[float]] = {}
         slowed: dict[str, list[float]] = {}
