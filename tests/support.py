@@ -76,3 +76,17 @@ def env_with(target: Path) -> dict[str, str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = str(target) + os.pathsep + env.get("PYTHONPATH", "")
     return env
+
+
+#: a leases.csv header and six rows, one of each type and end state, on 4 nodes: the plots'
+#: and the HTML report's tests draw them
+LEASES_CSV_HEADER = ("lease_id,source_id,type,state,submit,start,end,vms,requested,actual,"
+                     "wait,price,reason,nodes")
+MIXED_LEASE_ROWS = [
+    "1,,best-effort,done,0,0,3600,2,3600,3600,0,0,,0 1",
+    "2,,advance-reservation,done,0,1800,5400,1,3600,3600,0,0,,3",
+    "3,,best-effort,done,600,5400,7200,2,1800,1800,4800,0,,0 3",
+    "4,,immediate,rejected,900,,,1,600,600,,0,no room,",
+    "5,,best-effort,failed,1200,3600,4000,1,900,400,2400,0,,1",
+    "6,,deadline,active,2000,4000,,1,9000,9000,2000,0,,2",
+]

@@ -24,16 +24,9 @@ import pytest
 from lease_manager import cli
 from lease_manager.web.gantt_plan import COMPACT_KEYS, compact, plan_of_run
 
-HEADER = "lease_id,source_id,type,state,submit,start,end,vms,requested,actual,wait,price," \
-         "reason,nodes"
-ROWS = [
-    "1,,best-effort,done,0,0,3600,2,3600,3600,0,0,,0 1",
-    "2,,advance-reservation,done,0,1800,5400,1,3600,3600,0,0,,3",
-    "3,,best-effort,done,600,5400,7200,2,1800,1800,4800,0,,0 3",
-    "4,,immediate,rejected,900,,,1,600,600,,0,no room,",
-    "5,,best-effort,failed,1200,3600,4000,1,900,400,2400,0,,1",
-    "6,,deadline,active,2000,4000,,1,9000,9000,2000,0,,2",
-]
+from support import LEASES_CSV_HEADER, MIXED_LEASE_ROWS
+
+HEADER, ROWS = LEASES_CSV_HEADER, MIXED_LEASE_ROWS
 
 
 def write_run(d: Path, rows: list[str] = ROWS, resources: str | None = "6 CPU:1 Memory:1024",
