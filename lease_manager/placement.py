@@ -34,9 +34,11 @@ NEEDS_WHEN_PLANNED: dict[str, str] = {
     "Haizea configuration": "a Haizea configuration file keeps Haizea's placement",
     "daemon": "the daemon plans requests of any VM shape, advance reservations included",
     "leases given in code": "leases handed to the run in code may have several VM shapes",
-    "LWF trace": "an LWF trace with several VM shapes, advance reservations or deadline "
-                 "leases (which may preempt: suspension with memory images on particular "
-                 "nodes)",
+    "LWF trace": "an LWF trace with several VM shapes or deadline leases (which may "
+                 "preempt: suspension with memory images on particular nodes)",
+    "advance reservations that may preempt": "an LWF trace's advance reservations may "
+        "preempt or suspend leases (memory images on particular nodes) unless "
+        "policy-preemption = no-preemption and suspension = none",
     "injection file": "injected requests may have other VM shapes and advance reservations",
     "power cap": "a power cap plans boots and leases against the envelope per node",
     "several sites": "a site of several hosts no VM of the trace's one shape",
@@ -77,14 +79,16 @@ class PlacementChoice:
         return f"{self.placement} (auto{': ' + self.reason if self.reason else ''})"
 
 
-def lwf_shape(leases: list) -> tuple[np.ndarray | None, str]:
+def lwf_shape(leases: list, ars: list[str] | None = None) -> tuple[np.ndarray | None, str]:
     """The one VM shape of an LWF trace's leases (None for no leases), or why counting is
-    not exact for them: at-start counts best-effort and immediate leases of one VM shape."""
+    not exact for them: at-start counts best-effort and immediate leases and advance
+    reservations of one VM shape. Where the first advance reservation is is appended to
+    ``ars`` (it is counted only if it can neither preempt nor suspend a lease)."""
     shape: np.ndarray | None = None
     for lease in leases:
         where = f"the lease request at {lease.origin}" if lease.origin else f"lease {lease.id}"
-        if lease.type is LeaseType.ADVANCE_RESERVATION:
-            return None, f"{where} is an advance reservation"
+        if lease.type is LeaseType.ADVANCE_RESERVATION and ars is not None and not ars:
+            ars.append(where)
         if lease.type is LeaseType.DEADLINE:
             return None, f"{where} is a deadline lease"
         if lease.vms.shape_key is None:
@@ -115,9 +119,15 @@ def first_need(config: Config, plugins: Plugins, *, serve: bool, from_trace: boo
     if from_trace and trace and Path(trace).is_file() and is_lwf(trace):
         if nodes is None:
             return need("LWF trace")
-        vm_shape, why = lwf_shape(read_lwf(trace, nodes.types).leases)
+        ars: list[str] = []
+        vm_shape, why = lwf_shape(read_lwf(trace, nodes.types).leases, ars)
         if why:
             return need("LWF trace", why)
+        if ars and not ars_are_countable(config, plugins):
+            return need("advance reservations that may preempt",
+                        f"{ars[0]} is an advance reservation, and advance reservations may "
+                        f"preempt or suspend leases (memory images on particular nodes) "
+                        f"unless policy-preemption = no-preemption and suspension = none")
         if vm_shape is not None and shape is not None:
             shape.append(vm_shape)
     if config.get("tracefile", "injectionfile"):
@@ -159,6 +169,15 @@ def first_need(config: Config, plugins: Plugins, *, serve: bool, from_trace: boo
                                      f"change VM shapes (it does not declare "
                                      f"supports_placement_at_start)")
     return "", ""
+
+
+def ars_are_countable(config: Config, plugins: Plugins) -> bool:
+    """Whether advance reservations can be counted: with no preemption (the policy declares
+    ``preempts_nothing``) and no suspension, one never moves a lease off particular nodes,
+    nor lets a lease run in front of it and suspend there."""
+    policy = plugins.policy("preemption", config.get("scheduling", "policy-preemption"))
+    return (config.get("scheduling", "suspension") == "none"
+            and bool(getattr(policy, "preempts_nothing", False)))
 
 
 def supports_at_start(plugins: Plugins, host_selection: str) -> bool:

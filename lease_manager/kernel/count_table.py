@@ -607,8 +607,6 @@ class CountTable:
         if lease.vms.shape_key != self.shape_key:
             return ("its VMs are not of the site's one VM shape, which placement = at-start "
                     "needs")
-        if lease.type is LT.ADVANCE_RESERVATION:
-            return "an advance reservation needs placement = when-planned"
         return ""
 
     # ----------------------------------------------------------------------------- queries

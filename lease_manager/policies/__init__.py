@@ -105,6 +105,9 @@ class PreemptionPolicy(Policy):
     """Which leases a lease may preempt, most preemptable first (kind ``preemption``)."""
 
     kind = "preemption"
+    #: True for a policy that never lets a lease be preempted: advance reservations can then
+    #: be counted (``placement = at-start``, with ``suspension = none``)
+    preempts_nothing = False
     #: True: the scheduler scores with :meth:`score_at` (at the preemption's time, with what
     #: preempting costs the preemptee) instead of :meth:`score`
     scores_at_preemption = False

@@ -31,6 +31,7 @@ class NoPreemption(PreemptionPolicy):
     """No lease is ever preempted."""
 
     name = "no-preemption"
+    preempts_nothing = True
 
     def score(self, preemptor: Lease, preemptee: Lease, now: float) -> float | None:
         return None

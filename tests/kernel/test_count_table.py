@@ -143,13 +143,34 @@ def test_remove_and_truncate_give_the_slots_back():
     t.check()
 
 
-def test_a_lease_of_another_shape_or_an_ar_is_refused():
+def test_a_lease_of_another_shape_is_refused_an_ar_is_not():
     t = table()
     other = Lease(1, LeaseType.BEST_EFFORT, 0, VMRequest.uniform(1, [2.0, 0.0]), 10, 10)
     ar = Lease(2, LeaseType.ADVANCE_RESERVATION, 0, vms(1), 10, 10, start_request=5)
     assert "shape" in t.refuses(other)
-    assert "when-planned" in t.refuses(ar)
+    assert t.refuses(ar) == ""
     assert t.refuses(be(3, 1, 10, 0)) == ""
+
+
+@pytest.mark.parametrize("settings, counted", [
+    (("scheduling.policy-preemption=no-preemption", "scheduling.suspension=none"), True),
+    (("scheduling.suspension=none",), False),
+    (("scheduling.policy-preemption=no-preemption",), False),
+])
+def test_an_ar_that_may_preempt_or_suspend_is_refused_by_a_counting_scheduler(settings,
+                                                                             counted):
+    """Leases given in code, at-start named: an AR is counted only if it can neither
+    preempt a lease nor have one run in front of it and suspend; otherwise it is rejected
+    with the reason (4 nodes: a lease on 1 node for 0-100, the AR on 2 nodes for 50-80)."""
+    ar = Lease(2, LeaseType.ADVANCE_RESERVATION, 0, vms(2), 30, 30, start_request=50)
+    leases = [be(1, 1, 100, 0), ar]
+    run = simulate(leases, "scheduling.placement=at-start", *settings)
+    if counted:
+        assert ar.state is LeaseState.DONE and (ar.start, ar.end) == (50, 80)
+    else:
+        assert ar.state is LeaseState.REJECTED
+        assert "may preempt or suspend" in ar.reason and "when-planned" in ar.reason
+    assert run.table.counted
 
 
 def test_backfilling_onto_a_node_that_pinning_would_have_reserved():
@@ -429,7 +450,7 @@ def test_at_start_is_refused_where_it_cannot_serve(tmp_path):
     for settings, words in (
             (("power.pstates=2.4:100:200", "power.power-cap=1e6"), "(power cap:"),
             (("scheduling.policy-host-selection=looks-ahead",), "(host selection:"),
-            ((f"tracefile.tracefile={lwf}",), "(LWF trace:"),
+            ((f"tracefile.tracefile={lwf}",), "(advance reservations that may preempt:"),
             ((f"tracefile.injectionfile={lwf}",), "(injection file:")):
         plugins = Plugins(entry_points=False, extra=[_Plugin()])
         config = load_config(ROOT / "etc" / "sample.ini", plugins.schema,

@@ -287,7 +287,8 @@ class LeaseScheduler:
         """A lease arrives: admission, pricing, then the queue or its own slot."""
         self._emit_lease("lease_submitted", lease, now)
         too_big = self.oversize_reason(lease) or (
-            self.table.counted and cast("CountTable", self.table).refuses(lease))
+            self.table.counted and (cast("CountTable", self.table).refuses(lease)
+                                    or self._uncounted_ar(lease)))
         if too_big:
             self.reject(lease, now, too_big)
             return
@@ -331,6 +332,17 @@ class LeaseScheduler:
             self._schedule_ar(lease, now)
         else:
             self._schedule_deadline(lease, now)
+
+    def _uncounted_ar(self, lease: Lease) -> str:
+        """Why a table that counts VMs cannot take advance reservation ``lease`` ('' if it
+        can): one that may preempt, or let a lease run in front of it and suspend, moves
+        memory images of particular nodes."""
+        if lease.type is not LT.ADVANCE_RESERVATION or (
+                self.suspension == "none"
+                and (self.preemption is None or self.preemption.preempts_nothing)):
+            return ""
+        return ("an advance reservation that may preempt or suspend leases needs placement "
+                "= when-planned (or policy-preemption = no-preemption and suspension = none)")
 
     def what_if(self, lease: Lease, now: float, level: int | None = None
                 ) -> tuple[int | None, float, float] | None:
