@@ -331,3 +331,49 @@ def test_reactive_takes_a_shrunk_jobs_servers_back_before_a_waiting_job_is_promi
     assert (b.start, b.end) == (pytest.approx(4100), pytest.approx(5900))
     assert r.summary["greenpar_sla_violations"] == 0
     assert r.summary["resizes_refused"] == 0
+
+
+def test_reactive_takes_the_servers_back_within_the_resize_interval(tmp_path):
+    """As above, with jobs changed at most once an hour (``resize-interval = 3600``): the
+    shrink must then hold for an hour, and the job shrunk 200 s before the waiting job
+    arrives is taken back to N at once (a forced change), else the queue is promised its
+    server first.
+
+    3 servers, no green, F = 1.25, SLA rate 1.6. A (N = 2, V = 4: SP 1.0 on 1 server, 2.0
+    on 2), 8,000 s at N (work 16,000). L: a plain lease on 1 server, 0 to 6,000 s. B (N = 2,
+    V = 4: SP 0.5 on 1 server, 2.0 on 2), submitted at 5,600 s, 4,000 s at N (work 8,000).
+
+    A on 2 servers until 5,400, where 1 server keeps the SLA for the hour to 9,000 (10,800 +
+    3,600 >= 1.6 x 9,000 = 14,400; at 4,500: 12,600 < 12,960): 2 -> 1. At 5,600 B arrives:
+    1 server free, B needs 2, so it waits.
+
+    Before: A is held on 1 server until 9,000 (its SLA keeps to each next epoch). B starts at
+    6,000 (L ends) on A's freed server and L's. At 9,000 A needs 2 (14,400 on the line)
+    but none is free. At 9,900 B may go to 1 server (7,800 done, the last 200 take 400 s:
+    8,000 >= 1.6 x 4,300 = 6,880), and A is back on 2 (15,300 done, 700 left: 350 s), ending
+    at 10,250 > 1.25 x 8,000 = 10,000.
+    Now: at 5,600 A is back on 2 servers (forced: 200 s after its last change; 11,000 done,
+    5,000 left: 2,500 s) and ends at 8,100. B starts on A's servers at 8,100 and stays on 2
+    (on 1 server it would fall below its line: at 11,700 the last 800 take 1,600 s, 8,000 <
+    1.6 x 5,200) until 12,100.
+
+    server   0      5,400  5,600  6,000   8,100          12,100
+    0        A ----------------------------|B --------------|
+    1        A ------|      A -------------|B --------------|
+    2        L ---------------------|
+    Busy servers (100 W each): 3 to 5,400, 2 to 5,600, 3 to 6,000, 2 to 12,100.
+    """
+    table = speedups(tmp_path / "sp.csv", {"A": {4: {1: 1.0, 2: 2.0}},
+                                           "P": {4: {1: 0.5, 2: 2.0}}})
+    a = job(1, "A", 2, 8000)
+    plain = Lease(2, LeaseType.BEST_EFFORT, 0.0, VMRequest.uniform(1, [2.0, 4096.0]),
+                  6000, 6000)
+    b = job(3, "P", 2, 4000, submit=5600)
+    r = simulate([a, plain, b], "reactive", f"greenpar.speedups={table}",
+                 "greenpar.slowdown=1.25", "greenpar.resize-interval=3600", servers=3)
+    assert allocations(a) == [(0, 2), (5400, 1), (5600, 2)]
+    assert a.end == pytest.approx(8100)
+    assert allocations(b) == [(8100, 2)]
+    assert b.end == pytest.approx(12100)
+    assert r.summary["greenpar_forced_resizes"] == 1
+    assert r.summary["greenpar_sla_violations"] == 0
