@@ -259,17 +259,18 @@ class GreenParPolicy(AllocationPolicy):
         return self.resize_summary()
 
     def decisions(self, wanted: dict[int, tuple[int, int]], leases: Iterable[Lease],
-                  now: float) -> list[tuple[Lease, Allocation]]:
+                  now: float, forced: frozenset[int] = frozenset()
+                  ) -> list[tuple[Lease, Allocation]]:
         """Allocations for the jobs whose (servers, VMs) change. A job changed less than
-        ``resize-interval`` ago keeps its allocation, unless it would then break its SLA
-        (counted in ``greenpar_forced_resizes``)."""
+        ``resize-interval`` ago keeps its allocation, unless it would then break its SLA or
+        is in ``forced`` (counted in ``greenpar_forced_resizes``)."""
         out = []
         for lease in leases:
             if lease.id in wanted:
                 n, v = wanted[lease.id]
                 if n != self.nodes(lease) or v != lease.vms.count:
                     if not self.may_resize(lease, now):
-                        if not self.must_change(lease, now):
+                        if lease.id not in forced and not self.must_change(lease, now):
                             continue
                         self.forced_resizes += 1
                     out.append((lease, self.shape(lease, n, v)))

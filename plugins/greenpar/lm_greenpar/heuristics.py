@@ -33,7 +33,9 @@ class Reactive(GreenParPolicy):
     """GreenPar's Reactive (Fig. 2): every job at the fewest servers that keep its SLA over
     the next epoch, then, while the green power predicted for the next epoch powers more
     servers, the job with the best marginal speedup per added server doubles its servers.
-    2N VMs always."""
+    2N VMs always. While a job waits (it could not start on arrival), every running job is
+    back at its requested servers at least and none grows (section 3.1), so that a shrunk
+    job's servers are its own again before a waiting job is promised them."""
 
     name = "reactive"
 
@@ -42,19 +44,22 @@ class Reactive(GreenParPolicy):
         #: servers given to the jobs that arrived at ``_arrived_at`` (not running yet)
         self._arrived: dict[int, int] = {}
         self._arrived_at = -math.inf
+        #: jobs that arrived at ``_arrived_at`` and could not start at once
+        self._waiting: set[int] = set()
 
     def initial(self, lease: Lease, now: float) -> Allocation | None:
         if not self.is_job(lease):
             return None
         n_req = self.requested(lease)
         if now != self._arrived_at:     # jobs that arrived earlier at this instant keep theirs
-            self._arrived, self._arrived_at = {}, now
+            self._arrived, self._arrived_at, self._waiting = {}, now, set()
         running = self.running()
         plan = self.plan(now, running, [lease], self._arrived)
         n = plan[lease.id][0]
         needed = sum(plan[l.id][0] for l in running) + sum(self._arrived.values()) + n
         if needed > self.free_servers(now) + sum(self.nodes(l) for l in running):
             n = n_req   # cannot start at once: as asked
+            self._waiting.add(lease.id)
         else:
             self.store(now, plan)
         self._arrived[lease.id] = n
@@ -63,7 +68,20 @@ class Reactive(GreenParPolicy):
     def reallocate(self, now, reasons):
         running = self.running()
         plan = self.stored(now) or self.plan(now, running, [])
-        return self.decisions(plan, running, now)
+        reverted = (frozenset(l.id for l in running if plan[l.id][0] > self.nodes(l))
+                    if self.jobs_waiting(now) else frozenset())
+        return self.decisions(plan, running, now, forced=reverted)
+
+    def jobs_waiting(self, now: float) -> bool:
+        """Does a job wait: reserved to start later, queued since an earlier instant, or
+        arrived now and unable to start at once?"""
+        scheduler = self.ctx.scheduler
+        if any(self.is_job(l) for l in scheduler.planned()):
+            return True
+        arrived_now = self._arrived if now == self._arrived_at else {}
+        waiting_now = self._waiting if now == self._arrived_at else set()
+        return any(self.is_job(l) and (l.id not in arrived_now or l.id in waiting_now)
+                   for l in scheduler.waiting())
 
     def minimum(self, lease: Lease, now: float, new: bool) -> int:
         """Fig. 2, lines 14-20: the fewest servers keeping the average speedup at SP(N)/F
@@ -85,10 +103,18 @@ class Reactive(GreenParPolicy):
         for lease, _ in jobs:
             if lease.id in held and not self.must_change(lease, now):
                 n[lease.id] = self.nodes(lease)
+        waiting = self.jobs_waiting(now)
+        if waiting:
+            # GreenPar (3.1) reverts to the requested allocations when jobs cannot start on
+            # arrival: a shrunk job takes its servers back before a waiting job is promised
+            # them (it could not grow back over a reservation later), and none grows
+            for lease, fresh in jobs:
+                if not fresh:
+                    n[lease.id] = max(n[lease.id], self.requested(lease))
         vms = {l.id: (l.vms.count if not fresh else 2 * self.requested(l)) for l, fresh in jobs}
         used = sum(n.values()) + sum((fixed or {}).values())
         green_servers = self.servers_powered(self.green(now, now + self.epoch))
-        limit = min(green_servers, self.servers)
+        limit = used if waiting else min(green_servers, self.servers)
         span = self.span(now)
         while used < limit:
             best = None

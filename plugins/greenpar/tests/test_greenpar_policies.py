@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import pytest
 
+from lease_manager.kernel.lease import Lease, LeaseType, VMRequest
+
 from lmg_helpers import allocations, green, job, simulate, speedups
 
 TABLE = {"A": {4: {1: 1.0, 2: 2.0, 4: 3.6}}, "B": {4: {1: 1.2, 2: 2.0, 4: 2.4}},
@@ -284,3 +286,94 @@ def test_nebulous_floor_at_its_boundary_without_green(tmp_path):
     r = simulate([p], "nebulous", f"greenpar.speedups={table}")
     assert allocations(p) == [(0, 2), (4500, 1), (5400, 2)] and p.end == 7425
     assert r.summary["greenpar_allocation_sla_violations"] == 0
+
+
+def test_reactive_takes_a_shrunk_jobs_servers_back_before_a_waiting_job_is_promised_them(
+        tmp_path, table):
+    """Reactive shrinks a job for one epoch (Fig. 2, line 16: "assume that j will run for
+    another threshold time period t"), counting on growing it back at the next decision. If
+    a job that cannot start on arrival is meanwhile promised the servers it gave up, the grow
+    does not fit and the job ends above its SLA (day 0524, EP profiles: 1.1026 F). GreenPar
+    (3.1) "reverts back to the user-requested resource allocations when utilization becomes
+    so high that jobs cannot be started immediately upon arrival": the shrunk job is back at
+    N before the waiting job is queued.
+
+    3 servers, no green, F = 1.25. A (N = 2, V = 4: SP 1.0 on 1 server, 2.0 on 2), 4,000 s
+    at N (work 8,000), SLA rate 1.6. L: a plain lease on 1 server, 0 to 2,400 s. B (app A,
+    N = 2), submitted at 2,000 s, 1,800 s at N.
+
+    A at 0 and 900: 2 servers (1 server loses 0.6 a second: 360 - 540 < 0 at 900). At 1,800
+    it has done 3,600 against 2,880: 1 server keeps the SLA to 2,700 (4,500 >= 1.6 x 2,700 =
+    4,320): 2 -> 1. At 2,000 B arrives: 1 server free, B needs 2, so it waits.
+
+    Before: B waits on A's freed server and L's; at 2,400 (L ends) it starts on both. At
+    2,700 A needs 2 servers (on 1: 5,400 < 1.6 x 3,600 = 5,760) but none is free until B
+    ends at 4,200 (done 6,000 then, 2,000 left: 1,000 s on 2): A ends at 5,200 > 1.25 x
+    4,000 = 5,000.
+    Now: at 2,000 A is back on 2 servers (done 3,800; 4,200 left: 2,100 s), ends at 4,100
+    (8,000 >= 1.6 x 4,100 = 6,560); B starts on A's servers at 4,100 and ends at 5,900.
+
+    server   0      1,800  2,000  2,400       4,100        5,900
+    0        A ---------------------------------|B ----------|
+    1        A ------|      A ------------------|B ----------|
+    2        L ----------------------|
+    (before: server 1 idle 1,800-2,400, then B 2,400-4,200, A on 2 servers 4,200-5,200)
+    Busy servers (100 W each): 3 to 1,800, 2 to 2,000, 3 to 2,400, 2 to 5,900.
+    """
+    a = job(1, "A", 2, 4000)
+    plain = Lease(2, LeaseType.BEST_EFFORT, 0.0, VMRequest.uniform(1, [2.0, 4096.0]),
+                  2400, 2400)
+    b = job(3, "A", 2, 1800, submit=2000)
+    r = simulate([a, plain, b], "reactive", f"greenpar.speedups={table}",
+                 "greenpar.slowdown=1.25", servers=3)
+    assert allocations(a) == [(0, 2), (1800, 1), (2000, 2)]
+    assert a.end == pytest.approx(4100)
+    assert (b.start, b.end) == (pytest.approx(4100), pytest.approx(5900))
+    assert r.summary["greenpar_sla_violations"] == 0
+    assert r.summary["resizes_refused"] == 0
+
+
+def test_reactive_takes_the_servers_back_within_the_resize_interval(tmp_path):
+    """As above, with jobs changed at most once an hour (``resize-interval = 3600``): the
+    shrink must then hold for an hour, and the job shrunk 200 s before the waiting job
+    arrives is taken back to N at once (a forced change), else the queue is promised its
+    server first.
+
+    3 servers, no green, F = 1.25, SLA rate 1.6. A (N = 2, V = 4: SP 1.0 on 1 server, 2.0
+    on 2), 8,000 s at N (work 16,000). L: a plain lease on 1 server, 0 to 6,000 s. B (N = 2,
+    V = 4: SP 0.5 on 1 server, 2.0 on 2), submitted at 5,600 s, 4,000 s at N (work 8,000).
+
+    A on 2 servers until 5,400, where 1 server keeps the SLA for the hour to 9,000 (10,800 +
+    3,600 >= 1.6 x 9,000 = 14,400; at 4,500: 12,600 < 12,960): 2 -> 1. At 5,600 B arrives:
+    1 server free, B needs 2, so it waits.
+
+    Before: A is held on 1 server until 9,000 (its SLA keeps to each next epoch). B starts at
+    6,000 (L ends) on A's freed server and L's. At 9,000 A needs 2 (14,400 on the line)
+    but none is free. At 9,900 B may go to 1 server (7,800 done, the last 200 take 400 s:
+    8,000 >= 1.6 x 4,300 = 6,880), and A is back on 2 (15,300 done, 700 left: 350 s), ending
+    at 10,250 > 1.25 x 8,000 = 10,000.
+    Now: at 5,600 A is back on 2 servers (forced: 200 s after its last change; 11,000 done,
+    5,000 left: 2,500 s) and ends at 8,100. B starts on A's servers at 8,100 and stays on 2
+    (on 1 server it would fall below its line: at 11,700 the last 800 take 1,600 s, 8,000 <
+    1.6 x 5,200) until 12,100.
+
+    server   0      5,400  5,600  6,000   8,100          12,100
+    0        A ----------------------------|B --------------|
+    1        A ------|      A -------------|B --------------|
+    2        L ---------------------|
+    Busy servers (100 W each): 3 to 5,400, 2 to 5,600, 3 to 6,000, 2 to 12,100.
+    """
+    table = speedups(tmp_path / "sp.csv", {"A": {4: {1: 1.0, 2: 2.0}},
+                                           "P": {4: {1: 0.5, 2: 2.0}}})
+    a = job(1, "A", 2, 8000)
+    plain = Lease(2, LeaseType.BEST_EFFORT, 0.0, VMRequest.uniform(1, [2.0, 4096.0]),
+                  6000, 6000)
+    b = job(3, "P", 2, 4000, submit=5600)
+    r = simulate([a, plain, b], "reactive", f"greenpar.speedups={table}",
+                 "greenpar.slowdown=1.25", "greenpar.resize-interval=3600", servers=3)
+    assert allocations(a) == [(0, 2), (5400, 1), (5600, 2)]
+    assert a.end == pytest.approx(8100)
+    assert allocations(b) == [(8100, 2)]
+    assert b.end == pytest.approx(12100)
+    assert r.summary["greenpar_forced_resizes"] == 1
+    assert r.summary["greenpar_sla_violations"] == 0
