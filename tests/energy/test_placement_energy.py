@@ -225,11 +225,7 @@ def test_nodes_of_two_vm_slots_switch_alike_in_both_placements(placement):
     assert run.energy.violations() == []
 
 
-@pytest.mark.parametrize("placement", [
-    "at-start",
-    pytest.param("when-planned", marks=pytest.mark.xfail(strict=True, reason=(
-        "when-planned: a planned lease's own planned boots keep it from moving earlier "
-        "(issue 38, notes/waits.md); B stays at 100-110, 17,100 J")))])
+@pytest.mark.parametrize("placement", ["at-start", "when-planned"])
 def test_a_plan_longer_than_the_gap_to_its_boot_still_moves_earlier(placement):
     """As ``test_a_boot_planned_ahead_moves_with_the_plan_it_is_for``, but B asks for 100 s
     (it runs 10): 2 nodes of 1 core, EASY, idle nodes off at once (shutdown 5 s at 50 W,
@@ -244,8 +240,8 @@ def test_a_plan_longer_than_the_gap_to_its_boot_still_moves_earlier(placement):
 
     A ends at 30; B moves to 50, the earliest a boot begun at 30 allows, its boot with it.
     B at [50, 150) overlaps the boot planned for it at [80, 100): that boot is B's own and
-    must not hold B back. (when-planned counts it as taken: B stays at 100, n0 goes off at
-    30 and boots at 80 too.)
+    must not hold B back (issue 38: when-planned counted it as taken, B stayed at 100, n0
+    went off at 30 and booted at 80 too: 17,100 J).
 
     power: [0, 5) 200 + 50 = 250 W; [5, 30) 200 + 5 = 205 W; [30, 50) 100 + 150 = 250 W;
     [50, 60) 2 x 200 = 400 W. energy: 1,250 + 5,125 + 5,000 + 4,000 = 15,375 J.
