@@ -14,7 +14,10 @@ switching. How the states are kept in the table:
   same step), the node is *switching on* over ``[s - Ton, s)``; before that it stays off
   (the table holds it only as far as the rolling ``now + Ton``, so a shorter lease may still
   be planned on it in between, which moves the boot earlier). If the plan goes away or moves
-  before the boot starts, the boot is cancelled or moved with it.
+  before the boot starts, the boot is cancelled or moved with it. When re-evaluation tries
+  to move a plan earlier, the boots planned for it are out of the table meanwhile (its nodes
+  held off only as far as ``now + Ton``): they would otherwise sit inside every earlier slot
+  of a plan longer than the gap to them, and keep it where it is (issue 38).
 - After each step the node-power policy may switch off idle nodes; the core does so only
   when no lease is planned on the node before ``now + Toff + Ton``.
 
@@ -89,6 +92,8 @@ class NodePowerStates:
             self.cap.start(origin)
             if scheduler is not None:
                 scheduler.power = self.cap
+        elif scheduler is not None:
+            scheduler.planned_boots = self
 
     # ------------------------------------------------------------------------ the steps
     def before_step(self, now: float) -> None:
@@ -192,6 +197,52 @@ class NodePowerStates:
             if self._enactment is not None and self._call_at is not None:
                 self._call_at(boot.start, functools.partial(self._boot_starts, node, boot))
         self.bootable[node] = off.end
+
+    # ------------------------------------------------------- boots of a plan that moves
+    def own_boots(self, res: Reservation, now: float) -> list[Reservation]:
+        """The boots not begun by ``now`` that were planned for ``res`` (each ending at its
+        start, on one of its nodes)."""
+        if not self._boot:
+            return []
+        boots = []
+        for node in res.nodes.tolist():
+            boot = self._boot.get(node)
+            if boot is not None and boot.end == res.start and boot.start > now:
+                boots.append(boot)
+        return boots
+
+    def lift(self, boots: list[Reservation],
+             now: float) -> list[tuple[Reservation, float, float]]:
+        """Take ``boots`` out of the table, each node held off again only until a boot
+        started now could end (as if no plan needed it), so that the plan they were for can
+        move earlier; the boots, their nodes' old off ends and earliest starts, for
+        :meth:`put_back`. After a
+        move, :meth:`after_step` plans the boots the new plan needs (its nodes are touched)."""
+        lifted = []
+        for boot in boots:
+            node = int(boot.nodes[0])
+            off = self._off[node]
+            lifted.append((boot, off.end, self.bootable.get(node, off.end)))
+            self.table.remove(boot)
+            self._records[node].remove(boot)
+            del self._boot[node]
+            self._hold_until(off, max(off.start, now) + self.model.on_seconds[node])
+            self.bootable[node] = off.end
+        if lifted:
+            self._publish()
+        return lifted
+
+    def put_back(self, lifted: list[tuple[Reservation, float, float]]) -> None:
+        """Undo :meth:`lift`: the plan did not move, its boots stay as they were."""
+        for boot, off_end, bootable in lifted:
+            node = int(boot.nodes[0])
+            off = self._off[node]
+            self._hold_until(off, off_end)
+            self.table.add(boot)
+            self._records[node].append(boot)
+            self._boot[node] = boot
+            self.bootable[node] = bootable
+        self._publish()
 
     def _boot_starts(self, node: int, boot: Reservation, now: float) -> None:
         """A planned boot's start: switch the node on, unless the boot was moved or cancelled

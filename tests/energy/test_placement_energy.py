@@ -225,11 +225,7 @@ def test_nodes_of_two_vm_slots_switch_alike_in_both_placements(placement):
     assert run.energy.violations() == []
 
 
-@pytest.mark.parametrize("placement", [
-    "at-start",
-    pytest.param("when-planned", marks=pytest.mark.xfail(strict=True, reason=(
-        "when-planned: a planned lease's own planned boots keep it from moving earlier "
-        "(issue 38, notes/waits.md); B stays at 100-110, 17,100 J")))])
+@pytest.mark.parametrize("placement", ["at-start", "when-planned"])
 def test_a_plan_longer_than_the_gap_to_its_boot_still_moves_earlier(placement):
     """As ``test_a_boot_planned_ahead_moves_with_the_plan_it_is_for``, but B asks for 100 s
     (it runs 10): 2 nodes of 1 core, EASY, idle nodes off at once (shutdown 5 s at 50 W,
@@ -244,8 +240,8 @@ def test_a_plan_longer_than_the_gap_to_its_boot_still_moves_earlier(placement):
 
     A ends at 30; B moves to 50, the earliest a boot begun at 30 allows, its boot with it.
     B at [50, 150) overlaps the boot planned for it at [80, 100): that boot is B's own and
-    must not hold B back. (when-planned counts it as taken: B stays at 100, n0 goes off at
-    30 and boots at 80 too.)
+    must not hold B back (issue 38: when-planned counted it as taken, B stayed at 100, n0
+    went off at 30 and booted at 80 too: 17,100 J).
 
     power: [0, 5) 200 + 50 = 250 W; [5, 30) 200 + 5 = 205 W; [30, 50) 100 + 150 = 250 W;
     [50, 60) 2 x 200 = 400 W. energy: 1,250 + 5,125 + 5,000 + 4,000 = 15,375 J.
@@ -260,4 +256,37 @@ def test_a_plan_longer_than_the_gap_to_its_boot_still_moves_earlier(placement):
     assert [(node, state, a, b) for node, state, a, b in run.node_states.intervals(0, 60)
             if state != "on"] == [(1, "switching-off", 0, 5), (1, "off", 5, 30),
                                   (1, "switching-on", 30, 50)]
+    assert run.energy.violations() == []
+
+
+@pytest.mark.parametrize("placement", ["at-start", "when-planned"])
+def test_a_plan_that_cannot_move_keeps_the_boots_planned_for_it(placement):
+    """A plan's own boots are set aside while it tries to move earlier, and put back when it
+    cannot. 3 nodes of 1 core, EASY, idle nodes off at once (shutdown 5 s at 50 W, boot 20 s
+    at 150 W, off 5 W); A (1 VM, 100 s, runs 100), C (1 VM, 100 s requested, 10 actual) and
+    D (1 VM, 100 s requested, 40 actual) at 0; B (3 VMs, 100 s requested, 10 actual) at 1:
+
+        A  [0 ---------------------------- 100][B 100-110]
+        C  [0-10][down 10-15][off 15 --- 80][boot 80-100][B 100-110]
+        D  [0 ------ 40][down 40-45][off 45-80][boot 80-100][B 100-110]
+
+    C's node goes off at 10 and gets a boot for B at [80, 100). D ends early at 40: B may not
+    start before A's end at 100 whatever its boots, so it stays, its boot on C's node is put
+    back, and D's node gets one too.
+
+    energy: busy 200 W x (100 + 10 + 40 + 3 x 10) = 36,000; shutdowns 2 x 5 x 50 = 500; off
+    5 W x (65 + 35) = 500; boots 2 x 20 x 150 = 6,000: 43,000 J.
+    """
+    given = [be(1, 1, 100, 0), be(2, 1, 100, 0, actual=10), be(3, 1, 100, 0, actual=40),
+             be(4, 3, 100, 1, actual=10)]
+    settings = (*SWITCHING[:4], "power.policy-node-power=switch-off-idle",
+                "power.idle-timeout=0", *SWITCHING[6:])
+    run = simulate(given, *settings, f"scheduling.placement={placement}",
+                   resources="3 CPU:1 Memory:1024")
+    assert times(run, given) == {1: (0, 100), 2: (0, 10), 3: (0, 40), 4: (100, 110)}
+    assert run.summary["energy_it_joules"] == pytest.approx(43_000)
+    assert sorted((state, a, b) for _, state, a, b in run.node_states.intervals(0, 110)
+                  if state != "on") == [("off", 15, 80), ("off", 45, 80),
+                                        ("switching-off", 10, 15), ("switching-off", 40, 45),
+                                        ("switching-on", 80, 100), ("switching-on", 80, 100)]
     assert run.energy.violations() == []

@@ -119,6 +119,23 @@ class Malleability(Protocol):
         (why not, if it cannot run)."""
 
 
+class PlannedBoots(Protocol):
+    """The boots planned ahead for leases (:class:`~lease_manager.energy.node_states.
+    NodePowerStates`), as re-evaluation sees them."""
+
+    def own_boots(self, res: Reservation, now: float) -> list[Reservation]:
+        """The boots not begun by ``now`` that were planned for ``res`` (each ending at its
+        start, on one of its nodes)."""
+
+    def lift(self, boots: list[Reservation],
+             now: float) -> list[tuple[Reservation, float, float]]:
+        """Take ``boots`` out of the table (their nodes held off only until a boot started
+        now could end), so that the plan they were for can move; what to put back."""
+
+    def put_back(self, lifted: list[tuple[Reservation, float, float]]) -> None:
+        """Undo :meth:`lift` (the plan did not move)."""
+
+
 class LevelSetter(Protocol):
     """Sets a lease's DVFS level and stretch (:class:`~lease_manager.energy.operating_points.
     OperatingPoints`)."""
@@ -268,6 +285,9 @@ class LeaseScheduler:
         self.operating_point: LevelSetter | None = None
         #: the site's power cap, if it has one: plans are placed only where it has room
         self.power: PowerGate | None = None
+        #: the boots planned ahead for plans on nodes that are off (when-planned with node
+        #: power states); a plan's own boots do not keep it from moving earlier
+        self.planned_boots: PlannedBoots | None = None
         #: gives arriving leases their first allocation (with an allocation policy)
         self.malleability: Malleability | None = None
         self._what_if_memo: tuple[tuple, tuple[int | None, float, float] | None] | None = None

@@ -63,10 +63,13 @@ def _one_pass(self: LeaseScheduler, leases: list[Lease], now: float,
     last_mover: Lease | None = None
     tests = _MoveTests(self.table, now) if len(leases) >= MANY_FUTURE else None
     freed = math.inf   # the earliest time moves gave slots back since the tests' rows
+    boots = self.planned_boots
     for lease in leases:
         if lease is stop_at and last_mover is None:
             break
-        if tests is not None and not tests.may_move(lease):
+        if tests is not None and not tests.may_move(lease) and not (
+                # the tests count its own planned boots as taken; _move_earlier does not
+                boots is not None and boots.own_boots(lease.reservations[0], now)):
             # the tests look at the rows before the lease's start only: slots given
             # back there since they were read may let it start earlier
             if freed >= lease.reservations[0].start:
@@ -126,9 +129,16 @@ def _move_earlier(self: LeaseScheduler, lease: Lease, now: float) -> bool:
         duration = length
     if res.start <= now:
         return False
+    # its own planned boots (nodes off until its start) would sit inside any earlier slot of
+    # a reservation longer than the gap to them: out of the table while it looks; the node
+    # power states plan the boots its new slot needs after the step
+    boots = self.planned_boots
+    lifted = boots.lift(boots.own_boots(res, now), now) if boots is not None else []
     # with its own reservation counted as free, where could the lease start?
     start = table.earlier_start(lease.vms, duration, now, res)
     if start is None:
+        if boots is not None and lifted:
+            boots.put_back(lifted)
         return False
     change = PlanChange(table)
     change.remove(res)
@@ -136,6 +146,8 @@ def _move_earlier(self: LeaseScheduler, lease: Lease, now: float) -> bool:
            or self._find_slot(lease, duration, now, res.start, before=res.start))
     if new is None:
         change.rollback()   # its old slot is still free: nothing else moved into it
+        if boots is not None and lifted:
+            boots.put_back(lifted)
         return False
     change.add(new)
     self._adopt(lease, [new], now)
