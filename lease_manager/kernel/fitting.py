@@ -158,13 +158,24 @@ def iter_fit_starts(self: SlotTable, demand: VMRequest, duration: float, after: 
     if not_after is not None and not_after <= after:
         return
     last = times[k_end - 1] if not_after is None else min(not_after, times[k_end - 1])
-    for s in self._grow_times.irange(after, last, inclusive=(False, True)):
-        i = bisect_left(times, s, k0) - k0
-        if blocked[i]:
-            continue
-        j = k_rows if infinite else bisect_left(times, s + duration, k0 + i + 1, k_end) - k0
-        if window_fits(i, j):
-            yield s
+    grow_times = self._grow_times
+    lower = after   # candidates are the grow times after this one
+    while True:
+        for s in grow_times.irange(lower, last, inclusive=(False, True)):
+            i = bisect_left(times, s, k0) - k0
+            j = k_rows if infinite else bisect_left(times, s + duration, k0 + i + 1, k_end) - k0
+            b = prev_blocked[j - 1]
+            if b >= i:
+                # the window holds blocked row b, and so does the window of every later
+                # candidate up to row b (it starts later and ends no sooner): go past it
+                # (one search instead of one per grow time: re-evaluation asks about each
+                # planned lease, across most of the plan)
+                lower = max(after, times[k0 + b])
+                break
+            if window_fits(i, j):
+                yield s
+        else:
+            return
 
 
 def fits_at(self: SlotTable, demand: VMRequest, duration: float, t: float) -> bool:
