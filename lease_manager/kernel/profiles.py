@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Sequence
 from itertools import accumulate, islice
@@ -64,22 +63,18 @@ def complete_runs(times: Sequence[float], free: Sequence[float], count: int, aft
     """The runs of rows with room for ``count`` that stop at a later row (a run from the
     first row starts at ``after``): each one's stop time, ascending, and the longest of the
     runs up to it."""
-    stops: list[float] = []
-    longest: list[float] = []
-    best = -math.inf
-    begin = None   # the start of the run being read (None: none)
-    for k, room in enumerate(free):
-        if room >= count:
-            if begin is None:
-                begin = after if k == 0 else times[k]
-        elif begin is not None:
-            stop = times[k]
-            if stop - begin > best:
-                best = stop - begin
-            stops.append(stop)
-            longest.append(best)
-            begin = None
-    return stops, longest
+    room = np.asarray(free) >= count
+    if not len(room):
+        return [], []
+    changes = np.flatnonzero(room[1:] != room[:-1]) + 1   # rows where room changes
+    begins = changes[room[changes]].tolist()   # a run starts there...
+    stops = changes[~room[changes]].tolist()   # ...or stops there
+    if room[0]:
+        begins.insert(0, 0)
+    starts = [after if k == 0 else times[k] for k in begins[:len(stops)]]
+    stop_times = [times[k] for k in stops]
+    longest = list(accumulate((stop - begin for stop, begin in zip(stop_times, starts)), max))
+    return stop_times, longest
 
 
 def runs_fit(times: list[float], k0: int, blocked: np.ndarray, after: float,
