@@ -316,8 +316,8 @@ def move_test(self: SlotTable, vector: np.ndarray, after: float
     (:func:`~lease_manager.kernel.profiles.move_test`). While the table only takes slots it
     stays necessary: yes whenever :meth:`may_fit_before` would say yes."""
     k0 = self._row(after)
-    return profiles.move_test(self._t[k0:], self._row_totals(self._shape(vector))[k0:].tolist(),
-                              after)
+    totals = self._row_totals(self._shape(vector))[k0:]
+    return profiles.move_test(self._t[k0:], totals.tolist(), after, totals)
 
 
 def earlier_start(self: SlotTable, demand: VMRequest, duration: float, after: float,

@@ -9,13 +9,13 @@ from itertools import accumulate, islice
 import numpy as np
 
 
-def move_test(times: Sequence[float], free: Sequence[float], after: float
-              ) -> Callable[[int, float, float], bool]:
+def move_test(times: Sequence[float], free: Sequence[float], after: float,
+              free_array: np.ndarray | None = None) -> Callable[[int, float, float], bool]:
     """A necessary test of whether a reservation, if it were given up, could start earlier,
     on the rows from the one holding ``after`` on: their start times ``times`` and the VMs
     each could host, ``free``. ``test(count, start, end)``: could ``count`` VMs for ``end -
     start``, now reserved over ``[start, end)`` with ``start > after``, start in ``[after,
-    start)``?
+    start)``? (``free_array``: ``free`` as an array, if the caller has it.)
 
     A window that starts earlier either covers the instant just before ``start`` (the row
     there must have room) or lies wholly before it, inside a run of rows with room that
@@ -48,7 +48,8 @@ def move_test(times: Sequence[float], free: Sequence[float], after: float
             return False
         found = runs.get(count)
         if found is None:
-            found = runs[count] = complete_runs(times, free, count, after)
+            found = runs[count] = complete_runs(
+                times, free if free_array is None else free_array, count, after)
         stops, longest = found
         j = bisect_right(stops, start) - 1
         # (lenient by a few ulps: may_fit_before adds the duration to the run's start, and
@@ -73,7 +74,7 @@ def complete_runs(times: Sequence[float], free: Sequence[float], count: int, aft
         begins.insert(0, 0)
     starts = [after if k == 0 else times[k] for k in begins[:len(stops)]]
     stop_times = [times[k] for k in stops]
-    longest = list(accumulate((stop - begin for stop, begin in zip(stop_times, starts)), max))
+    longest = np.maximum.accumulate(np.subtract(stop_times, starts)).tolist() if stops else []
     return stop_times, longest
 
 
