@@ -59,8 +59,8 @@ def move_test(times: Sequence[float], free: Sequence[float], after: float,
     return test
 
 
-def complete_runs(times: Sequence[float], free: Sequence[float], count: int, after: float
-                  ) -> tuple[list[float], list[float]]:
+def complete_runs(times: Sequence[float], free: Sequence[float] | np.ndarray, count: int,
+                  after: float) -> tuple[list[float], list[float]]:
     """The runs of rows with room for ``count`` that stop at a later row (a run from the
     first row starts at ``after``): each one's stop time, ascending, and the longest of the
     runs up to it."""
