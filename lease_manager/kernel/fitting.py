@@ -135,8 +135,9 @@ def iter_fit_starts(self: SlotTable, demand: VMRequest, duration: float, after: 
                 site[lo:hi] += res.site_amount
         blocked |= (site < site_demand - EPS).any(axis=1)
     # prev_blocked[i]: the last blocked row at or before row i (-1: none)
-    prev_blocked = np.maximum.accumulate(
-        np.where(blocked, np.arange(k_rows), -1)).tolist()
+    rows = np.arange(k_rows)
+    prev_blocked_rows = np.maximum.accumulate(np.where(blocked, rows, -1))
+    prev_blocked = prev_blocked_rows.tolist()
     single = len(groups) == 1
     per_row: list[np.ndarray] = []   # per group: VMs per node and row, rows k0:k_end
 
@@ -158,13 +159,24 @@ def iter_fit_starts(self: SlotTable, demand: VMRequest, duration: float, after: 
     if not_after is not None and not_after <= after:
         return
     last = times[k_end - 1] if not_after is None else min(not_after, times[k_end - 1])
-    for s in self._grow_times.irange(after, last, inclusive=(False, True)):
-        i = bisect_left(times, s, k0) - k0
-        if blocked[i]:
-            continue
-        j = k_rows if infinite else bisect_left(times, s + duration, k0 + i + 1, k_end) - k0
-        if window_fits(i, j):
-            yield s
+    # The later candidates are grow times, every one a breakpoint (the start of a row). A
+    # window from row i to row j (the row where it ends) that holds a blocked row cannot
+    # fit: those are passed over all at once, not one by one (re-evaluation asks about each
+    # planned lease across most of the plan: O(n) grow times each, O(n^2) in all).
+    starts = np.array(times[k0:k_end])
+    if infinite:
+        ends = np.full(k_rows, k_rows)
+    else:
+        ends = np.maximum(np.searchsorted(starts, starts + duration), rows + 1)
+    open_rows = np.flatnonzero(prev_blocked_rows[ends - 1] < rows).tolist()
+    grow_times = self._grow_times
+    for i in open_rows:
+        s = times[k0 + i]
+        if s > last:
+            return
+        if s > after and s in grow_times:
+            if window_fits(i, int(ends[i])):
+                yield s
 
 
 def fits_at(self: SlotTable, demand: VMRequest, duration: float, t: float) -> bool:
@@ -304,8 +316,8 @@ def move_test(self: SlotTable, vector: np.ndarray, after: float
     (:func:`~lease_manager.kernel.profiles.move_test`). While the table only takes slots it
     stays necessary: yes whenever :meth:`may_fit_before` would say yes."""
     k0 = self._row(after)
-    return profiles.move_test(self._t[k0:], self._row_totals(self._shape(vector))[k0:].tolist(),
-                              after)
+    totals = self._row_totals(self._shape(vector))[k0:]
+    return profiles.move_test(self._t[k0:], totals.tolist(), after, totals)
 
 
 def earlier_start(self: SlotTable, demand: VMRequest, duration: float, after: float,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Sequence
 from itertools import accumulate, islice
@@ -10,13 +9,13 @@ from itertools import accumulate, islice
 import numpy as np
 
 
-def move_test(times: Sequence[float], free: Sequence[float], after: float
-              ) -> Callable[[int, float, float], bool]:
+def move_test(times: Sequence[float], free: Sequence[float], after: float,
+              free_array: np.ndarray | None = None) -> Callable[[int, float, float], bool]:
     """A necessary test of whether a reservation, if it were given up, could start earlier,
     on the rows from the one holding ``after`` on: their start times ``times`` and the VMs
     each could host, ``free``. ``test(count, start, end)``: could ``count`` VMs for ``end -
     start``, now reserved over ``[start, end)`` with ``start > after``, start in ``[after,
-    start)``?
+    start)``? (``free_array``: ``free`` as an array, if the caller has it.)
 
     A window that starts earlier either covers the instant just before ``start`` (the row
     there must have room) or lies wholly before it, inside a run of rows with room that
@@ -49,7 +48,8 @@ def move_test(times: Sequence[float], free: Sequence[float], after: float
             return False
         found = runs.get(count)
         if found is None:
-            found = runs[count] = complete_runs(times, free, count, after)
+            found = runs[count] = complete_runs(
+                times, free if free_array is None else free_array, count, after)
         stops, longest = found
         j = bisect_right(stops, start) - 1
         # (lenient by a few ulps: may_fit_before adds the duration to the run's start, and
@@ -59,27 +59,23 @@ def move_test(times: Sequence[float], free: Sequence[float], after: float
     return test
 
 
-def complete_runs(times: Sequence[float], free: Sequence[float], count: int, after: float
-                  ) -> tuple[list[float], list[float]]:
+def complete_runs(times: Sequence[float], free: Sequence[float] | np.ndarray, count: int,
+                  after: float) -> tuple[list[float], list[float]]:
     """The runs of rows with room for ``count`` that stop at a later row (a run from the
     first row starts at ``after``): each one's stop time, ascending, and the longest of the
     runs up to it."""
-    stops: list[float] = []
-    longest: list[float] = []
-    best = -math.inf
-    begin = None   # the start of the run being read (None: none)
-    for k, room in enumerate(free):
-        if room >= count:
-            if begin is None:
-                begin = after if k == 0 else times[k]
-        elif begin is not None:
-            stop = times[k]
-            if stop - begin > best:
-                best = stop - begin
-            stops.append(stop)
-            longest.append(best)
-            begin = None
-    return stops, longest
+    room = np.asarray(free) >= count
+    if not len(room):
+        return [], []
+    changes = np.flatnonzero(room[1:] != room[:-1]) + 1   # rows where room changes
+    begins = changes[room[changes]].tolist()   # a run starts there...
+    stops = changes[~room[changes]].tolist()   # ...or stops there
+    if room[0]:
+        begins.insert(0, 0)
+    starts = [after if k == 0 else times[k] for k in begins[:len(stops)]]
+    stop_times = [times[k] for k in stops]
+    longest = np.maximum.accumulate(np.subtract(stop_times, starts)).tolist() if stops else []
+    return stop_times, longest
 
 
 def runs_fit(times: list[float], k0: int, blocked: np.ndarray, after: float,

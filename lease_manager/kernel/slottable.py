@@ -720,6 +720,9 @@ class SlotTable:
         if ({t: c for t, c in self._start_refs.items() if t > horizon} != starts
                 or list(self._start_times) != sorted(self._start_refs)):
             raise AssertionError("slot table's index of reservation starts is wrong")
+        # (iter_fit_starts relies on it; a grow time at the horizon's first row may outlive it)
+        if not set(self._grow_times.irange(horizon, inclusive=(False, False))) <= set(self._t):
+            raise AssertionError("slot table has a grow time that is not a breakpoint")
         if self.site_resources:
             site = self._site_cap[slots].copy()
             for res in self._reservations.values():
