@@ -10,6 +10,7 @@ import csv
 import pytest
 
 from lease_manager.config.schema import load_config
+from lease_manager.kernel.lease import Lease
 from lease_manager.plugins import Plugins
 from lease_manager.run import Run
 
@@ -139,6 +140,23 @@ def test_nodes_that_switch_are_counted_under_auto():
             assert run.placement.label() == label
 
 
+def assert_b_moves_to_50(lease_b: Lease, placement: str) -> None:
+    """A (1 VM, 100 s requested, 30 s actual, at 0) and ``lease_b`` (B: 2 VMs, at 1) on 2 nodes of 1
+    core, EASY, idle nodes off at once: A ends at 30, B runs [50, 60) after n1's boot begun at
+    30, and the energy is 15,375 J (the two tests' docstrings draw it)."""
+    given = [be(1, 1, 100, 0, actual=30), lease_b]
+    settings = (*SWITCHING[:4], "power.policy-node-power=switch-off-idle",
+                "power.idle-timeout=0", *SWITCHING[6:])
+    run = simulate(given, *settings, f"scheduling.placement={placement}",
+                   resources="2 CPU:1 Memory:1024")
+    assert times(run, given) == {1: (0, 30), 2: (50, 60)}
+    assert run.summary["energy_it_joules"] == pytest.approx(15_375)
+    assert [(node, state, a, b) for node, state, a, b in run.node_states.intervals(0, 60)
+            if state != "on"] == [(1, "switching-off", 0, 5), (1, "off", 5, 30),
+                                  (1, "switching-on", 30, 50)]
+    assert run.energy.violations() == []
+
+
 @pytest.mark.parametrize("placement", ["at-start", "when-planned"])
 def test_a_boot_planned_ahead_moves_with_the_plan_it_is_for(placement):
     """2 nodes of 1 core, EASY, idle nodes off at once (idle-timeout 0; shutdown 5 s, boot
@@ -158,17 +176,7 @@ def test_a_boot_planned_ahead_moves_with_the_plan_it_is_for(placement):
     power: [0, 5) 200 + 50 = 250 W; [5, 30) 200 + 5 = 205 W; [30, 50) 100 + 150 = 250 W;
     [50, 60) 2 x 200 = 400 W. energy: 1,250 + 5,125 + 5,000 + 4,000 = 15,375 J.
     """
-    given = [be(1, 1, 100, 0, actual=30), be(2, 2, 10, 1)]
-    settings = (*SWITCHING[:4], "power.policy-node-power=switch-off-idle",
-                "power.idle-timeout=0", *SWITCHING[6:])
-    run = simulate(given, *settings, f"scheduling.placement={placement}",
-                   resources="2 CPU:1 Memory:1024")
-    assert times(run, given) == {1: (0, 30), 2: (50, 60)}
-    assert run.summary["energy_it_joules"] == pytest.approx(15_375)
-    assert [(node, state, a, b) for node, state, a, b in run.node_states.intervals(0, 60)
-            if state != "on"] == [(1, "switching-off", 0, 5), (1, "off", 5, 30),
-                                  (1, "switching-on", 30, 50)]
-    assert run.energy.violations() == []
+    assert_b_moves_to_50(be(2, 2, 10, 1), placement)
 
 
 def test_nodes_that_boot_once_give_the_same_schedule_and_energy_on_a_trace(tmp_path):
@@ -246,17 +254,7 @@ def test_a_plan_longer_than_the_gap_to_its_boot_still_moves_earlier(placement):
     power: [0, 5) 200 + 50 = 250 W; [5, 30) 200 + 5 = 205 W; [30, 50) 100 + 150 = 250 W;
     [50, 60) 2 x 200 = 400 W. energy: 1,250 + 5,125 + 5,000 + 4,000 = 15,375 J.
     """
-    given = [be(1, 1, 100, 0, actual=30), be(2, 2, 100, 1, actual=10)]
-    settings = (*SWITCHING[:4], "power.policy-node-power=switch-off-idle",
-                "power.idle-timeout=0", *SWITCHING[6:])
-    run = simulate(given, *settings, f"scheduling.placement={placement}",
-                   resources="2 CPU:1 Memory:1024")
-    assert times(run, given) == {1: (0, 30), 2: (50, 60)}
-    assert run.summary["energy_it_joules"] == pytest.approx(15_375)
-    assert [(node, state, a, b) for node, state, a, b in run.node_states.intervals(0, 60)
-            if state != "on"] == [(1, "switching-off", 0, 5), (1, "off", 5, 30),
-                                  (1, "switching-on", 30, 50)]
-    assert run.energy.violations() == []
+    assert_b_moves_to_50(be(2, 2, 100, 1, actual=10), placement)
 
 
 @pytest.mark.parametrize("placement", ["at-start", "when-planned"])

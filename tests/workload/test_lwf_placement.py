@@ -79,17 +79,23 @@ def test_best_effort_and_immediate_leases_of_one_shape(tmp_path, placement):
     shape (CPU 100, Memory 512), not [tracefile] vm-resources' (CPU 1).
     """
     run = run_of(lwf(tmp_path / "alike.lwf", *ALIKE), f"scheduling.placement={placement}")
+    got = outcomes(run, placement, tmp_path / "out")
+    assert got == {1: ("done", "0", "0", "600"), 2: ("done", "60", "600", "1200"),
+                   3: ("done", "120", "120", "420"), 4: ("rejected", "180", "", ""),
+                   5: ("done", "450", "450", "550")}
+
+
+def outcomes(run, placement: str, out: Path) -> dict[int, tuple[str, ...]]:
+    """Run ``run`` (its table checked, its placement the one asked, counted unless
+    when-planned) and give each lease's (state, submit, start, end) from its leases.csv."""
     summary = run.run()
     run.table.check()
     expected = {"auto": "at-start (auto)"}.get(placement, placement)
     assert summary["placement"] == expected
     assert run.table.counted == (placement != "when-planned")
-    run.write(tmp_path / "out")
-    rows = (tmp_path / "out" / "leases.csv").read_text().splitlines()[1:]
-    got = {int(r.split(",")[1]): tuple(r.split(",")[3:7]) for r in rows}
-    assert got == {1: ("done", "0", "0", "600"), 2: ("done", "60", "600", "1200"),
-                   3: ("done", "120", "120", "420"), 4: ("rejected", "180", "", ""),
-                   5: ("done", "450", "450", "550")}
+    run.write(out)
+    rows = (out / "leases.csv").read_text().splitlines()[1:]
+    return {int(r.split(",")[1]): tuple(r.split(",")[3:7]) for r in rows}
 
 
 def at(t: int) -> str:
@@ -134,14 +140,7 @@ def test_advance_reservations_of_one_shape_are_counted(tmp_path, placement):
     """
     run = run_of(lwf(tmp_path / "ars.lwf", *WITH_ARS), f"scheduling.placement={placement}",
                  *NO_PREEMPTION)
-    summary = run.run()
-    run.table.check()
-    expected = {"auto": "at-start (auto)"}.get(placement, placement)
-    assert summary["placement"] == expected
-    assert run.table.counted == (placement != "when-planned")
-    run.write(tmp_path / "out")
-    rows = (tmp_path / "out" / "leases.csv").read_text().splitlines()[1:]
-    got = {int(r.split(",")[1]): tuple(r.split(",")[3:7]) for r in rows}
+    got = outcomes(run, placement, tmp_path / "out")
     assert got == {1: ("done", "0", "0", "600"), 2: ("done", "30", "900", "1200"),
                    3: ("done", "60", "600", "900"), 4: ("done", "90", "90", "490"),
                    5: ("done", "120", "1200", "1700"), 6: ("rejected", "150", "", ""),
