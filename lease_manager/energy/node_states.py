@@ -215,9 +215,9 @@ class NodePowerStates:
              now: float) -> list[tuple[Reservation, float, float]]:
         """Take ``boots`` out of the table, each node held off again only until a boot
         started now could end (as if no plan needed it), so that the plan they were for can
-        move earlier; the boots, their nodes' old off ends and earliest starts, for
-        :meth:`put_back`. After a
-        move, :meth:`after_step` plans the boots the new plan needs (its nodes are touched)."""
+        move earlier; returns the boots with their nodes' old off ends and earliest starts,
+        for :meth:`put_back`. After a move, :meth:`after_step` plans the boots the new plan
+        needs (its nodes are touched)."""
         lifted = []
         for boot in boots:
             node = int(boot.nodes[0])

@@ -94,7 +94,6 @@ class _Shape:
         return np.maximum(out, 0, out=out)
 
 
-
 #: the most bytes the slot table's first pool of rows may reserve (it doubles when full)
 POOL_BYTES = 64 << 20
 
@@ -105,6 +104,7 @@ def _pool_size(n_nodes: int, n_types: int) -> int:
     space before the first lease: under a 1.5 GB ``ulimit -v`` a one-lease run failed)."""
     row = n_nodes * (8 * n_types + 4)
     return max(4, min(64, POOL_BYTES // max(row, 1)))
+
 
 class SlotTable:
     """Reservations of one site over time, with the queries schedulers and policies need.
