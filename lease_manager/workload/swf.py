@@ -132,27 +132,34 @@ _CHUNK = 4096
 #: the longest line read: far above any SWF record (18 numbers) or header comment. A 92 KB
 #: .swf.gz holding one line of hundreds of MB was read whole (657 MB) before being refused.
 MAX_LINE = 65536
+#: the most characters read into one chunk: 4,096 lines of ordinary records are about 400 K,
+#: but 4,096 lines just under :data:`MAX_LINE` were 268 MB
+_CHUNK_CHARS = 1 << 20
 
 
 def _read_lines(fh: IO[str], count: int, first: int, file: str,
-                lines: list[str] | None = None) -> list[str]:
-    """Up to ``count`` lines of ``fh`` (fewer at its end) appended to ``lines`` (a new list if
-    None: a read error leaves it holding the lines read before), the first being line
-    ``first``; :class:`TraceError` for a line longer than :data:`MAX_LINE` characters."""
+                lines: list[str] | None = None) -> bool:
+    """Read up to ``count`` lines of ``fh``, and fewer once they hold :data:`_CHUNK_CHARS`
+    characters, appending them to ``lines`` (a read error leaves it holding the lines read
+    before), the first being line ``first``. True when the file ended. :class:`TraceError`
+    for a line longer than :data:`MAX_LINE` characters."""
     lines = [] if lines is None else lines
     readline, append = fh.readline, lines.append
-    start = len(lines)
+    start, chars = len(lines), 0
     for _ in range(count):
         line = readline(MAX_LINE)
         if not line:
-            break
+            return True
         # refused at its first piece: a chunk of pieces of one long line held 207 MB
         if len(line) >= MAX_LINE and line[-1] != "\n":
             raise TraceError(f"the line is longer than {MAX_LINE:,} characters (an SWF "
                              f"record is 18 numbers)", file=file,
                              line=first + len(lines) - start)
         append(line)
-    return lines
+        chars += len(line)
+        if chars >= _CHUNK_CHARS:
+            break
+    return False
 
 
 def open_text(path: str | Path) -> IO[str]:
@@ -180,10 +187,11 @@ def count_jobs(path: str | Path) -> int:
     total, first = 0, 1
     with open_text(path) as fh:
         while True:
-            lines = _read_lines(fh, _CHUNK, first, str(path))
+            lines: list[str] = []
+            ended = _read_lines(fh, _CHUNK, first, str(path), lines)
             total += sum(1 for line in lines if line.strip() and not line.lstrip().startswith(";"))
             first += len(lines)
-            if len(lines) < _CHUNK:
+            if ended:
                 return total
 
 
@@ -239,11 +247,12 @@ class SWFReader:
                 # raised once the lines read before it are through, as if read one by one
                 chunk: list[str] = []
                 failure: Exception | None = None
+                ended = False
                 try:
-                    _read_lines(fh, _CHUNK, read + 1, self.path, chunk)
+                    ended = _read_lines(fh, _CHUNK, read + 1, self.path, chunk)
                 except (EOFError, OSError, zlib.error) as exc:   # a damaged .gz
                     failure = exc
-                if len(chunk) == _CHUNK and raw is not None:
+                if not ended and failure is None and raw is not None:
                     self.position = _raw_position(raw)
                 yield from self._chunk(chunk, read + 1)
                 read += len(chunk)
@@ -251,7 +260,7 @@ class SWFReader:
                     raise TraceError(f"cannot read on after line {read}: the compressed "
                                      f"file is truncated or damaged ({failure})", file=self.path,
                                      line=read + 1) from None
-                if len(chunk) < _CHUNK:
+                if ended:
                     break
         self.position = self.size
 

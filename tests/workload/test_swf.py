@@ -394,3 +394,30 @@ def test_a_line_longer_than_any_record_is_refused_without_reading_it_whole(tmp_p
     with pytest.raises(TraceError, match="longer than"):
         _read_lines(stream, 4096, 1, "x.swf")
     assert stream.tell() <= len(record) + MAX_LINE
+
+
+def test_a_chunk_of_long_lines_stops_at_its_character_cap(tmp_path):
+    """4,096 lines just under MAX_LINE were read into one chunk (268 MB). A chunk now stops
+    once it holds _CHUNK_CHARS characters, and the lines after it are read in later chunks:
+    here 40 lines of 60,000 characters (comments) and one record read as 3 chunks of
+    18, 18 and 5 lines (1,080,000 characters each of the first two; 17 lines are 1,020,000,
+    under the cap of 1,048,576), with the record and the job count kept."""
+    from lease_manager.workload.swf import _CHUNK_CHARS, SWFReader, _read_lines, count_jobs
+
+    comment = ";" + "x" * 59_998 + "\n"
+    record = "1 0 0 10 1 -1 -1 1 10 -1 1 1 1 -1 1 -1 -1 -1\n"
+    stream = io.StringIO(comment * 40 + record)
+    sizes = []
+    while True:
+        lines: list[str] = []
+        ended = _read_lines(stream, 4096, 1, "x.swf", lines)
+        sizes.append(len(lines))
+        assert sum(map(len, lines)) < _CHUNK_CHARS + 60_000
+        if ended:
+            break
+    assert sizes == [18, 18, 5]
+    path = tmp_path / "wide.swf"
+    path.write_text(comment * 40 + record)
+    jobs = list(SWFReader(path).jobs())
+    assert [(j.job, j.run_time, j.line) for j in jobs] == [(1, 10, 41)]
+    assert count_jobs(path) == 1
