@@ -138,6 +138,12 @@ def register_options():
             `while-short`: Fig. 2, lines 7-12 as printed, while the servers in use are
             fewer than G the job with the best marginal speedup doubles, even past G (the
             last doubling partly on brown energy)."""),
+        Option("greenpar", "reactive-resize-scope", STRING, "job", choices=("job", "site"),
+               doc="""
+            Reactive: what `resize-interval` limits. `job`: each running job's servers change
+            at most once per interval. `site`: the site changes running jobs' allocations in
+            at most one round per interval (section 5: "the system" migrated VMs at most
+            once an hour); a change the SLA needs is made anyway."""),
         Option("greenpar", "solve-time-limit", DURATION, 30.0, maximum=MAX_SECONDS, doc="""
             Aggressive: the longest one MILP solve may take (wall-clock seconds); a solve that
             hits it uses the best plan found and is counted (`greenpar_solves_time_limited`).

@@ -20,7 +20,7 @@ setting the tool prints, per policy, the means over seeds of
   resizes.
 
 A ``reactive`` run with a non-default reading (``[greenpar] reactive-slack``,
-``reactive-growth``) is its own policy, e.g. ``reactive[above-request]``.
+``reactive-growth``, ``reactive-resize-scope``) is its own policy, e.g. ``reactive[above-request]``.
 
 Each setting is printed per trace, then (with several) over all of them. With ``--plots`` it
 draws ``DIR/plots/greenpar-fig7-K.png`` (bars as Fig. 7), one per table.
@@ -50,7 +50,8 @@ from lease_manager.workload.site_source import site_nodes
 
 POLICIES = ("baseline", "reactive", "nebulous", "aggressive", "offline")
 #: Reactive's reading options and their defaults (a run with others is labelled by them)
-READINGS = (("reactive-slack", "sla"), ("reactive-growth", "fit"))
+READINGS = (("reactive-slack", "sla"), ("reactive-growth", "fit"),
+            ("reactive-resize-scope", "job"))
 DAYS = {"high": "High", "medium": "Medium", "low": "Low"}
 
 

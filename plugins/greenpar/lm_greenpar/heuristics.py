@@ -43,7 +43,10 @@ class Reactive(GreenParPolicy):
     pace: section 3.1's slack "via larger resource allocations than requested").
     ``[greenpar] reactive-growth``: ``fit`` (a doubling only if the total stays within G),
     or ``while-short`` (Fig. 2, lines 7-12 as printed: while C < G the best job doubles,
-    even past G)."""
+    even past G). ``[greenpar] reactive-resize-scope``: ``job`` (each job changes at most
+    once per ``resize-interval``) or ``site`` (the site changes allocations in at most one
+    round per interval: section 5 "constrained the system to not migrate VMs more often
+    than once" an hour)."""
 
     name = "reactive"
 
@@ -53,6 +56,10 @@ class Reactive(GreenParPolicy):
         self.slack_reading: str = ctx.config.get("greenpar", "reactive-slack")
         #: "fit": a doubling must keep the total within G; "while-short": any while C < G
         self.growth_reading: str = ctx.config.get("greenpar", "reactive-growth")
+        #: "job": resize-interval per job; "site": one round of changes per interval
+        self.resize_scope: str = ctx.config.get("greenpar", "reactive-resize-scope")
+        #: when the site last changed a running job's allocation (scope "site")
+        self._round = -math.inf
         #: servers given to the jobs that arrived at ``_arrived_at`` (not running yet)
         self._arrived: dict[int, int] = {}
         self._arrived_at = -math.inf
@@ -82,7 +89,18 @@ class Reactive(GreenParPolicy):
         plan = self.stored(now) or self.plan(now, running, [])
         reverted = (frozenset(l.id for l in running if plan[l.id][0] > self.nodes(l))
                     if self.jobs_waiting(now) else frozenset())
-        return self.decisions(plan, running, now, forced=reverted)
+        out = self.decisions(plan, running, now, forced=reverted)
+        if out:
+            self._round = now
+        return out
+
+    def may_resize(self, lease: Lease, now: float) -> bool:
+        """The job's own interval has passed and, with ``reactive-resize-scope = site``, so
+        has the site's since its last round of changes."""
+        if not super().may_resize(lease, now):
+            return False
+        return (self.resize_scope == "job" or self.resize_interval <= 0
+                or now - self._round >= self.resize_interval - 1e-6)
 
     def jobs_waiting(self, now: float) -> bool:
         """Does a job wait: reserved to start later, queued since an earlier instant, or

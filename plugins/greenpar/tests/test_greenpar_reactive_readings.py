@@ -112,3 +112,32 @@ def test_reactive_grows_within_g_or_while_short_of_it(tmp_path, table, reading):
     else:
         assert allocations(a) == [(0, 2), (900, 4)] and a.end == pytest.approx(2400)
         assert r.summary["brown_joules"] == pytest.approx(330_000)
+
+
+@pytest.mark.parametrize("scope", ["job", "site"])
+def test_reactive_resizes_once_an_hour_per_job_or_per_site(tmp_path, table, scope):
+    """``resize-interval = 3600``. Job 1 (A, N = 2) from 0:00, job 2 (A, N = 2) from 0:30,
+    both 10 h at N; green 400 W (G = 4) from 0:15, 800 W (G = 8) from 0:45.
+
+    0:15  G = 4: job 1 2 -> 4 (gain 0.8 a server; 2 + 2 = 4 <= G).
+    0:30  job 2 starts on 2 (its minimum; 4 + 2 = 6 > G = 4: no growth); job 1 is held.
+    0:45  G = 8. ``job``: job 2 has never changed, so it may: minimum 2 (1 server would
+          leave 1,800 + 3,600 < 1.818 x 4,500 by 1:45), 2 -> 4 (4 + 4 = 8 <= G).
+          ``site``: the site changed job 1 at 0:15, so no job changes before 1:15.
+    1:15  ``site``: a round: job 1's minimum is 1 (14,760 done, + 3,600 >= 1.818 x 8,100),
+          growth 1 -> 2 (gain 1.0 a server), then job 1 2 -> 4 and job 2 2 -> 4 (0.8 each;
+          job 1 first): job 1 back at 4 (no change), job 2 2 -> 4.
+
+        servers   0:00  0:15  0:30  0:45  1:15
+        job 1       2     4     4     4     4
+        job 2       -     -     2    4 (job) / 2 (site) -> 4
+        power     200   400   600   800 (job) / 600 (site: 200 W of green unused) -> 800
+    """
+    solar = green(tmp_path / "g", [(0, 0), (900, 400), (2700, 800)])
+    one, two = job(1, "A", 2, 10 * 3600), job(2, "A", 2, 10 * 3600, submit=1800)
+    simulate([one, two], "reactive", f"greenpar.speedups={table}",
+             "greenpar.resize-interval=3600", f"greenpar.reactive-resize-scope={scope}",
+             solar=solar)
+    assert allocations(one)[:2] == [(0, 2), (900, 4)]
+    assert allocations(two)[:2] == [(1800, 2), (2700 if scope == "job" else 4500, 4)]
+    assert all(t != 4500 for t, _ in allocations(one))     # job 1 unchanged at 1:15
