@@ -137,10 +137,10 @@ PATH = OptionType("path (relative to the configuration file)", lambda s: s.strip
 
 def parse_draw(word: str, low_bound: float, high_bound: float
                ) -> tuple[str, float, float] | None:
-    """``uniform:LOW:HIGH`` or ``normal:MEAN:SD`` (a value drawn per site from the run's
-    seed), or None if ``word`` is neither."""
+    """``uniform:LOW:HIGH``, ``normal:MEAN:SD`` or ``redrawn-normal:MEAN:SD`` (a value drawn
+    per site from the run's seed), or None if ``word`` is none of them."""
     kind = word.split(":", 1)[0].lower()
-    if kind not in ("uniform", "normal"):
+    if kind not in ("uniform", "normal", "redrawn-normal"):
         return None
     parts = word.split(":")
     if len(parts) != 3:
@@ -149,8 +149,8 @@ def parse_draw(word: str, low_bound: float, high_bound: float
     if kind == "uniform" and not (math.isfinite(a) and math.isfinite(b)
                                   and low_bound <= a <= b <= high_bound):
         raise ValueError(f"{word!r}: need {low_bound:g} <= LOW <= HIGH <= {high_bound:g}")
-    if kind == "normal" and not (math.isfinite(a) and math.isfinite(b)
-                                 and low_bound <= a <= high_bound and 0 <= b <= high_bound):
+    if kind != "uniform" and not (math.isfinite(a) and math.isfinite(b)
+                                  and low_bound <= a <= high_bound and 0 <= b <= high_bound):
         raise ValueError(f"{word!r}: need {low_bound:g} <= MEAN <= {high_bound:g} and "
                          f"0 <= SD <= {high_bound:g}")
     return (kind, a, b)
@@ -178,9 +178,11 @@ def _format_value(value: Any) -> str:
     return f"{value[0]}:{value[1]:g}:{value[2]:g}" if isinstance(value, tuple) else str(value)
 
 
-NUMBER_OR_FILE = OptionType("number in [0, 1e6], uniform:LOW:HIGH or normal:MEAN:SD (drawn per "
-                            "site from the run's seed; a normal draw is cut at 0), or a CSV "
-                            "file of time,value rows (relative to the configuration file)",
+NUMBER_OR_FILE = OptionType("number in [0, 1e6], uniform:LOW:HIGH, normal:MEAN:SD or "
+                            "redrawn-normal:MEAN:SD (drawn per site from the run's seed; a "
+                            "normal draw below 0 is cut to 0, a redrawn-normal one drawn again), "
+                            "or a CSV file of time,value rows (relative to the configuration "
+                            "file)",
                             _parse_number_or_file, _format_value, relative_to_config=True)
 
 
@@ -218,8 +220,9 @@ def _parse_cop(text: str) -> float | tuple[str, float, float]:
     return value
 
 
-COP = OptionType("number above 0 (inf: no cooling), or uniform:LOW:HIGH or normal:MEAN:SD "
-                 "(drawn per site from the run's seed; a normal draw is cut at 1e-9)",
+COP = OptionType("number above 0 (inf: no cooling), or uniform:LOW:HIGH, normal:MEAN:SD or "
+                 "redrawn-normal:MEAN:SD (drawn per site from the run's seed; a normal draw is "
+                 "cut at 1e-9, a redrawn-normal one drawn again)",
                  _parse_cop, _format_value)
 NAMES = OptionType("list of names", _parse_names, lambda v: ", ".join(v))
 INTEGERS = OptionType("list of integers", _parse_int_list, lambda v: ", ".join(map(str, v)))

@@ -256,15 +256,22 @@ def power_model_from_config(config: Config, nodes: NodeSet) -> PowerModel | None
 
 def drawn(config: Config, option: str, value: tuple[str, float, float],
           floor: float = 0.0) -> float:
-    """A ``[power]`` value given as ``uniform:LOW:HIGH`` or ``normal:MEAN:SD``, drawn from the
-    run's seed in a stream of its own per option and site: it depends only on the seed, the
-    option and the site's name (a normal draw is cut at ``floor``)."""
+    """A ``[power]`` value given as ``uniform:LOW:HIGH``, ``normal:MEAN:SD`` or
+    ``redrawn-normal:MEAN:SD``, drawn from the run's seed in a stream of its own per option
+    and site: it depends only on the seed, the option and the site's name. A normal draw
+    below ``floor`` is cut to it; a redrawn-normal one is drawn again from the same stream
+    until it is not (so its first draw is the normal's whenever that is at least ``floor``)."""
     kind, a, b = value
     rng = np.random.default_rng([config.get("simulation", "seed"),
                                  zlib.crc32(f"{option}:{config.site_name or ''}".encode())])
     if kind == "uniform":
         return float(rng.uniform(a, b))
-    return max(floor, float(rng.normal(a, b)))
+    x = float(rng.normal(a, b))
+    if kind == "redrawn-normal":
+        # a mean at least ``floor`` (the parser's bound) makes each draw at least even odds
+        while x < floor:
+            x = float(rng.normal(a, b))
+    return max(floor, x)
 
 
 def cop_from_config(config: Config) -> float:

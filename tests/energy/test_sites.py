@@ -236,6 +236,25 @@ def test_carbon_rates_and_prices_drawn_per_site_from_the_seed():
     assert min(draws) == 0 and max(draws) > 0.4   # cut at 0; spread 0.4
 
 
+def test_a_redrawn_normal_draw_draws_again_below_zero():
+    """redrawn-normal:0.2:0.4 keeps a site's normal draw when it is at least 0 and draws
+    again from the same stream when it is not: never 0, and the same as normal:0.2:0.4
+    wherever that was not cut."""
+    def rates(seed, kind):
+        plugins = Plugins(entry_points=False)
+        settings = [*SITE_A, *SITE_B, f"site:a.carbon-rate={kind}:0.2:0.4",
+                    f"site:b.carbon-rate={kind}:0.2:0.4", "simulation.sites-file=",
+                    f"simulation.seed={seed}"]
+        run = Run(load_config(None, plugins.schema, settings), plugins, leases=[])
+        return [float(s.ctx.power.carbon.at(0)) for s in run.sites]
+
+    pairs = [(c, r) for seed in range(1, 40)
+             for c, r in zip(rates(seed, "normal"), rates(seed, "redrawn-normal"))]
+    assert all(r > 0 for _, r in pairs)
+    assert all(r == c for c, r in pairs if c > 0)
+    assert any(c == 0 for c, _ in pairs)      # some were cut, and drawn again instead
+
+
 def test_a_bad_draw_is_one_line():
     plugins = Plugins(entry_points=False)
     with pytest.raises(ConfigError, match=r"\[site:a\] carbon-rate: 'normal:0.2' is not "

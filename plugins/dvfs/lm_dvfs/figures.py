@@ -63,12 +63,16 @@ def read_runs(directory: Path) -> list[dict[str, Any]]:
             raise LeaseManagerError(f"{meta_path.parent}: not a finished run of a sweep "
                                     f"({type(exc).__name__}: {exc})") from None
         sd = math.nan   # the spread of the sites' carbon rates, when they are drawn
+        redrawn = False
         if config.sites:
             rate = config.for_site(config.sites[0]).get("power", "carbon-rate")
-            if isinstance(rate, tuple) and rate[0] == "normal":
+            if isinstance(rate, tuple) and rate[0] in ("normal", "redrawn-normal"):
                 sd = float(rate[2])
+                redrawn = rate[0] == "redrawn-normal"
         line = (f"{config.get('simulation', 'policy-site-selection')} / "
                 f"{config.get('power', 'policy-operating-point')}")
+        if redrawn:
+            line += " / redrawn"
         if config.get("dvfs", "slot-fit") != "profile":
             line += f" / {config.get('dvfs', 'slot-fit')}"
         horizon = config.get("dvfs", "promise-horizon")

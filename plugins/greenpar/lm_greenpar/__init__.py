@@ -22,7 +22,7 @@ __version__ = "0.1.0"
 
 import math
 
-from lease_manager import DURATION, FLOAT, PATH, Option, OptionType, hookimpl
+from lease_manager import DURATION, FLOAT, PATH, STRING, Option, OptionType, hookimpl
 from lease_manager.kernel.timeutil import MAX_SECONDS
 
 from .accounting import GreenParAccounting
@@ -123,6 +123,27 @@ def register_options():
             hour: 3600. A job whose SLA would break before the next epoch changes anyway
             (counted in `greenpar_forced_resizes`); Aggressive's MILP keeps a job changed
             too recently at its servers until it may change."""),
+        Option("greenpar", "reactive-slack", STRING, "sla", choices=("sla", "above-request"),
+               doc="""
+            Reactive: the slack a running job may be shrunk into. `sla`: any the SLA leaves
+            (the fewest servers keeping the average speedup at SP(N)/F, Fig. 2 line 18), so
+            a job at its N servers builds slack from F alone and spends it. `above-request`:
+            only the work it did above its requested pace (section 3.1: slack accumulated
+            "via larger resource allocations than requested"): below N servers only while it
+            keeps SP(N) on average; a new job starts on N at least."""),
+        Option("greenpar", "reactive-growth", STRING, "fit", choices=("fit", "while-short"),
+               doc="""
+            Reactive: how far green growth goes. `fit`: a job doubles its servers only if
+            the servers in use then stay within G, those the predicted green can run.
+            `while-short`: Fig. 2, lines 7-12 as printed, while the servers in use are
+            fewer than G the job with the best marginal speedup doubles, even past G (the
+            last doubling partly on brown energy)."""),
+        Option("greenpar", "reactive-resize-scope", STRING, "job", choices=("job", "site"),
+               doc="""
+            Reactive: what `resize-interval` limits. `job`: each running job's servers change
+            at most once per interval. `site`: the site changes running jobs' allocations in
+            at most one round per interval (section 5: "the system" migrated VMs at most
+            once an hour); a change the SLA needs is made anyway."""),
         Option("greenpar", "solve-time-limit", DURATION, 30.0, maximum=MAX_SECONDS, doc="""
             Aggressive: the longest one MILP solve may take (wall-clock seconds); a solve that
             hits it uses the best plan found and is counted (`greenpar_solves_time_limited`).

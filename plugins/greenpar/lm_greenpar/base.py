@@ -119,9 +119,11 @@ class GreenParPolicy(AllocationPolicy):
     def elapsed(self, lease: Lease, now: float) -> float:
         return now - (lease.start if lease.start is not None else now)
 
-    def sla_margin(self, lease: Lease, now: float, n: int, v: int, span: float) -> float:
+    def sla_margin(self, lease: Lease, now: float, n: int, v: int, span: float,
+                   rate: float | None = None) -> float:
         """Single-server seconds by which running on ``n`` servers (``v`` VMs) from ``now``
-        for ``span`` seconds keeps the cumulative SLA (negative: it does not).
+        for ``span`` seconds keeps the cumulative SLA (negative: it does not); with ``rate``,
+        the same against that many single-server seconds per second instead of the SLA's.
 
         A change of allocation first pauses the job for the migration (one already under way
         goes on). If the job ends within the span, only its end counts: the work it has to do
@@ -131,7 +133,7 @@ class GreenParPolicy(AllocationPolicy):
         migration pause, so that the next change can afford its pause. Without that reserve,
         a job shrunk to exactly its SLA at an epoch's end and grown then ends inside the dip
         its migration pause makes (Reactive, seed 17: 1.1001 times its run time)."""
-        rate = self.sla_rate(lease)
+        rate = self.sla_rate(lease) if rate is None else rate
         done = self.done(lease, now)
         elapsed = self.elapsed(lease, now)
         speed = self.sp(lease, n, v)

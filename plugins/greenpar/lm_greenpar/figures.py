@@ -12,10 +12,15 @@ setting the tool prints, per policy, the means over seeds of
   seed (after its own end, every server asleep under the green production), so that a policy
   whose jobs end sooner is not spared the hours the others still run;
 - brown energy and average run time against ``baseline`` (% change: negative is a saving;
-  Fig. 7's right axis is the run-time reduction, i.e. minus this);
+  Fig. 7's right axis is the run-time reduction, i.e. minus this), the run time two ways:
+  the change of the mean run time, and the mean of each job's own change against its run
+  under Baseline (the paper's "percentage reduction of jobs" reads either way);
 - GreenPar's objective (1) as the MILP prices it (brown cost + beta x the kWh of one server
   in an hour x the brown price x the average run time in hours), SLA violations and
   resizes.
+
+A ``reactive`` run with a non-default reading (``[greenpar] reactive-slack``,
+``reactive-growth``, ``reactive-resize-scope``) is its own policy, e.g. ``reactive[above-request]``.
 
 Each setting is printed per trace, then (with several) over all of them. With ``--plots`` it
 draws ``DIR/plots/greenpar-fig7-K.png`` (bars as Fig. 7), one per table.
@@ -44,6 +49,9 @@ from lease_manager.plugins import Plugins
 from lease_manager.workload.site_source import site_nodes
 
 POLICIES = ("baseline", "reactive", "nebulous", "aggressive", "offline")
+#: Reactive's reading options and their defaults (a run with others is labelled by them)
+READINGS = (("reactive-slack", "sla"), ("reactive-growth", "fit"),
+            ("reactive-resize-scope", "job"))
 DAYS = {"high": "High", "medium": "Medium", "low": "Low"}
 
 
@@ -67,12 +75,58 @@ def read_runs(directory: Path) -> list[dict[str, Any]]:
         setting = (f"{day} day, F={config.get('greenpar', 'slowdown'):g}, "
                    f"solar x{config.get('power', 'green-scale'):g}, "
                    f"beta={config.get('greenpar', 'beta'):g}")
-        runs.append({"policy": config.get("malleable", "policy-allocation"),
+        runs.append({"policy": policy_label(config),
                      "setting": setting, "seed": meta.get("seed"), "summary": summary,
                      "trace": meta_path.parent.parent.name, "dir": meta_path.parent,
                      "config": config})
     common_window(runs)
+    job_changes(runs)
     return runs
+
+
+def policy_label(config) -> str:
+    """The run's allocation policy, with Reactive's non-default readings in brackets."""
+    policy = config.get("malleable", "policy-allocation")
+    if policy != "reactive":
+        return policy
+    readings = [value for option, default in READINGS
+                if (value := config.get("greenpar", option)) != default]
+    return f"{policy}[{','.join(readings)}]" if readings else policy
+
+
+def run_times(run_dir: Path) -> dict[str, float]:
+    """Each finished job's run time (end - start) by lease id, from ``leases.csv``."""
+    path = run_dir / "leases.csv"
+    try:
+        with open(path, newline="") as fh:
+            return {r["lease_id"]: float(r["end"]) - float(r["start"])
+                    for r in csv.DictReader(fh) if r["state"] == "done"}
+    except (OSError, KeyError, ValueError) as exc:
+        raise LeaseManagerError(f"{path}: cannot read the leases' run times "
+                                f"({type(exc).__name__}: {exc})") from None
+
+
+def mean_job_change(times: dict[str, float], base: dict[str, float]) -> float:
+    """The mean over the jobs finished in both runs of each job's run-time change against
+    ``base``, in % (nan without a common job)."""
+    common = [k for k in times if k in base and base[k] > 0]
+    if not common:
+        return math.nan
+    return 100 * statistics.fmean(times[k] / base[k] - 1 for k in common)
+
+
+def job_changes(runs: Sequence[dict[str, Any]]) -> None:
+    """Set each run's ``greenpar_job_runtime_change_%``: :func:`mean_job_change` against the
+    Baseline run of its setting, trace and seed (nan without one)."""
+    groups: dict[tuple[Any, ...], list[dict[str, Any]]] = defaultdict(list)
+    for run in runs:
+        groups[run["setting"], run["trace"], run["seed"]].append(run)
+    for group in groups.values():
+        base = next((r for r in group if r["policy"] == "baseline"), None)
+        base_times = run_times(base["dir"]) if base is not None else {}
+        for run in group:
+            run["summary"]["greenpar_job_runtime_change_%"] = (
+                mean_job_change(run_times(run["dir"]), base_times) if base_times else math.nan)
 
 
 def power_rows(run_dir: Path) -> np.ndarray:
@@ -164,7 +218,11 @@ def figure(runs: Sequence[dict[str, Any]]) -> dict[str, dict[str, float]]:
     ref = by_policy.get(reference, [])
     base = by_policy.get("baseline", [])
     out: dict[str, dict[str, float]] = {}
-    for policy in sorted(by_policy, key=lambda p: (POLICIES + (p,)).index(p)):
+    def order(label: str) -> tuple[int, str]:
+        name = label.split("[")[0]
+        return (POLICIES.index(name) if name in POLICIES else len(POLICIES), label)
+
+    for policy in sorted(by_policy, key=order):
         group = by_policy[policy]
         row = {}
         for field, name in (("greenpar_window_brown_joules", "brown"),
@@ -176,6 +234,7 @@ def figure(runs: Sequence[dict[str, Any]]) -> dict[str, dict[str, float]]:
         row["runtime_vs_baseline_%"] = 100 * (mean(group, "greenpar_avg_runtime")
                                               / mean(base, "greenpar_avg_runtime") - 1
                                               ) if base else math.nan
+        row["job_runtime_vs_baseline_%"] = mean(group, "greenpar_job_runtime_change_%")
         row["brown_kwh"] = mean(group, "greenpar_window_brown_joules") / 3.6e6
         row["green_kwh"] = mean(group, "greenpar_window_green_joules") / 3.6e6
         row["window_h"] = mean(group, "greenpar_window_hours")
@@ -190,7 +249,9 @@ def figure(runs: Sequence[dict[str, Any]]) -> dict[str, dict[str, float]]:
 
 COLUMNS = (("brown", "brown/ref"), ("green", "green/ref"), ("vms", "VMs/ref"),
            ("brown_vs_baseline_%", "brown vs base %"),
-           ("runtime_vs_baseline_%", "runtime vs base %"), ("brown_kwh", "brown kWh"),
+           ("runtime_vs_baseline_%", "runtime vs base %"),
+           ("job_runtime_vs_baseline_%", "per-job runtime vs base %"),
+           ("brown_kwh", "brown kWh"),
            ("green_kwh", "green kWh"), ("avg_runtime_h", "runtime h"),
            ("window_h", "window h"), ("objective", "objective $"),
            ("sla_violations", "SLA viol."), ("resizes", "resizes"), ("seeds", "seeds"))

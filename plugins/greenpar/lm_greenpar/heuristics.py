@@ -35,12 +35,31 @@ class Reactive(GreenParPolicy):
     servers, the job with the best marginal speedup per added server doubles its servers.
     2N VMs always. While a job waits (it could not start on arrival), every running job is
     back at its requested servers at least and none grows (section 3.1), so that a shrunk
-    job's servers are its own again before a waiting job is promised them."""
+    job's servers are its own again before a waiting job is promised them.
+
+    Two readings of the text are options. ``[greenpar] reactive-slack``: ``sla`` (the
+    fewest servers keeping the SLA, so a job spends the slack F gives it), or
+    ``above-request`` (below its requested servers only on work it did above its requested
+    pace: section 3.1's slack "via larger resource allocations than requested").
+    ``[greenpar] reactive-growth``: ``fit`` (a doubling only if the total stays within G),
+    or ``while-short`` (Fig. 2, lines 7-12 as printed: while C < G the best job doubles,
+    even past G). ``[greenpar] reactive-resize-scope``: ``job`` (each job changes at most
+    once per ``resize-interval``) or ``site`` (the site changes allocations in at most one
+    round per interval: section 5 "constrained the system to not migrate VMs more often
+    than once" an hour)."""
 
     name = "reactive"
 
     def __init__(self, ctx):
         super().__init__(ctx)
+        #: which slack a job may be shrunk into: "sla" or "above-request"
+        self.slack_reading: str = ctx.config.get("greenpar", "reactive-slack")
+        #: "fit": a doubling must keep the total within G; "while-short": any while C < G
+        self.growth_reading: str = ctx.config.get("greenpar", "reactive-growth")
+        #: "job": resize-interval per job; "site": one round of changes per interval
+        self.resize_scope: str = ctx.config.get("greenpar", "reactive-resize-scope")
+        #: when the site last changed a running job's allocation (scope "site")
+        self._round = -math.inf
         #: servers given to the jobs that arrived at ``_arrived_at`` (not running yet)
         self._arrived: dict[int, int] = {}
         self._arrived_at = -math.inf
@@ -70,7 +89,18 @@ class Reactive(GreenParPolicy):
         plan = self.stored(now) or self.plan(now, running, [])
         reverted = (frozenset(l.id for l in running if plan[l.id][0] > self.nodes(l))
                     if self.jobs_waiting(now) else frozenset())
-        return self.decisions(plan, running, now, forced=reverted)
+        out = self.decisions(plan, running, now, forced=reverted)
+        if out:
+            self._round = now
+        return out
+
+    def may_resize(self, lease: Lease, now: float) -> bool:
+        """The job's own interval has passed and, with ``reactive-resize-scope = site``, so
+        has the site's since its last round of changes."""
+        if not super().may_resize(lease, now):
+            return False
+        return (self.resize_scope == "job" or self.resize_interval <= 0
+                or now - self._round >= self.resize_interval - 1e-6)
 
     def jobs_waiting(self, now: float) -> bool:
         """Does a job wait: reserved to start later, queued since an earlier instant, or
@@ -86,10 +116,29 @@ class Reactive(GreenParPolicy):
     def minimum(self, lease: Lease, now: float, new: bool) -> int:
         """Fig. 2, lines 14-20: the fewest servers keeping the average speedup at SP(N)/F
         until the next epoch starts, with a migration's worth to spare (see
-        :meth:`~.base.GreenParPolicy.sla_margin`; a new job starts with no work done)."""
-        if not new:
-            return self.least_servers(lease, now)
-        return self.least_new_servers(lease, now, 2 * self.requested(lease))
+        :meth:`~.base.GreenParPolicy.sla_margin`; a new job starts with no work done). With
+        ``reactive-slack = above-request``, no fewer than :meth:`banked_floor`."""
+        if new:
+            n = self.least_new_servers(lease, now, 2 * self.requested(lease))
+            # a new job has banked nothing
+            return max(n, self.requested(lease)) if self.slack_reading == "above-request" else n
+        n = self.least_servers(lease, now)
+        if self.slack_reading == "above-request":
+            n = max(n, self.banked_floor(lease, now))
+        return n
+
+    def banked_floor(self, lease: Lease, now: float) -> int:
+        """The fewest servers a running job may have when it spends only the work it did
+        above its requested pace: below its N servers only if it stays at or above SP(N)
+        single-server seconds per second until it may be decided on again (the same margin
+        as the SLA's, :meth:`~.base.GreenParPolicy.sla_margin`, at F = 1)."""
+        n_req, v, span = self.requested(lease), lease.vms.count, self.span(now)
+        pace = self.reference(lease)
+        options = [k for k, _ in self.options(lease, v)]
+        for k in options:
+            if k >= n_req or self.sla_margin(lease, now, k, v, span, rate=pace) >= -1e-6:
+                return k
+        return options[-1]
 
     def plan(self, now: float, running: list[Lease], new: list[Lease],
              fixed: dict[int, int] | None = None) -> dict[int, tuple[int, int]]:
@@ -114,9 +163,11 @@ class Reactive(GreenParPolicy):
         vms = {l.id: (l.vms.count if not fresh else 2 * self.requested(l)) for l, fresh in jobs}
         used = sum(n.values()) + sum((fixed or {}).values())
         green_servers = self.servers_powered(self.green(now, now + self.epoch))
-        limit = used if waiting else min(green_servers, self.servers)
+        goal = used if waiting else min(green_servers, self.servers)
+        # fit: a doubling keeps the total within G; while-short: within the site
+        limit = goal if self.growth_reading == "fit" or waiting else self.servers
         span = self.span(now)
-        while used < limit:
+        while used < goal:
             best = None
             for lease, fresh in jobs:
                 options = dict(self.options(lease, vms[lease.id]))

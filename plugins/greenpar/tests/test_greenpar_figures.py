@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from lease_manager.energy.series import StepSeries
-from lm_greenpar.figures import energy_until, figure, table
+from lm_greenpar.figures import energy_until, figure, mean_job_change, policy_label, table
 
 
 def summary(brown, green, vms, runtime):
@@ -47,3 +47,27 @@ def test_energy_over_a_window_longer_than_the_run():
     green = StepSeries(np.array([0.0, 15.0]), np.array([0.0, 20.0]))
     assert energy_until(rows, 30, 40, green) == (pytest.approx(700), pytest.approx(2700))
     assert energy_until(rows, 20, 40, green) == (pytest.approx(500), pytest.approx(2500))
+
+
+def test_run_time_change_two_ways():
+    """Baseline runs job 1 for 1,000 s and job 2 for 100 s; a policy 1,100 and 50 s. The
+    mean run time goes from 550 to 575 s (+4.5%); the jobs' own changes are +10% and -50%,
+    a mean of -20%. A job that did not finish in both runs is left out."""
+    base = {"1": 1000.0, "2": 100.0, "3": 10.0}
+    policy = {"1": 1100.0, "2": 50.0}
+    assert mean_job_change(policy, base) == pytest.approx(-20)
+    assert mean_job_change({}, base) != mean_job_change({}, base)   # nan
+
+
+def test_reactive_readings_label_their_runs():
+    from lease_manager.config.schema import load_config
+    from lease_manager.plugins import Plugins
+
+    schema = Plugins().schema
+    label = [policy_label(load_config(None, schema, ["simulation.resources=2 CPU:2",
+                                                     "malleable.policy-allocation=reactive",
+                                                     *extra]))
+             for extra in ([], ["greenpar.reactive-slack=above-request"],
+                           ["greenpar.reactive-slack=above-request",
+                            "greenpar.reactive-growth=while-short"])]
+    assert label == ["reactive", "reactive[above-request]", "reactive[above-request,while-short]"]
