@@ -36,10 +36,11 @@ NEEDS_WHEN_PLANNED: dict[str, str] = {
     "leases given in code": "leases handed to the run in code may have several VM shapes",
     "LWF trace": "an LWF trace with several VM shapes or deadline leases (which may "
                  "preempt: suspension with memory images on particular nodes)",
-    "advance reservations that may preempt": "an LWF trace's advance reservations may "
-        "preempt or suspend leases (memory images on particular nodes) unless "
-        "policy-preemption = no-preemption and suspension = none",
-    "injection file": "injected requests may have other VM shapes and advance reservations",
+    "advance reservations that may preempt": "an LWF trace's or injection file's advance "
+        "reservations may preempt or suspend leases (memory images on particular nodes) "
+        "unless policy-preemption = no-preemption and suspension = none",
+    "injection file": "an injection file with several VM shapes, deadline leases, VMs of "
+                      "another shape than the trace's, or several sites",
     "power cap": "a power cap plans boots and leases against the envelope per node",
     "several sites": "a site of several hosts no VM of the trace's one shape",
     "migration": "migration moves memory images between particular nodes",
@@ -79,12 +80,14 @@ class PlacementChoice:
         return f"{self.placement} (auto{': ' + self.reason if self.reason else ''})"
 
 
-def lwf_shape(leases: list, ars: list[str] | None = None) -> tuple[np.ndarray | None, str]:
+def lwf_shape(leases: list, ars: list[str] | None = None,
+              expected: np.ndarray | None = None) -> tuple[np.ndarray | None, str]:
     """The one VM shape of an LWF trace's leases (None for no leases), or why counting is
     not exact for them: at-start counts best-effort and immediate leases and advance
-    reservations of one VM shape. Where the first advance reservation is is appended to
-    ``ars`` (it is counted only if it can neither preempt nor suspend a lease)."""
-    shape: np.ndarray | None = None
+    reservations of one VM shape (``expected``'s, if given: the trace's, for an injection
+    file). Where the first advance reservation is is appended to ``ars`` (it is counted only
+    if it can neither preempt nor suspend a lease)."""
+    shape = expected
     for lease in leases:
         where = f"the lease request at {lease.origin}" if lease.origin else f"lease {lease.id}"
         if lease.type is LeaseType.ADVANCE_RESERVATION and ars is not None and not ars:
@@ -96,7 +99,8 @@ def lwf_shape(leases: list, ars: list[str] | None = None) -> tuple[np.ndarray | 
         if shape is None:
             shape = lease.vms.vectors[0]
         elif lease.vms.shape_key != shape.tobytes():
-            return None, f"{where} has VMs of another shape than the first lease's"
+            return None, (f"{where} has VMs of another shape than the "
+                          f"{'first lease' if expected is None else 'trace'}'s")
     return shape, ""
 
 
@@ -106,8 +110,9 @@ def first_need(config: Config, plugins: Plugins, *, serve: bool, from_trace: boo
     """The first feature of the run that needs ``when-planned``: its short name and a
     sentence saying why (``('', '')``: none, at-start is exact for the run). ``named``:
     for a run that names ``at-start`` (the features of :data:`AUTO_ONLY` are let pass).
-    An LWF trace is read (over ``nodes``' resource types) to see whether its leases are
-    all alike; their shape is appended to ``shape`` if they are."""
+    An LWF trace and an injection file are read (over ``nodes``' resource types) to see
+    whether their leases are all alike; an LWF trace's shape is appended to ``shape`` if
+    they are."""
     def need(name: str, detail: str = "") -> tuple[str, str]:
         return name, detail or NEEDS_WHEN_PLANNED[name]
 
@@ -116,7 +121,9 @@ def first_need(config: Config, plugins: Plugins, *, serve: bool, from_trace: boo
     if not from_trace and not named:
         return need("leases given in code")
     trace = config.get("tracefile", "tracefile")
-    if from_trace and trace and Path(trace).is_file() and is_lwf(trace):
+    lwf_trace = bool(from_trace and trace and Path(trace).is_file() and is_lwf(trace))
+    vm_shape: np.ndarray | None = None   # an LWF trace's one VM shape
+    if lwf_trace:
         if nodes is None:
             return need("LWF trace")
         ars: list[str] = []
@@ -124,14 +131,15 @@ def first_need(config: Config, plugins: Plugins, *, serve: bool, from_trace: boo
         if why:
             return need("LWF trace", why)
         if ars and not ars_are_countable(config, plugins):
-            return need("advance reservations that may preempt",
-                        f"{ars[0]} is an advance reservation, and advance reservations may "
-                        f"preempt or suspend leases (memory images on particular nodes) "
-                        f"unless policy-preemption = no-preemption and suspension = none")
-        if vm_shape is not None and shape is not None:
-            shape.append(vm_shape)
-    if config.get("tracefile", "injectionfile"):
-        return need("injection file")
+            return need("advance reservations that may preempt", _ars_may_preempt(ars[0]))
+    injection = config.get("tracefile", "injectionfile")
+    if injection and from_trace:   # leases given in code are not merged with it
+        injected = _injection_need(config, plugins, injection, nodes, vm_shape, lwf_trace)
+        if isinstance(injected, tuple):
+            return need(*injected)
+        vm_shape = injected
+    if vm_shape is not None and shape is not None:
+        shape.append(vm_shape)
     for site_config in ([config.for_site(name) for name in config.sites] if config.sites
                         else [config]):
         found = _power_need(site_config, plugins)
@@ -169,6 +177,41 @@ def first_need(config: Config, plugins: Plugins, *, serve: bool, from_trace: boo
                                      f"change VM shapes (it does not declare "
                                      f"supports_placement_at_start)")
     return "", ""
+
+
+def _ars_may_preempt(where: str) -> str:
+    return (f"{where} is an advance reservation, and advance reservations may preempt or "
+            f"suspend leases (memory images on particular nodes) unless policy-preemption = "
+            f"no-preemption and suspension = none")
+
+
+def _injection_need(config: Config, plugins: Plugins, injection: str, nodes: NodeSet | None,
+                    trace_shape: np.ndarray | None,
+                    lwf_trace: bool) -> tuple[str, str] | np.ndarray | None:
+    """What of an injection file needs ``when-planned`` (its short name and why), else the
+    run's one VM shape when the injected requests give it (an LWF trace of no leases; None:
+    ``trace_shape``, or ``[tracefile] vm-resources`` after an SWF trace). The requests are
+    counted as an LWF trace's are: all of the trace's VM shape, no deadline lease, and advance
+    reservations only if none can preempt or suspend a lease. A file that is not there is
+    left to the trace reader to report."""
+    if nodes is None:
+        return "injection file", ("an injection file with several sites (its requests are not "
+                                  "checked against each site's VM shape)")
+    if not Path(injection).is_file():
+        return trace_shape
+    if lwf_trace:
+        expected = trace_shape   # None: the LWF trace has no leases
+    else:
+        from lease_manager.run import vm_vector
+
+        expected = vm_vector(config, nodes)
+    ars: list[str] = []
+    vm_shape, why = lwf_shape(read_lwf(injection, nodes.types).leases, ars, expected)
+    if why:
+        return "injection file", why
+    if ars and not ars_are_countable(config, plugins):
+        return "advance reservations that may preempt", _ars_may_preempt(ars[0])
+    return vm_shape if lwf_trace else None
 
 
 def ars_are_countable(config: Config, plugins: Plugins) -> bool:
