@@ -234,3 +234,12 @@ def test_injected_ars_on_the_blue_trace_differ_only_where_when_planned_pinned_on
             held |= set(r["nodes"].split())
     free = {str(n) for n in range(144)} - busy
     assert len(free) >= int(lease["vms"]) > len(free - held)
+
+
+def test_the_shipped_injection_file_is_blue_injection_seed_1(tmp_path):
+    """``etc/blue-30days-injected.lwf`` (``etc/injection-placement-sweep.ini``'s) is what
+    ``blue_injection`` writes for seed 1: 100 ARs and 100 immediate leases over 30 days."""
+    made = tmp_path / "blue-30days-injected.lwf"
+    asked = blue_injection(made, 1, 100, 100, 30 * 86400.0)
+    assert len(asked) == 100
+    assert made.read_bytes() == (ROOT / "etc" / "blue-30days-injected.lwf").read_bytes()
