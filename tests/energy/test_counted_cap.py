@@ -140,3 +140,18 @@ def test_a_cap_that_counting_cannot_hold_keeps_when_planned(tmp_path, settings, 
     assert f"(power cap: a power cap holds each node's power from the plans pinned on it, " \
            f"counted only {why}" in str(err.value)
     assert "\n" not in str(err.value)
+
+
+def test_the_cap_is_checked_on_a_counted_run(tmp_path, monkeypatch):
+    """The invariant "power never above the cap" watches a counted run too: a bound one VM
+    too high (3 VMs under 650 W) lets lease 2 start at 10 beside 1 and the run fails with
+    the power above the cap."""
+    from lease_manager.energy.counted_cap import CountedCap
+    from lease_manager.observers.invariants import InvariantViolation
+
+    monkeypatch.setattr(CountedCap, "vm_limit", lambda self: 3)
+    trace = lwf(tmp_path / "capped.lwf", *CAPPED)
+    run = capped_run(trace, "power.power-cap=650", "scheduling.placement=at-start")
+    with pytest.raises(InvariantViolation,
+                       match="the site draws 700 W at 10 s, above its power cap of 650 W"):
+        run.run()
