@@ -269,11 +269,11 @@ class Run:
         """At-start under a power cap (``placement`` lets it through only where the site's
         power is a function of the VMs running): the cap as a bound on them, set on the
         table (None without a cap)."""
-        watts = config.get("power", "power-cap")
-        if watts == "none":
+        series = power_cap_from_config(config, model)   # (constant, scaled)
+        if series is None:
             return None
         policy = config.get("power", "policy-operating-point")
-        cap = CountedCap(model, float(watts), table.vector, table.capacity,
+        cap = CountedCap(model, float(series.values[0]), table.vector, table.capacity,
                          0 if policy == "lowest" else model.top_level)
         try:
             most = cap.vm_limit()

@@ -61,8 +61,11 @@ def capped_run(trace: Path, *settings: str) -> Run:
     return Run(config, plugins)
 
 
-@pytest.mark.parametrize("placement", ["auto", "at-start", "when-planned"])
-def test_a_cap_on_nodes_that_stay_on_is_a_bound_on_the_vms_running(tmp_path, placement):
+@pytest.mark.parametrize("placement, cap", [
+    ("auto", ("power.power-cap=650",)), ("at-start", ("power.power-cap=650",)),
+    ("when-planned", ("power.power-cap=650",)),
+    ("auto", ("power.power-cap=325", "power.power-cap-scale=2"))])
+def test_a_cap_on_nodes_that_stay_on_is_a_bound_on_the_vms_running(tmp_path, placement, cap):
     """4 nodes, always on, VMs of CPU 100 (one a node): the site draws 4 x 100 W idle and
     100 W more per running VM; a cap of 650 W leaves 250 W, so at most 2 VMs run at once
     (3 nodes may be free and a lease still waits). EASY:
@@ -84,10 +87,10 @@ def test_a_cap_on_nodes_that_stay_on_is_a_bound_on_the_vms_running(tmp_path, pla
 
     Power (W): 500 on [0, 20), 600 on [20, 500), 500 on [500, 520), 600 on [520, 820), 500
     on [820, 920); never above 650. Energy: 500 x 20 + 600 x 480 + 500 x 20 + 600 x 300 +
-    500 x 100 = 538,000 J, in every placement.
+    500 x 100 = 538,000 J, in every placement (and with a cap of 325 W scaled by 2).
     """
     trace = lwf(tmp_path / "capped.lwf", *CAPPED)
-    run = capped_run(trace, "power.power-cap=650", f"scheduling.placement={placement}")
+    run = capped_run(trace, *cap, f"scheduling.placement={placement}")
     summary = run.run()
     run.table.check()
     assert summary["placement"] == {"auto": "at-start (auto)"}.get(placement, placement)
