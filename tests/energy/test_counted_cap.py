@@ -158,3 +158,37 @@ def test_the_cap_is_checked_on_a_counted_run(tmp_path, monkeypatch):
     with pytest.raises(InvariantViolation,
                        match="the site draws 700 W at 10 s, above its power cap of 650 W"):
         run.run()
+
+
+def ar_at(lease_id: int, start: int, seconds: int) -> str:
+    """An advance reservation of 1 VM asked at 0 for ``[start, start + seconds)``."""
+    def hms(t: int) -> str:
+        return f"{t // 3600:02d}:{t // 60 % 60:02d}:{t % 60:02d}.00"
+    return request(lease_id, 0, 1, seconds).replace(
+        "<start/>", f'<start><exact time="{hms(start)}"/></start>')
+
+
+@pytest.mark.parametrize("asks, joules", [(500, 186_150), (1500, 233_650)])
+def test_under_a_cap_switching_nodes_draw_what_the_pins_say(tmp_path, asks, joules):
+    """Why a cap on nodes that switch stays when-planned. 2 nodes, switch-off-idle after
+    100 s, boot and shutdown 10 s, a cap (1 MW) that never binds. A runs [0, 500) and asks
+    ``asks`` s; B, an AR asked at 0, runs [1000, 1100). Under a cap a node stays on until
+    the lease pinned on it, so the energy depends on where B was pinned at 0:
+
+    asks 500:  B on A's node n0:   n0 on [0, 1100) (idle 500-1000), n1 off from 100
+    asks 1500: B on the other node: it stays on [0, 1100) (idle 0-1000), A's goes off at 600
+
+    Same leases at the same times, same VM counts once A has ended: 186,150 J or 233,650 J
+    (150,750 J for both without the cap). Counting, which pins nothing at 0, cannot tell the
+    two apart."""
+    trace = lwf(tmp_path / "gap.lwf", request(1, 0, 1, asks, runs=500), ar_at(2, 1000, 100))
+    run = capped_run(trace, "simulation.resources=2 CPU:100 Memory:1024",
+                     "power.switch-on=10:150", "power.switch-off=10:120",
+                     "power.policy-node-power=switch-off-idle", "power.idle-timeout=100",
+                     "power.power-cap=1000000", "scheduling.placement=when-planned")
+    summary = run.run()
+    run.write(tmp_path / "out")
+    with (tmp_path / "out" / "leases.csv").open() as fh:
+        assert [(r["start"], r["end"]) for r in csv.DictReader(fh)] == [("0", "500"),
+                                                                        ("1000", "1100")]
+    assert summary["energy_joules"] == pytest.approx(joules)
