@@ -21,6 +21,7 @@ import numpy as np
 from lease_manager import placement
 from lease_manager.config.schema import Config, load_config
 from lease_manager.context import RunContext
+from lease_manager.energy.counted_cap import CountedCap
 from lease_manager.energy.counted_states import CountedPowerStates
 from lease_manager.energy.energy_accounting import EnergyAccounting
 from lease_manager.energy.lease_power import lease_watts
@@ -224,7 +225,9 @@ class Run:
         and its energy accounting, registered as a plugin; ``site`` names it in a run with
         several."""
         states: Any
+        counted_cap = None
         if table.counted:   # at-start: node states follow from the counts plans need
+            counted_cap = self._counted_cap(config, cast(CountTable, table), model)
             states = CountedPowerStates(
                 cast(CountTable, table), model, node_power, origin=self.started_at,
                 initially_off=config.get("power", "initial-state") == "off",
@@ -251,11 +254,34 @@ class Run:
                   else EnergyAccounting(model, states, site=site, only=site))
         if self.planning is not None:   # the plan is checked against the envelope
             energy.envelope = power_cap_from_config(config, model)
+        if counted_cap is not None:   # at-start: the counts hold the cap, checked as one
+            scheduler.power = counted_cap
+            energy.envelope = power_cap_from_config(config, model)
         if site is None:
             self.ctx.power_cap = (energy.envelope if self.planning is not None
+                                  or counted_cap is not None
                                   else states.cap.cap if states.cap is not None else None)
         self._register(energy, ENERGY_PLUGIN if site is None else f"{ENERGY_PLUGIN}:{site}")
         return energy
+
+    def _counted_cap(self, config: Config, table: CountTable,
+                     model: PowerModel) -> CountedCap | None:
+        """At-start under a power cap (``placement`` lets it through only where the site's
+        power is a function of the VMs running): the cap as a bound on them, set on the
+        table (None without a cap)."""
+        series = power_cap_from_config(config, model)   # (constant, scaled)
+        if series is None:
+            return None
+        policy = config.get("power", "policy-operating-point")
+        cap = CountedCap(model, float(series.values[0]), table.vector, table.capacity,
+                         0 if policy == "lowest" else model.top_level)
+        try:
+            most = cap.vm_limit()
+        except ValueError as exc:
+            raise config.error("power", "power-cap", str(exc)) from None
+        if most is not None:
+            table.cap_vms(most)
+        return cap
 
     def _build_energy(self, config: Config, model: PowerModel) -> None:
         """The run's energy accounting (one site)."""

@@ -166,12 +166,17 @@ def core_options(policy_names: Mapping[str, tuple[str, ...]]) -> list[Option]:
             ahead: a Haizea configuration file, the daemon, leases given in code, an LWF trace with
             deadline leases (which may preempt: suspension with memory images on particular nodes)
             or several VM shapes (one of best-effort and immediate leases and advance reservations
-            of one shape is counted), an LWF trace's advance reservations that may preempt or
-            suspend leases (unless `policy-preemption = no-preemption` and `suspension = none`:
-            a counted advance reservation takes any free nodes at its start), an injection file,
-            a `power-cap` (each site's, with several;
-            `[power]` nodes that switch are counted: their states follow from the counts plans
-            need), a site that hosts no VM of the trace's shape, `migration`, image
+            of one shape is counted), an LWF trace's or injection file's advance reservations
+            that may preempt or suspend leases (unless `policy-preemption = no-preemption` and
+            `suspension = none`: a counted advance reservation takes any free nodes at its
+            start), an injection file with deadline leases, VMs of another shape than the
+            trace's, or several sites (one whose requests are all of the trace's one VM shape
+            is counted), a `power-cap` (each site's, with several) unless it is a constant
+            number of watts on one site of identical nodes that never switch, every lease at
+            one operating point (`highest` or `lowest`) and none with its own `watts` (then the
+            cap is a bound on the VMs running at once, and is counted; `[power]` nodes that
+            switch are counted without a cap: their states follow from the counts plans need),
+            a site that hosts no VM of the trace's shape, `migration`, image
             transfers and caches, malleable leases, the offline planner, and a host selection policy
             that does not declare at-start support (`lease-manager plugins` says which do), and an
             annotator that does not declare it (it may make deadline leases). `summary.json` and

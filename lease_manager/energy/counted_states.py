@@ -52,7 +52,8 @@ class CountedPowerStates:
     :class:`~lease_manager.energy.node_states.NodePowerStates` that the energy accounting
     reads)."""
 
-    #: no power cap with at-start (``placement`` keeps capped runs when-planned)
+    #: no per-node cap with at-start (a cap it counts is a bound on the VMs running:
+    #: :mod:`~lease_manager.energy.counted_cap`)
     cap = None
 
     def __init__(self, table: CountTable, model: PowerModel, policy: NodePowerPolicy, *,

@@ -602,6 +602,15 @@ class CountTable:
             self._version += 1
         return ended
 
+    def cap_vms(self, most: int) -> None:
+        """Hold at most ``most`` VMs at any instant: a power cap that bounds the VMs running
+        at once (:mod:`~lease_manager.energy.counted_cap`). Only on an empty table."""
+        if self._reservations:
+            raise ValueError("a counted table's VM bound is set before anything is placed")
+        self.total = min(self.total, most)
+        self._room = [self.total] * len(self._room)
+        self._arrays = None
+
     def refuses(self, lease: Lease) -> str:
         """Why the table cannot take ``lease`` ('' if it can)."""
         if lease.vms.shape_key != self.shape_key:

@@ -12,6 +12,7 @@ from lease_manager.kernel.lease import LeaseType
 from lease_manager.placement import NEEDS_WHEN_PLANNED, choose
 from lease_manager.plugins import Plugins
 from lease_manager.policies import Annotator
+from lease_manager.workload.site_source import site_nodes
 
 from support import ROOT, TRACES
 
@@ -46,7 +47,8 @@ LWF = ROOT / "tests" / "lwf" / "example.lwf"
 PLUGINS = Plugins(entry_points=False, extra=[_Annotators()])
 SWITCHING = ("power.pstates=2.0:100:200", "power.policy-node-power=switch-off-idle",
              "power.switch-on=20:150")
-CAP = ("power.pstates=2.0:100:200", "power.power-cap=1e6")
+CAP = ("power.pstates=2.0:100:200", "power.power-cap=1e6", "power.initial-state=off",
+       "power.switch-on=20:150")
 
 
 def chosen(*settings: str, serve: bool = False, from_trace: bool = True, haizea: bool = False):
@@ -86,6 +88,15 @@ def test_auto_counts_with_an_annotator_that_adds_attributes_only():
 
 def test_auto_counts_a_power_model_whose_nodes_stay_on():
     assert chosen("power.pstates=2.0:100:200").label() == "at-start (auto)"
+
+
+def test_auto_counts_a_constant_cap_on_identical_nodes_that_stay_on():
+    config = load_config(None, PLUGINS.schema, ["simulation.resources=4 CPU:1 Memory:1024",
+                                                f"tracefile.tracefile={SWF}",
+                                                "power.pstates=2.0:100:200",
+                                                "power.power-cap=1e6"])
+    choice = choose(config, PLUGINS, serve=False, from_trace=True, nodes=site_nodes(config))
+    assert choice.label() == "at-start (auto)"
 
 
 def test_auto_counts_nodes_that_switch():

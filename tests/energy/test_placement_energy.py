@@ -126,13 +126,15 @@ def test_nodes_that_switch_give_the_same_schedule_and_energy_in_both_placements(
 
 
 def test_nodes_that_switch_are_counted_under_auto():
-    """Switching nodes no longer keep a run when-planned: auto counts them (a power cap
-    still needs when-planned)."""
+    """Switching nodes no longer keep a run when-planned: auto counts them (a power cap on
+    them still needs when-planned; one on nodes that stay on is counted)."""
     plugins = Plugins(entry_points=False)
     for settings, label in [
             (("power.policy-node-power=switch-off-idle",), "at-start (auto)"),
             (("power.initial-state=off",), "at-start (auto)"),
-            (("power.power-cap=100000",), "when-planned (auto: power cap)")]:
+            (("power.policy-node-power=switch-off-idle", "power.power-cap=100000"),
+             "when-planned (auto: power cap)"),
+            (("power.power-cap=100000",), "at-start (auto)")]:
         config = load_config(ROOT / "etc" / "sample.ini", plugins.schema,
                              ["tracefile.max-jobs=50", "power.pstates=1.0:100:200",
                               "power.switch-on=20:150", *settings])

@@ -448,7 +448,8 @@ def test_at_start_is_refused_where_it_cannot_serve(tmp_path):
                    '<duration time="00:10:00.00"/><software><none/></software></lease>'
                    '</lease-request></lease-requests></lease-workload>')
     for settings, words in (
-            (("power.pstates=2.4:100:200", "power.power-cap=1e6"), "(power cap:"),
+            (("power.pstates=2.4:100:200", "power.power-cap=1e6", "power.initial-state=off",
+              "power.switch-on=20:150"), "(power cap:"),
             (("scheduling.policy-host-selection=looks-ahead",), "(host selection:"),
             ((f"tracefile.tracefile={lwf}",), "(advance reservations that may preempt:"),
             ((f"tracefile.injectionfile={lwf}",), "(injection file:")):
