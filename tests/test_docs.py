@@ -34,3 +34,15 @@ def test_the_readmes_map_names_pages_that_exist():
     assert len(links) >= 10
     for link in links:
         assert (ROOT / link).is_file(), link
+
+
+def test_the_readme_lists_exactly_the_features_that_keep_a_run_when_planned():
+    """Issue 38: ``config-doc`` and the README list exactly the set ``auto`` keeps pinned."""
+    from lease_manager.placement import NEEDS_WHEN_PLANNED
+
+    readme = (ROOT / "README.md").read_text()
+    found = re.search(r"if it has one of\s+these features \([^)]*\):\s+(.*?)\.\s+`summary",
+                      readme, re.S)
+    assert found, "README.md: the Placement paragraph's list of features is missing"
+    listed = [" ".join(name.split()) for name in found.group(1).split(",")]
+    assert listed == list(NEEDS_WHEN_PLANNED)
