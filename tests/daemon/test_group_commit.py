@@ -71,6 +71,23 @@ def test_the_backend_gets_a_start_only_once_it_is_stored(tmp_path):
         assert seen == [(view["id"], "active", 1)]
 
 
+def hold_the_engine(td: ThreadDaemon) -> threading.Event:
+    """Keep the engine thread busy until the returned event is set."""
+    inside, gate = threading.Event(), threading.Event()
+    td.daemon.run.engine.post(lambda now: (inside.set(), gate.wait(20)))
+    assert inside.wait(20)
+    return gate
+
+
+def wait_for_calls(td: ThreadDaemon, count: int) -> None:
+    """Until ``count`` API calls wait for the engine."""
+    def posted() -> bool:
+        waiting = list(td.daemon.run.engine._posted)    # (a copy: the deque grows meanwhile)
+        return sum("Daemon.call" in f.__qualname__ for f in waiting) == count
+
+    wait_for(posted, what=f"{count} API calls to wait for the engine")
+
+
 def test_the_submissions_of_one_step_share_one_commit(tmp_path):
     """Four submissions wait while the engine is busy (a call that holds it); once it is
     free, one step takes the four: one COMMIT, before the four answers (the old daemon
@@ -78,22 +95,15 @@ def test_the_submissions_of_one_step_share_one_commit(tmp_path):
     off, so the four only queue (a start would commit before its backend call)."""
     config = write_config(tmp_path)
     with ThreadDaemon(config, "scheduling.backfilling=off") as td:
-        d, engine = td.daemon, td.daemon.run.engine
+        d = td.daemon
         assert td.client.submit({"duration": 3600, "nodes": 2})["state"] == "active"
-        inside, gate = threading.Event(), threading.Event()
-        engine.post(lambda now: (inside.set(), gate.wait(20)))
-        assert inside.wait(20)
+        gate = hold_the_engine(td)
         views: list[dict] = []
         clients = [threading.Thread(target=lambda: views.append(
             td.client.submit({"duration": 60, "nodes": 1}))) for _ in range(4)]
         for client in clients:
             client.start()
-
-        def calls_posted() -> bool:
-            waiting = list(engine._posted)     # (a copy: the deque grows meanwhile)
-            return sum("Daemon.call" in f.__qualname__ for f in waiting) == 4
-
-        wait_for(calls_posted, what="the four submissions to wait for the engine")
+        wait_for_calls(td, 4)
         statements: list[str] = []
         d.store.db.set_trace_callback(statements.append)
         gate.set()
@@ -103,3 +113,4 @@ def test_the_submissions_of_one_step_share_one_commit(tmp_path):
         assert sorted(v["state"] for v in views) == ["queued"] * 4
         assert statements.count("COMMIT") == 1, statements
         assert statements.count("BEGIN IMMEDIATE") == 1
+
