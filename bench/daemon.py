@@ -2,18 +2,21 @@
 
 Starts a daemon (``simulated`` backend, 64 nodes) in this process, submits N best-effort
 leases one request at a time, then lists them, and prints the figures for both SQLite sync
-settings. Then, at ``--concurrency`` clients (8), the submissions' p50 and p99 with kept-alive
-connections and with a new connection a request, sent from a process of their own: an answer
-written in two pieces waited for the client's delayed acknowledgement on a kept-alive
-connection (p99 97 ms against 50; the target is p99 under 20 ms both ways). Beside them, the
-daemon's CPU time per request and the load average: on a machine busy with other work the
-latency is mostly waiting for a core, which the CPU time tells apart.
-Usage: ``python bench/daemon.py [-n 500] [--concurrency 8] [--profile]``.
+settings. Then, at ``--concurrency`` clients (8), for both sync settings, the submissions'
+p50 and p99 with kept-alive connections and with a new connection a request, sent from a
+process of their own: an answer written in two pieces waited for the client's delayed
+acknowledgement on a kept-alive connection (p99 97 ms against 50; the target is p99 under
+20 ms both ways). Beside them, the daemon's CPU time per request and the load average: on a
+machine busy with other work the latency is mostly waiting for a core, which the CPU time
+tells apart. ``--profile`` shows where the daemon's threads spend their CPU; ``--stages``
+how long each stage of the engine thread's steps takes (wall time: waits included).
+Usage: ``python bench/daemon.py [-n 500] [--concurrency 8] [--profile | --stages]``.
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
 import cProfile
 import http.client
 import json
@@ -27,6 +30,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
@@ -115,13 +119,14 @@ def load(host: str, port: int, token: str, n: int, clients: int,
             "per_second": len(latencies) / total, "requests": len(latencies)}
 
 
-def concurrent(n: int, clients: int, keep_alive: bool) -> dict[str, float]:
+def concurrent(n: int, clients: int, keep_alive: bool, sync: str = "normal"
+               ) -> dict[str, float]:
     """:func:`load` against a daemon of this process, from a process of its own (clients in
     this one would take the daemon's interpreter lock, and be measured with it); adds the
     daemon's CPU time per request and the load average."""
     with tempfile.TemporaryDirectory() as tmp:
         config = write_config(Path(tmp), resources="64 CPU:4 Memory:8192")
-        daemon, thread = _start(config, "daemon.sync=normal")
+        daemon, thread = _start(config, f"daemon.sync={sync}")
         host, port = daemon.server.server_address[:2]
         before = resource.getrusage(resource.RUSAGE_SELF)
         done = subprocess.run(
@@ -156,6 +161,65 @@ def profile_threads() -> list[cProfile.Profile]:
     return profiles
 
 
+def stage_timers() -> dict[str, list[float]]:
+    """From now on, the wall time of each stage of the daemon's engine thread is kept, by
+    stage: a whole step, an API call's wait for the engine and its run there, a scheduling
+    cycle, a commit, the backend's start of a lease's work."""
+    from lease_manager.daemon.store import Store
+    from lease_manager.enactment.simulated import SimulatedBackend
+    from lease_manager.kernel.clock import RealClock
+    from lease_manager.kernel.engine import Engine
+    from lease_manager.kernel.scheduler import LeaseScheduler
+
+    times: dict[str, list[float]] = collections.defaultdict(list)
+
+    def timed(name: str, fn: Any) -> Any:
+        def run(*args: Any, **kwargs: Any) -> Any:
+            t = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                times[name].append(time.perf_counter() - t)
+        return run
+
+    plain_post = Engine.post
+
+    def post(engine: Engine, fn: Any) -> None:
+        name = "API call" if "Daemon.call" in fn.__qualname__ else "other posted call"
+        posted = time.perf_counter()
+
+        def run(now: float) -> None:
+            times[f"{name}: wait for the engine"].append(time.perf_counter() - posted)
+            timed(f"{name}: run", fn)(now)
+        plain_post(engine, run)
+
+    plain_wait = RealClock.wait_until
+    step_start: list[float] = []
+
+    def wait_until(clock: RealClock, t: float) -> float:
+        if step_start:
+            times["engine step"].append(time.perf_counter() - step_start.pop())
+        woke = plain_wait(clock, t)
+        step_start.append(time.perf_counter())
+        return woke
+
+    Engine.post = post  # type: ignore[method-assign]
+    RealClock.wait_until = wait_until  # type: ignore[method-assign]
+    LeaseScheduler.cycle = timed("scheduling cycle", LeaseScheduler.cycle)  # type: ignore
+    Store.commit = timed("commit", Store.commit)  # type: ignore[method-assign]
+    SimulatedBackend.start = timed("backend start", SimulatedBackend.start)  # type: ignore
+    return times
+
+
+def print_stages(times: dict[str, list[float]]) -> None:
+    print(f"{'stage':36} {'count':>6} {'p50 ms':>7} {'p99 ms':>7} {'max ms':>7} {'total s':>7}")
+    for name, values in sorted(times.items()):
+        values.sort()
+        print(f"{name:36} {len(values):6} {1000 * statistics.median(values):7.2f} "
+              f"{1000 * values[int(0.99 * (len(values) - 1))]:7.2f} {1000 * values[-1]:7.2f} "
+              f"{sum(values):7.2f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("-n", type=int, default=500, help="leases to submit (default 500)")
@@ -167,24 +231,33 @@ def main() -> None:
     parser.add_argument("--profile", action="store_true",
                         help="only the concurrent figures, and where the daemon's threads "
                              "spend their CPU under them (cProfile, thread CPU time)")
+    parser.add_argument("--stages", action="store_true",
+                        help="only the concurrent figures, and the wall time of each stage "
+                             "of the engine thread's steps under each of them")
     args = parser.parse_args()
     if args.load:
         host, port, token, n, clients, way = args.load
         print(json.dumps(load(host, int(port), token, int(n), int(clients), way == "keep")))
         return
     profiles = profile_threads() if args.profile else []
-    for sync in () if args.profile else ("full", "normal"):
+    for sync in () if args.profile or args.stages else ("full", "normal"):
         r = measure(args.n, sync)
         print(f"sync={sync:6}  submit: median {r['median_ms']:.1f} ms, p95 {r['p95_ms']:.1f} ms,"
               f" {r['per_second']:.0f} leases/s; list {args.n} leases: {r['list_ms']:.0f} ms")
-    for keep_alive in (True, False):
-        r = concurrent(args.n, args.concurrency, keep_alive)
-        way = "kept-alive connections" if keep_alive else "a connection a request"
-        verdict = "met" if r["p99_ms"] < 20 else "missed"
-        print(f"{args.concurrency} clients, {way}: p50 {r['p50_ms']:.1f} ms, p99 "
-              f"{r['p99_ms']:.1f} ms ({verdict}: p99 under 20 ms), {r['per_second']:.0f} "
-              f"leases/s; the daemon's CPU {r['cpu_ms']:.2f} ms a request; load average "
-              f"{r['loadavg']:.1f} on {os.cpu_count()} cores")
+    times = stage_timers() if args.stages else None
+    for sync in ("full", "normal"):
+        for keep_alive in (True, False):
+            if times is not None:
+                times.clear()
+            r = concurrent(args.n, args.concurrency, keep_alive, sync)
+            way = "kept-alive connections" if keep_alive else "a connection a request"
+            verdict = "met" if r["p99_ms"] < 20 else "missed"
+            print(f"sync={sync:6}  {args.concurrency} clients, {way}: p50 {r['p50_ms']:.1f} "
+                  f"ms, p99 {r['p99_ms']:.1f} ms ({verdict}: p99 under 20 ms), "
+                  f"{r['per_second']:.0f} leases/s; the daemon's CPU {r['cpu_ms']:.2f} ms a "
+                  f"request; load average {r['loadavg']:.1f} on {os.cpu_count()} cores")
+            if times is not None:
+                print_stages(times)
     if profiles:
         stats = pstats.Stats(profiles[0])
         for profile in profiles[1:]:

@@ -484,7 +484,7 @@ class Handler(BaseHTTPRequestHandler):
         def cancel(now: float) -> Any:
             lease = d.find(lease_id)
             if lease is None:
-                row = d.store.lease(lease_id)
+                row = d.store.lease(lease_id, d.store.db)   # with this step's changes
                 if row is None:
                     raise HTTPError(404, f"no lease {lease_id}")
                 raise HTTPError(409, f"lease {lease_id} is already {row['state']}")

@@ -31,17 +31,21 @@ S = LeaseState
 
 class EnactmentDriver(Enactment):
     """Carries out one run's leases through ``backend``; ``note(lease_id, text)`` records what
-    happened that is not a change of state (the daemon writes it to the lease's history)."""
+    happened that is not a change of state (the daemon writes it to the lease's history);
+    ``durable()`` is called before every call that changes what the backend runs or books, so
+    that the changes that led to it are stored first (the daemon groups its changes)."""
 
     def __init__(self, run: Run, backend: Any, names: Sequence[str],
                  note: Callable[[int, str], None] = lambda lease_id, text: None,
-                 handed_over: Callable[[int], None] = lambda lease_id: None) -> None:
+                 handed_over: Callable[[int], None] = lambda lease_id: None,
+                 durable: Callable[[], None] = lambda: None) -> None:
         self.run = run
         self.backend = backend
         self.names = names
         self.note = note
         #: called with a lease's id once the backend has taken the work of a fresh start
         self.handed_over = handed_over
+        self.durable = durable
         #: while True, ``start`` only takes back work that is already running (a restart)
         self.adopting = False
         types = run.nodes.types.names
@@ -72,6 +76,7 @@ class EnactmentDriver(Enactment):
             self.run.timeline.push(end, EventKind.END, res)
         if self.adopting:
             return
+        self.durable()
         try:
             if self.backend.status(lease.id).state == "suspended":
                 self.backend.resume(lease.id)
@@ -84,18 +89,21 @@ class EnactmentDriver(Enactment):
     def resize(self, lease: Lease, res: Reservation, end: float) -> None:
         if end <= res.end and not math.isinf(end):
             self.run.timeline.push(end, EventKind.END, res)
+        self.durable()
         try:
             self.backend.resize(self.work(lease, res))
         except EnactmentError as exc:
             self._failed(lease, "resizing its work", exc)
 
     def suspend(self, lease: Lease, now: float) -> None:
+        self.durable()
         try:
             self.backend.suspend(lease.id)
         except EnactmentError as exc:
             self._failed(lease, "suspending its work", exc)
 
     def stop(self, lease: Lease, now: float) -> None:
+        self.durable()
         try:
             self.backend.stop(lease.id)
         except EnactmentError as exc:   # the lease is over for the scheduler anyway
@@ -105,6 +113,7 @@ class EnactmentDriver(Enactment):
     def release(self, lease: Lease) -> None:
         """A lease that had not started gave up its plan (preempted before it began): free
         what the backend booked for it."""
+        self.durable()
         try:
             self.backend.stop(lease.id)
         except EnactmentError as exc:
@@ -114,12 +123,14 @@ class EnactmentDriver(Enactment):
     power_calls = True
 
     def power_off(self, node: int, now: float) -> None:
+        self.durable()
         try:
             self.backend.power_off(self.names[node])
         except EnactmentError as exc:
             log.warning("switching node %s off failed: %s", self.names[node], exc)
 
     def power_on(self, node: int, now: float) -> None:
+        self.durable()
         try:
             self.backend.power_on(self.names[node])
         except EnactmentError as exc:
@@ -131,6 +142,7 @@ class EnactmentDriver(Enactment):
         first = next((r for r in lease.reservations if r.kind == "vm"), None)
         if first is None or first.start <= now:
             return
+        self.durable()
         try:
             self.backend.prepare(self.work(lease, first))
         except EnactmentError as exc:
@@ -181,6 +193,7 @@ class EnactmentDriver(Enactment):
                                        f"{': ' + status.detail if status.detail else ''}")
             elif state == "suspended":
                 self.note(lease.id, "found suspended while it should run: resumed")
+                self.durable()
                 try:
                     self.backend.resume(lease.id)
                 except EnactmentError as exc:
@@ -191,6 +204,7 @@ class EnactmentDriver(Enactment):
                                        f"{': ' + status.detail if status.detail else ''}")
             elif state == "running" and lease.state is S.SUSPENDING:
                 self.note(lease.id, "found running while it should be suspended: suspended")
+                self.durable()
                 try:
                     self.backend.suspend(lease.id)
                 except EnactmentError as exc:

@@ -119,7 +119,7 @@ class HaizeaRPC:
         def cancel(now: float) -> Any:
             lease = d.find(number)
             if lease is None:
-                row = d.store.lease(number)
+                row = d.store.lease(number, d.store.db)   # with this step's changes
                 fault = (Fault(404, f"no lease {number}") if row is None else
                          Fault(409, f"lease {number} is already {row['state']}"))
                 return lambda: fault

@@ -146,7 +146,8 @@ class Daemon:
             names = getattr(self.backend, "node_names", None)
             names = names() if callable(names) else NumberedNodes(len(run.nodes.capacity))
             self.driver = EnactmentDriver(run, self.backend, names, note=self._note,
-                                          handed_over=self.store.handed_over)
+                                          handed_over=self.store.handed_over,
+                                          durable=self.store.commit)
             return self.driver
 
         self.run = Run(cfg, self.plugins, leases=(), clock=self.clock, serve=True,
@@ -232,6 +233,7 @@ class Daemon:
             try:
                 answer = fn(now)
             except BaseException as exc:   # handed to the API thread, which reports it
+                self.store.commit()        # what it changed before it failed is kept
                 future.set_exception(exc)
                 return
             self._pending.append((future, answer))
@@ -244,6 +246,9 @@ class Daemon:
             self._calls.discard(future)
 
     def _answer_pending(self) -> None:
+        """Answer the calls of this step once their changes are durable: the step's changes
+        are one transaction (a group commit), committed here before the first answer."""
+        self.store.commit()
         pending, self._pending = self._pending, []
         for future, answer in pending:
             try:
@@ -274,7 +279,7 @@ class Daemon:
         if lease is not None:
             state = lease.state.value
         else:
-            row = self.store.lease(lease_id)
+            row = self.store.lease(lease_id, self.store.db)   # with this step's changes
             state = row["state"] if row is not None else "?"
         self.store.log(lease_id, self.clock.now(), state, text)
 
@@ -532,12 +537,18 @@ class Daemon:
         reconciler = threading.Thread(target=self._reconcile_loop, name="lm-reconcile",
                                       daemon=True)
         reconciler.start()
+        # each engine step's changes are one transaction, committed before the step's answers
+        # and backend calls (_answer_pending, EnactmentDriver.durable) and at its end
+        self.run.engine.before_step.insert(0, lambda now: self.store.group())
+        self.store.checkpoint_in_background()
+        self.run.engine.after_step.append(lambda now: self.store.ungroup())
         if ready is not None:
             ready(self)
         try:
             self.run.engine.run()
         finally:
             self._stopping.set()
+            self._commit_quietly()
             self.server.shutdown()
             self.server.server_close()
             stop_haizea_rpc(self.haizea_rpc)
@@ -552,6 +563,14 @@ class Daemon:
             self.run.close()
             self._lock.close()
             (self.state_dir / "daemon.json").unlink(missing_ok=True)
+
+    def _commit_quietly(self) -> None:
+        """Keep what a step that failed had changed (as if each change were committed at
+        once), and go back to a transaction a change for the shutdown."""
+        try:
+            self.store.ungroup()
+        except Exception as exc:    # the step's own error is the one to report
+            log.error("the last step's changes could not be stored: %s", exc)
 
     def _finish_run(self) -> None:
         """``run_finished`` and ``collect_summary``, as at the end of a replay; the summary of

@@ -1,0 +1,116 @@
+"""Group commit: an engine step's changes are one SQLite transaction, made durable before
+anything that depends on them leaves the daemon (an answer, a call to the backend)."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+
+import pytest
+
+from lease_manager.daemon.store import Store
+
+from daemon_support import ThreadDaemon, wait_for, write_config
+
+
+def committed_meta(path) -> dict[str, str]:
+    """The ``meta`` table as another connection sees it (committed rows only)."""
+    db = sqlite3.connect(path)
+    try:
+        return dict(db.execute("SELECT key, value FROM meta").fetchall())
+    finally:
+        db.close()
+
+
+def test_a_group_is_one_transaction_and_a_failed_change_leaves_alone(tmp_path):
+    """Three changes in a group: another connection sees none of them before the commit;
+    the one that raised is rolled back alone; one COMMIT makes the other two durable."""
+    store = Store(tmp_path / "leases.db")
+    statements: list[str] = []
+    store.db.set_trace_callback(statements.append)
+    store.group()
+    store.set_meta("a", "1")
+    with pytest.raises(ValueError), store.transaction():
+        store.db.execute("INSERT INTO meta VALUES ('broken', 'x')")
+        raise ValueError("the change fails half-way")
+    store.set_meta("b", "2")
+    assert "a" not in committed_meta(store.path)       # not durable yet
+    store.commit()
+    seen = committed_meta(store.path)
+    assert (seen.get("a"), seen.get("b"), "broken" in seen) == ("1", "2", False)
+    assert statements.count("COMMIT") == 1
+    store.ungroup()                                      # one transaction a change again
+    store.set_meta("c", "3")
+    assert committed_meta(store.path)["c"] == "3"
+    assert statements.count("COMMIT") == 2
+    store.close()
+
+
+def test_the_backend_gets_a_start_only_once_it_is_stored(tmp_path):
+    """When the backend is told to start a lease's work, the lease's row, read through a
+    connection of its own, already says it is active with a start recorded (``starting``):
+    a daemon killed right after the start finds it on restart. Grouped and not committed,
+    the row would not be there at all."""
+    with ThreadDaemon(write_config(tmp_path)) as td:
+        backend = td.daemon.backend
+        plain_start = backend.start
+        seen: list[tuple] = []
+
+        def start(work):
+            db = sqlite3.connect(td.daemon.store.path)
+            try:
+                seen.append(db.execute("SELECT id, state, starting FROM leases WHERE id = ?",
+                                       (work.lease_id,)).fetchone())
+            finally:
+                db.close()
+            plain_start(work)
+
+        backend.start = start
+        view = td.client.submit({"duration": 600, "nodes": 1})
+        assert view["state"] == "active"
+        assert seen == [(view["id"], "active", 1)]
+
+
+def hold_the_engine(td: ThreadDaemon) -> threading.Event:
+    """Keep the engine thread busy until the returned event is set."""
+    inside, gate = threading.Event(), threading.Event()
+    td.daemon.run.engine.post(lambda now: (inside.set(), gate.wait(20)))
+    assert inside.wait(20)
+    return gate
+
+
+def wait_for_calls(td: ThreadDaemon, count: int) -> None:
+    """Until ``count`` API calls wait for the engine."""
+    def posted() -> bool:
+        waiting = list(td.daemon.run.engine._posted)    # (a copy: the deque grows meanwhile)
+        return sum("Daemon.call" in f.__qualname__ for f in waiting) == count
+
+    wait_for(posted, what=f"{count} API calls to wait for the engine")
+
+
+def test_the_submissions_of_one_step_share_one_commit(tmp_path):
+    """Four submissions wait while the engine is busy (a call that holds it); once it is
+    free, one step takes the four: one COMMIT, before the four answers (the old daemon
+    committed each change: at least two a submission). The site is full and backfilling
+    off, so the four only queue (a start would commit before its backend call)."""
+    config = write_config(tmp_path)
+    with ThreadDaemon(config, "scheduling.backfilling=off") as td:
+        d = td.daemon
+        assert td.client.submit({"duration": 3600, "nodes": 2})["state"] == "active"
+        gate = hold_the_engine(td)
+        views: list[dict] = []
+        clients = [threading.Thread(target=lambda: views.append(
+            td.client.submit({"duration": 60, "nodes": 1}))) for _ in range(4)]
+        for client in clients:
+            client.start()
+        wait_for_calls(td, 4)
+        statements: list[str] = []
+        d.store.db.set_trace_callback(statements.append)
+        gate.set()
+        for client in clients:
+            client.join(20)
+        d.store.db.set_trace_callback(None)
+        assert sorted(v["state"] for v in views) == ["queued"] * 4
+        assert statements.count("COMMIT") == 1, statements
+        assert statements.count("BEGIN IMMEDIATE") == 1
+
