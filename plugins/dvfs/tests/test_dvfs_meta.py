@@ -224,3 +224,40 @@ def test_a_bad_data_attribute_is_refused_with_the_reason():
     s = run([alone], "simulation.resources=1 CPU:1 Memory:1024", "power.pstates=1.0:0:100",
             "accounting.probes=garg-accounting").summary
     assert s["garg_bad_data_leases"] == 1 and s["garg_profit_data"] == 0
+
+
+def test_carbon_first_books_the_only_wide_site_so_a_later_wide_lease_misses_its_deadline():
+    """Issue 39, Garg Fig. 8 cause E in small. Site a: 1 CPU, 0.5 kg/kWh, $0.05/kWh; site b:
+    2 CPUs, 0.1 kg/kWh, $0.20/kWh (100 W per running CPU, one level, no cooling). N: 1 CPU x
+    200 s, submitted at 10 (decided at 50), deadline 1000; W: 2 CPUs x 100 s, submitted at 60
+    (decided at 100, alone in its cycle), deadline 250. Only b can hold W.
+
+    MCE-MCE: N's least-carbon site is b, [50,250). At 100, before any commit of W's cycle, b
+    has 1 CPU free until 250 (W would run [250,350), past 250) and a is too small: no site can
+    finish W, rejected. MP-MCE and MP-MP: N's most profitable site is a (cheaper energy), so b
+    is free for W at 100.
+
+    MCE-MCE (W rejected)           MP-MCE, MP-MP
+    time  50   100  200  250       time  50   100  200  250
+    a                              a     [N-------------)
+    b cpu0[N-------------)         b cpu0      [W---)
+    b cpu1                         b cpu1      [W---)
+    work 200 CPU-s                 work 400 CPU-s
+
+    Carbon: MCE-MCE 100 W x 200 s at 0.1 kg/kWh; MP-MCE 100 W x 200 s at 0.5 + 200 W x 100 s
+    at 0.1. The paper's min-min keeps nothing back for W (no order by size, no reservation; a
+    lease no site can finish by its deadline is removed): its policies as printed.
+    """
+    sites = (*SITES[:4], "site:b.resources=2 CPU:1 Memory:1024", *SITES[5:])
+    both = [("a", 50, 250), ("b", 100, 200)]
+    cases = {"mce-mce": ([("b", 50, 250)], 200, kg(100, 200, 0.1)),
+             "mp-mce": (both, 400, kg(100, 200, 0.5) + kg(200, 100, 0.1)),
+             "mp-mp": (both, 400, kg(100, 200, 0.5) + kg(200, 100, 0.1))}
+    for policy, (placed, cpu_seconds, carbon) in cases.items():
+        leases = [deadline_lease(1, 1, 200, 10, 1000), deadline_lease(2, 2, 100, 60, 250)]
+        s = run(leases, *sites, f"simulation.policy-site-selection={policy}").summary
+        assert [(x.site, x.start, x.end) for x in leases if x.state.value == "done"] == placed
+        assert s["garg_workload_cpu_hours"] == pytest.approx(cpu_seconds / 3600)
+        assert s["garg_carbon_kg"] == pytest.approx(carbon)
+        if len(placed) == 1:
+            assert leases[1].reason == "no site can finish it by its deadline"
