@@ -645,6 +645,30 @@ class CountTable:
         ke = len(self._t) if math.isinf(end) else bisect_left(self._t, end, k0 + 1)
         return ke == k0 + 1 or min(room[k0:ke]) >= count
 
+    def next_fitting(self, counts: Sequence[int], lengths: Sequence[float], first: int,
+                     now: float, room: float) -> int:
+        """The first ``k >= first`` (``len(counts)`` if none) at which ``counts[k] <= room``
+        and ``counts[k]`` VMs fit all through ``[now, now + lengths[k])``: :meth:`count_fits`
+        asked in turn, over one reading of the table (a backfilling pass asks it of every
+        queued lease)."""
+        times, free = self._t, self._room
+        k0 = self._row(now)
+        here = free[k0]
+        n = len(times)
+        k1 = k0 + 1
+        following = times[k1] if k1 < n else math.inf
+        for k in range(first, len(counts)):
+            count = counts[k]
+            if count > room or count > here:
+                continue
+            end = lengths[k] + now
+            if end <= following:   # (within row k0: count_fits's ke == k0 + 1)
+                return k
+            ke = n if math.isinf(end) else bisect_left(times, end, k1)
+            if ke == k1 or min(free[k0:ke]) >= count:
+                return k
+        return len(counts)
+
     def _own_rows(self, own: Reservation | None, after: float, k0: int,
                   k_end: int) -> tuple[int, int]:
         """Rows ``lo:hi`` (relative to ``k0``, within ``k0:k_end``) where ``own`` counts as
