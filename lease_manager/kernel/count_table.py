@@ -244,12 +244,14 @@ class CountTable:
             raise ValueError(f"{res!r}: a counted table pins nodes only when a lease starts")
         if pinned:
             self._hold(res)   # first: it raises, changing nothing, if the nodes are full
-        finite = not math.isinf(res.end)
-        ks = self._split(res.start)
-        self._ref(res.start, False)
+        start, end = res.start, res.end
+        finite = not math.isinf(end)
+        refs = self._refs   # (_ref written out, for the start and the end)
+        ks = self._split(start)
+        refs[start] = refs.get(start, 0) + 1
         if finite:
-            ke = self._split(res.end)
-            self._ref(res.end, True)
+            ke = self._split(end)
+            refs[end] = refs.get(end, 0) + 1
         else:
             ke = len(self._t)
         try:
@@ -582,21 +584,33 @@ class CountTable:
 
     def advance(self, now: float) -> list[Reservation]:
         """Forget what lies before ``now``; return the reservations that ended by then."""
-        self.set_now(max(now, self.now))
+        clock = now if now > self.now else self.now   # (max(now, self.now))
+        holding = self._holding
+        if holding and holding[0][0] <= clock:
+            self.set_now(clock)
+        else:
+            self.now = clock   # (set_now, with nothing to give back)
         ended: list[Reservation] = []
-        while self._ends and self._ends[0][0] <= now:
-            end, rid = heapq.heappop(self._ends)
-            res = self._reservations.get(rid)
-            if res is None or res.end != end or rid in self._rolling:
-                continue
-            del self._reservations[rid]
-            self._final_end.pop(rid, None)
-            ended.append(res)
-        k = self._row(now)
+        ends = self._ends
+        if ends and ends[0][0] <= now:
+            reservations, rolling = self._reservations, self._rolling
+            while ends and ends[0][0] <= now:
+                end, rid = heapq.heappop(ends)
+                res = reservations.get(rid)
+                if res is None or res.end != end or rid in rolling:
+                    continue
+                del reservations[rid]
+                self._final_end.pop(rid, None)
+                ended.append(res)
+        times = self._t
+        if now < times[0]:
+            self._row(now)   # (raises: before the horizon)
+        k = bisect_right(times, now) - 1
         if k > 0:
-            for t in self._t[1:k + 1]:
-                self._refs.pop(t, None)
-            del self._t[:k]
+            refs = self._refs
+            for t in times[1:k + 1]:
+                refs.pop(t, None)
+            del times[:k]
             del self._room[:k]
             self._arrays = None
             self._version += 1
@@ -653,6 +667,30 @@ class CountTable:
             return False
         ke = len(self._t) if math.isinf(end) else bisect_left(self._t, end, k0 + 1)
         return ke == k0 + 1 or min(room[k0:ke]) >= count
+
+    def next_fitting(self, counts: Sequence[int], lengths: Sequence[float], first: int,
+                     now: float, room: float) -> int:
+        """The first ``k >= first`` (``len(counts)`` if none) at which ``counts[k] <= room``
+        and ``counts[k]`` VMs fit all through ``[now, now + lengths[k])``: :meth:`count_fits`
+        asked in turn, over one reading of the table (a backfilling pass asks it of every
+        queued lease)."""
+        times, free = self._t, self._room
+        k0 = self._row(now)
+        here = free[k0]
+        n = len(times)
+        k1 = k0 + 1
+        following = times[k1] if k1 < n else math.inf
+        for k in range(first, len(counts)):
+            count = counts[k]
+            if count > room or count > here:
+                continue
+            end = lengths[k] + now
+            if end <= following:   # (within row k0: count_fits's ke == k0 + 1)
+                return k
+            ke = n if math.isinf(end) else bisect_left(times, end, k1)
+            if ke == k1 or min(free[k0:ke]) >= count:
+                return k
+        return len(counts)
 
     def _own_rows(self, own: Reservation | None, after: float, k0: int,
                   k_end: int) -> tuple[int, int]:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import collections
 import math
-import threading
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING
 
@@ -64,7 +63,8 @@ class Engine:
         #: keep running with nothing to do, waiting for :meth:`submit` (a daemon)
         self.serve = serve
         self._posted: collections.deque[Callable[[float], None]] = collections.deque()
-        self._stopping = threading.Event()
+        #: set by :meth:`stop` from any thread (a plain flag: read at every step)
+        self._stop_requested = False
         self.steps = 0
         #: the run ended because nothing more was to happen (no event, arrival or request)
         self.exhausted = False
@@ -108,14 +108,13 @@ class Engine:
 
     def stop(self) -> None:
         """Ask a running engine to stop after the current step (any thread)."""
-        self._stopping.set()
+        self._stop_requested = True
         self.clock.wake()
 
     def run(self, progress: Callable[[float], None] | None = None) -> None:
         sched = self.scheduler
         timeline = self.timeline
         heap = timeline._heap   # (peeked at every step: next_time() without the call)
-        stopping = self._stopping.is_set
         wait_until = self.clock.wait_until
         pop_due = timeline.pop_due
         before_step, after_step = self.before_step, self.after_step
@@ -124,7 +123,7 @@ class Engine:
         end, segment_end, start = EventKind.END, EventKind.SEGMENT_END, EventKind.START
         nxt = next(self._arrivals, None)
         now = self.clock.now()
-        while not stopping():
+        while not self._stop_requested:
             t = heap[0][0] if heap else math.inf
             if nxt is not None and nxt.submit < t:
                 t = nxt.submit

@@ -64,15 +64,21 @@ class Placement:
 def reservation_one_per_node(lease: Lease, start: float, end: float,
                              nodes: list[int]) -> Reservation:
     """``lease``'s VM reservation over ``[start, end)`` with one VM of its one shape on each of
-    ``nodes``: ``Placement.one_per_node(tuple(nodes), np.array(nodes), vector)``'s
-    reservation, made without the placement (a replay makes one per lease that starts)."""
+    ``nodes`` (distinct, in increasing order: the counting table's free nodes):
+    ``Placement.one_per_node(tuple(nodes), np.array(nodes), vector)``'s reservation, made
+    without the placement (a replay makes one per lease that starts)."""
     demand = lease.vms
     shape = demand.shape_key
     vector = demand.vectors[0]
     dtype = _FLOAT_CODE if vector.dtype is _FLOAT else vector.dtype.str
-    return Reservation(lease, start, end, np.array(nodes, dtype=np.intp),
-                       _rows_of(shape, dtype, len(nodes)), None, ReservationKind.VM,
-                       tuple(nodes), shape)
+    count = len(nodes)
+    first = nodes[0]   # (a reservation has a VM at least)
+    # increasing nodes that span as many indices as they are make a range: the same array,
+    # made without reading the list (most leases of a replay start on consecutive nodes)
+    array = (np.arange(first, first + count, dtype=np.intp) if nodes[-1] - first == count - 1
+             else np.array(nodes, dtype=np.intp))
+    return Reservation(lease, start, end, array, _rows_of(shape, dtype, count), None,
+                       ReservationKind.VM, tuple(nodes), shape)
 
 
 _FLOAT = np.dtype(float)

@@ -65,7 +65,7 @@ class Reservation:
     #: ``(until, watts)``: power drawn on top of the cores' from the start until ``until``,
     #: spread evenly over the nodes (a malleable lease's migration)
     overhead: tuple[float, float] | None = None
-    id: int = attrs.field(factory=lambda: next(_ids))
+    id: int = attrs.field(factory=_ids.__next__)   # (a C call: one reservation per lease)
 
     def amount_on(self, node: int) -> np.ndarray:
         """What the reservation holds on ``node`` (zeros if it is not there)."""

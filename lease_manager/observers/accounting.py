@@ -58,6 +58,9 @@ def _fmt(x: float | str | None) -> str:
 
 
 _INFINITE = (math.inf, -math.inf)
+#: submit, start, end, VMs, requested, actual, wait and price of a row: the VMs an int, the
+#: others floats of integer values (``%d`` writes what ``str`` and ``_fmt`` do then)
+_EIGHT_INTEGERS = "%d,%d,%d,%d,%d,%d,%d,%d"
 S = members(LeaseState)
 #: the text of each lease type and state (an enum's value is a Python-level property)
 _TYPE_TEXT = {t: t.value for t in LeaseType}
@@ -66,6 +69,10 @@ _STATE_TEXT = {s: s.value for s in LeaseState}
 #: Python (the same additions, row after row, as numpy's sum over the rows of a C-ordered
 #: array)
 _SUM_IN_PYTHON = 32
+
+
+#: texts of runs of consecutive nodes kept, at most (most leases of a replay run on some)
+_KNOWN_RUNS = 4096
 
 
 #: characters that make the csv module quote a field (with "," and '"', lines ending in \n)
@@ -100,6 +107,8 @@ class _CSVLines:
     def __init__(self) -> None:
         self._buffer = io.StringIO()
         self._names: list[str] = []
+        #: (first node, count) -> the text of that many consecutive nodes
+        self._runs: dict[tuple[int, int], str] = {}
         self._writer = csv.writer(self._buffer, lineterminator="\n")
 
     def header(self, columns: tuple[str, ...]) -> str:
@@ -114,22 +123,50 @@ class _CSVLines:
     def row(self, row: tuple) -> str:
         fmt = _fmt
         source, reason, nodes, extra = row[1], row[12], row[13], row[14:]
-        submit, start, end, requested, actual, wait, price = map(
-            fmt, (row[4], row[5], row[6], row[8], row[9], row[10], row[11]))
-        on = self.nodes(nodes)
-        fields = [str(row[0]), source, row[2], row[3], submit, start, end, str(row[7]),
-                  requested, actual, wait, price, reason, on]
+        submit, start, end, vms, requested, actual, wait, price = row[4:12]
+        f = float
+        if (type(price) is f and price.is_integer() and type(vms) is int
+                and type(submit) is f and submit.is_integer()
+                and type(start) is f and start.is_integer() and type(end) is f
+                and end.is_integer() and type(requested) is f and requested.is_integer()
+                and type(actual) is f and actual.is_integer() and type(wait) is f
+                and wait.is_integer()):
+            # a lease that ran, at whole seconds, at a whole price (a trace replay's rows):
+            # its eight numbers in one formatting
+            numbers = _EIGHT_INTEGERS % (submit, start, end, vms, requested, actual, wait,
+                                         price)
+            fields = [str(row[0]), source, row[2], row[3], numbers, reason, self.nodes(nodes)]
+        else:
+            numbers = ""
+            fields = [str(row[0]), source, row[2], row[3], fmt(submit), fmt(start), fmt(end),
+                      str(vms), fmt(requested), fmt(actual), fmt(wait), fmt(price), reason,
+                      self.nodes(nodes)]
         if extra:
             fields.extend(map(fmt, extra))
         if _PLAIN.isdisjoint(source) and _PLAIN.isdisjoint(reason) and not (extra and any(
                 isinstance(x, str) and not _PLAIN.isdisjoint(x) for x in extra)):
             return ",".join(fields) + "\n"   # nothing to quote: what csv would write
+        if numbers:   # (the csv module's line, from the fields one by one)
+            fields[4:5] = numbers.split(",")
         return self._line(tuple(fields))
 
     def nodes(self, nodes: list[int] | np.ndarray) -> str:
-        """Node indices (sorted), space-separated (their texts are made once)."""
+        """Node indices (sorted, distinct), space-separated (their texts are made once, and
+        those of the last runs of consecutive nodes kept)."""
         if not len(nodes):
             return ""
+        count = len(nodes)
+        if type(nodes) is list and nodes[-1] - nodes[0] == count - 1:   # consecutive nodes
+            key = (nodes[0], count)
+            text = self._runs.get(key)
+            if text is None:
+                if len(self._runs) >= _KNOWN_RUNS:
+                    self._runs.clear()
+                text = self._runs[key] = self._join(nodes)
+            return text
+        return self._join(nodes)
+
+    def _join(self, nodes: list[int] | np.ndarray) -> str:
         names = self._names
         top = int(nodes[-1])
         if top >= len(names):
@@ -255,7 +292,17 @@ class Accounting:
         nodes: list[int]
         if len(allocations) == 1:   # one reservation's nodes are distinct: sort them only
             res = allocations[0]
-            self._use(res)
+            amounts = res.amounts
+            known = self._row_sums.get(id(amounts))
+            if known is not None and known[0] is amounts and len(known[1]) == 2:
+                # (_use's commonest case written out: rows summed before, two resources)
+                duration = res.end - res.start
+                used_first, used_second = self._used
+                sum_first, sum_second = known[1]
+                self._used = [used_first + sum_first * duration,
+                              used_second + sum_second * duration]
+            else:
+                self._use(res)
             # (one VM on each node: its VMs' nodes are its nodes, as Python numbers)
             nodes = (list(res.vm_nodes) if len(res.vm_nodes) == len(res.nodes)
                      else res.nodes.tolist())

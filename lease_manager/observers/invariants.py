@@ -150,7 +150,8 @@ class InvariantChecker:
         while heads and started.get(heads[0][1]) != heads[0][0]:
             heapq.heappop(heads)
         until = heads[0][0] if heads else math.inf
-        self._sweep(until)
+        if events and events[0][0] < until:   # (_sweep's own first test, without the call)
+            self._sweep(until)
 
     def _sweep(self, until: float) -> None:
         """Pass the starts and ends before ``until`` in time order (ends first at an

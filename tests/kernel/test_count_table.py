@@ -364,6 +364,46 @@ def test_count_fits_by_hand():
     assert got == [True, False, True, False, True, True, False]
 
 
+def test_next_fitting_by_hand():
+    """The profile of ``test_count_fits_by_hand``, read from 10 (room 6, 3, 1, 4, 6 from 10,
+    20, 30, 40, 50), with room for 5 VMs now. Queued (VMs, length): (6, 5) is above the room;
+    (4, 15) meets 3 at 20; (2, 20) fits (6, 3); (1, inf) fits (the fewest is 1); (2, 10)
+    fits within its row. From 0: the third; from 3: the fourth; from 4: the last; past it:
+    none (5)."""
+    t = table()
+    for start, end, count in ((0.0, 10.0, 5), (20.0, 30.0, 3), (30.0, 40.0, 3),
+                              (30.0, 50.0, 2)):
+        t.add(pending(start, end, count))
+    t.advance(10.0)
+    counts, lengths = [6, 4, 2, 1, 2], [5.0, 15.0, 20.0, math.inf, 10.0]
+    got = [t.next_fitting(counts, lengths, first, 10.0, 5) for first in (0, 3, 4)]
+    assert got == [2, 3, 4] and t.next_fitting(counts, lengths, 5, 10.0, 5) == 5
+
+
+def test_next_fitting_is_count_fits_in_turn():
+    """On 60 seeded random profiles, ``next_fitting`` finds the first queued lease for which
+    the room now and ``count_fits`` say yes, at whole and fractional times, for lengths that
+    end on a breakpoint, an ulp either side of it, past every row and never."""
+    rng = random.Random(38)
+    for _ in range(60):
+        t, _ = random_plan(rng, reservations=(10, 60))
+        now = float(rng.randint(0, 400)) + rng.choice([0.0, 0.25])
+        t.advance(now)
+        times, _ = t.profile_lists(now)
+        counts, lengths = [], []
+        for _ in range(30):
+            counts.append(rng.randint(1, 24))
+            end = rng.choice(times[1:] or [now + 1.0])
+            lengths.append(rng.choice([end - now, math.nextafter(end - now, 0.0),
+                                       math.nextafter(end - now, math.inf), 1e6, math.inf,
+                                       rng.uniform(0.1, 300.0)]))
+        room = rng.randint(1, 24)
+        for first in range(len(counts) + 1):
+            expected = next((k for k in range(first, len(counts)) if counts[k] <= room
+                             and t.count_fits(counts[k], now, now + lengths[k])), len(counts))
+            assert t.next_fitting(counts, lengths, first, now, room) == expected
+
+
 def test_earlier_start_is_may_fit_before_then_earliest_fit():
     """``earlier_start`` reads the rows once; on 60 seeded random profiles (as above) it
     answers as ``may_fit_before`` followed by ``earliest_fit`` with the lease's own

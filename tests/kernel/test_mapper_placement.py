@@ -51,3 +51,21 @@ def test_the_reservation_made_directly_is_the_placements(dtype):
     assert direct.nodes.dtype == placed.nodes.dtype == np.intp
     assert direct.nodes.tolist() == placed.nodes.tolist() == [2, 4, 6]
     assert type(direct.vm_nodes[0]) is int
+
+
+def test_the_reservation_on_consecutive_nodes_is_the_placements():
+    """On consecutive nodes (made as a range) the direct reservation has the nodes, dtype and
+    VM nodes the placement gives, for one node and for several."""
+    from lease_manager.kernel.lease import Lease, LeaseType, VMRequest
+    from lease_manager.kernel.mapper import reservation_one_per_node
+
+    for nodes in ([7], [3, 4, 5, 6]):
+        vector = np.array([[1.0, 1024.0]])
+        lease = Lease(1, LeaseType.BEST_EFFORT, 0, VMRequest((len(nodes),), vector), 10, 10)
+        direct = reservation_one_per_node(lease, 0.0, 10.0, nodes)
+        placed = Placement.one_per_node(tuple(nodes), np.array(nodes, dtype=np.intp),
+                                        vector[0]).reservation(lease, 0.0, 10.0)
+        assert direct.nodes.dtype == placed.nodes.dtype == np.intp
+        assert direct.nodes.tolist() == placed.nodes.tolist() == nodes
+        assert direct.vm_nodes == placed.vm_nodes == tuple(nodes)
+        assert direct.amounts is placed.amounts

@@ -40,14 +40,14 @@ import collections
 import math
 from array import array
 from collections.abc import Callable, Collection, Sequence
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
 from lease_manager.kernel.enum_members import members
 from lease_manager.kernel.events import Timeline
 from lease_manager.kernel.extra_attributes import USER_RATE
-from lease_manager.kernel.lease import Lease, LeaseState, LeaseType
+from lease_manager.kernel.lease import TRANSITIONS, Lease, LeaseState, LeaseType
 from lease_manager.kernel.mapper import place_on
 from lease_manager.kernel.scheduler import (
     haizea_resumption,
@@ -67,7 +67,6 @@ from lease_manager.kernel.scheduler.suspension import SuspendResume
 from lease_manager.kernel.slottable import Reservation
 
 if TYPE_CHECKING:
-    from lease_manager.kernel.count_table import CountTable
     from lease_manager.kernel.slottable import SlotTable
     from lease_manager.policies import (
         AdmissionPolicy,
@@ -306,9 +305,10 @@ class LeaseScheduler:
     def submit(self, lease: Lease, now: float) -> None:
         """A lease arrives: admission, pricing, then the queue or its own slot."""
         self._emit_lease("lease_submitted", lease, now)
+        table = self.table
         too_big = self.oversize_reason(lease) or (
-            self.table.counted and (cast("CountTable", self.table).refuses(lease)
-                                    or self._uncounted_ar(lease)))
+            table.counted and (table.refuses(lease)   # type: ignore[attr-defined]
+                               or self._uncounted_ar(lease)))
         if too_big:
             self.reject(lease, now, too_big)
             return
@@ -468,7 +468,10 @@ class LeaseScheduler:
     def _move(self, lease: Lease, state: LeaseState, now: float) -> None:
         """Change ``lease``'s state (the state machine checks the move) and tell the hooks."""
         old = lease.state
-        lease.transition(state)
+        if state in TRANSITIONS[old]:   # (Lease.transition's test, without the call)
+            lease.state = state
+        else:
+            lease.transition(state)   # raises IllegalTransition
         if "lease_state_changed" not in self._muted:
             self._emit("lease_state_changed", lease=lease, old=old, now=now)
 
@@ -493,10 +496,13 @@ class LeaseScheduler:
 
     def work_end(self, lease: Lease, start: float) -> float:
         """When the lease, running from ``start``, really ends (work, then shutdown)."""
-        work = lease.remaining_actual * lease.stretch
+        # (Lease.remaining_actual and remaining_requested written out: once per start)
+        requested, actual = lease.requested_duration, lease.actual_duration
+        remaining = (requested if actual is None or requested < actual
+                     else actual) - lease.work_done   # (min(actual, requested), as Lease's)
+        work = remaining * lease.stretch
         shutdown = self.shutdown_of(lease)
-        if not self.shutdown_after_early_end and lease.remaining_actual < \
-                lease.remaining_requested:
+        if not self.shutdown_after_early_end and remaining < requested - lease.work_done:
             shutdown = 0.0   # Haizea: a lease whose VMs end early ends then
         if (lease.type is LT.ADVANCE_RESERVATION
                 and work + shutdown >= lease.requested_duration):

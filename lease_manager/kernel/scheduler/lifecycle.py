@@ -111,7 +111,9 @@ def work_finished(self: LeaseScheduler, res: Reservation, now: float) -> None:
         self.table.remove(later)
     lease.allocations.append(res)
     lease.reservations = []
-    lease.work_done = lease.run_duration
+    # (Lease.run_duration written out: min(actual, requested))
+    requested, actual = lease.requested_duration, lease.actual_duration
+    lease.work_done = requested if actual is None or requested < actual else actual
     lease.image_nodes = ()
     self._finish(lease, S.DONE, now)
 

@@ -33,7 +33,7 @@ def _place_at(self: LeaseScheduler, lease: Lease, start: float,
     end = start + duration
     table = self.table
     res: Reservation | None
-    counted = cast("CountTable", table) if table.counted else None
+    counted: CountTable | None = table if table.counted else None   # type: ignore[assignment]
     if counted is not None and start > counted.now:
         return Reservation(lease, start, end, NO_NODES, NO_AMOUNTS, None, K.VM, (),
                            lease.vms.shape_key, lease.vms.count)
@@ -194,7 +194,8 @@ def _start_at_once(self: LeaseScheduler, lease: Lease, plan: list[Reservation],
     ``future``: it would leave it before any hook or event could see it there.)"""
     res = plan[0]
     self.table.add(res)
-    suspends = res.end - res.start < lease.remaining_requested * lease.stretch
+    # (Lease.remaining_requested written out)
+    suspends = res.end - res.start < (lease.requested_duration - lease.work_done) * lease.stretch
     lease.reservations = plan
     if lease.promised_start is None:
         lease.promised_start = now

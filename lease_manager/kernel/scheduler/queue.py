@@ -266,13 +266,14 @@ def _backfill_counted_short(self: LeaseScheduler, first: int, now: float,
     lease at a time, each asked of the table as it is then."""
     table = cast("CountTable", self.table)
     counts, lengths, queue = self._queue_counts, self._queue_lengths, self.queue
-    fits = table.count_fits
+    next_fitting = table.next_fitting
     started: list[int] = []
-    for k in range(first, len(queue)):
-        count = counts[k]
-        if count <= room and fits(count, now, lengths[k] + now) and \
-                self._schedule(queue[k], now, False):
+    n = len(queue)
+    k = next_fitting(counts, lengths, first, now, room)
+    while k < n:
+        if self._schedule(queue[k], now, False):
             started.append(k)
+        k = next_fitting(counts, lengths, k + 1, now, room)
     return started
 
 
