@@ -13,13 +13,12 @@ import difflib
 import importlib
 import weakref
 from collections.abc import Iterable
-from importlib import metadata
 from typing import Any
 
 import attrs
 import pluggy
 
-from lease_manager import hookspecs
+from lease_manager import entry_points, hookspecs
 from lease_manager.config.core_options import core_options
 from lease_manager.config.schema import Schema
 from lease_manager.errors import ConfigError, LeaseManagerError
@@ -170,7 +169,7 @@ class Plugins:
             self._active_run = None
 
     def _load_entry_points(self) -> None:
-        for ep in metadata.entry_points(group=ENTRY_POINT_GROUP):
+        for ep in entry_points.entry_points(ENTRY_POINT_GROUP):
             if self.pm.get_plugin(ep.name) is not None or self.pm.is_blocked(ep.name):
                 continue
             try:
@@ -222,8 +221,7 @@ class Plugins:
         """The distribution and version that provide plugin ``name``."""
         dist = self._dist.get(name, ("-", "-"))
         if not isinstance(dist, tuple):
-            dist = self._dist[name] = ((dist.metadata["Name"], dist.version) if dist
-                                       else ("?", "?"))
+            dist = self._dist[name] = dist.name_and_version()
         return dist
 
     def distributions(self) -> dict[str, str]:
