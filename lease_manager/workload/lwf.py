@@ -34,8 +34,6 @@ leases; replay long traces from SWF. :func:`write_lwf` streams.
 from __future__ import annotations
 
 import functools
-import gzip
-import importlib.resources
 import logging
 import math
 import re
@@ -85,6 +83,8 @@ class LWFWorkload:
 # ------------------------------------------------------------------------------ schema
 def schema_path() -> Path:
     """Where the LWF schema is (a file inside the installed package)."""
+    import importlib.resources
+
     ref = importlib.resources.files("lease_manager.workload").joinpath("schemas", "lwf.xsd")
     return Path(str(ref))
 
@@ -92,6 +92,8 @@ def schema_path() -> Path:
 @functools.lru_cache(maxsize=1)
 def lwf_schema() -> etree.XMLSchema:
     """The LWF schema, parsed once."""
+    import importlib.resources
+
     from lxml import etree
 
     ref = importlib.resources.files("lease_manager.workload").joinpath("schemas", "lwf.xsd")
@@ -164,6 +166,8 @@ def _parse(file: str, raw: bytes | None = None) -> etree._Element:
     except OSError as exc:
         raise TraceError(f"cannot open trace file: {exc.strerror}", file=file) from None
     if raw[:2] == b"\x1f\x8b":
+        import gzip
+
         try:
             raw = gzip.decompress(raw)
         except (OSError, EOFError) as exc:
