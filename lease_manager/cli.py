@@ -378,7 +378,7 @@ def build_parser() -> argparse.ArgumentParser:
                           "file.")
     pdoc.set_defaults(func=_plugin_doc)
 
-    from lease_manager.plugin_template import TEMPLATE_KINDS
+    from lease_manager.policies import POLICY_KINDS
 
     newp = sub.add_parser("new-plugin", help="write a policy package to start from",
                           description="Write NAME/ (or --out): an installable package with a "
@@ -387,7 +387,7 @@ def build_parser() -> argparse.ArgumentParser:
                           "it, then run its test.")
     newp.add_argument("name", help="the policy's name (lower case, digits and dashes), also "
                       "the package's: lm-NAME, module lm_NAME")
-    newp.add_argument("--kind", required=True, choices=TEMPLATE_KINDS,
+    newp.add_argument("--kind", required=True, choices=new_plugin_kinds(POLICY_KINDS),
                       help="the policy kind")
     newp.add_argument("--out", metavar="DIR", help="the folder to write (default: lm-NAME); "
                       "it must not exist")
@@ -506,6 +506,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_client_commands(sub)
     return parser
+
+
+def new_plugin_kinds(kinds: Sequence[str]) -> tuple[str, ...]:
+    """The policy kinds ``new-plugin`` has a template of: all but enactment backends
+    (``plugin_template.TEMPLATE_KINDS``, without loading the templates for every command)."""
+    return tuple(kind for kind in kinds if kind != "enactment")
 
 
 def load_numpy() -> None:

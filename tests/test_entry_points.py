@@ -92,8 +92,8 @@ def test_order_shadowing_and_sections_follow_importlib_metadata(tmp_path: Path) 
     assert result["ours"] == result["theirs"]
     # (the folders list their entries in the file system's order, which both follow)
     assert sorted((name, value) for name, value, _ in result["ours"]) == [
-        ("; not a comment in this format", "x"), ("alpha", "alpha.plugin:Plugin [extra]"), ("alpha", "beta.plugin"),
-        ("old", "old_plugin"), ("z", "zeta.plugin")]
+        ("; not a comment in this format", "x"), ("alpha", "alpha.plugin:Plugin [extra]"),
+        ("alpha", "beta.plugin"), ("old", "old_plugin"), ("z", "zeta.plugin")]
     assert ["alpha", "beta.plugin", ["Beta", "1.0 "]] in result["ours"]
     assert not result["loaded"]
 

@@ -34,7 +34,6 @@ leases; replay long traces from SWF. :func:`write_lwf` streams.
 from __future__ import annotations
 
 import functools
-import logging
 import math
 import re
 import zlib
@@ -54,9 +53,9 @@ from lease_manager.kernel.resources import NodeSet, ResourceTypes
 from lease_manager.kernel.timeutil import MIN_DURATION, parse_duration
 from lease_manager.numbers import parse_float
 
-log = logging.getLogger(__name__)
-
 if TYPE_CHECKING:
+    import logging
+
     from lxml import etree
 
 #: keys of ``lease.extra`` that LWF elements and attributes (not ``<attr>``) set
@@ -78,6 +77,13 @@ class LWFWorkload:
     description: str | None = None
     #: what was read but not as written (requests out of arrival order, sorted), one line each
     warnings: list[str] = attrs.field(factory=list)
+
+
+def _log() -> logging.Logger:
+    """This module's logger (logging is loaded when a message is written: start-up)."""
+    import logging
+
+    return logging.getLogger(__name__)
 
 
 # ------------------------------------------------------------------------------ schema
@@ -144,7 +150,7 @@ def read_lwf(path: str | Path, types: ResourceTypes | None = None, *,
         warnings.append(f"{file}:{line}: {len(reader.out_of_order)} lease request(s) out of "
                         f"arrival order (the first arrives at {arrival:g} s, after "
                         f"{before:g} s): sorted by arrival time")
-        log.warning("%s", warnings[-1])
+        _log().warning("%s", warnings[-1])
         leases.sort(key=lambda lease: lease.submit)
         for number, lease in enumerate(leases, first_id):
             lease.id = number
