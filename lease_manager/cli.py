@@ -312,7 +312,10 @@ def _serve(args: argparse.Namespace) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The command line's parser; for ``command = "simulate"`` without the other commands'
+    parsers (a replay's start-up: it parses the same, and prints the same help and errors,
+    as the top level's usage names no command)."""
     parser = argparse.ArgumentParser(
         prog="lease-manager", description="A Haizea-style lease manager: replay workload "
         "traces under scheduling and energy policies.")
@@ -341,6 +344,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="replay a trace that holds no jobs (otherwise an error; a Haizea "
                           "configuration file's empty trace only warns, as Haizea runs it)")
     sim.set_defaults(func=_simulate)
+    if command == "simulate":
+        return parser
 
     plug = sub.add_parser("plugins", help="list installed plugins, their policies and hooks",
                           description="Print the installed plugins (built-in and from "
@@ -532,7 +537,8 @@ def load_numpy() -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     load_numpy()
-    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(argv[0] if argv else None)
     args = parser.parse_args(argv)
     try:
         return args.func(args)
