@@ -171,19 +171,35 @@ def _pair(line: str) -> tuple[str, str]:
 
 
 def _name_and_version(info: str) -> tuple[str, str]:
-    """The first ``Name`` and ``Version`` headers of a plain metadata file."""
-    text = None
+    """The first ``Name`` and ``Version`` headers of a plain metadata file (its header block
+    only: the description after it can be long)."""
     for filename in _METADATA_FILES:
-        text = _read(info, filename)
-        if text:
-            break
-    if not text:
-        raise _Unsupported("no metadata file")
+        try:
+            with open(os.path.join(info, filename), encoding="utf-8") as fh:
+                lines = _header_block(fh)
+        except _ABSENT:
+            continue
+        if lines is not None:   # (an empty file: the next one, as ``read_text() or``)
+            return _name_version_headers(lines)
+    raise _Unsupported("no metadata file")
+
+
+def _header_block(fh: Any) -> list[str] | None:
+    """The lines up to the first empty one (read with universal newlines, as the email parser
+    splits them); None for an empty file."""
+    lines: list[str] = []
+    for line in fh:
+        line = line[:-1] if line.endswith("\n") else line
+        if not line:
+            return lines
+        lines.append(line)
+    return lines or None
+
+
+def _name_version_headers(lines: list[str]) -> tuple[str, str]:
     headers: dict[str, str] = {}
     last = None
-    for line in text.split("\n"):   # (read with universal newlines, as the email parser splits)
-        if not line:
-            break
+    for line in lines:
         if line[0] in " \t":   # a folded header
             if last is None or last in ("name", "version"):
                 raise _Unsupported("a folded name or version, or a fold first")

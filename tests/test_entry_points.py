@@ -124,3 +124,22 @@ def test_what_the_reader_does_not_handle_is_left_to_importlib_metadata(
         assert result["ours"] == "TypeError"
     else:
         assert len(result["ours"]) == 2
+
+
+def test_every_installed_distributions_name_and_version_read_as_the_email_parser_does() -> None:
+    """The header reader on every distribution of this environment (each one it reads, and
+    not fewer than the plugins'): the same name and version as importlib.metadata's."""
+    from importlib import metadata
+
+    from lease_manager import entry_points
+
+    read = 0
+    for dist in metadata.distributions():
+        path = str(dist._path)   # type: ignore[attr-defined]
+        try:
+            mine = entry_points._name_and_version(path)
+        except entry_points._Unsupported:
+            continue
+        read += 1
+        assert mine == (dist.metadata["Name"], dist.version), path
+    assert read >= 5
