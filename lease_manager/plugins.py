@@ -9,7 +9,6 @@ Installed plugins are found through the ``lease_manager`` entry-point group::
 
 from __future__ import annotations
 
-import difflib
 import importlib
 import types
 import weakref
@@ -245,6 +244,8 @@ class Plugins:
         """The policy class registered as ``name`` for ``kind``."""
         known = self.policies.get(kind, {})
         if name not in known:
+            import difflib  # (only for the error's hint: start-up)
+
             close = difflib.get_close_matches(name, list(known), n=1)
             hint = f" (did you mean {close[0]!r}?)" if close else ""
             raise ConfigError(f"no {kind} policy named {name!r} is installed{hint}; "
