@@ -312,7 +312,10 @@ def _serve(args: argparse.Namespace) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The command line's parser; for ``command = "simulate"`` without the other commands'
+    parsers (a replay's start-up: it parses the same, and prints the same help and errors,
+    as the top level's usage names no command)."""
     parser = argparse.ArgumentParser(
         prog="lease-manager", description="A Haizea-style lease manager: replay workload "
         "traces under scheduling and energy policies.")
@@ -341,6 +344,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="replay a trace that holds no jobs (otherwise an error; a Haizea "
                           "configuration file's empty trace only warns, as Haizea runs it)")
     sim.set_defaults(func=_simulate)
+    if command == "simulate":
+        return parser
 
     plug = sub.add_parser("plugins", help="list installed plugins, their policies and hooks",
                           description="Print the installed plugins (built-in and from "
@@ -378,7 +383,7 @@ def build_parser() -> argparse.ArgumentParser:
                           "file.")
     pdoc.set_defaults(func=_plugin_doc)
 
-    from lease_manager.plugin_template import TEMPLATE_KINDS
+    from lease_manager.policies import POLICY_KINDS
 
     newp = sub.add_parser("new-plugin", help="write a policy package to start from",
                           description="Write NAME/ (or --out): an installable package with a "
@@ -387,7 +392,7 @@ def build_parser() -> argparse.ArgumentParser:
                           "it, then run its test.")
     newp.add_argument("name", help="the policy's name (lower case, digits and dashes), also "
                       "the package's: lm-NAME, module lm_NAME")
-    newp.add_argument("--kind", required=True, choices=TEMPLATE_KINDS,
+    newp.add_argument("--kind", required=True, choices=new_plugin_kinds(POLICY_KINDS),
                       help="the policy kind")
     newp.add_argument("--out", metavar="DIR", help="the folder to write (default: lm-NAME); "
                       "it must not exist")
@@ -508,6 +513,12 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def new_plugin_kinds(kinds: Sequence[str]) -> tuple[str, ...]:
+    """The policy kinds ``new-plugin`` has a template of: all but enactment backends
+    (``plugin_template.TEMPLATE_KINDS``, without loading the templates for every command)."""
+    return tuple(kind for kind in kinds if kind != "enactment")
+
+
 def load_numpy() -> None:
     """Load numpy with OpenBLAS's thread pool at one thread, unless numpy is loaded already or
     the user set ``OPENBLAS_NUM_THREADS``. The manager is one thread and multiplies no
@@ -526,7 +537,8 @@ def load_numpy() -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     load_numpy()
-    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(argv[0] if argv else None)
     args = parser.parse_args(argv)
     try:
         return args.func(args)

@@ -9,17 +9,16 @@ Installed plugins are found through the ``lease_manager`` entry-point group::
 
 from __future__ import annotations
 
-import difflib
 import importlib
+import types
 import weakref
 from collections.abc import Iterable
-from importlib import metadata
 from typing import Any
 
 import attrs
 import pluggy
 
-from lease_manager import hookspecs
+from lease_manager import entry_points, hookspecs
 from lease_manager.config.core_options import core_options
 from lease_manager.config.schema import Schema
 from lease_manager.errors import ConfigError, LeaseManagerError
@@ -81,6 +80,14 @@ class PluginManager(pluggy.PluginManager):
         for cache in list(self._caches):
             cache.clear()
 
+    def parse_hookimpl_opts(self, plugin: Any, name: str) -> Any:
+        """pluggy's answer, asked only for the names under which something that may carry our
+        hook marker is stored (a function or method that has it): registering looks at every
+        attribute of a plugin, and pluggy's static look-up of each cost a few ms of start-up."""
+        if not _may_be_hookimpl(plugin, name, self.project_name + "_impl"):
+            return None
+        return super().parse_hookimpl_opts(plugin, name)
+
     def register(self, plugin: Any, name: str | None = None) -> str | None:
         try:
             return super().register(plugin, name)
@@ -92,6 +99,42 @@ class PluginManager(pluggy.PluginManager):
             return super().unregister(plugin, name)
         finally:
             self._changed()
+
+
+_HOOKABLE = (types.FunctionType, types.MethodType, classmethod, staticmethod)
+_class_dict = type.__dict__["__dict__"].__get__
+_class_mro = type.__dict__["__mro__"].__get__
+
+
+def _may_be_hookimpl(plugin: Any, name: str, marker: str) -> bool:
+    """Whether any object stored under ``name`` where a static look-up of ``plugin.name``
+    searches (the plugin's own ``__dict__`` or slot, its classes' and, for a class, its
+    metaclasses' ``__dict__``) is a function or method that carries ``marker``. False means
+    pluggy finds no hook implementation there either; no descriptor or ``__getattr__`` runs."""
+    found = []
+    try:
+        own = object.__getattribute__(plugin, "__dict__")
+    except AttributeError:
+        own = None
+    if isinstance(own, dict) and name in own:
+        found.append(own[name])
+    classes = list(_class_mro(plugin)) if isinstance(plugin, type) else []
+    for cls in classes + list(_class_mro(type(plugin))):
+        value = _class_dict(cls).get(name, _class_dict)
+        if value is _class_dict:
+            continue
+        if isinstance(value, types.MemberDescriptorType) and not classes:
+            try:
+                value = value.__get__(plugin, type(plugin))   # a slot: reading it runs no code
+            except AttributeError:
+                continue
+        found.append(value)
+    for value in found:
+        if isinstance(value, _HOOKABLE) and (
+                getattr(value, marker, None) is not None
+                or getattr(getattr(value, "__func__", None), marker, None) is not None):
+            return True
+    return False
 
 
 @attrs.frozen
@@ -170,7 +213,7 @@ class Plugins:
             self._active_run = None
 
     def _load_entry_points(self) -> None:
-        for ep in metadata.entry_points(group=ENTRY_POINT_GROUP):
+        for ep in entry_points.entry_points(ENTRY_POINT_GROUP):
             if self.pm.get_plugin(ep.name) is not None or self.pm.is_blocked(ep.name):
                 continue
             try:
@@ -201,6 +244,8 @@ class Plugins:
         """The policy class registered as ``name`` for ``kind``."""
         known = self.policies.get(kind, {})
         if name not in known:
+            import difflib  # (only for the error's hint: start-up)
+
             close = difflib.get_close_matches(name, list(known), n=1)
             hint = f" (did you mean {close[0]!r}?)" if close else ""
             raise ConfigError(f"no {kind} policy named {name!r} is installed{hint}; "
@@ -222,8 +267,7 @@ class Plugins:
         """The distribution and version that provide plugin ``name``."""
         dist = self._dist.get(name, ("-", "-"))
         if not isinstance(dist, tuple):
-            dist = self._dist[name] = ((dist.metadata["Name"], dist.version) if dist
-                                       else ("?", "?"))
+            dist = self._dist[name] = dist.name_and_version()
         return dist
 
     def distributions(self) -> dict[str, str]:

@@ -57,7 +57,6 @@ from lease_manager.observers.accounting import Accounting, write_summary
 from lease_manager.observers.decisions import DECISIONS_FILE, DecisionLog
 from lease_manager.observers.invariants import InvariantChecker, stranded
 from lease_manager.observers.metrics import Metrics
-from lease_manager.planning.mode import PlanningMode
 from lease_manager.plugins import (
     ACCOUNTING_PLUGIN,
     BUILTIN_PLUGINS,
@@ -77,6 +76,7 @@ from lease_manager.workload.tasks import is_task_file, read_tasks
 if TYPE_CHECKING:
     from lease_manager.kernel.lease import Lease
     from lease_manager.kernel.scheduler import Enactment
+    from lease_manager.planning.mode import PlanningMode
 
 
 class Run:
@@ -387,6 +387,8 @@ class Run:
         name = config.get("planning", "policy-planner")
         if name == "none":
             return None
+        from lease_manager.planning.mode import PlanningMode  # (the planner's runs only)
+
         mode = PlanningMode(config, self._instantiate("planner", name), self.nodes, self.power)
         self.policies["host-selection"] = mode.hosts(self.policies["host-selection"])
         self.policies["admission"] = mode.admission(self.policies["admission"])

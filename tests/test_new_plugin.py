@@ -44,6 +44,15 @@ def test_every_kind_a_replay_uses_has_a_template():
     assert set(TEMPLATE_KINDS) == set(POLICY_KINDS) - {"enactment"}
 
 
+def test_the_command_offers_exactly_the_templates_kinds():
+    """``new-plugin --kind`` lists its choices without loading the templates (start-up)."""
+    from lease_manager.cli import build_parser
+
+    commands = next(a for a in build_parser()._actions if a.dest == "command")
+    kind = next(a for a in commands.choices["new-plugin"]._actions if a.dest == "kind")
+    assert kind.choices == TEMPLATE_KINDS
+
+
 @pytest.mark.parametrize("kind", TEMPLATE_KINDS)
 def test_each_template_is_a_package_with_its_entry_point(kind):
     files = render("my-policy", kind)

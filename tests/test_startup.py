@@ -81,3 +81,70 @@ def test_importing_the_package_loads_no_numpy() -> None:
                           "print(Lease.__name__, 'numpy' in sys.modules)"],
                          capture_output=True, text=True, timeout=60, check=True).stdout
     assert out.split() == ["False", "Lease", "True"]
+
+
+def _parse(parser, argv: list[str]) -> tuple:
+    """What parsing ``argv`` gives: the namespace, or the exit status and what was printed."""
+    import contextlib
+    import io
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            args = vars(parser.parse_args(argv))
+        except SystemExit as exc:
+            return ("exit", exc.code, out.getvalue(), err.getvalue())
+    return ("args", args, out.getvalue(), err.getvalue())
+
+
+def test_simulate_parses_alone_as_with_every_command() -> None:
+    """A replay builds only its own command's parser: the same arguments, help and errors as
+    the full command line's."""
+    from lease_manager.cli import build_parser
+
+    full, alone = build_parser(), build_parser("simulate")
+    commands = next(a for a in alone._actions if a.dest == "command")
+    assert list(commands.choices) == ["simulate"]   # (the others are not built)
+    for argv in (["simulate", "etc/sample.ini"],
+                 ["simulate", "x.ini", "--set", "a.b=1", "--set", "c.d=2", "--out", "o",
+                  "--force", "-q", "--log-level", "debug", "--allow-empty"],
+                 ["simulate", "--help"], ["simulate"], ["simulate", "x.ini", "--bad"],
+                 ["simulate", "x.ini", "--log-level", "loud"], ["simulate", "x.ini", "extra"],
+                 ["simulate", "x.ini", "--version"]):
+        assert _parse(alone, argv) == _parse(full, argv), argv
+
+
+DEFAULT_RUN = """
+import sys
+from lease_manager.cli import main
+code = main(sys.argv[1:])
+print(",".join(sorted(m for m in sys.modules if m in {modules!r} or m.startswith({prefixes!r}))))
+sys.exit(code)
+"""
+
+#: what a default replay (etc/sample.ini, no power model) does not need to load: metadata and
+#: its email parser (plugins are found without them), logging, processes and signals (the
+#: daemon's backends), the statistics module, the offline planner, GreenPar's MILP, the
+#: hints of error messages (difflib), the other commands
+NOT_LOADED = ("importlib.metadata", "email", "logging", "subprocess", "signal", "getpass",
+              "statistics", "gzip", "importlib.resources", "lease_manager.plugin_template",
+              "lm_greenpar.milp", "difflib")
+NOT_LOADED_PACKAGES = ("lease_manager.daemon", "lease_manager.web", "lease_manager.planning",
+                       "lease_manager.experiments.sweep", "lease_manager.experiments.report",
+                       "lease_manager.experiments.plots", "lease_manager.config.haizea")
+
+
+def test_a_default_replay_loads_neither_metadata_nor_logging_nor_the_daemon(tmp_path) -> None:
+    trace = ROOT / "traces" / "sdsc-blue-30days.swf"
+    first = next(line for line in trace.read_text().splitlines()
+                 if line.strip() and not line.startswith(";"))
+    one = tmp_path / "one.swf"
+    one.write_text(first + "\n")
+    result = subprocess.run(
+        [sys.executable, "-c",
+         DEFAULT_RUN.format(modules=set(NOT_LOADED), prefixes=NOT_LOADED_PACKAGES),
+         "simulate", str(ROOT / "etc" / "sample.ini"), "--set", f"tracefile.tracefile={one}",
+         "--quiet", "--out", str(tmp_path / "out")],
+        capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == ""

@@ -9,7 +9,6 @@ unknown sections and options with a suggestion, and generates the reference
 from __future__ import annotations
 
 import configparser
-import difflib
 import math
 import re
 from collections.abc import Callable, Iterable, Mapping
@@ -272,6 +271,8 @@ class Option:
 
 
 def _suggest(word: str, candidates: Iterable[str]) -> str:
+    import difflib  # (only for an error's hint: start-up)
+
     close = difflib.get_close_matches(word, list(candidates), n=1, cutoff=0.6)
     return f" (did you mean {close[0]!r}?)" if close else ""
 

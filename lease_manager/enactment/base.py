@@ -12,7 +12,6 @@ Times are seconds since the Unix epoch, UTC, on the daemon's clock.
 
 from __future__ import annotations
 
-import logging
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -23,10 +22,17 @@ import attrs
 from lease_manager.errors import LeaseManagerError
 
 if TYPE_CHECKING:
+    import logging
+
     from lease_manager.context import RunContext
     from lease_manager.enactment.run_as import RunAs
 
-log = logging.getLogger("lease_manager.daemon")
+
+def _log() -> logging.Logger:
+    """The daemon's logger (logging is loaded when a message is written: start-up)."""
+    import logging
+
+    return logging.getLogger("lease_manager.daemon")
 
 
 class EnactmentError(LeaseManagerError):
@@ -185,13 +191,13 @@ class EnactmentBackend:
     def power_off(self, node_name: str) -> None:
         """Switch node ``node_name`` off (with a ``[power]`` model whose node-power policy
         switches nodes off). The default only logs it."""
-        log.info("node %s: switched off (the %s backend cannot switch nodes off)", node_name,
+        _log().info("node %s: switched off (the %s backend cannot switch nodes off)", node_name,
                  self.name)
 
     def power_on(self, node_name: str) -> None:
         """Switch node ``node_name`` on: a lease is planned on it once its boot time is
         over. The default only logs it."""
-        log.info("node %s: switched on (the %s backend cannot switch nodes on)", node_name,
+        _log().info("node %s: switched on (the %s backend cannot switch nodes on)", node_name,
                  self.name)
 
     def refresh(self) -> None:

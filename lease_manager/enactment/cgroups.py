@@ -4,16 +4,12 @@ removing a VM's groups when its processes are gone."""
 from __future__ import annotations
 
 import errno
-import logging
 import os
-import signal
 import time
 from pathlib import Path
 
 from lease_manager.enactment.base import EnactmentError
-from lease_manager.enactment.processes import signal_pids, warn_once
-
-log = logging.getLogger("lease_manager.enactment.process")
+from lease_manager.enactment.processes import process_log, signal_pids, warn_once
 
 #: where the cgroup file systems are mounted (a parameter for tests)
 CGROUP_ROOT = Path("/sys/fs/cgroup")
@@ -203,6 +199,8 @@ def group_pids(groups: dict[str, str]) -> list[int]:
 
 def kill_groups(groups: dict[str, str]) -> None:
     """SIGKILL every process of the VM's cgroups (even those that left its process group)."""
+    import signal  # (loaded by the daemon's runs only: start-up)
+
     for folder in set(groups.values()):
         kill_file = Path(folder) / "cgroup.kill"
         if kill_file.exists():
@@ -227,12 +225,12 @@ def remove_groups(groups: dict[str, str], retry: float = 1.0) -> bool:
                 left.discard(folder)
             except OSError as exc:
                 if exc.errno not in (errno.EBUSY, errno.ENOTEMPTY):
-                    log.warning("cannot remove the cgroup %s: %s", folder, exc)
+                    process_log().warning("cannot remove the cgroup %s: %s", folder, exc)
                     left.discard(folder)
         if not left:
             return True
         if time.monotonic() >= deadline:
-            log.warning("cannot remove the cgroups %s: processes remain", ", ".join(left))
+            process_log().warning("cannot remove the cgroups %s: processes remain", ", ".join(left))
             return False
         time.sleep(0.02)
 

@@ -31,10 +31,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-import logging
 import os
-import signal
-import subprocess
 import sys
 import threading
 import time
@@ -64,6 +61,7 @@ from lease_manager.enactment.processes import (
     group_members,
     group_stopped,
     proc_stat,
+    process_log,
     signal_group,
     signal_pids,
     start_time,
@@ -73,9 +71,9 @@ from lease_manager.enactment.run_as import DROP, resolve_run_as
 from lease_manager.hookspecs import hookimpl
 
 if TYPE_CHECKING:
-    from lease_manager.context import RunContext
+    import subprocess
 
-log = logging.getLogger("lease_manager.enactment.process")
+    from lease_manager.context import RunContext
 
 #: the VM's process: ``/bin/sh -c WRAPPER lm-vm SHELL COMMAND EXIT_FILE PYTHON DROP IDS
 #: [CGROUP_PROCS...]``; writes its process id next to the exit file (a daemon killed while
@@ -178,7 +176,8 @@ class ProcessBackend(EnactmentBackend):
             try:
                 pid = int(Path(vm["exit_file"] + ".pid").read_text())
             except (OSError, ValueError):
-                log.warning("lease %s: VM %s never started", record["lease_id"], vm["index"])
+                process_log().warning("lease %s: VM %s never started", record["lease_id"],
+                                      vm["index"])
                 remove_groups(vm.get("cgroups", {}), retry=0)
                 continue
             vm.update(pid=pid, pgid=pid, start_time=start_time(pid))
@@ -294,6 +293,8 @@ class ProcessBackend(EnactmentBackend):
 
     def _spawn_vm(self, work: Work, vm, entry: dict) -> None:
         """Start the VM's process and complete its record."""
+        import subprocess
+
         groups = entry["cgroups"]
         exit_file = Path(entry["exit_file"])
         vm_dir = exit_file.parent
@@ -348,6 +349,8 @@ class ProcessBackend(EnactmentBackend):
         """Start the processes of VMs the lease gains, stop those of VMs it loses (SIGTERM,
         then SIGKILL after the grace, as :meth:`stop`); the others go on where they are
         (every node is this machine: a VM that moves keeps its process)."""
+        import signal
+
         with self._lock:
             record = self._live_record(work.lease_id, "resize")
             if record.get("state") != "running":
@@ -405,6 +408,8 @@ class ProcessBackend(EnactmentBackend):
     def _pause(self, lease_id: int, stop: bool) -> None:
         """Freeze (``stop``) or thaw the lease's VMs: the cgroup freezer where there is one,
         else SIGSTOP / SIGCONT to their process groups."""
+        import signal
+
         action = "suspend" if stop else "resume"
         with self._lock:
             record = self._live_record(lease_id, action)
@@ -434,6 +439,8 @@ class ProcessBackend(EnactmentBackend):
                 time.sleep(0.001)
 
     def stop(self, lease_id: int) -> None:
+        import signal
+
         with self._lock:
             record = self._load(lease_id)
             if record is None or record.get("state") == "stopping":
@@ -480,6 +487,8 @@ class ProcessBackend(EnactmentBackend):
             self._cleanup(record)
 
     def _kill_now(self, record: dict) -> None:
+        import signal
+
         for vm in record["vms"]:
             try:
                 set_frozen(vm.get("cgroups", {}), False)
@@ -490,11 +499,13 @@ class ProcessBackend(EnactmentBackend):
         deadline = time.monotonic() + 2.0
         while any(self._vm_live_group(vm) for vm in record["vms"]):
             if time.monotonic() >= deadline:
-                log.warning("lease %s: processes survive SIGKILL", record["lease_id"])
+                process_log().warning("lease %s: processes survive SIGKILL", record["lease_id"])
                 break
             time.sleep(0.005)
 
     def _cleanup(self, record: dict) -> None:
+        import subprocess
+
         for vm in record["vms"]:
             self._reap(vm["pid"])
             child = self._children.pop(vm["pid"], None)

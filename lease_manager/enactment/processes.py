@@ -4,19 +4,27 @@ their process groups, signals, and the JSON records kept beside them."""
 from __future__ import annotations
 
 import json
-import logging
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-log = logging.getLogger("lease_manager.enactment.process")
+if TYPE_CHECKING:
+    import logging
+
 _warned: set[str] = set()
+
+
+def process_log() -> logging.Logger:
+    """The process backend's logger (logging is loaded when a message is written: start-up)."""
+    import logging
+
+    return logging.getLogger("lease_manager.enactment.process")
 
 
 def warn_once(key: str, message: str) -> None:
     if key not in _warned:
         _warned.add(key)
-        log.warning(message)
+        process_log().warning(message)
 
 
 # ------------------------------------------------------------------------------------ processes

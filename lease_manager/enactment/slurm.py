@@ -79,13 +79,11 @@ reservations hold cores, not memory; ``request-memory`` only adds ``--mem`` to t
 
 from __future__ import annotations
 
-import getpass
 import json
 import math
 import os
 import re
 import shlex
-import subprocess
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -106,6 +104,8 @@ from lease_manager.enactment.base import (
 from lease_manager.hookspecs import hookimpl
 
 if TYPE_CHECKING:
+    import subprocess
+
     from lease_manager.context import RunContext
 
 #: Slurm job states that mean the job is (about to be) running
@@ -172,7 +172,11 @@ class SlurmBackend(EnactmentBackend):
         cfg = ctx.config
         self.prefix = cfg.get("slurm", "name-prefix")
         self.partition = cfg.get("slurm", "partition")
-        self.user = cfg.get("slurm", "user") or getpass.getuser()
+        if not (user := cfg.get("slurm", "user")):
+            import getpass  # (loaded by Slurm's runs only: start-up)
+
+            user = getpass.getuser()
+        self.user = user
         self.account = cfg.get("slurm", "account")
         self.timeout = float(cfg.get("slurm", "commands-timeout"))
         self.bin_dir = cfg.get("slurm", "bin-dir")
@@ -212,6 +216,8 @@ class SlurmBackend(EnactmentBackend):
         elif args[0] == "sbatch":     # a job gets sbatch's environment: not the daemon's
             env = {**clean_env(os.environ),
                    **{k: v for k, v in os.environ.items() if k.startswith(("SLURM_", "MUNGE"))}}
+        import subprocess  # (loaded by Slurm's runs only: start-up)
+
         shown = " ".join(shlex.quote(a) for a in args)
         try:
             proc = subprocess.run(argv, input=stdin, capture_output=True, text=True, env=env,

@@ -34,9 +34,6 @@ leases; replay long traces from SWF. :func:`write_lwf` streams.
 from __future__ import annotations
 
 import functools
-import gzip
-import importlib.resources
-import logging
 import math
 import re
 import zlib
@@ -56,9 +53,9 @@ from lease_manager.kernel.resources import NodeSet, ResourceTypes
 from lease_manager.kernel.timeutil import MIN_DURATION, parse_duration
 from lease_manager.numbers import parse_float
 
-log = logging.getLogger(__name__)
-
 if TYPE_CHECKING:
+    import logging
+
     from lxml import etree
 
 #: keys of ``lease.extra`` that LWF elements and attributes (not ``<attr>``) set
@@ -82,9 +79,18 @@ class LWFWorkload:
     warnings: list[str] = attrs.field(factory=list)
 
 
+def _log() -> logging.Logger:
+    """This module's logger (logging is loaded when a message is written: start-up)."""
+    import logging
+
+    return logging.getLogger(__name__)
+
+
 # ------------------------------------------------------------------------------ schema
 def schema_path() -> Path:
     """Where the LWF schema is (a file inside the installed package)."""
+    import importlib.resources
+
     ref = importlib.resources.files("lease_manager.workload").joinpath("schemas", "lwf.xsd")
     return Path(str(ref))
 
@@ -92,6 +98,8 @@ def schema_path() -> Path:
 @functools.lru_cache(maxsize=1)
 def lwf_schema() -> etree.XMLSchema:
     """The LWF schema, parsed once."""
+    import importlib.resources
+
     from lxml import etree
 
     ref = importlib.resources.files("lease_manager.workload").joinpath("schemas", "lwf.xsd")
@@ -142,7 +150,7 @@ def read_lwf(path: str | Path, types: ResourceTypes | None = None, *,
         warnings.append(f"{file}:{line}: {len(reader.out_of_order)} lease request(s) out of "
                         f"arrival order (the first arrives at {arrival:g} s, after "
                         f"{before:g} s): sorted by arrival time")
-        log.warning("%s", warnings[-1])
+        _log().warning("%s", warnings[-1])
         leases.sort(key=lambda lease: lease.submit)
         for number, lease in enumerate(leases, first_id):
             lease.id = number
@@ -164,6 +172,8 @@ def _parse(file: str, raw: bytes | None = None) -> etree._Element:
     except OSError as exc:
         raise TraceError(f"cannot open trace file: {exc.strerror}", file=file) from None
     if raw[:2] == b"\x1f\x8b":
+        import gzip
+
         try:
             raw = gzip.decompress(raw)
         except (OSError, EOFError) as exc:

@@ -8,7 +8,6 @@ field. :func:`swf_leases` applies the conversion rules and filters of a replay.
 from __future__ import annotations
 
 import collections
-import gzip
 import io
 import itertools
 import math
@@ -175,6 +174,8 @@ def open_text(path: str | Path) -> IO[str]:
     except OSError as exc:
         raise TraceError(f"cannot open trace file: {exc.strerror}", file=str(path)) from None
     if raw.read(2) == b"\x1f\x8b":
+        import gzip
+
         raw.seek(0)
         return io.TextIOWrapper(gzip.GzipFile(fileobj=raw), encoding="utf-8", errors="replace")
     raw.seek(0)

@@ -7,7 +7,6 @@ start at once otherwise.
 from __future__ import annotations
 
 import math
-import statistics
 from collections import defaultdict
 
 from lease_manager import Allocation, Lease, hookimpl
@@ -214,6 +213,8 @@ class Nebulous(GreenParPolicy):
         return 0 if gain >= 1.7 else 1 if gain >= 1.4 else 2 if gain >= 1.15 else 3
 
     def estimate(self, lease: Lease) -> float | None:
+        import statistics  # (loaded only by the runs that estimate: a few ms of start-up)
+
         runs = self.history.get(str(lease.extra["app"]))
         return statistics.fmean(runs) if runs else None
 

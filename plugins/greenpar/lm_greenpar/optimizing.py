@@ -18,11 +18,21 @@ no solution (a job that could not start at once).
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 from lease_manager import Allocation, Lease, hookimpl
 
 from .base import GreenParPolicy, beta_server_watts, mean_over
-from .milp import Job, Problem, Solution, epochs_needed, solve
+
+if TYPE_CHECKING:   # (the MILP module, with its attrs classes, loads when a policy solves)
+    from .milp import Job, Problem, Solution
+
+
+def solve(problem: Problem, jobs: list[Job], limit: float, gap: float) -> Solution:
+    """:func:`.milp.solve` (its module loads with the first solve: start-up)."""
+    from .milp import solve as milp_solve
+
+    return milp_solve(problem, jobs, limit, gap)
 
 
 class Optimizing(GreenParPolicy):
@@ -54,6 +64,8 @@ class Optimizing(GreenParPolicy):
                 ) -> Problem:
         """Epochs from ``t0``: green from the forecast issued at ``issued`` (None: the
         actual production), brown prices, the site's watts."""
+        from .milp import Problem
+
         green, price = [], []
         for k in range(epochs):
             a = t0 if k == 0 else t0 + first_length + (k - 1) * self.epoch
@@ -74,6 +86,8 @@ class Optimizing(GreenParPolicy):
                        first_length=first_length)
 
     def job_running(self, lease: Lease, now: float) -> Job:
+        from .milp import Job
+
         v = lease.vms.count
         done = self.done(lease, now)
         return Job(lease.id, tuple((n, v, sp) for n, sp in self.options(lease, v)),
@@ -94,6 +108,8 @@ class Optimizing(GreenParPolicy):
     def job_new(self, lease: Lease, first: int = 0, first_length: float | None = None,
                 vms: int | None = None) -> Job:
         """A job not started yet: it chooses 2N or 4N VMs (or has ``vms``)."""
+        from .milp import Job
+
         n = self.requested(lease)
         options = tuple((k, v, sp) for v in ((2 * n, 4 * n) if vms is None else (vms,))
                         for k, sp in self.options(lease, v))
@@ -174,6 +190,8 @@ class Aggressive(Optimizing):
         self._new_at = -math.inf
 
     def solve_now(self, now: float, new: list[Lease]) -> Solution | None:
+        from .milp import epochs_needed
+
         running = self.running()
         jobs = [self.job_running(l, now) for l in running] + [
             self.job_new(l, vms=None if l is new[-1] else l.vms.count) for l in new]
@@ -222,6 +240,8 @@ class Offline(Optimizing):
         self.solved = False
 
     def solve_all(self, first: Lease, now: float) -> None:
+        from .milp import epochs_needed
+
         self.solved = True
         leases = [first] + [l for l in self.ctx.peek_arrivals() if self.is_job(l)]
         jobs = []

@@ -28,7 +28,6 @@ import csv
 import math
 import sys
 from collections.abc import Iterable
-from importlib import resources
 from pathlib import Path
 
 #: (s, c, p, o) per application (see the module docstring)
@@ -88,6 +87,8 @@ class SpeedupProfiles:
     def read(cls, path: str | Path | None = None) -> SpeedupProfiles:
         """The profiles in ``path`` (default: the shipped table); errors name the line."""
         if path is None:
+            from importlib import resources  # (its start-up cost is paid by GreenPar's runs)
+
             text = resources.files("lm_greenpar").joinpath("data/speedups.csv").read_text()
             where = "lm_greenpar/data/speedups.csv"
         else:

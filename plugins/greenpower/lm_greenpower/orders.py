@@ -17,11 +17,12 @@ workload's). ``p`` is a task's length, ``phi`` its power.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 
-from lease_manager import PlanTask
+if TYPE_CHECKING:
+    from lease_manager import PlanTask
 
 T = TypeVar("T")
 

@@ -31,12 +31,16 @@ any plan that places them all.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from lease_manager import Planner, PlanTask, PowerBoard, Spot
+from lease_manager import Planner
 
 from .orders import order_tasks
+
+if TYPE_CHECKING:
+    from lease_manager import PlanTask, PowerBoard
 
 
 def list_schedule(tasks: Sequence[PlanTask], board: PowerBoard) -> PowerBoard:
@@ -90,6 +94,8 @@ def fill_machines(tasks: Sequence[PlanTask], board: PowerBoard, horizon: int
                   ) -> PowerBoard | None:
     """Fill machine after machine with the tasks that fit before ``horizon`` (best fit); the
     board if every task is placed, None as soon as a machine takes none."""
+    from lease_manager import Spot  # (the board loads with a planner's runs only: start-up)
+
     left = list(tasks)
     machine = 0
     while left:
