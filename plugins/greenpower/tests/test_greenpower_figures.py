@@ -80,6 +80,17 @@ def test_the_best_planner_grid_of_figs_4_and_5(tmp_path, capsys):
     C*, NM 10/245): lpt is best. 1,000 W: both boot both machines 0-1 and start every task at
     1, ending at 5: NM 0 for both, a tie. Mean NM over the 4 points: lpt 0, lptpn
     (2 x 10/245) / 4 = 0.020; NM whole (T2 counted whole, 40): (2 x 40/245) / 4 = 0.082.
+
+    Against C* x 0.95 the stepped map turns (the test's toy of ``test_nm_on_a_three_planner_toy``
+    gives the rest of each plan: lpt T1 7-10, lptpn's other tasks end by 9):
+
+        stepped, C* x 0.95 = 10.45   lpt:   T4 9-11: 0.55 s x 35 W = 19.25   NM 0.079
+                                            (whole: T4, 70)                  0.286
+                                     lptpn: T2 8-12: 1.55 s x 10 W = 15.5    NM 0.063
+                                            (whole: T2, 40)                  0.163
+        1,000 W, C* x 0.95 = 4.75    both:  T2 and T3 1-5: 0.25 s x 25 W     NM 0.026
+
+    so lptpn is best at p_max 10 under both readings, and 100 stays a tie.
     """
     (tmp_path / "tasks.csv").write_text("id,duration,watts\nT1,3,25\nT2,4,10\nT3,4,15\n"
                                         "T4,2,35\n")
@@ -112,5 +123,11 @@ def test_the_best_planner_grid_of_figs_4_and_5(tmp_path, capsys):
             "    lpt  0.000     0.000\n"
             "  lptpn  0.020     0.082\n") in text
     assert "planner of least mean NM whole (GA left out)" in text
+    for name in ("NM", "NM whole"):
+        assert (f"planner of least mean {name} against C* x 0.95 (GA left out), phi_max down, "
+                "p_max across\n"
+                "phi\\p     10        100\n"
+                "   70  lptpn  lpt/lptpn\n"
+                "   35  lptpn  lpt/lptpn\n") in text
     assert (out / "plots" / "kassab-best-trace-x1.png").stat().st_size > 1000
     assert not (out / "plots" / "kassab-nm-trace-x1.png").exists()
