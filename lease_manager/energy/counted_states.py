@@ -27,6 +27,7 @@ invariants (states tile the run; no lease on a node that is not on).
 from __future__ import annotations
 
 import functools
+import heapq
 import math
 from bisect import bisect_right, insort
 from collections.abc import Callable, Iterator
@@ -88,9 +89,15 @@ class CountedPowerStates:
         #: nodes on and holding nothing, and since when (nan: not idle)
         self.idle_since = np.full(n, math.nan)
         self._on = np.ones(n, dtype=bool)
-        self._checks: set[float] = set()
-        #: with one VM slot on every node: the nodes idle (free) at the last look
+        #: when the policy wants to look again (a heap; entries before now are dropped)
+        self._checks: list[float] = []
+        #: with one VM slot on every node: the nodes idle (free) at the last look, as a set,
+        #: as the table's list was then (None: look again) and as an array (read-only)
         self._idle: set[int] = set()
+        self._idle_list: list[int] | None = None
+        self._idle_array = np.empty(0, dtype=np.intp)
+        #: each node's ``nodes`` and ``amounts`` arrays for its off holds (read-only)
+        self._hold_arrays: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self._slotted = bool((table.slots >= 1).all())
         self.now = origin
         #: the table's version when the step's plans began (-1: plan the boots again)
@@ -146,12 +153,12 @@ class CountedPowerStates:
 
     def next_wake(self) -> float:
         """The next time the policy wants to look at idle nodes (inf: none)."""
-        return min(self._checks, default=math.inf)
+        return self._checks[0] if self._checks else math.inf
 
     def _publish(self) -> None:
         if self.scheduler is not None:
-            self.scheduler.boot_until = max((key[0] for key in self._waiting),
-                                            default=-math.inf)
+            # (the largest key has the latest end: ends come first in a key)
+            self.scheduler.boot_until = max(self._waiting)[0] if self._waiting else -math.inf
 
     # ---------------------------------------------------------------------- mechanisms
     def _wait(self, node: int) -> None:
@@ -172,15 +179,21 @@ class CountedPowerStates:
         slots = int(table.slots[node])
         hold = None
         if slots > 0:
-            hold = Reservation(None, now, off_from + self._on_seconds[node], np.array([node]),
-                               (table.vector * slots)[None, :], kind=K.OFF,
-                               vm_nodes=(node,) * slots, vm_shape=table.shape_key)
+            arrays = self._hold_arrays.get(node)
+            if arrays is None:
+                arrays = self._hold_arrays[node] = (np.array([node]),
+                                                    (table.vector * slots)[None, :])
+                for array in arrays:
+                    array.flags.writeable = False
+            hold = Reservation(None, now, off_from + self._on_seconds[node], *arrays,
+                               kind=K.OFF, vm_nodes=(node,) * slots, vm_shape=table.shape_key)
             table.add(hold)
             table.keep_held(hold)
         self._hold[node] = hold
         self._on[node] = False
         self.idle_since[node] = math.nan
         self._idle.discard(node)
+        self._idle_list = None
         if switching and self._enactment is not None:
             self._enactment.power_off(node, now)
 
@@ -266,31 +279,43 @@ class CountedPowerStates:
         since = self.idle_since
         if table.one_per_node and self._slotted:
             # the free nodes are exactly the idle ones (a node not on is held): follow the
-            # changes of that list instead of recomputing every node's state
-            current = set(table.free_nodes())
-            known = self._idle
-            gone, fresh = known - current, current - known
-            if gone:
-                since[list(gone)] = math.nan
-            self._idle = current
-            if fresh:
-                since[list(fresh)] = now
-                self._look_again(now)
-            self._checks = {t for t in self._checks if t > now}
-            return np.array(sorted(current), dtype=np.intp)
+            # changes of that list instead of recomputing every node's state (nothing to do
+            # while it is the list of the last look, and no node went off since)
+            free = table.free_nodes()
+            if free != self._idle_list:
+                current = set(free)
+                known = self._idle
+                gone, fresh = known - current, current - known
+                if gone:
+                    since[list(gone)] = math.nan
+                self._idle = current
+                self._idle_list = list(free)
+                self._idle_array = np.array(free, dtype=np.intp)   # (the list is sorted)
+                self._idle_array.flags.writeable = False
+                if fresh:
+                    since[list(fresh)] = now
+                    self._look_again(now)
+            self._drop_checks(now)
+            return self._idle_array
         busy = table.lease_counts_at(now) > 0
         since[busy | ~self._on] = math.nan
         fresh_nodes = ~busy & self._on & np.isnan(since)
         if fresh_nodes.any():
             since[fresh_nodes] = now
             self._look_again(now)
-        self._checks = {t for t in self._checks if t > now}
+        self._drop_checks(now)
         return np.flatnonzero(~np.isnan(since))
 
     def _look_again(self, now: float) -> None:
         check = self.policy.next_check(now)
         if check is not None and check > now:
-            self._checks.add(check)
+            heapq.heappush(self._checks, check)
+
+    def _drop_checks(self, now: float) -> None:
+        """Forget the looks asked for until ``now``."""
+        checks = self._checks
+        while checks and checks[0] <= now:
+            heapq.heappop(checks)
 
     def _switch_off_idle(self, now: float) -> None:
         table = self.table
