@@ -84,6 +84,11 @@ class EnergyAccounting:
         self.window = (0.0, 0.0)
         self.profile = PowerProfile(np.zeros(0), np.zeros(0))
         self._state_rows: list[tuple[int, str, float, float]] = []
+        #: the state rows' nodes, state indices (in :data:`NODE_STATES`), starts and ends
+        self._state_columns: tuple[np.ndarray, ...] = (np.zeros(0, dtype=np.intp),) * 4
+        #: the last lease whose pieces were worked out: (lease, what they were made of,
+        #: pieces): its end is accounted, and its row written, from one reading
+        self._pieces_of: tuple[Lease, list[tuple], list] | None = None
         self._direct = 0.0
         self._rows_t = self._rows_it = self._rows_green = self._rows_cap = np.zeros(0)
         self.green_used = self.brown = self.cost = self.carbon = 0.0
@@ -102,12 +107,19 @@ class EnergyAccounting:
         part above idle power
         (``share x (full[level] - idle)``; with its own ``watts``, ``watts x VMs`` on top of
         ``share x idle`` instead)."""
+        reservations = (*lease.allocations, *lease.reservations)
+        watts = lease_watts(lease)
+        made_of: list[tuple] = [(res, res.start, res.end, res.nodes, res.amounts)
+                                for res in reservations]
+        made_of.append((self.until, lease.level, watts))
+        cached = self._pieces_of
+        if cached is not None and cached[0] is lease and _same(cached[1], made_of):
+            return cached[2]
         model = self.model
         cpu = model.cpu
         level = model.top_level if lease.level is None else lease.level
-        watts = lease_watts(lease)
         out = []
-        for res in (*lease.allocations, *lease.reservations):
+        for res in reservations:
             if res.kind is ReservationKind.IMAGE:
                 continue
             end = min(res.end, self.until)
@@ -123,6 +135,7 @@ class EnergyAccounting:
                 dynamic = watts * vms_per_node(res)
                 out.append((nodes, res.start, end,
                             float((share * model.idle[nodes] + dynamic).sum()), dynamic))
+        self._pieces_of = (lease, made_of, out)
         return out
 
     def _overheads(self, lease: Lease) -> list[tuple[np.ndarray, float, float, float]]:
@@ -189,13 +202,18 @@ class EnergyAccounting:
         model = self.model
         rows = list(self.states.intervals(start, end))
         self._state_rows = rows
-        watts_of = {
-            "on": model.idle, ReservationKind.OFF.value: model.off_watts,
-            ReservationKind.SWITCHING_ON.value: model.on_watts,
-            ReservationKind.SWITCHING_OFF.value: model.off_switch_watts}
-        s_start = np.array([r[2] for r in rows], dtype=float)
-        s_end = np.array([r[3] for r in rows], dtype=float)
-        s_watts = np.array([watts_of[r[1]][r[0]] for r in rows], dtype=float)
+        n = len(model.idle)
+        # the states' watts, a row per state of NODE_STATES, a column per node
+        watts_of = np.array([model.idle, model.off_watts, model.on_watts,
+                             model.off_switch_watts], dtype=float).reshape(len(NODE_STATES), n)
+        index = {state: i for i, state in enumerate(NODE_STATES)}
+        nodes, states, froms, tos = zip(*rows) if rows else ((), (), (), ())
+        s_node = np.array(nodes, dtype=np.intp)
+        s_state = np.array([index[state] for state in states], dtype=np.intp)
+        s_start = np.array(froms, dtype=float)
+        s_end = np.array(tos, dtype=float)
+        self._state_columns = (s_node, s_state, s_start, s_end)
+        s_watts = watts_of[s_state, s_node]
         l_start = np.concatenate(self._starts) if self._starts else np.zeros(0)
         l_end = np.concatenate(self._ends) if self._ends else np.zeros(0)
         l_watts = np.concatenate(self._deltas) if self._deltas else np.zeros(0)
@@ -206,8 +224,6 @@ class EnergyAccounting:
         #: the energy summed interval by interval (checked against the profile's integral)
         self._direct = float(np.dot(watts, ends - starts))
         # per node: its states' energy plus its leases' dynamic energy
-        n = len(model.idle)
-        s_node = np.array([r[0] for r in rows], dtype=np.intp)
         l_node = np.concatenate(self._nodes) if self._nodes else np.zeros(0, dtype=np.intp)
         node_energy: np.ndarray = (
             np.bincount(s_node, s_watts * (s_end - s_start), minlength=n)
@@ -312,8 +328,8 @@ class EnergyAccounting:
             "carbon_kg": self.carbon,
             "green_used_joules": self.green_used,
             "brown_joules": self.brown,
-            "node_switch_ons": sum(1 for r in self._state_rows
-                                   if r[1] == ReservationKind.SWITCHING_ON.value),
+            "node_switch_ons": int(np.count_nonzero(
+                self._state_columns[1] == NODE_STATES.index("switching-on"))),
             "energy_window": list(self.window),
         }
 
@@ -331,16 +347,14 @@ class EnergyAccounting:
 
     def node_rows(self) -> Iterator[tuple[str, ...]]:
         """The rows of ``nodes.csv``: each node's IT energy, seconds in each state and boots."""
-        seconds: dict[tuple[int, str], float] = {}
-        boots = np.zeros(len(self.node_energy), dtype=int)
-        for node, state, a, b in self._state_rows:
-            seconds[node, state] = seconds.get((node, state), 0.0) + (b - a)
-            if state == ReservationKind.SWITCHING_ON.value:
-                boots[node] += 1
-        for node, joules in enumerate(self.node_energy.tolist()):
-            yield (self.site, str(node), repr(joules),
-                   *(_num(seconds.get((node, s), 0.0)) for s in NODE_STATES),
-                   str(int(boots[node])))
+        n, k = len(self.node_energy), len(NODE_STATES)
+        node, state, a, b = self._state_columns
+        # (bincount adds each bin's weights in row order, as a sum row by row would)
+        seconds = np.bincount(node * k + state, b - a, minlength=n * k).reshape(n, k).tolist()
+        boots = np.bincount(node[state == NODE_STATES.index("switching-on")],
+                            minlength=n).tolist()
+        for i, joules in enumerate(self.node_energy.tolist()):
+            yield (self.site, str(i), repr(joules), *map(_num, seconds[i]), str(boots[i]))
 
     def state_intervals(self) -> list[tuple[int, str, float, float]]:
         """Every node's state intervals over the run ``(node, state, from, to)`` (after
@@ -349,8 +363,11 @@ class EnergyAccounting:
 
     def state_rows(self) -> Iterator[tuple[str, ...]]:
         """The rows of ``node_states.csv``."""
+        site, texts = self.site, _Texts()
+        names = [str(node) for node in range(len(self.node_energy))]
+        num = texts.num
         for node, state, a, b in self._state_rows:
-            yield (self.site, str(node), state, _num(a), _num(b))
+            yield (site, names[node], state, num(a), num(b))
 
     # --------------------------------------------------------------------- invariants
     def violations(self) -> list[str]:
@@ -457,6 +474,29 @@ def write_energy_files(out: Path, accountings: Sequence[EnergyAccounting]) -> No
         w.writerow(("site", "node", "state", "start", "end"))
         for acc in accountings:
             w.writerows(acc.state_rows())
+
+
+def _same(a: list[tuple], b: list[tuple]) -> bool:
+    """Whether two lists of tuples hold the same objects (``is``) or, for numbers, equal
+    ones, item by item (arrays are compared by identity, never by value)."""
+    return len(a) == len(b) and all(
+        len(x) == len(y) and all(u is v or (type(u) in (int, float) and type(v) in (int, float)
+                                            and u == v) for u, v in zip(x, y))
+        for x, y in zip(a, b))
+
+
+class _Texts:
+    """:func:`_num` of times, each worked out once (a node's state ends where its next one
+    starts)."""
+
+    def __init__(self) -> None:
+        self._texts: dict[float, str] = {}
+
+    def num(self, x: float) -> str:
+        text = self._texts.get(x)
+        if text is None:
+            text = self._texts[x] = _num(x)
+        return text
 
 
 def _num(x: float) -> str:
