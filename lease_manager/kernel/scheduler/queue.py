@@ -199,6 +199,11 @@ def _backfill_now(self: LeaseScheduler, first: int, now: float) -> list[int]:
             r = room[key] = table.room_at(lease.vms.vectors[0], now)
         return r
 
+    # with nodes off, on a table that counts VMs: the most VMs that could start by the time
+    # a boot begun now ends (a lease needing more neither starts now nor when booted)
+    booted_room = -1.0   # (< 0: not known for the table as it is now)
+    counted_boots = (self.bootable and table.counted and self.preparation is None
+                     and not self.haizea_planning)
     if self.bootable:
         candidates: Iterable[int] = range(first, len(queue))
     else:
@@ -214,8 +219,14 @@ def _backfill_now(self: LeaseScheduler, first: int, now: float) -> list[int]:
             version = table.version
             room.clear()
             failed.clear()
+            booted_room = -1.0
             if count > room_for(lease):
                 continue
+        if counted_boots and not lease.image_nodes:
+            if booted_room < 0:
+                booted_room = _room_until(cast("CountTable", table), now, self.boot_until)
+            if count > booted_room:
+                continue   # (it would fail, and any lease it would cover skips here too)
         shape = None if lease.image_nodes else key   # answered from per-shape counts
         if shape is not None and shape in failed and failed[shape].covers(count, duration):
             continue
@@ -274,6 +285,13 @@ def _backfill_counted_short(self: LeaseScheduler, first: int, now: float,
                 self._schedule(queue[k], now, False):
             started.append(k)
     return started
+
+
+def _room_until(table: CountTable, now: float, until: float) -> float:
+    """The most VM slots free at any start from ``now`` to ``until`` (the row holding now
+    at least): a lease of more VMs fits at no start in between."""
+    times, free = table.profile_lists(now)
+    return float(max(free[:bisect_right(times, max(until, now))]))
 
 
 def _fitting_now(self: LeaseScheduler, first: int, now: float,
