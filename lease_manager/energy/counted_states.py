@@ -30,7 +30,7 @@ import functools
 import heapq
 import math
 from bisect import bisect_right, insort
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -95,10 +95,12 @@ class CountedPowerStates:
         #: as the table's list was then (None: look again) and as an array (read-only)
         self._idle: set[int] = set()
         self._idle_list: list[int] | None = None
-        self._idle_array = np.empty(0, dtype=np.intp)
+        self._idle_array = self._idle_since = np.empty(0, dtype=np.intp)
         #: each node's ``nodes`` and ``amounts`` arrays for its off holds (read-only)
         self._hold_arrays: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self._slotted = bool((table.slots >= 1).all())
+        #: each node's VM slots, as Python numbers
+        self._slots: list[int] = table.slots.tolist()
         self.now = origin
         #: the table's version when the step's plans began (-1: plan the boots again)
         self._settled = -1
@@ -116,23 +118,29 @@ class CountedPowerStates:
         self.now = now
         table = self.table
         cancelled = False
-        if self._boot:
+        boot = self._boot
+        if boot:
+            on_seconds, holds, off_from = self._on_seconds, self._hold, self._off_from
             cancel: dict[tuple[float, float, float], list[int]] = {}
-            for node, start in list(self._boot.items()):
-                ton = self._on_seconds[node]
+            for node, start in list(boot.items()):
+                ton = on_seconds[node]
                 if start + ton <= now:
                     self._come_on(node, start + ton)
                 elif start > now:
-                    del self._boot[node]
-                    hold = self._hold[node]
+                    del boot[node]
+                    hold = holds[node]
                     assert hold is not None
-                    rolling = max(self._off_from[node], now) + ton
-                    cancel.setdefault((hold.end, rolling, ton), []).append(node)
+                    rolling = max(off_from[node], now) + ton
+                    key = (hold.end, rolling, ton)
+                    nodes = cancel.get(key)
+                    if nodes is None:
+                        cancel[key] = [node]
+                    else:
+                        nodes.append(node)
             for (_, rolling, _), nodes in cancel.items():
-                table.move_group_end([self._hold[node] for node in nodes],  # type: ignore[misc]
+                table.move_group_end([holds[node] for node in nodes],  # type: ignore[misc]
                                      rolling)
-                for node in nodes:
-                    self._wait(node)
+                self._wait_all(nodes)
                 cancelled = True
         waiting = self._waiting
         for key in [key for key in waiting if key[0] < now + key[1]]:
@@ -163,12 +171,23 @@ class CountedPowerStates:
     # ---------------------------------------------------------------------- mechanisms
     def _wait(self, node: int) -> None:
         """``node`` (off, held) waits with no boot."""
-        hold = self._hold[node]
-        if hold is None:
-            return
-        key = (hold.end, self._on_seconds[node], int(self.table.slots[node]))
-        self._waiting.setdefault(key, {})[node] = hold
-        self.bootable[node] = hold.end
+        self._wait_all((node,))
+
+    def _wait_all(self, nodes: Iterable[int]) -> None:
+        """Each of ``nodes`` (off, held) waits with no boot."""
+        holds, on_seconds, slots = self._hold, self._on_seconds, self._slots
+        waiting, bootable = self._waiting, self.bootable
+        for node in nodes:
+            hold = holds[node]
+            if hold is None:
+                continue
+            key = (hold.end, on_seconds[node], slots[node])
+            group = waiting.get(key)
+            if group is None:
+                waiting[key] = {node: hold}
+            else:
+                group[node] = hold
+            bootable[node] = hold.end
 
     def _go_off(self, node: int, now: float, *, switching: bool = True) -> None:
         """Switch ``node`` off now (shutting down first unless ``switching`` is False)."""
@@ -176,7 +195,7 @@ class CountedPowerStates:
         off_from = now + (self._off_seconds[node] if switching else 0.0)
         self._down[node] = now
         self._off_from[node] = off_from
-        slots = int(table.slots[node])
+        slots = self._slots[node]
         hold = None
         if slots > 0:
             arrays = self._hold_arrays.get(node)
@@ -213,17 +232,18 @@ class CountedPowerStates:
 
     def _boots(self, nodes: list[int], end: float, now: float) -> None:
         """Boot ``nodes`` (off, held, with no boot) so that they are on at ``end``."""
-        holds = []
+        held, bootable = self._hold, self.bootable
+        holds = [held[node] for node in nodes]
         for node in nodes:
-            hold = self._hold[node]
-            assert hold is not None
-            holds.append(hold)
-            self.bootable.pop(node, None)
-        self.table.move_group_end(holds, end, final=True)
+            bootable.pop(node, None)
+        self.table.move_group_end(holds, end, final=True)  # type: ignore[arg-type]
+        boot, on_seconds = self._boot, self._on_seconds
+        enacted = self._enactment is not None and self._call_at is not None
         for node in nodes:
-            start = end - self._on_seconds[node]
-            self._boot[node] = start
-            if self._enactment is not None and self._call_at is not None:
+            start = end - on_seconds[node]
+            boot[node] = start
+            if enacted:
+                assert self._enactment is not None and self._call_at is not None
                 if start <= now:
                     self._enactment.power_on(node, now)
                 else:
@@ -238,20 +258,25 @@ class CountedPowerStates:
         """Boot the off nodes the plans need, each as late as they allow, the lowest nodes
         first (see the module): a group of nodes held until one time at once."""
         waiting = self._waiting
+        need_times = self.table.need_times
         left = 0   # slots of the nodes left off so far (all free from before the next group)
         for key in sorted(waiting):
             end, _, slots = key
             group = waiting[key]
-            needs = self.table.need_times(end, len(group), left, slots)
+            needs = need_times(end, len(group), left, slots)
             left += slots * (len(group) - len(needs))
             if not needs:
                 continue
-            by_time: dict[float, list[int]] = {}
-            for node, need in zip(sorted(group), needs):
+            chosen = sorted(group)[:len(needs)]
+            for node in chosen:
                 del group[node]
-                by_time.setdefault(need, []).append(node)
-            for need, nodes in by_time.items():
-                self._boots(nodes, need, now)
+            at = 0
+            while at < len(chosen):   # (needs are sorted: the nodes of each time in a row)
+                need, till = needs[at], at + 1
+                while till < len(chosen) and needs[till] == need:
+                    till += 1
+                self._boots(chosen[at:till], need, now)
+                at = till
             if not group:
                 del waiting[key]
 
@@ -290,11 +315,11 @@ class CountedPowerStates:
                     since[list(gone)] = math.nan
                 self._idle = current
                 self._idle_list = list(free)
-                self._idle_array = np.array(free, dtype=np.intp)   # (the list is sorted)
-                self._idle_array.flags.writeable = False
+                idle = np.array(free, dtype=np.intp)   # (the list is sorted)
                 if fresh:
                     since[list(fresh)] = now
                     self._look_again(now)
+                self._set_idle(idle)
             self._drop_checks(now)
             return self._idle_array
         busy = table.lease_counts_at(now) > 0
@@ -304,7 +329,13 @@ class CountedPowerStates:
             since[fresh_nodes] = now
             self._look_again(now)
         self._drop_checks(now)
-        return np.flatnonzero(~np.isnan(since))
+        self._set_idle(np.flatnonzero(~np.isnan(since)))
+        return self._idle_array
+
+    def _set_idle(self, idle: np.ndarray) -> None:
+        """Keep ``idle`` and their ``idle_since`` (read-only: the policy is given them)."""
+        self._idle_array, self._idle_since = idle, self.idle_since[idle]
+        idle.flags.writeable = self._idle_since.flags.writeable = False
 
     def _look_again(self, now: float) -> None:
         check = self.policy.next_check(now)
@@ -318,13 +349,12 @@ class CountedPowerStates:
             heapq.heappop(checks)
 
     def _switch_off_idle(self, now: float) -> None:
-        table = self.table
         since = self.idle_since
         idle = self._idle_nodes(now)
         if idle.size == 0:
             return
         left: list[float] | None = None   # the ends of the nodes left off, sorted
-        for node in self.policy.switch_off(idle, since[idle], now):
+        for node in self.policy.switch_off(idle, self._idle_since, now):
             node = int(node)
             if np.isnan(since[node]):
                 raise ValueError(f"the node-power policy switched off node {node}, which is "
@@ -333,7 +363,7 @@ class CountedPowerStates:
                 left = sorted(key[0] for key, group in self._waiting.items()
                               for _ in range(key[2] * len(group)))
             off, on = self._off_seconds[node], self._on_seconds[node]
-            slots = int(table.slots[node])
+            slots = self._slots[node]
             needed = self._first_need(now, left, slots) if slots > 0 else math.inf
             if needed < now + off + on or self.policy.stays_on(now, needed, off, on):
                 continue   # its slot is needed sooner than it could come back

@@ -18,6 +18,7 @@ time in each state and boots), the summary's energy fields and each lease's
 from __future__ import annotations
 
 import csv
+import io
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -73,10 +74,15 @@ class EnergyAccounting:
         #: count only the leases of this site (a run with several), or all
         self.only = only
         self._cpus = states.table.capacity[:, model.cpu]
+        #: the intervals the ended leases add over idle power, a piece (one reservation's
+        #: nodes) at a time: nodes, watts per node, and the piece's start, end and node count
         self._nodes: list[np.ndarray] = []
-        self._starts: list[np.ndarray] = []
-        self._ends: list[np.ndarray] = []
         self._deltas: list[np.ndarray] = []
+        self._starts: list[float] = []
+        self._ends: list[float] = []
+        self._sizes: list[int] = []
+        #: per DVFS level: each node's full power and its part above idle power
+        self._full_at: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         #: leases are clipped to this time when accounted (the end of the run, once known)
         self.until = float("inf")
         #: the last time a lease arrived or ended
@@ -88,7 +94,7 @@ class EnergyAccounting:
         self._state_columns: tuple[np.ndarray, ...] = (np.zeros(0, dtype=np.intp),) * 4
         #: the last lease whose pieces were worked out: (lease, what they were made of,
         #: pieces): its end is accounted, and its row written, from one reading
-        self._pieces_of: tuple[Lease, list[tuple], list] | None = None
+        self._pieces_of: tuple[Lease, tuple, list] | None = None
         self._direct = 0.0
         self._rows_t = self._rows_it = self._rows_green = self._rows_cap = np.zeros(0)
         self.green_used = self.brown = self.cost = self.carbon = 0.0
@@ -109,15 +115,20 @@ class EnergyAccounting:
         ``share x idle`` instead)."""
         reservations = (*lease.allocations, *lease.reservations)
         watts = lease_watts(lease)
-        made_of: list[tuple] = [(res, res.start, res.end, res.nodes, res.amounts)
-                                for res in reservations]
-        made_of.append((self.until, lease.level, watts))
+        # (reservations compare by identity; a started one keeps its nodes)
+        made_of = (self.until, lease.state, lease.level, watts, reservations,
+                   tuple([res.start for res in reservations]),
+                   tuple([res.end for res in reservations]))
         cached = self._pieces_of
-        if cached is not None and cached[0] is lease and _same(cached[1], made_of):
+        if cached is not None and cached[0] is lease and cached[1] == made_of:
             return cached[2]
         model = self.model
         cpu = model.cpu
         level = model.top_level if lease.level is None else lease.level
+        full_at = self._full_at.get(level)
+        if full_at is None:
+            full_at = self._full_at[level] = (model.full[:, level],
+                                              model.full[:, level] - model.idle)
         out = []
         for res in reservations:
             if res.kind is ReservationKind.IMAGE:
@@ -128,8 +139,8 @@ class EnergyAccounting:
             nodes = res.nodes
             share = res.amounts[:, cpu] / self._cpus[nodes]
             if watts is None:
-                full = model.full[nodes, level]
-                dynamic = share * (full - model.idle[nodes])
+                full = full_at[0][nodes]
+                dynamic = share * full_at[1][nodes]
                 out.append((nodes, res.start, end, float(np.dot(share, full)), dynamic))
             else:
                 dynamic = watts * vms_per_node(res)
@@ -172,17 +183,27 @@ class EnergyAccounting:
     def add_lease(self, lease: Lease) -> None:
         """Count ``lease``'s reservations in the site's power."""
         for nodes, start, end, _, dynamic in self._pieces(lease):
-            k = len(nodes)
             self._nodes.append(nodes)
-            self._starts.append(np.full(k, start))
-            self._ends.append(np.full(k, end))
             self._deltas.append(dynamic)
+            self._starts.append(start)
+            self._ends.append(end)
+            self._sizes.append(len(nodes))
         for nodes, start, end, watts in self._overheads(lease):
             k = len(nodes)
             self._nodes.append(nodes)
-            self._starts.append(np.full(k, start))
-            self._ends.append(np.full(k, end))
             self._deltas.append(np.full(k, watts))
+            self._starts.append(start)
+            self._ends.append(end)
+            self._sizes.append(k)
+
+    def _lease_columns(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The ended leases' intervals, one a node and piece: nodes, starts, ends, watts."""
+        if not self._nodes:
+            return np.zeros(0, dtype=np.intp), np.zeros(0), np.zeros(0), np.zeros(0)
+        sizes = self._sizes
+        return (np.concatenate(self._nodes), np.repeat(np.array(self._starts, dtype=float), sizes),
+                np.repeat(np.array(self._ends, dtype=float), sizes),
+                np.concatenate(self._deltas))
 
     @hookimpl(tryfirst=True)
     def lease_submitted(self, ctx: RunContext, lease: Lease, now: float) -> None:
@@ -214,9 +235,7 @@ class EnergyAccounting:
         s_end = np.array(tos, dtype=float)
         self._state_columns = (s_node, s_state, s_start, s_end)
         s_watts = watts_of[s_state, s_node]
-        l_start = np.concatenate(self._starts) if self._starts else np.zeros(0)
-        l_end = np.concatenate(self._ends) if self._ends else np.zeros(0)
-        l_watts = np.concatenate(self._deltas) if self._deltas else np.zeros(0)
+        l_node, l_start, l_end, l_watts = self._lease_columns()
         l_start, l_end = np.clip(l_start, start, end), np.clip(l_end, start, end)
         starts = np.concatenate([s_start, l_start])
         ends = np.concatenate([s_end, l_end])
@@ -224,7 +243,6 @@ class EnergyAccounting:
         #: the energy summed interval by interval (checked against the profile's integral)
         self._direct = float(np.dot(watts, ends - starts))
         # per node: its states' energy plus its leases' dynamic energy
-        l_node = np.concatenate(self._nodes) if self._nodes else np.zeros(0, dtype=np.intp)
         node_energy: np.ndarray = (
             np.bincount(s_node, s_watts * (s_end - s_start), minlength=n)
             + np.bincount(l_node, l_watts * (l_end - l_start), minlength=n))
@@ -271,10 +289,11 @@ class EnergyAccounting:
         parts_s = [np.array([r[2] for r in rows], dtype=float)]
         parts_e = [np.array([r[3] for r in rows], dtype=float)]
         parts_w = [np.array([watts_of[r[1]][r[0]] for r in rows], dtype=float)]
-        if self._starts:
-            parts_s.append(np.concatenate(self._starts))
-            parts_e.append(np.concatenate(self._ends))
-            parts_w.append(np.concatenate(self._deltas))
+        if self._nodes:
+            _, ended_s, ended_e, ended_w = self._lease_columns()
+            parts_s.append(ended_s)
+            parts_e.append(ended_e)
+            parts_w.append(ended_w)
         for lease_starts, lease_ends, lease_watts_ in live:
             parts_s.append(lease_starts)
             parts_e.append(lease_ends)
@@ -345,6 +364,19 @@ class EnergyAccounting:
             yield (_num(t), self.site, repr(p), repr(p * factor), _num(g),
                    "" if np.isnan(c) else _num(c))
 
+    def power_lines(self) -> str:
+        """:meth:`power_rows` as the csv module writes them (one text, made by column)."""
+        if not len(self._rows_t):
+            return ""
+        factor = self.model.cooling_factor
+        site = _csv_field(self.site)
+        caps = self._rows_cap
+        cap_texts = ([""] * len(caps) if np.isnan(caps).all()
+                     else ["" if np.isnan(c) else _num(c) for c in caps.tolist()])
+        return "".join([f"{t},{site},{p!r},{p * factor!r},{g},{c}\n" for t, p, g, c in zip(
+            _num_texts(self._rows_t), self._rows_it.tolist(), _num_texts(self._rows_green),
+            cap_texts)])
+
     def node_rows(self) -> Iterator[tuple[str, ...]]:
         """The rows of ``nodes.csv``: each node's IT energy, seconds in each state and boots."""
         n, k = len(self.node_energy), len(NODE_STATES)
@@ -363,11 +395,19 @@ class EnergyAccounting:
 
     def state_rows(self) -> Iterator[tuple[str, ...]]:
         """The rows of ``node_states.csv``."""
-        site, texts = self.site, _Texts()
-        names = [str(node) for node in range(len(self.node_energy))]
-        num = texts.num
         for node, state, a, b in self._state_rows:
-            yield (site, names[node], state, num(a), num(b))
+            yield (self.site, str(node), state, _num(a), _num(b))
+
+    def state_lines(self) -> str:
+        """:meth:`state_rows` as the csv module writes them (one text, made by column)."""
+        node, state, a, b = self._state_columns
+        if not len(node):
+            return ""
+        site = _csv_field(self.site)
+        heads = [f"{site},{i}," for i in range(int(node.max()) + 1)]
+        names = [f"{name}," for name in NODE_STATES]
+        return "".join([f"{heads[i]}{names[s]}{x},{y}\n" for i, s, x, y in zip(
+            node.tolist(), state.tolist(), _num_texts(a), _num_texts(b))])
 
     # --------------------------------------------------------------------- invariants
     def violations(self) -> list[str]:
@@ -417,9 +457,7 @@ class EnergyAccounting:
         d_node = np.array([r[0] for r in down])
         d_start = np.array([r[1] for r in down])
         d_end = np.array([r[2] for r in down])
-        l_node = np.concatenate(self._nodes)
-        l_start = np.concatenate(self._starts)
-        l_end = np.concatenate(self._ends)
+        l_node, l_start, l_end, _ = self._lease_columns()
         keep = l_end > l_start
         l_node, l_start, l_end = l_node[keep], l_start[keep], l_end[keep]
         n_d, n_l = len(d_node), len(l_node)
@@ -462,7 +500,7 @@ def write_energy_files(out: Path, accountings: Sequence[EnergyAccounting]) -> No
         w = csv.writer(fh, lineterminator="\n")
         w.writerow(("time", "site", "it_watts", "total_watts", "green_watts", "cap_watts"))
         for acc in accountings:
-            w.writerows(acc.power_rows())
+            fh.write(acc.power_lines())
     with (out / "nodes.csv").open("w", newline="") as fh:
         w = csv.writer(fh, lineterminator="\n")
         w.writerow(("site", "node", "energy_it_joules",
@@ -473,30 +511,23 @@ def write_energy_files(out: Path, accountings: Sequence[EnergyAccounting]) -> No
         w = csv.writer(fh, lineterminator="\n")
         w.writerow(("site", "node", "state", "start", "end"))
         for acc in accountings:
-            w.writerows(acc.state_rows())
+            fh.write(acc.state_lines())
 
 
-def _same(a: list[tuple], b: list[tuple]) -> bool:
-    """Whether two lists of tuples hold the same objects (``is``) or, for numbers, equal
-    ones, item by item (arrays are compared by identity, never by value)."""
-    return len(a) == len(b) and all(
-        len(x) == len(y) and all(u is v or (type(u) in (int, float) and type(v) in (int, float)
-                                            and u == v) for u, v in zip(x, y))
-        for x, y in zip(a, b))
+def _csv_field(text: str) -> str:
+    """``text`` as the csv module writes it inside a row (quoted if it must be)."""
+    buffer = io.StringIO()
+    csv.writer(buffer, lineterminator="\n").writerow((text, ""))
+    return buffer.getvalue()[:-2]
 
 
-class _Texts:
-    """:func:`_num` of times, each worked out once (a node's state ends where its next one
-    starts)."""
-
-    def __init__(self) -> None:
-        self._texts: dict[float, str] = {}
-
-    def num(self, x: float) -> str:
-        text = self._texts.get(x)
-        if text is None:
-            text = self._texts[x] = _num(x)
-        return text
+def _num_texts(values: np.ndarray) -> list[str]:
+    """:func:`_num` of each of ``values`` (whole numbers converted at once)."""
+    whole = np.isfinite(values) & (np.abs(values) < 2.0 ** 53)
+    whole[whole] = values[whole] == np.floor(values[whole])
+    if whole.all():
+        return list(map(str, values.astype(np.int64).tolist()))
+    return [_num(x) for x in values.tolist()]
 
 
 def _num(x: float) -> str:

@@ -64,6 +64,12 @@ def _take_nodes(free: list[int], nodes: list[int]) -> bool:
     if free[:count] == nodes:   # the first free nodes: what host selection picks
         del free[:count]
         return True
+    if count == 1:   # (a node switched off, or a one-VM lease)
+        i = bisect_left(free, nodes[0])
+        if i == len(free) or free[i] != nodes[0]:
+            return False
+        del free[i]
+        return True
     if count <= FEW_NODES:
         at = [bisect_left(free, node) for node in nodes]
         if any(i == len(free) or free[i] != node for i, node in zip(at, nodes)) or \
