@@ -415,15 +415,17 @@ class EnergyAccounting:
         on nodes that are not on, a power profile that does not integrate to the energy."""
         out: list[str] = []
         start, end = self.window
-        last: dict[int, float] = {}
-        for node, state, a, b in self._state_rows:
-            if a != last.get(node, start):
-                out.append(f"node {node}: its {state} interval starts at {a:g}, not where "
-                           f"the previous one ended ({last.get(node, start):g})")
-            last[node] = b
-        for node, b in last.items():
-            if b != end:
-                out.append(f"node {node}: its states end at {b:g}, not at the run's end {end:g}")
+        if not self._states_tile(start, end):   # (then say where, row by row)
+            last: dict[int, float] = {}
+            for node, state, a, b in self._state_rows:
+                if a != last.get(node, start):
+                    out.append(f"node {node}: its {state} interval starts at {a:g}, not where "
+                               f"the previous one ended ({last.get(node, start):g})")
+                last[node] = b
+            for node, b in last.items():
+                if b != end:
+                    out.append(f"node {node}: its states end at {b:g}, not at the run's end "
+                               f"{end:g}")
         out += self._leases_on_nodes_not_on()
         direct, integral = self._direct, self.profile.energy
         if abs(direct - integral) > ENERGY_TOLERANCE * max(abs(direct), 1.0):
@@ -450,13 +452,30 @@ class EnergyAccounting:
                     for why in cap.unhonoured[:5]]
         return out
 
+    def _states_tile(self, start: float, end: float) -> bool:
+        """Whether the state rows, each node's in a block of consecutive rows, tile the run
+        node by node (False also when the rows are not in such blocks: read them one by
+        one then)."""
+        node, _, a, b = self._state_columns
+        if not len(node):
+            return True
+        if len(node) > 1 and (node[1:] < node[:-1]).any():
+            return False
+        first = np.ones(len(node), dtype=bool)
+        first[1:] = node[1:] != node[:-1]
+        last = np.ones(len(node), dtype=bool)
+        last[:-1] = first[1:]
+        previous = np.empty(len(node))
+        previous[1:] = b[:-1]
+        previous[first] = start
+        return bool((a == previous).all() and (b[last] == end).all())
+
     def _leases_on_nodes_not_on(self) -> list[str]:
-        down = [(n, a, b) for n, s, a, b in self._state_rows if s != "on"]
-        if not down or not self._nodes:
+        node, state, a, b = self._state_columns
+        down = state != NODE_STATES.index("on")
+        if not down.any() or not self._nodes:
             return []
-        d_node = np.array([r[0] for r in down])
-        d_start = np.array([r[1] for r in down])
-        d_end = np.array([r[2] for r in down])
+        d_node, d_start, d_end = node[down], a[down], b[down]
         l_node, l_start, l_end, _ = self._lease_columns()
         keep = l_end > l_start
         l_node, l_start, l_end = l_node[keep], l_start[keep], l_end[keep]
