@@ -204,8 +204,11 @@ def _backfill_now(self: LeaseScheduler, first: int, now: float) -> list[int]:
     booted_room = -1.0   # (< 0: not known for the table as it is now)
     counted_boots = (self.bootable and table.counted and self.preparation is None
                      and not self.haizea_planning)
-    if self.bootable:
-        candidates: Iterable[int] = range(first, len(queue))
+    if counted_boots:
+        booted_room = _room_until(cast("CountTable", table), now, self.boot_until)
+        candidates: Iterable[int] = _fitting_by_count(self, first, booted_room)
+    elif self.bootable:
+        candidates = range(first, len(queue))
     else:
         candidates = _fitting_now(self, first, now, room)
     started: list[int] = []
@@ -292,6 +295,19 @@ def _room_until(table: CountTable, now: float, until: float) -> float:
     at least): a lease of more VMs fits at no start in between."""
     times, free = table.profile_lists(now)
     return float(max(free[:bisect_right(times, max(until, now))]))
+
+
+def _fitting_by_count(self: LeaseScheduler, first: int, room: float) -> list[int]:
+    """Positions in ``queue[first:]`` of the leases of at most ``room`` VMs, and of those
+    without a single shape or with a memory image (shape id -1)."""
+    queued, shape_ids = self._queue_counts, self._queue_shapes
+    if len(self.queue) - first < SHORT_QUEUE:   # arrays cost more than they save
+        return [k for k in range(first, len(self.queue))
+                if queued[k] <= room or shape_ids[k] < 0]
+    # views of the arrays beside the queue (see _fitting_now)
+    counts = np.frombuffer(queued, dtype=np.int64)[first:]
+    shapes = np.frombuffer(shape_ids, dtype=np.int64)[first:]
+    return (np.flatnonzero((counts <= room) | (shapes < 0)) + first).tolist()
 
 
 def _fitting_now(self: LeaseScheduler, first: int, now: float,
