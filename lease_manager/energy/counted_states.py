@@ -99,8 +99,11 @@ class CountedPowerStates:
         #: each node's ``nodes`` and ``amounts`` arrays for its off holds (read-only)
         self._hold_arrays: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self._slotted = bool((table.slots >= 1).all())
-        #: each node's VM slots, as Python numbers
+        #: each node's VM slots, as Python numbers, and their one number if it is the same
+        #: for every node (None: not)
         self._slots: list[int] = table.slots.tolist()
+        self._same_slots = self._slots[0] if self._slots and len(set(self._slots)) == 1 \
+            else None
         self.now = origin
         #: the table's version when the step's plans began (-1: plan the boots again)
         self._settled = -1
@@ -137,10 +140,10 @@ class CountedPowerStates:
                         cancel[key] = [node]
                     else:
                         nodes.append(node)
-            for (_, rolling, _), nodes in cancel.items():
-                table.move_group_end([holds[node] for node in nodes],  # type: ignore[misc]
-                                     rolling)
-                self._wait_all(nodes)
+            for (_, rolling, ton), nodes in cancel.items():
+                cancelled_holds = [holds[node] for node in nodes]
+                table.move_group_end(cancelled_holds, rolling)  # type: ignore[arg-type]
+                self._wait_group(nodes, cancelled_holds, rolling, ton)  # type: ignore[arg-type]
                 cancelled = True
         waiting = self._waiting
         for key in [key for key in waiting if key[0] < now + key[1]]:
@@ -172,6 +175,21 @@ class CountedPowerStates:
     def _wait(self, node: int) -> None:
         """``node`` (off, held) waits with no boot."""
         self._wait_all((node,))
+
+    def _wait_group(self, nodes: list[int], holds: list[Reservation], end: float,
+                    ton: float) -> None:
+        """:meth:`_wait_all` for ``nodes`` whose ``holds`` all end at ``end``, booting in
+        ``ton`` seconds."""
+        if self._same_slots is None:
+            self._wait_all(nodes)
+            return
+        key = (end, ton, self._same_slots)
+        group = self._waiting.get(key)
+        if group is None:
+            self._waiting[key] = dict(zip(nodes, holds))
+        else:
+            group.update(zip(nodes, holds))
+        self.bootable.update(dict.fromkeys(nodes, end))
 
     def _wait_all(self, nodes: Iterable[int]) -> None:
         """Each of ``nodes`` (off, held) waits with no boot."""
@@ -230,8 +248,10 @@ class CountedPowerStates:
             records.append((SWITCHING_ON, boot, end))
         self._on[node] = True
 
-    def _boots(self, nodes: list[int], end: float, now: float) -> None:
-        """Boot ``nodes`` (off, held, with no boot) so that they are on at ``end``."""
+    def _boots(self, nodes: list[int], end: float, now: float,
+               ton: float | None = None) -> None:
+        """Boot ``nodes`` (off, held, with no boot) so that they are on at ``end`` (``ton``:
+        the boot time of every one of them, if known)."""
         held, bootable = self._hold, self.bootable
         holds = [held[node] for node in nodes]
         for node in nodes:
@@ -239,6 +259,9 @@ class CountedPowerStates:
         self.table.move_group_end(holds, end, final=True)  # type: ignore[arg-type]
         boot, on_seconds = self._boot, self._on_seconds
         enacted = self._enactment is not None and self._call_at is not None
+        if ton is not None and not enacted:
+            boot.update(dict.fromkeys(nodes, end - ton))
+            return
         for node in nodes:
             start = end - on_seconds[node]
             boot[node] = start
@@ -275,7 +298,7 @@ class CountedPowerStates:
                 need, till = needs[at], at + 1
                 while till < len(chosen) and needs[till] == need:
                     till += 1
-                self._boots(chosen[at:till], need, now)
+                self._boots(chosen[at:till], need, now, key[1])
                 at = till
             if not group:
                 del waiting[key]
@@ -311,13 +334,14 @@ class CountedPowerStates:
                 current = set(free)
                 known = self._idle
                 gone, fresh = known - current, current - known
-                if gone:
-                    since[list(gone)] = math.nan
+                for node in gone:   # (a few: one by one costs less than an index array)
+                    since[node] = math.nan
                 self._idle = current
                 self._idle_list = list(free)
                 idle = np.array(free, dtype=np.intp)   # (the list is sorted)
                 if fresh:
-                    since[list(fresh)] = now
+                    for node in fresh:
+                        since[node] = now
                     self._look_again(now)
                 self._set_idle(idle)
             self._drop_checks(now)

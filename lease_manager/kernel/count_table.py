@@ -502,11 +502,17 @@ class CountTable:
         self._arrays = None
         refs = self._refs
         refs[until] = refs.get(until, 0) + len(group)
-        if final:
+        if final:   # (_push_final for each, inline)
+            final_end, ids, held = self._final_end, self._rolling, self._held
             for res in group:
                 res.end = until
-                self._rolling.discard(res.id)
-                self._push_final(res, until)
+                rid = res.id
+                ids.discard(rid)
+                if final_end.get(rid) != until:
+                    final_end[rid] = until
+                    heapq.heappush(self._ends, (until, rid))
+                    if rid in held:
+                        heapq.heappush(self._holding, (until, rid))
         elif rolling:
             for res in group:
                 res.end = until
