@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import csv
 import io
+import weakref
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -92,9 +93,10 @@ class EnergyAccounting:
         self._state_rows: list[tuple[int, str, float, float]] = []
         #: the state rows' nodes, state indices (in :data:`NODE_STATES`), starts and ends
         self._state_columns: tuple[np.ndarray, ...] = (np.zeros(0, dtype=np.intp),) * 4
-        #: the last lease whose pieces were worked out: (lease, what they were made of,
-        #: pieces): its end is accounted, and its row written, from one reading
-        self._pieces_of: tuple[Lease, tuple, list] | None = None
+        #: the last lease whose pieces were worked out: (a weak reference to it, what they
+        #: were made of, its reservations' arrays, pieces): its end is accounted, and its row
+        #: written, from one reading
+        self._pieces_of: tuple[weakref.ref[Lease], tuple, list, list] | None = None
         self._direct = 0.0
         self._rows_t = self._rows_it = self._rows_green = self._rows_cap = np.zeros(0)
         self.green_used = self.brown = self.cost = self.carbon = 0.0
@@ -115,13 +117,15 @@ class EnergyAccounting:
         ``share x idle`` instead)."""
         reservations = (*lease.allocations, *lease.reservations)
         watts = lease_watts(lease)
-        # (reservations compare by identity; a started one keeps its nodes)
-        made_of = (self.until, lease.state, lease.level, watts, reservations,
-                   tuple([res.start for res in reservations]),
-                   tuple([res.end for res in reservations]))
+        # what the pieces are made of: arrays by identity (the cache keeps them alive, so an
+        # id is never another array's), the rest by value; the lease is held weakly
+        arrays = [(res.nodes, res.amounts) for res in reservations]
+        made_of = (self.until, lease.state, lease.level, watts,
+                   tuple([(res.kind, res.start, res.end, res.overhead, id(nodes), id(amounts))
+                          for res, (nodes, amounts) in zip(reservations, arrays)]))
         cached = self._pieces_of
-        if cached is not None and cached[0] is lease and cached[1] == made_of:
-            return cached[2]
+        if cached is not None and cached[0]() is lease and cached[1] == made_of:
+            return cached[3]
         model = self.model
         cpu = model.cpu
         level = model.top_level if lease.level is None else lease.level
@@ -146,7 +150,7 @@ class EnergyAccounting:
                 dynamic = watts * vms_per_node(res)
                 out.append((nodes, res.start, end,
                             float((share * model.idle[nodes] + dynamic).sum()), dynamic))
-        self._pieces_of = (lease, made_of, out)
+        self._pieces_of = (weakref.ref(lease), made_of, arrays, out)
         return out
 
     def _overheads(self, lease: Lease) -> list[tuple[np.ndarray, float, float, float]]:
