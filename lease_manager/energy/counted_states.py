@@ -27,9 +27,10 @@ invariants (states tile the run; no lease on a node that is not on).
 from __future__ import annotations
 
 import functools
+import heapq
 import math
 from bisect import bisect_right, insort
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -89,10 +90,21 @@ class CountedPowerStates:
         #: nodes on and holding nothing, and since when (nan: not idle)
         self.idle_since = np.full(n, math.nan)
         self._on = np.ones(n, dtype=bool)
-        self._checks: set[float] = set()
-        #: with one VM slot on every node: the nodes idle (free) at the last look
+        #: when the policy wants to look again (a heap; entries before now are dropped)
+        self._checks: list[float] = []
+        #: with one VM slot on every node: the nodes idle (free) at the last look, as a set,
+        #: as the table's list was then (None: look again) and as an array (read-only)
         self._idle: set[int] = set()
+        self._idle_list: list[int] | None = None
+        self._idle_array = self._idle_since = np.empty(0, dtype=np.intp)
+        #: each node's ``nodes`` and ``amounts`` arrays for its off holds (read-only)
+        self._hold_arrays: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self._slotted = bool((table.slots >= 1).all())
+        #: each node's VM slots, as Python numbers, and their one number if it is the same
+        #: for every node (None: not)
+        self._slots: list[int] = table.slots.tolist()
+        self._same_slots = self._slots[0] if self._slots and len(set(self._slots)) == 1 \
+            else None
         self.now = origin
         #: the table's version when the step's plans began (-1: plan the boots again)
         self._settled = -1
@@ -110,23 +122,29 @@ class CountedPowerStates:
         self.now = now
         table = self.table
         cancelled = False
-        if self._boot:
+        boot = self._boot
+        if boot:
+            on_seconds, holds, off_from = self._on_seconds, self._hold, self._off_from
             cancel: dict[tuple[float, float, float], list[int]] = {}
-            for node, start in list(self._boot.items()):
-                ton = self._on_seconds[node]
+            for node, start in list(boot.items()):
+                ton = on_seconds[node]
                 if start + ton <= now:
                     self._come_on(node, start + ton)
                 elif start > now:
-                    del self._boot[node]
-                    hold = self._hold[node]
+                    del boot[node]
+                    hold = holds[node]
                     assert hold is not None
-                    rolling = max(self._off_from[node], now) + ton
-                    cancel.setdefault((hold.end, rolling, ton), []).append(node)
-            for (_, rolling, _), nodes in cancel.items():
-                table.move_group_end([self._hold[node] for node in nodes],  # type: ignore[misc]
-                                     rolling)
-                for node in nodes:
-                    self._wait(node)
+                    rolling = max(off_from[node], now) + ton
+                    key = (hold.end, rolling, ton)
+                    nodes = cancel.get(key)
+                    if nodes is None:
+                        cancel[key] = [node]
+                    else:
+                        nodes.append(node)
+            for (_, rolling, ton), nodes in cancel.items():
+                cancelled_holds = [holds[node] for node in nodes]
+                table.move_group_end(cancelled_holds, rolling)  # type: ignore[arg-type]
+                self._wait_group(nodes, cancelled_holds, rolling, ton)  # type: ignore[arg-type]
                 cancelled = True
         waiting = self._waiting
         for key in [key for key in waiting if key[0] < now + key[1]]:
@@ -147,22 +165,48 @@ class CountedPowerStates:
 
     def next_wake(self) -> float:
         """The next time the policy wants to look at idle nodes (inf: none)."""
-        return min(self._checks, default=math.inf)
+        return self._checks[0] if self._checks else math.inf
 
     def _publish(self) -> None:
         if self.scheduler is not None:
-            self.scheduler.boot_until = max((key[0] for key in self._waiting),
-                                            default=-math.inf)
+            # (the largest key has the latest end: ends come first in a key)
+            self.scheduler.boot_until = max(self._waiting)[0] if self._waiting else -math.inf
 
     # ---------------------------------------------------------------------- mechanisms
     def _wait(self, node: int) -> None:
         """``node`` (off, held) waits with no boot."""
-        hold = self._hold[node]
-        if hold is None:
+        self._wait_all((node,))
+
+    def _wait_group(self, nodes: list[int], holds: list[Reservation], end: float,
+                    ton: float) -> None:
+        """:meth:`_wait_all` for ``nodes`` whose ``holds`` all end at ``end``, booting in
+        ``ton`` seconds."""
+        if self._same_slots is None:
+            self._wait_all(nodes)
             return
-        key = (hold.end, self._on_seconds[node], int(self.table.slots[node]))
-        self._waiting.setdefault(key, {})[node] = hold
-        self.bootable[node] = hold.end
+        key = (end, ton, self._same_slots)
+        group = self._waiting.get(key)
+        if group is None:
+            self._waiting[key] = dict(zip(nodes, holds))
+        else:
+            group.update(zip(nodes, holds))
+        self.bootable.update(dict.fromkeys(nodes, end))
+
+    def _wait_all(self, nodes: Iterable[int]) -> None:
+        """Each of ``nodes`` (off, held) waits with no boot."""
+        holds, on_seconds, slots = self._hold, self._on_seconds, self._slots
+        waiting, bootable = self._waiting, self.bootable
+        for node in nodes:
+            hold = holds[node]
+            if hold is None:
+                continue
+            key = (hold.end, on_seconds[node], slots[node])
+            group = waiting.get(key)
+            if group is None:
+                waiting[key] = {node: hold}
+            else:
+                group[node] = hold
+            bootable[node] = hold.end
 
     def _go_off(self, node: int, now: float, *, switching: bool = True) -> None:
         """Switch ``node`` off now (shutting down first unless ``switching`` is False)."""
@@ -170,18 +214,24 @@ class CountedPowerStates:
         off_from = now + (self._off_seconds[node] if switching else 0.0)
         self._down[node] = now
         self._off_from[node] = off_from
-        slots = int(table.slots[node])
+        slots = self._slots[node]
         hold = None
         if slots > 0:
-            hold = Reservation(None, now, off_from + self._on_seconds[node], np.array([node]),
-                               (table.vector * slots)[None, :], kind=K.OFF,
-                               vm_nodes=(node,) * slots, vm_shape=table.shape_key)
+            arrays = self._hold_arrays.get(node)
+            if arrays is None:
+                arrays = self._hold_arrays[node] = (np.array([node]),
+                                                    (table.vector * slots)[None, :])
+                for array in arrays:
+                    array.flags.writeable = False
+            hold = Reservation(None, now, off_from + self._on_seconds[node], *arrays,
+                               kind=K.OFF, vm_nodes=(node,) * slots, vm_shape=table.shape_key)
             table.add(hold)
             table.keep_held(hold)
         self._hold[node] = hold
         self._on[node] = False
         self.idle_since[node] = math.nan
         self._idle.discard(node)
+        self._idle_list = None
         if switching and self._enactment is not None:
             self._enactment.power_off(node, now)
 
@@ -199,19 +249,25 @@ class CountedPowerStates:
             records.append((SWITCHING_ON, boot, end))
         self._on[node] = True
 
-    def _boots(self, nodes: list[int], end: float, now: float) -> None:
-        """Boot ``nodes`` (off, held, with no boot) so that they are on at ``end``."""
-        holds = []
+    def _boots(self, nodes: list[int], end: float, now: float,
+               ton: float | None = None) -> None:
+        """Boot ``nodes`` (off, held, with no boot) so that they are on at ``end`` (``ton``:
+        the boot time of every one of them, if known)."""
+        held, bootable = self._hold, self.bootable
+        holds = [held[node] for node in nodes]
         for node in nodes:
-            hold = self._hold[node]
-            assert hold is not None
-            holds.append(hold)
-            self.bootable.pop(node, None)
-        self.table.move_group_end(holds, end, final=True)
+            bootable.pop(node, None)
+        self.table.move_group_end(holds, end, final=True)  # type: ignore[arg-type]
+        boot, on_seconds = self._boot, self._on_seconds
+        enacted = self._enactment is not None and self._call_at is not None
+        if ton is not None and not enacted:
+            boot.update(dict.fromkeys(nodes, end - ton))
+            return
         for node in nodes:
-            start = end - self._on_seconds[node]
-            self._boot[node] = start
-            if self._enactment is not None and self._call_at is not None:
+            start = end - on_seconds[node]
+            boot[node] = start
+            if enacted:
+                assert self._enactment is not None and self._call_at is not None
                 if start <= now:
                     self._enactment.power_on(node, now)
                 else:
@@ -226,20 +282,25 @@ class CountedPowerStates:
         """Boot the off nodes the plans need, each as late as they allow, the lowest nodes
         first (see the module): a group of nodes held until one time at once."""
         waiting = self._waiting
+        need_times = self.table.need_times
         left = 0   # slots of the nodes left off so far (all free from before the next group)
         for key in sorted(waiting):
             end, _, slots = key
             group = waiting[key]
-            needs = self.table.need_times(end, len(group), left, slots)
+            needs = need_times(end, len(group), left, slots)
             left += slots * (len(group) - len(needs))
             if not needs:
                 continue
-            by_time: dict[float, list[int]] = {}
-            for node, need in zip(sorted(group), needs):
+            chosen = sorted(group)[:len(needs)]
+            for node in chosen:
                 del group[node]
-                by_time.setdefault(need, []).append(node)
-            for need, nodes in by_time.items():
-                self._boots(nodes, need, now)
+            at = 0
+            while at < len(chosen):   # (needs are sorted: the nodes of each time in a row)
+                need, till = needs[at], at + 1
+                while till < len(chosen) and needs[till] == need:
+                    till += 1
+                self._boots(chosen[at:till], need, now, key[1])
+                at = till
             if not group:
                 del waiting[key]
 
@@ -267,40 +328,58 @@ class CountedPowerStates:
         since = self.idle_since
         if table.one_per_node and self._slotted:
             # the free nodes are exactly the idle ones (a node not on is held): follow the
-            # changes of that list instead of recomputing every node's state
-            current = set(table.free_nodes())
-            known = self._idle
-            gone, fresh = known - current, current - known
-            if gone:
-                since[list(gone)] = math.nan
-            self._idle = current
-            if fresh:
-                since[list(fresh)] = now
-                self._look_again(now)
-            self._checks = {t for t in self._checks if t > now}
-            return np.array(sorted(current), dtype=np.intp)
+            # changes of that list instead of recomputing every node's state (nothing to do
+            # while it is the list of the last look, and no node went off since)
+            free = table.free_nodes()
+            if free != self._idle_list:
+                current = set(free)
+                known = self._idle
+                gone, fresh = known - current, current - known
+                for node in gone:   # (a few: one by one costs less than an index array)
+                    since[node] = math.nan
+                self._idle = current
+                self._idle_list = list(free)
+                idle = np.array(free, dtype=np.intp)   # (the list is sorted)
+                if fresh:
+                    for node in fresh:
+                        since[node] = now
+                    self._look_again(now)
+                self._set_idle(idle)
+            self._drop_checks(now)
+            return self._idle_array
         busy = table.lease_counts_at(now) > 0
         since[busy | ~self._on] = math.nan
         fresh_nodes = ~busy & self._on & np.isnan(since)
         if fresh_nodes.any():
             since[fresh_nodes] = now
             self._look_again(now)
-        self._checks = {t for t in self._checks if t > now}
-        return np.flatnonzero(~np.isnan(since))
+        self._drop_checks(now)
+        self._set_idle(np.flatnonzero(~np.isnan(since)))
+        return self._idle_array
+
+    def _set_idle(self, idle: np.ndarray) -> None:
+        """Keep ``idle`` and their ``idle_since`` (read-only: the policy is given them)."""
+        self._idle_array, self._idle_since = idle, self.idle_since[idle]
+        idle.flags.writeable = self._idle_since.flags.writeable = False
 
     def _look_again(self, now: float) -> None:
         check = self.policy.next_check(now)
         if check is not None and check > now:
-            self._checks.add(check)
+            heapq.heappush(self._checks, check)
+
+    def _drop_checks(self, now: float) -> None:
+        """Forget the looks asked for until ``now``."""
+        checks = self._checks
+        while checks and checks[0] <= now:
+            heapq.heappop(checks)
 
     def _switch_off_idle(self, now: float) -> None:
-        table = self.table
         since = self.idle_since
         idle = self._idle_nodes(now)
         if idle.size == 0:
             return
         left: list[float] | None = None   # the ends of the nodes left off, sorted
-        for node in self.policy.switch_off(idle, since[idle], now):
+        for node in self.policy.switch_off(idle, self._idle_since, now):
             node = int(node)
             if np.isnan(since[node]):
                 raise ValueError(f"the node-power policy switched off node {node}, which is "
@@ -309,7 +388,7 @@ class CountedPowerStates:
                 left = sorted(key[0] for key, group in self._waiting.items()
                               for _ in range(key[2] * len(group)))
             off, on = self._off_seconds[node], self._on_seconds[node]
-            slots = int(table.slots[node])
+            slots = self._slots[node]
             needed = self._first_need(now, left, slots) if slots > 0 else math.inf
             if needed < now + off + on or self.policy.stays_on(now, needed, off, on):
                 continue   # its slot is needed sooner than it could come back

@@ -18,6 +18,8 @@ time in each state and boots), the summary's energy fields and each lease's
 from __future__ import annotations
 
 import csv
+import io
+import weakref
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -73,10 +75,15 @@ class EnergyAccounting:
         #: count only the leases of this site (a run with several), or all
         self.only = only
         self._cpus = states.table.capacity[:, model.cpu]
+        #: the intervals the ended leases add over idle power, a piece (one reservation's
+        #: nodes) at a time: nodes, watts per node, and the piece's start, end and node count
         self._nodes: list[np.ndarray] = []
-        self._starts: list[np.ndarray] = []
-        self._ends: list[np.ndarray] = []
         self._deltas: list[np.ndarray] = []
+        self._starts: list[float] = []
+        self._ends: list[float] = []
+        self._sizes: list[int] = []
+        #: per DVFS level: each node's full power and its part above idle power
+        self._full_at: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         #: leases are clipped to this time when accounted (the end of the run, once known)
         self.until = float("inf")
         #: the last time a lease arrived or ended
@@ -84,6 +91,12 @@ class EnergyAccounting:
         self.window = (0.0, 0.0)
         self.profile = PowerProfile(np.zeros(0), np.zeros(0))
         self._state_rows: list[tuple[int, str, float, float]] = []
+        #: the state rows' nodes, state indices (in :data:`NODE_STATES`), starts and ends
+        self._state_columns: tuple[np.ndarray, ...] = (np.zeros(0, dtype=np.intp),) * 4
+        #: the last lease whose pieces were worked out: (a weak reference to it, what they
+        #: were made of, its reservations' arrays, pieces): its end is accounted, and its row
+        #: written, from one reading
+        self._pieces_of: tuple[weakref.ref[Lease], tuple, list, list] | None = None
         self._direct = 0.0
         self._rows_t = self._rows_it = self._rows_green = self._rows_cap = np.zeros(0)
         self.green_used = self.brown = self.cost = self.carbon = 0.0
@@ -102,12 +115,26 @@ class EnergyAccounting:
         part above idle power
         (``share x (full[level] - idle)``; with its own ``watts``, ``watts x VMs`` on top of
         ``share x idle`` instead)."""
+        reservations = (*lease.allocations, *lease.reservations)
+        watts = lease_watts(lease)
+        # what the pieces are made of: arrays by identity (the cache keeps them alive, so an
+        # id is never another array's), the rest by value; the lease is held weakly
+        arrays = [(res.nodes, res.amounts) for res in reservations]
+        made_of = (self.until, lease.state, lease.level, watts,
+                   tuple([(res.kind, res.start, res.end, res.overhead, id(nodes), id(amounts))
+                          for res, (nodes, amounts) in zip(reservations, arrays)]))
+        cached = self._pieces_of
+        if cached is not None and cached[0]() is lease and cached[1] == made_of:
+            return cached[3]
         model = self.model
         cpu = model.cpu
         level = model.top_level if lease.level is None else lease.level
-        watts = lease_watts(lease)
+        full_at = self._full_at.get(level)
+        if full_at is None:
+            full_at = self._full_at[level] = (model.full[:, level],
+                                              model.full[:, level] - model.idle)
         out = []
-        for res in (*lease.allocations, *lease.reservations):
+        for res in reservations:
             if res.kind is ReservationKind.IMAGE:
                 continue
             end = min(res.end, self.until)
@@ -116,13 +143,14 @@ class EnergyAccounting:
             nodes = res.nodes
             share = res.amounts[:, cpu] / self._cpus[nodes]
             if watts is None:
-                full = model.full[nodes, level]
-                dynamic = share * (full - model.idle[nodes])
+                full = full_at[0][nodes]
+                dynamic = share * full_at[1][nodes]
                 out.append((nodes, res.start, end, float(np.dot(share, full)), dynamic))
             else:
                 dynamic = watts * vms_per_node(res)
                 out.append((nodes, res.start, end,
                             float((share * model.idle[nodes] + dynamic).sum()), dynamic))
+        self._pieces_of = (weakref.ref(lease), made_of, arrays, out)
         return out
 
     def _overheads(self, lease: Lease) -> list[tuple[np.ndarray, float, float, float]]:
@@ -159,17 +187,27 @@ class EnergyAccounting:
     def add_lease(self, lease: Lease) -> None:
         """Count ``lease``'s reservations in the site's power."""
         for nodes, start, end, _, dynamic in self._pieces(lease):
-            k = len(nodes)
             self._nodes.append(nodes)
-            self._starts.append(np.full(k, start))
-            self._ends.append(np.full(k, end))
             self._deltas.append(dynamic)
+            self._starts.append(start)
+            self._ends.append(end)
+            self._sizes.append(len(nodes))
         for nodes, start, end, watts in self._overheads(lease):
             k = len(nodes)
             self._nodes.append(nodes)
-            self._starts.append(np.full(k, start))
-            self._ends.append(np.full(k, end))
             self._deltas.append(np.full(k, watts))
+            self._starts.append(start)
+            self._ends.append(end)
+            self._sizes.append(k)
+
+    def _lease_columns(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The ended leases' intervals, one a node and piece: nodes, starts, ends, watts."""
+        if not self._nodes:
+            return np.zeros(0, dtype=np.intp), np.zeros(0), np.zeros(0), np.zeros(0)
+        sizes = self._sizes
+        return (np.concatenate(self._nodes), np.repeat(np.array(self._starts, dtype=float), sizes),
+                np.repeat(np.array(self._ends, dtype=float), sizes),
+                np.concatenate(self._deltas))
 
     @hookimpl(tryfirst=True)
     def lease_submitted(self, ctx: RunContext, lease: Lease, now: float) -> None:
@@ -189,16 +227,19 @@ class EnergyAccounting:
         model = self.model
         rows = list(self.states.intervals(start, end))
         self._state_rows = rows
-        watts_of = {
-            "on": model.idle, ReservationKind.OFF.value: model.off_watts,
-            ReservationKind.SWITCHING_ON.value: model.on_watts,
-            ReservationKind.SWITCHING_OFF.value: model.off_switch_watts}
-        s_start = np.array([r[2] for r in rows], dtype=float)
-        s_end = np.array([r[3] for r in rows], dtype=float)
-        s_watts = np.array([watts_of[r[1]][r[0]] for r in rows], dtype=float)
-        l_start = np.concatenate(self._starts) if self._starts else np.zeros(0)
-        l_end = np.concatenate(self._ends) if self._ends else np.zeros(0)
-        l_watts = np.concatenate(self._deltas) if self._deltas else np.zeros(0)
+        n = len(model.idle)
+        # the states' watts, a row per state of NODE_STATES, a column per node
+        watts_of = np.array([model.idle, model.off_watts, model.on_watts,
+                             model.off_switch_watts], dtype=float).reshape(len(NODE_STATES), n)
+        index = {state: i for i, state in enumerate(NODE_STATES)}
+        nodes, states, froms, tos = zip(*rows) if rows else ((), (), (), ())
+        s_node = np.array(nodes, dtype=np.intp)
+        s_state = np.array([index[state] for state in states], dtype=np.intp)
+        s_start = np.array(froms, dtype=float)
+        s_end = np.array(tos, dtype=float)
+        self._state_columns = (s_node, s_state, s_start, s_end)
+        s_watts = watts_of[s_state, s_node]
+        l_node, l_start, l_end, l_watts = self._lease_columns()
         l_start, l_end = np.clip(l_start, start, end), np.clip(l_end, start, end)
         starts = np.concatenate([s_start, l_start])
         ends = np.concatenate([s_end, l_end])
@@ -206,9 +247,6 @@ class EnergyAccounting:
         #: the energy summed interval by interval (checked against the profile's integral)
         self._direct = float(np.dot(watts, ends - starts))
         # per node: its states' energy plus its leases' dynamic energy
-        n = len(model.idle)
-        s_node = np.array([r[0] for r in rows], dtype=np.intp)
-        l_node = np.concatenate(self._nodes) if self._nodes else np.zeros(0, dtype=np.intp)
         node_energy: np.ndarray = (
             np.bincount(s_node, s_watts * (s_end - s_start), minlength=n)
             + np.bincount(l_node, l_watts * (l_end - l_start), minlength=n))
@@ -255,10 +293,11 @@ class EnergyAccounting:
         parts_s = [np.array([r[2] for r in rows], dtype=float)]
         parts_e = [np.array([r[3] for r in rows], dtype=float)]
         parts_w = [np.array([watts_of[r[1]][r[0]] for r in rows], dtype=float)]
-        if self._starts:
-            parts_s.append(np.concatenate(self._starts))
-            parts_e.append(np.concatenate(self._ends))
-            parts_w.append(np.concatenate(self._deltas))
+        if self._nodes:
+            _, ended_s, ended_e, ended_w = self._lease_columns()
+            parts_s.append(ended_s)
+            parts_e.append(ended_e)
+            parts_w.append(ended_w)
         for lease_starts, lease_ends, lease_watts_ in live:
             parts_s.append(lease_starts)
             parts_e.append(lease_ends)
@@ -312,8 +351,8 @@ class EnergyAccounting:
             "carbon_kg": self.carbon,
             "green_used_joules": self.green_used,
             "brown_joules": self.brown,
-            "node_switch_ons": sum(1 for r in self._state_rows
-                                   if r[1] == ReservationKind.SWITCHING_ON.value),
+            "node_switch_ons": int(np.count_nonzero(
+                self._state_columns[1] == NODE_STATES.index("switching-on"))),
             "energy_window": list(self.window),
         }
 
@@ -329,18 +368,29 @@ class EnergyAccounting:
             yield (_num(t), self.site, repr(p), repr(p * factor), _num(g),
                    "" if np.isnan(c) else _num(c))
 
+    def power_lines(self) -> str:
+        """:meth:`power_rows` as the csv module writes them (one text, made by column)."""
+        if not len(self._rows_t):
+            return ""
+        factor = self.model.cooling_factor
+        site = _csv_field(self.site)
+        caps = self._rows_cap
+        cap_texts = ([""] * len(caps) if np.isnan(caps).all()
+                     else ["" if np.isnan(c) else _num(c) for c in caps.tolist()])
+        return "".join([f"{t},{site},{p!r},{p * factor!r},{g},{c}\n" for t, p, g, c in zip(
+            _num_texts(self._rows_t), self._rows_it.tolist(), _num_texts(self._rows_green),
+            cap_texts)])
+
     def node_rows(self) -> Iterator[tuple[str, ...]]:
         """The rows of ``nodes.csv``: each node's IT energy, seconds in each state and boots."""
-        seconds: dict[tuple[int, str], float] = {}
-        boots = np.zeros(len(self.node_energy), dtype=int)
-        for node, state, a, b in self._state_rows:
-            seconds[node, state] = seconds.get((node, state), 0.0) + (b - a)
-            if state == ReservationKind.SWITCHING_ON.value:
-                boots[node] += 1
-        for node, joules in enumerate(self.node_energy.tolist()):
-            yield (self.site, str(node), repr(joules),
-                   *(_num(seconds.get((node, s), 0.0)) for s in NODE_STATES),
-                   str(int(boots[node])))
+        n, k = len(self.node_energy), len(NODE_STATES)
+        node, state, a, b = self._state_columns
+        # (bincount adds each bin's weights in row order, as a sum row by row would)
+        seconds = np.bincount(node * k + state, b - a, minlength=n * k).reshape(n, k).tolist()
+        boots = np.bincount(node[state == NODE_STATES.index("switching-on")],
+                            minlength=n).tolist()
+        for i, joules in enumerate(self.node_energy.tolist()):
+            yield (self.site, str(i), repr(joules), *map(_num, seconds[i]), str(boots[i]))
 
     def state_intervals(self) -> list[tuple[int, str, float, float]]:
         """Every node's state intervals over the run ``(node, state, from, to)`` (after
@@ -352,21 +402,34 @@ class EnergyAccounting:
         for node, state, a, b in self._state_rows:
             yield (self.site, str(node), state, _num(a), _num(b))
 
+    def state_lines(self) -> str:
+        """:meth:`state_rows` as the csv module writes them (one text, made by column)."""
+        node, state, a, b = self._state_columns
+        if not len(node):
+            return ""
+        site = _csv_field(self.site)
+        heads = [f"{site},{i}," for i in range(int(node.max()) + 1)]
+        names = [f"{name}," for name in NODE_STATES]
+        return "".join([f"{heads[i]}{names[s]}{x},{y}\n" for i, s, x, y in zip(
+            node.tolist(), state.tolist(), _num_texts(a), _num_texts(b))])
+
     # --------------------------------------------------------------------- invariants
     def violations(self) -> list[str]:
         """What breaks the energy invariants: node states that do not tile the run, leases
         on nodes that are not on, a power profile that does not integrate to the energy."""
         out: list[str] = []
         start, end = self.window
-        last: dict[int, float] = {}
-        for node, state, a, b in self._state_rows:
-            if a != last.get(node, start):
-                out.append(f"node {node}: its {state} interval starts at {a:g}, not where "
-                           f"the previous one ended ({last.get(node, start):g})")
-            last[node] = b
-        for node, b in last.items():
-            if b != end:
-                out.append(f"node {node}: its states end at {b:g}, not at the run's end {end:g}")
+        if not self._states_tile(start, end):   # (then say where, row by row)
+            last: dict[int, float] = {}
+            for node, state, a, b in self._state_rows:
+                if a != last.get(node, start):
+                    out.append(f"node {node}: its {state} interval starts at {a:g}, not where "
+                               f"the previous one ended ({last.get(node, start):g})")
+                last[node] = b
+            for node, b in last.items():
+                if b != end:
+                    out.append(f"node {node}: its states end at {b:g}, not at the run's end "
+                               f"{end:g}")
         out += self._leases_on_nodes_not_on()
         direct, integral = self._direct, self.profile.energy
         if abs(direct - integral) > ENERGY_TOLERANCE * max(abs(direct), 1.0):
@@ -393,16 +456,31 @@ class EnergyAccounting:
                     for why in cap.unhonoured[:5]]
         return out
 
+    def _states_tile(self, start: float, end: float) -> bool:
+        """Whether the state rows, each node's in a block of consecutive rows, tile the run
+        node by node (False also when the rows are not in such blocks: read them one by
+        one then)."""
+        node, _, a, b = self._state_columns
+        if not len(node):
+            return True
+        if len(node) > 1 and (node[1:] < node[:-1]).any():
+            return False
+        first = np.ones(len(node), dtype=bool)
+        first[1:] = node[1:] != node[:-1]
+        last = np.ones(len(node), dtype=bool)
+        last[:-1] = first[1:]
+        previous = np.empty(len(node))
+        previous[1:] = b[:-1]
+        previous[first] = start
+        return bool((a == previous).all() and (b[last] == end).all())
+
     def _leases_on_nodes_not_on(self) -> list[str]:
-        down = [(n, a, b) for n, s, a, b in self._state_rows if s != "on"]
-        if not down or not self._nodes:
+        node, state, a, b = self._state_columns
+        down = state != NODE_STATES.index("on")
+        if not down.any() or not self._nodes:
             return []
-        d_node = np.array([r[0] for r in down])
-        d_start = np.array([r[1] for r in down])
-        d_end = np.array([r[2] for r in down])
-        l_node = np.concatenate(self._nodes)
-        l_start = np.concatenate(self._starts)
-        l_end = np.concatenate(self._ends)
+        d_node, d_start, d_end = node[down], a[down], b[down]
+        l_node, l_start, l_end, _ = self._lease_columns()
         keep = l_end > l_start
         l_node, l_start, l_end = l_node[keep], l_start[keep], l_end[keep]
         n_d, n_l = len(d_node), len(l_node)
@@ -445,7 +523,7 @@ def write_energy_files(out: Path, accountings: Sequence[EnergyAccounting]) -> No
         w = csv.writer(fh, lineterminator="\n")
         w.writerow(("time", "site", "it_watts", "total_watts", "green_watts", "cap_watts"))
         for acc in accountings:
-            w.writerows(acc.power_rows())
+            fh.write(acc.power_lines())
     with (out / "nodes.csv").open("w", newline="") as fh:
         w = csv.writer(fh, lineterminator="\n")
         w.writerow(("site", "node", "energy_it_joules",
@@ -456,7 +534,23 @@ def write_energy_files(out: Path, accountings: Sequence[EnergyAccounting]) -> No
         w = csv.writer(fh, lineterminator="\n")
         w.writerow(("site", "node", "state", "start", "end"))
         for acc in accountings:
-            w.writerows(acc.state_rows())
+            fh.write(acc.state_lines())
+
+
+def _csv_field(text: str) -> str:
+    """``text`` as the csv module writes it inside a row (quoted if it must be)."""
+    buffer = io.StringIO()
+    csv.writer(buffer, lineterminator="\n").writerow((text, ""))
+    return buffer.getvalue()[:-2]
+
+
+def _num_texts(values: np.ndarray) -> list[str]:
+    """:func:`_num` of each of ``values`` (whole numbers converted at once)."""
+    whole = np.isfinite(values) & (np.abs(values) < 2.0 ** 53)
+    whole[whole] = values[whole] == np.floor(values[whole])
+    if whole.all():
+        return list(map(str, values.astype(np.int64).tolist()))
+    return [_num(x) for x in values.tolist()]
 
 
 def _num(x: float) -> str:

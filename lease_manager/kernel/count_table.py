@@ -64,6 +64,12 @@ def _take_nodes(free: list[int], nodes: list[int]) -> bool:
     if free[:count] == nodes:   # the first free nodes: what host selection picks
         del free[:count]
         return True
+    if count == 1:   # (a node switched off, or a one-VM lease)
+        i = bisect_left(free, nodes[0])
+        if i == len(free) or free[i] != nodes[0]:
+            return False
+        del free[i]
+        return True
     if count <= FEW_NODES:
         at = [bisect_left(free, node) for node in nodes]
         if any(i == len(free) or free[i] != node for i, node in zip(at, nodes)) or \
@@ -498,11 +504,17 @@ class CountTable:
         self._arrays = None
         refs = self._refs
         refs[until] = refs.get(until, 0) + len(group)
-        if final:
+        if final:   # (_push_final for each, inline)
+            final_end, ids, held = self._final_end, self._rolling, self._held
             for res in group:
                 res.end = until
-                self._rolling.discard(res.id)
-                self._push_final(res, until)
+                rid = res.id
+                ids.discard(rid)
+                if final_end.get(rid) != until:
+                    final_end[rid] = until
+                    heapq.heappush(self._ends, (until, rid))
+                    if rid in held:
+                        heapq.heappush(self._holding, (until, rid))
         elif rolling:
             for res in group:
                 res.end = until

@@ -199,8 +199,16 @@ def _backfill_now(self: LeaseScheduler, first: int, now: float) -> list[int]:
             r = room[key] = table.room_at(lease.vms.vectors[0], now)
         return r
 
-    if self.bootable:
-        candidates: Iterable[int] = range(first, len(queue))
+    # with nodes off, on a table that counts VMs: the most VMs that could start by the time
+    # a boot begun now ends (a lease needing more neither starts now nor when booted)
+    booted_room = -1.0   # (< 0: not known for the table as it is now)
+    counted_boots = (self.bootable and table.counted and self.preparation is None
+                     and not self.haizea_planning)
+    if counted_boots:
+        booted_room = _room_until(cast("CountTable", table), now, self.boot_until)
+        candidates: Iterable[int] = _fitting_by_count(self, first, booted_room)
+    elif self.bootable:
+        candidates = range(first, len(queue))
     else:
         candidates = _fitting_now(self, first, now, room)
     started: list[int] = []
@@ -214,8 +222,14 @@ def _backfill_now(self: LeaseScheduler, first: int, now: float) -> list[int]:
             version = table.version
             room.clear()
             failed.clear()
+            booted_room = -1.0
             if count > room_for(lease):
                 continue
+        if counted_boots and not lease.image_nodes:
+            if booted_room < 0:
+                booted_room = _room_until(cast("CountTable", table), now, self.boot_until)
+            if count > booted_room:
+                continue   # (it would fail, and any lease it would cover skips here too)
         shape = None if lease.image_nodes else key   # answered from per-shape counts
         if shape is not None and shape in failed and failed[shape].covers(count, duration):
             continue
@@ -275,6 +289,26 @@ def _backfill_counted_short(self: LeaseScheduler, first: int, now: float,
             started.append(k)
         k = next_fitting(counts, lengths, k + 1, now, room)
     return started
+
+
+def _room_until(table: CountTable, now: float, until: float) -> float:
+    """The most VM slots free at any start from ``now`` to ``until`` (the row holding now
+    at least): a lease of more VMs fits at no start in between."""
+    times, free = table.profile_lists(now)
+    return float(max(free[:bisect_right(times, max(until, now))]))
+
+
+def _fitting_by_count(self: LeaseScheduler, first: int, room: float) -> list[int]:
+    """Positions in ``queue[first:]`` of the leases of at most ``room`` VMs, and of those
+    without a single shape or with a memory image (shape id -1)."""
+    queued, shape_ids = self._queue_counts, self._queue_shapes
+    if len(self.queue) - first < SHORT_QUEUE:   # arrays cost more than they save
+        return [k for k in range(first, len(self.queue))
+                if queued[k] <= room or shape_ids[k] < 0]
+    # views of the arrays beside the queue (see _fitting_now)
+    counts = np.frombuffer(queued, dtype=np.int64)[first:]
+    shapes = np.frombuffer(shape_ids, dtype=np.int64)[first:]
+    return (np.flatnonzero((counts <= room) | (shapes < 0)) + first).tolist()
 
 
 def _fitting_now(self: LeaseScheduler, first: int, now: float,
