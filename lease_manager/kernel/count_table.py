@@ -210,9 +210,8 @@ class CountTable:
         for watch in self._watches:
             watch.record(lo, hi, freed)
 
-    def watch(self, watch: ChangeWatch | None = None) -> ChangeWatch:
-        """A :class:`ChangeWatch` (``watch``, or a new one) that records every later change."""
-        watch = ChangeWatch() if watch is None else watch
+    def watch(self) -> ChangeWatch:
+        watch = ChangeWatch()
         self._watches.append(watch)
         return watch
 

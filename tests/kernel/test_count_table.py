@@ -770,7 +770,7 @@ def test_moving_a_pending_reservation_is_remove_then_add():
         for way in ("fused", "two steps"):
             t, planned = random_plan(random.Random(seed), first=2)
             recorder = _Recorder()
-            t.watch(recorder)   # type: ignore[arg-type]
+            t._watches.append(recorder)   # type: ignore[arg-type]
             rng = random.Random(1000 + seed)
             old = rng.choice(planned)
             start = max(0.0, old.start + rng.choice([-200.0, -30.0, -12.5, -5.0, -0.25, 2.5]))

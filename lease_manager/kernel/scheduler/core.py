@@ -68,7 +68,6 @@ from lease_manager.kernel.slottable import Reservation
 
 if TYPE_CHECKING:
     from lease_manager.kernel.count_table import CountTable
-    from lease_manager.kernel.scheduler.reevaluation import BlockedLeases
     from lease_manager.kernel.slottable import SlotTable
     from lease_manager.policies import (
         AdmissionPolicy,
@@ -293,8 +292,6 @@ class LeaseScheduler:
         self.malleability: Malleability | None = None
         self._what_if_memo: tuple[tuple, tuple[int | None, float, float] | None] | None = None
         self._reevaluate = False
-        #: planned leases known not to be able to move earlier (on a table that counts VMs)
-        self.known_blocked: BlockedLeases | None = None
         self._site_max: dict[Any, int] = {}
         self._restoring = False
 
