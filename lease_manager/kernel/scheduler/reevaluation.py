@@ -142,17 +142,18 @@ def _move_earlier(self: LeaseScheduler, lease: Lease, now: float) -> bool:
         if boots is not None and lifted:
             boots.put_back(lifted)
         return False
+    placed = None
     if table.counted and self.power is None and start > cast("CountTable", table).now:
-        # a table that counts VMs places a plan that starts later as a count: nothing can
-        # keep it from moving (the steps below, the table's two in one)
-        moved = self._place_at(lease, start, duration)
-        assert moved is not None and moved.pending
-        cast("CountTable", table).move_pending(res, moved)
-        self._adopt(lease, [moved], now)
-        return True
+        # a table that counts VMs places a plan that starts later as a count, without
+        # looking at the table: the steps below, the table's two in one
+        placed = self._place_at(lease, start, duration)
+        if placed is not None and placed.pending:
+            cast("CountTable", table).move_pending(res, placed)
+            self._adopt(lease, [placed], now)
+            return True
     change = PlanChange(table)
     change.remove(res)
-    new = (self._place_at(lease, start, duration)
+    new = ((placed if placed is not None else self._place_at(lease, start, duration))
            or self._find_slot(lease, duration, now, res.start, before=res.start))
     if new is None:
         change.rollback()   # its old slot is still free: nothing else moved into it
