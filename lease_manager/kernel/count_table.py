@@ -428,6 +428,58 @@ class CountTable:
                 heapq.heappush(self._holding, (new_end, res.id))
         self._changed(new_end, old_end, True)
 
+    def move_pending(self, old: Reservation, new: Reservation) -> None:
+        """Put ``new`` in the place of ``old``, both pending (a plan moved): the table ends as
+        :meth:`remove` of ``old`` then :meth:`add` of ``new`` leave it (rows, breakpoints,
+        ends and what watches record), and the rows both cover are left as they are.
+        OvercommitError, changing nothing, if ``new`` does not fit."""
+        count = old.pending
+        t0 = self._t[0]
+        if (self._reservations.get(old.id) is not old or not count or new.pending != count
+                or new.vm_shape != self.shape_key or not new.end > new.start
+                or min(old.start, new.start) < t0 or math.isinf(old.end)
+                or math.isinf(new.end)):
+            self.remove(old)   # (another case: the two steps)
+            try:
+                self.add(new)
+            except (OvercommitError, ValueError):
+                self.add(old)
+                raise
+            return
+        ks = self._split(new.start)
+        self._ref(new.start, False)
+        ke = self._split(new.end)
+        self._ref(new.end, True)
+        times, room = self._t, self._room
+        old_ks = bisect_left(times, old.start)   # (old's times are breakpoints)
+        old_ke = bisect_left(times, old.end, old_ks)
+        lo, hi = max(ks, old_ks), min(ke, old_ke)   # the rows both cover (none: lo >= hi)
+        takes: tuple[tuple[int, int], ...]
+        gives: tuple[tuple[int, int], ...]
+        if lo >= hi:
+            takes, gives = ((ks, ke),), ((old_ks, old_ke),)
+        else:
+            takes, gives = ((ks, lo), (hi, ke)), ((old_ks, lo), (hi, old_ke))
+        if any(b > a and min(room[a:b]) < count for a, b in takes):
+            self._unref(new.end, True)
+            self._unref(new.start, False)
+            raise OvercommitError(f"{new!r} does not fit: the site has too few free VM slots")
+        for a, b in takes:
+            for k in range(a, b):
+                room[k] -= count
+        for a, b in gives:
+            for k in range(a, b):
+                room[k] += count
+        self._arrays = None
+        del self._reservations[old.id]
+        self._unref(old.end, True)
+        self._unref(old.start, False)
+        self._release(old)
+        self._changed(old.start, old.end, True)
+        self._reservations[new.id] = new
+        heapq.heappush(self._ends, (new.end, new.id))
+        self._changed(new.start, new.end, False)
+
     # ----------------------------------------------------- node power states (at-start)
     def move_end(self, res: Reservation, until: float, *, final: bool = True) -> None:
         """Move the end of ``res``, a reservation holding its nodes since it started, to

@@ -317,7 +317,7 @@ def move_test(self: SlotTable, vector: np.ndarray, after: float
     stays necessary: yes whenever :meth:`may_fit_before` would say yes."""
     k0 = self._row(after)
     totals = self._row_totals(self._shape(vector))[k0:]
-    return profiles.move_test(self._t[k0:], totals.tolist(), after, totals)
+    return profiles.move_test(self._t[k0:], totals.tolist(), after)
 
 
 def earlier_start(self: SlotTable, demand: VMRequest, duration: float, after: float,

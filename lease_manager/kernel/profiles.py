@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Sequence
 from itertools import accumulate, islice
@@ -9,25 +10,26 @@ from itertools import accumulate, islice
 import numpy as np
 
 
-def move_test(times: Sequence[float], free: Sequence[float], after: float,
-              free_array: np.ndarray | None = None) -> Callable[[int, float, float], bool]:
+def move_test(times: Sequence[float], free: Sequence[float],
+              after: float) -> Callable[[int, float, float], bool]:
     """A necessary test of whether a reservation, if it were given up, could start earlier,
     on the rows from the one holding ``after`` on: their start times ``times`` and the VMs
     each could host, ``free``. ``test(count, start, end)``: could ``count`` VMs for ``end -
     start``, now reserved over ``[start, end)`` with ``start > after``, start in ``[after,
-    start)``? (``free_array``: ``free`` as an array, if the caller has it.)
+    start)``?
 
     A window that starts earlier either covers the instant just before ``start`` (the row
     there must have room) or lies wholly before it, inside a run of rows with room that
     stops by ``start`` and lasts as long (from ``after``, for a run from the first row): the
-    statement of ``may_fit_before``, on these rows. The runs are found once per VM count,
-    when first needed; a lease is read straight from itself, with nothing collected first
-    (a re-evaluation pass asks about a few tens of leases)."""
+    statement of ``may_fit_before``, on these rows. The runs are read once per VM count,
+    row by row as far as the leases asked about start (:class:`_Runs`); a lease is read
+    straight from itself, with nothing collected first (a re-evaluation pass asks about a
+    few tens of leases)."""
     # the most room of any row up to each, computed as far as a lease needs (a pass reads
     # about half the rows: leases late in the plan are long or wait for a row with room)
     most: list[float] = []
     running_most = accumulate(free, max)
-    runs: dict[int, tuple[list[float], list[float]]] = {}
+    runs: dict[int, _Runs] = {}
 
     def test(count: int, start: float, end: float) -> bool:
         if not start > after:
@@ -48,9 +50,9 @@ def move_test(times: Sequence[float], free: Sequence[float], after: float,
             return False
         found = runs.get(count)
         if found is None:
-            found = runs[count] = complete_runs(
-                times, free if free_array is None else free_array, count, after)
-        stops, longest = found
+            found = runs[count] = _Runs(times, free, count, after)
+        found.read_to(bisect_right(times, start))   # the rows that begin by the start
+        stops, longest = found.stops, found.longest
         j = bisect_right(stops, start) - 1
         # (lenient by a few ulps: may_fit_before adds the duration to the run's start, and
         # its duration can be the lease's length, within 1e-9 of this one)
@@ -59,23 +61,41 @@ def move_test(times: Sequence[float], free: Sequence[float], after: float,
     return test
 
 
-def complete_runs(times: Sequence[float], free: Sequence[float] | np.ndarray, count: int,
-                  after: float) -> tuple[list[float], list[float]]:
+class _Runs:
     """The runs of rows with room for ``count`` that stop at a later row (a run from the
-    first row starts at ``after``): each one's stop time, ascending, and the longest of the
-    runs up to it."""
-    room = np.asarray(free) >= count
-    if not len(room):
-        return [], []
-    changes = np.flatnonzero(room[1:] != room[:-1]) + 1   # rows where room changes
-    begins = changes[room[changes]].tolist()   # a run starts there...
-    stops = changes[~room[changes]].tolist()   # ...or stops there
-    if room[0]:
-        begins.insert(0, 0)
-    starts = [after if k == 0 else times[k] for k in begins[:len(stops)]]
-    stop_times = [times[k] for k in stops]
-    longest = np.maximum.accumulate(np.subtract(stop_times, starts)).tolist() if stops else []
-    return stop_times, longest
+    first row starts at ``after``), read row by row as far as asked: each one's stop time,
+    ascending, and the longest of the runs up to it. (Plain Python: a profile has some tens
+    of rows, and a test reads those before one lease's start.)"""
+
+    __slots__ = ("_times", "_free", "_count", "_after", "_row", "_begin", "_best", "stops",
+                 "longest")
+
+    def __init__(self, times: Sequence[float], free: Sequence[float], count: int,
+                 after: float) -> None:
+        self._times, self._free, self._count, self._after = times, free, count, after
+        self._row = 0   # the next row to read
+        self._begin: float | None = None   # the start of the run being read (None: none)
+        self._best = -math.inf
+        self.stops: list[float] = []
+        self.longest: list[float] = []
+
+    def read_to(self, end: int) -> None:
+        """Read the rows before ``end`` (those not read yet)."""
+        times, free, count = self._times, self._free, self._count
+        begin, best = self._begin, self._best
+        for k in range(self._row, min(end, len(free))):
+            if free[k] >= count:
+                if begin is None:
+                    begin = self._after if k == 0 else times[k]
+            elif begin is not None:
+                stop = times[k]
+                if stop - begin > best:
+                    best = stop - begin
+                self.stops.append(stop)
+                self.longest.append(best)
+                begin = None
+        self._row = max(self._row, end)
+        self._begin, self._best = begin, best
 
 
 def runs_fit(times: list[float], k0: int, blocked: np.ndarray, after: float,

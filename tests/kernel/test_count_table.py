@@ -760,3 +760,84 @@ def test_the_free_nodes_include_those_never_taken():
     assert t.first_free(4) == [0, 2, 3, 5]
     assert t.free_nodes() == [0, 2, 3, 5]
     t.check()
+
+
+def test_moving_a_pending_reservation_by_hand():
+    """Six VM slots. A (4 VMs) is planned over [10, 30), B (2 VMs) over [30, 40), C (3 VMs)
+    over [0, 5). Moving A to [5, 25) leaves::
+
+        time   0    5    10   25   30   40
+        before 3    6    2    2    4    6      (A from 10, B from 30, C to 5)
+        after  3    2    2    6    4    6      (A from 5 to 25)
+
+    and the breakpoint at 10 goes (nothing starts or ends there). Moving it on to [2, 22)
+    does not fit (3 + 4 > 6 over [2, 5)) and changes nothing."""
+    t = table()
+    a = t.add(pending(10, 30, 4))
+    t.add(pending(30, 40, 2))
+    t.add(pending(0, 5, 3))
+    assert t.profile_lists(0) == ([0, 5, 10, 30, 40], [3, 6, 2, 4, 6])
+    moved = pending(5, 25, 4)
+    t.move_pending(a, moved)
+    assert t.profile_lists(0) == ([0, 5, 25, 30, 40], [3, 2, 6, 4, 6])
+    assert a not in t and moved in t
+    t.check()
+    with pytest.raises(OvercommitError):
+        t.move_pending(moved, pending(2, 22, 4))
+    assert t.profile_lists(0) == ([0, 5, 25, 30, 40], [3, 2, 6, 4, 6]) and moved in t
+    t.check()
+
+
+class _Recorder:
+    """A watch that keeps every change a table records."""
+
+    def __init__(self) -> None:
+        self.changes: list[tuple[float, float, bool]] = []
+
+    def record(self, lo: float, hi: float, freed: bool) -> None:
+        self.changes.append((lo, hi, freed))
+
+
+def test_moving_a_pending_reservation_is_remove_then_add():
+    """On 150 seeded random plans, built twice: a planned reservation moved to a random
+    earlier (or overlapping, or later) interval by ``move_pending`` on one table and by
+    ``remove`` then ``add`` on the other leaves the same rows, breakpoints and references,
+    reservations in the same order, the same ends to forget and the same changes recorded
+    by a watch; where it does not fit, the same table as before (the two steps put it
+    back)."""
+    moved = refused = 0
+    for seed in range(150):
+        tables = []
+        for way in ("fused", "two steps"):
+            t, planned = random_plan(random.Random(seed), first=2)
+            recorder = _Recorder()
+            t._watches.append(recorder)   # type: ignore[arg-type]
+            rng = random.Random(1000 + seed)
+            old = rng.choice(planned)
+            start = max(0.0, old.start + rng.choice([-200.0, -30.0, -12.5, -5.0, -0.25, 2.5]))
+            new = pending(start, start + (old.end - old.start), old.pending)
+            try:
+                if way == "fused":
+                    t.move_pending(old, new)
+                else:
+                    t.remove(old)
+                    try:
+                        t.add(new)
+                    except OvercommitError:
+                        t.add(old)
+                        raise
+                fitted = True
+            except OvercommitError:
+                fitted = False
+            t.check()
+            names = {r.id: i for i, r in enumerate(planned)} | {new.id: -1}
+            held = [names[i] for i in t._reservations]
+            if fitted:
+                tables.append((t._t, t._room, t._refs, held,
+                               [(end, names.get(i)) for end, i in t._ends], recorder.changes))
+            else:   # (putting back adds it again, last, with one more end to forget)
+                tables.append((t._t, t._room, t._refs, sorted(held)))
+        assert tables[0] == tables[1], seed
+        moved += fitted
+        refused += not fitted
+    assert moved > 100 and refused > 0
