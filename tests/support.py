@@ -90,3 +90,30 @@ MIXED_LEASE_ROWS = [
     "5,,best-effort,failed,1200,3600,4000,1,900,400,2400,0,,1",
     "6,,deadline,active,2000,4000,,1,9000,9000,2000,0,,2",
 ]
+
+
+def lwf_request(lease_id: int, arrival: int, vms: int, seconds: int, *,
+                runs: int | None = None, start: str = "<start/>", memory: int = 1024) -> str:
+    """A preemptible LWF ``<lease-request>`` of ``vms`` VMs (CPU 100, ``memory`` MB) arriving
+    at ``arrival`` s, asking ``seconds`` and running ``runs`` (``seconds`` if None)."""
+    def hms(t: int) -> str:
+        return f"{t // 3600:02d}:{t // 60 % 60:02d}:{t % 60:02d}.00"
+    return f"""
+    <lease-request arrival="{hms(arrival)}">
+      <realduration time="{hms(seconds if runs is None else runs)}"/>
+      <lease id="{lease_id}" preemptible="yes">
+        <nodes><node-set numnodes="{vms}">
+          <res type="CPU" amount="100"/><res type="Memory" amount="{memory}"/>
+        </node-set></nodes>
+        {start}
+        <duration time="{hms(seconds)}"/>
+        <software><none/></software>
+      </lease>
+    </lease-request>"""
+
+
+def write_lwf_requests(path: Path, *requests: str) -> Path:
+    """``path`` written as an LWF workload of ``requests`` (from :func:`lwf_request`)."""
+    path.write_text('<?xml version="1.0"?>\n<lease-workload name="t"><lease-requests>'
+                    + "".join(requests) + "\n</lease-requests></lease-workload>\n")
+    return path

@@ -27,12 +27,18 @@ sys.exit(code)
 """
 
 
-def test_a_one_lease_swf_replay_imports_no_heavy_library(tmp_path: Path) -> None:
+def one_job_trace(tmp_path: Path) -> Path:
+    """An SWF trace of the 30-day trace's first job (a one-lease replay: start-up alone)."""
     trace = ROOT / "traces" / "sdsc-blue-30days.swf"
     first = next(line for line in trace.read_text().splitlines()
                  if line.strip() and not line.startswith(";"))
     one = tmp_path / "one.swf"
     one.write_text(first + "\n")
+    return one
+
+
+def test_a_one_lease_swf_replay_imports_no_heavy_library(tmp_path: Path) -> None:
+    one = one_job_trace(tmp_path)
     result = subprocess.run(
         [sys.executable, "-c", PROGRAM.format(heavy=HEAVY), "simulate",
          str(ROOT / "etc" / "sample.ini"), "--set", f"tracefile.tracefile={one}", "--quiet",
@@ -135,11 +141,7 @@ NOT_LOADED_PACKAGES = ("lease_manager.daemon", "lease_manager.web", "lease_manag
 
 
 def test_a_default_replay_loads_neither_metadata_nor_logging_nor_the_daemon(tmp_path) -> None:
-    trace = ROOT / "traces" / "sdsc-blue-30days.swf"
-    first = next(line for line in trace.read_text().splitlines()
-                 if line.strip() and not line.startswith(";"))
-    one = tmp_path / "one.swf"
-    one.write_text(first + "\n")
+    one = one_job_trace(tmp_path)
     result = subprocess.run(
         [sys.executable, "-c",
          DEFAULT_RUN.format(modules=set(NOT_LOADED), prefixes=NOT_LOADED_PACKAGES),

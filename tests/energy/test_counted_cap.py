@@ -16,31 +16,17 @@ from lease_manager.errors import ConfigError
 from lease_manager.plugins import Plugins
 from lease_manager.run import Run
 
+from support import lwf_request, write_lwf_requests
+
 
 def request(lease_id: int, arrival: int, vms: int, seconds: int, runs: int | None = None
             ) -> str:
     """A best-effort LWF request of ``vms`` VMs (CPU 100, Memory 1024) asking ``seconds``
     and running ``runs`` (``seconds`` if None)."""
-    def hms(t: int) -> str:
-        return f"{t // 3600:02d}:{t // 60 % 60:02d}:{t % 60:02d}.00"
-    return f"""
-    <lease-request arrival="{hms(arrival)}">
-      <realduration time="{hms(seconds if runs is None else runs)}"/>
-      <lease id="{lease_id}" preemptible="yes">
-        <nodes><node-set numnodes="{vms}">
-          <res type="CPU" amount="100"/><res type="Memory" amount="1024"/>
-        </node-set></nodes>
-        <start/>
-        <duration time="{hms(seconds)}"/>
-        <software><none/></software>
-      </lease>
-    </lease-request>"""
+    return lwf_request(lease_id, arrival, vms, seconds, runs=runs)
 
 
-def lwf(path: Path, *requests: str) -> Path:
-    path.write_text('<?xml version="1.0"?>\n<lease-workload name="t"><lease-requests>'
-                    + "".join(requests) + "\n</lease-requests></lease-workload>\n")
-    return path
+lwf = write_lwf_requests
 
 
 NO_PREEMPTION = ("scheduling.policy-preemption=no-preemption", "scheduling.suspension=none")

@@ -22,31 +22,15 @@ from lease_manager.run import Run
 from lease_manager.workload.lwf_writer import write_lwf
 from lease_manager.workload.swf import SWFConversion, SWFReader, swf_leases
 
-from support import ROOT
+from support import ROOT, lwf_request, write_lwf_requests
 
 
 def request(lease_id: int, arrival: int, vms: int, seconds: int, *, start: str = "<start/>",
             memory: int = 512) -> str:
-    def hms(t: int) -> str:
-        return f"{t // 3600:02d}:{t // 60 % 60:02d}:{t % 60:02d}.00"
-    return f"""
-    <lease-request arrival="{hms(arrival)}">
-      <realduration time="{hms(seconds)}"/>
-      <lease id="{lease_id}" preemptible="yes">
-        <nodes><node-set numnodes="{vms}">
-          <res type="CPU" amount="100"/><res type="Memory" amount="{memory}"/>
-        </node-set></nodes>
-        {start}
-        <duration time="{hms(seconds)}"/>
-        <software><none/></software>
-      </lease>
-    </lease-request>"""
+    return lwf_request(lease_id, arrival, vms, seconds, start=start, memory=memory)
 
 
-def lwf(path, *requests: str):
-    path.write_text('<?xml version="1.0"?>\n<lease-workload name="t"><lease-requests>'
-                    + "".join(requests) + "\n</lease-requests></lease-workload>\n")
-    return path
+lwf = write_lwf_requests
 
 
 NOW = "<start><now/></start>"
