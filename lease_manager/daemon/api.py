@@ -14,7 +14,7 @@ import logging
 import re
 from collections.abc import Sequence
 from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
@@ -30,6 +30,7 @@ from lease_manager.daemon.lease_requests import (
     workdir_field,
 )
 from lease_manager.daemon.service import DaemonStopping
+from lease_manager.daemon.workers import ReusedThreadsMixin
 from lease_manager.errors import InputError, LeaseManagerError
 from lease_manager.kernel.lease import LeaseState
 from lease_manager.kernel.timeutil import format_instant
@@ -591,8 +592,7 @@ def _int_param(query: dict[str, list[str]], name: str, default: int, low: int, h
     return int(text)
 
 
-class _Server(GuardedServerMixin, ThreadingHTTPServer):
-    daemon_threads = True
+class _Server(GuardedServerMixin, ReusedThreadsMixin, HTTPServer):
     allow_reuse_address = True
     request_queue_size = 64
 
