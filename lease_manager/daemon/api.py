@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
 
-from lease_manager.daemon.connections import ConnectionGuard, GuardedServerMixin
+from lease_manager.daemon.connections import GuardedServerMixin
 from lease_manager.daemon.dashboard_http import is_dashboard
 from lease_manager.daemon.dashboard_http import serve as serve_dashboard
 from lease_manager.daemon.lease_requests import (
@@ -609,9 +609,7 @@ def start_api(daemon: Daemon) -> tuple[_Server, str]:
     except OSError as exc:
         raise cfg.error("daemon", "port", f"cannot listen on {host}:{port}: "
                                           f"{exc.strerror}") from None
-    server.guard = ConnectionGuard(cfg.get("daemon", "max-connections"),
-                                   cfg.get("daemon", "request-timeout"))
-    server.guard.start_reaper()
+    server.start_guard(cfg.get("daemon", "max-connections"), cfg.get("daemon", "request-timeout"))
     # a short poll interval: shutdown() waits for it, so the daemon stops promptly
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
                               name="lm-api", daemon=True)

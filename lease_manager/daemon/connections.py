@@ -142,6 +142,12 @@ class GuardedServerMixin:
 
     guard: ConnectionGuard
 
+    def start_guard(self, max_connections: int, request_timeout: float) -> None:
+        """Set the server's guard (``[daemon] max-connections``, ``request-timeout``) and
+        start its reaper of idle and slow connections."""
+        self.guard = ConnectionGuard(max_connections, request_timeout)
+        self.guard.start_reaper()
+
     def get_request(self) -> tuple[socket.socket, Any]:
         return accept_pausing(self.socket)  # type: ignore[attr-defined]
 

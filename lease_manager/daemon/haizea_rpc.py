@@ -38,7 +38,7 @@ from socketserver import ThreadingMixIn
 from typing import TYPE_CHECKING, Any
 from xmlrpc.server import SimpleXMLRPCRequestHandler, SimpleXMLRPCServer
 
-from lease_manager.daemon.connections import ConnectionGuard, GuardedServerMixin
+from lease_manager.daemon.connections import GuardedServerMixin
 from lease_manager.daemon.haizea_lease import lease_xml, request_of
 from lease_manager.daemon.lease_requests import RequestError, normalise
 from lease_manager.daemon.service import DaemonStopping
@@ -246,9 +246,7 @@ def start_haizea_rpc(daemon: Daemon) -> tuple[_Server, str]:
     except OSError as exc:
         raise cfg.error("daemon", "haizea-rpc-port", f"cannot listen on {HOST}:{port}: "
                                                      f"{exc.strerror}") from None
-    server.guard = ConnectionGuard(cfg.get("daemon", "max-connections"),
-                                   cfg.get("daemon", "request-timeout"))
-    server.guard.start_reaper()
+    server.start_guard(cfg.get("daemon", "max-connections"), cfg.get("daemon", "request-timeout"))
     server.max_body = cfg.get("daemon", "max-body")
     rpc = HaizeaRPC(daemon)
     for name in ("test_func", "create_lease", "cancel_lease", "get_leases", "get_lease",
