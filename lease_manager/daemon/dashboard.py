@@ -330,8 +330,12 @@ class SiteView:
                     cache[lease_id] = energy.lease_intervals(lease)
             self._power_dirty.clear()
             states = energy.states
-            off_from = {node: start for node, kind, start, _ in states.current(now)
-                        if kind is K.OFF and node in sched.bootable}
+            held = list(states.current(now))
+            # off with no boot planned: a node whose boot is planned (even one the engine
+            # has not begun yet) is drawn booting, as nodes() shows it
+            booting = {node for node, kind, _, _ in held if kind is K.SWITCHING_ON}
+            off_from = {node: start for node, kind, start, _ in held
+                        if kind is K.OFF and node in sched.bootable and node not in booting}
             until = now + 2 * POWER_AHEAD
             profile = energy.profile_until(origin, until, list(cache.values()), off_from)
             joules = np.concatenate([[0.0], np.cumsum(profile.watts[:-1]
