@@ -3,257 +3,28 @@
 from __future__ import annotations
 
 import argparse
-import gc
-import json
 import os
 import sys
 from collections.abc import Sequence
-from pathlib import Path
-
-import attrs
 
 from lease_manager import __version__
-from lease_manager.errors import LeaseManagerError, TraceError
+from lease_manager.cli_commands import (
+    cmd_config_doc,
+    cmd_convert,
+    cmd_explain,
+    cmd_export,
+    cmd_new_plugin,
+    cmd_plugin_doc,
+    cmd_plugins,
+    cmd_report,
+    cmd_serve,
+    cmd_simulate,
+    cmd_sweep,
+)
+from lease_manager.cli_commands import trace_line as trace_line
+from lease_manager.errors import LeaseManagerError
 from lease_manager.experiments.plot_options import COLOUR_BY, TIME_PLOTS
 from lease_manager.numbers import arg_float, arg_int
-
-
-def _simulate(args: argparse.Namespace) -> int:
-    from lease_manager.experiments.run_folder import claim, describe, fresh_folder, write_run_json
-    from lease_manager.observers.invariants import InvariantViolation
-    from lease_manager.run import default_out_dir, load_run
-
-    overrides = list(args.set)
-    if args.log_level == "debug":      # the decision log (observers/decisions.py)
-        overrides.append("accounting.decision-log=yes")
-    run = load_run(args.config, overrides)
-    datafile = run.config.get("accounting", "datafile")   # Haizea's: the run folder's name
-    default = Path(datafile).with_suffix("") if datafile else default_out_dir(args.config)
-    out = Path(args.out) if args.out else fresh_folder(default)
-    existed = out.exists()
-    claim(out, args.force)   # before the run: a bad output folder should not cost a simulation
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise LeaseManagerError(f"cannot write results to {out}: {exc.strerror}") from None
-    run.stream_outputs(out)   # leases.csv is written as leases end, not kept
-    bar = _progress_bar(run, args.quiet)
-    # what exists now (modules, the run's set-up) lives through the replay: the garbage
-    # collector's full passes need not walk it again and again (a short replay is mostly
-    # such passes over the modules)
-    gc.freeze()
-    try:
-        summary = run.run(progress=bar.update if bar else None)
-    except InvariantViolation as exc:
-        run.write(out)
-        print(f"lease-manager: internal error: invariant violated: {exc} "
-              f"(outputs written to {out})", file=sys.stderr)
-        return 3
-    except BaseException:
-        run.accounting.discard_stream()   # no half-written leases.csv left behind
-        raise
-    finally:
-        gc.unfreeze()   # (a caller in the same process collects as before)
-        if bar:
-            bar.close()
-    trace = run.config.get("tracefile", "tracefile")
-    if summary["trace"]["jobs_read"] == 0 and trace and run.config.haizea:
-        # Haizea runs a trace without requests and stops (its sample.lwf, all commented out)
-        print(f"lease-manager: warning: {trace}: the trace holds no jobs: an empty run",
-              file=sys.stderr)
-    elif summary["trace"]["jobs_read"] == 0 and trace and not args.allow_empty:
-        run.accounting.discard_stream()
-        if not existed and not any(out.iterdir()):
-            out.rmdir()
-        raise TraceError("the trace holds no jobs: nothing to replay (--allow-empty writes "
-                         "an empty run)", file=trace)
-    run.write(out)
-    write_run_json(out, describe(run.config, args.set, run.plugins, out, args.config,
-                                 placement=run.placement.label()))
-    if not args.quiet:
-        _print_summary(summary, out)
-    return 0
-
-
-class _Progress:
-    """A tqdm bar over the trace's jobs: those done with (a lease in its final state, or a job
-    skipped or filtered out) out of the jobs in the trace, with the rate and the time left, and
-    the simulated time reached. Only on a terminal."""
-
-    def __init__(self, run) -> None:
-        from tqdm import tqdm
-
-        from lease_manager.workload.swf import count_jobs
-
-        self.run = run
-        self.now = 0.0
-        if run.trace_reader is not None:
-            total = count_jobs(run.trace_reader.path)
-            max_jobs = run.config.get("tracefile", "max-jobs")
-            total = min(total, max_jobs) if max_jobs else total
-        else:
-            total = run.trace_stats.replayed
-        self.bar = tqdm(total=total or None, unit=" jobs", desc="replay", leave=False,
-                        file=sys.stderr, dynamic_ncols=True)
-
-    def update(self, now: float) -> None:
-        self.now = now
-        stats = self.run.trace_stats
-        done = (sum(self.run.accounting.states.values()) + sum(stats.skipped.values())
-                + sum(stats.filtered.values()))
-        self.bar.n = min(done, self.bar.total) if self.bar.total else done
-        self.bar.set_postfix_str(f"simulated {now / 86400:,.1f} days", refresh=False)
-        self.bar.refresh()
-
-    def close(self) -> None:
-        self.update(self.now)   # the last frame: every job done with
-        self.bar.close()
-
-
-def _progress_bar(run, quiet: bool) -> _Progress | None:
-    if quiet or not sys.stderr.isatty():
-        return None
-    return _Progress(run)
-
-
-def _counts(total: int, word: str, by_reason: dict[str, int], note: str = "") -> str:
-    from lease_manager.workload.swf import STOPPING_FILTERS
-
-    if not total:
-        return f"0 {word}"
-    reasons = ", ".join(f"{n:,} {why}" + (note if why in STOPPING_FILTERS else "")
-                        for why, n in by_reason.items())
-    return f"{total:,} {word} ({reasons})"
-
-
-def trace_line(trace: dict) -> str:
-    """The console line accounting for every job read: replayed, skipped and filtered, by
-    reason."""
-    skipped, filtered = trace["jobs_skipped"], trace["jobs_filtered"]
-    parts = [f"{trace['jobs_replayed']:,} replayed",
-             _counts(sum(skipped.values()), "skipped", skipped),
-             _counts(sum(filtered.values()), "filtered", filtered,
-                     ": reading stopped there")]
-    bad = trace["bad_lines"]
-    line = f"trace: {trace['jobs_read']:,} jobs read: " + ", ".join(parts)
-    return line + (f"; {bad:,} bad lines skipped" if bad else "")
-
-
-def _print_summary(s: dict, out: Path) -> None:
-    sim = s["simulation"]
-    trace = s["trace"]
-    print(f"leases: {s['leases_total']:,} submitted, {s['leases_completed']:,} completed, "
-          f"{s['leases_rejected']:,} rejected, {s['leases_unfinished']:,} unfinished")
-    print(trace_line(trace))
-    print(f"placement: {s['placement']}")
-    for reason, n in s["rejected_by_reason"].items():
-        print(f"rejected: {n:,} {reason}")
-    print(f"makespan {s['makespan']:,.0f} s, average wait {s['avg_wait']:,.1f} s "
-          f"(max {s['max_wait']:,.0f} s), bounded slowdown {s['avg_bounded_slowdown']:.2f}, "
-          f"utilization {s['utilization']:.1%}")
-    print(f"simulated in {sim['cpu_seconds']:.2f} CPU-s, peak memory {sim['peak_rss_mb']:.0f} MB;"
-          f" results in {out}/")
-
-
-def _plugins(args: argparse.Namespace) -> int:
-    from lease_manager.plugins import Plugins
-
-    infos = Plugins().describe()
-    if args.json:
-        print(json.dumps([attrs.asdict(info) for info in infos], indent=2))
-        return 0
-    for info in infos:
-        print(f"{info.name}  [{info.distribution} {info.version}]")
-        if info.per_run:
-            print(f"    per run:  {info.per_run}")
-        if info.policies:
-            print(f"    policies: {'; '.join(info.policies)}")
-        if info.at_start:
-            print(f"    host selection with placement = at-start: {', '.join(info.at_start)}")
-        print(f"    hooks:    {', '.join(info.hooks) or '-'}")
-    return 0
-
-
-def _convert(args: argparse.Namespace) -> int:
-    from lease_manager.config.schema import load_config
-    from lease_manager.plugins import Plugins
-    from lease_manager.run import swf_conversion, vm_vector
-    from lease_manager.workload.convert import ConversionStats, lwf_to_swf, swf_to_lwf
-    from lease_manager.workload.lwf import is_lwf
-    from lease_manager.workload.site_source import site_nodes
-    from lease_manager.workload.swf import TraceStats
-
-    if not Path(args.input).is_file():   # before the configuration: the first thing to fix
-        raise LeaseManagerError(f"{args.input}: " + ("is a folder, not a trace"
-                                                     if Path(args.input).is_dir()
-                                                     else "file not found"))
-    config = load_config(args.config, Plugins().schema, args.set)
-    nodes = site_nodes(config)
-    output = Path(args.output)
-    if not output.parent.is_dir():
-        raise LeaseManagerError(f"cannot write {output}: folder {output.parent} does not exist")
-    if output.is_dir():
-        raise LeaseManagerError(f"cannot write {output}: it is a folder")
-    stats: ConversionStats | TraceStats
-    try:
-        if is_lwf(args.input):
-            stats = lwf_to_swf(args.input, args.output, nodes.types,
-                               config.get("tracefile", "procs-per-vm"), strict=args.strict,
-                               vm_vector=vm_vector(config, nodes))
-        else:
-            stats = swf_to_lwf(args.input, args.output, swf_conversion(config, nodes),
-                               nodes.types,
-                               skip_bad_lines=config.get("tracefile", "skip-bad-lines"))
-    except OSError as exc:   # a file we may not read or write, a full disk...
-        raise LeaseManagerError(f"{exc.filename or output}: {exc.strerror}") from None
-    print(json.dumps(stats.as_dict(), indent=2))
-    return 0
-
-
-def _config_doc(args: argparse.Namespace) -> int:
-    from lease_manager.plugins import Plugins
-
-    sys.stdout.write(Plugins().schema.document())
-    return 0
-
-
-def _plugin_doc(args: argparse.Namespace) -> int:
-    from lease_manager.policies.reference import policy_reference
-
-    sys.stdout.write(policy_reference())
-    return 0
-
-
-def _new_plugin(args: argparse.Namespace) -> int:
-    from lease_manager.plugin_template import write_plugin
-
-    folder = write_plugin(args.name, args.kind, Path(args.out) if args.out else None)
-    print(f"lease-manager: wrote {folder}: install it with pip install -e {folder}, then run "
-          f"its test with python -m pytest {folder}", file=sys.stderr)
-    return 0
-
-
-def _sweep(args: argparse.Namespace) -> int:
-    from lease_manager.experiments.sweep import default_jobs, sweep_command
-
-    jobs = args.jobs if args.jobs is not None else default_jobs()
-    if jobs < 1:
-        raise LeaseManagerError("--jobs must be at least 1")
-    only = [name for item in args.only for name in item.split(",") if name.strip()]
-    return sweep_command(args.sweep, args.out, list_only=args.list, executor=args.executor,
-                         jobs=jobs, quiet=args.quiet, only=[n.strip() for n in only],
-                         force=args.force, add=args.add)
-
-
-def _report(args: argparse.Namespace) -> int:
-    from lease_manager.experiments.report import report_command
-
-    return report_command(args.dir, plots=args.plots, metrics=args.metric, gantt=args.gantt,
-                          gantt_leases=args.gantt_leases or None, gantt_hours=args.gantt_hours,
-                          seed=args.seed, colour_by=args.gantt_colour,
-                          time_plot=args.time_plot, states_run=args.states_run,
-                          states_window=args.states_hours, html=args.html,
-                          html_out=args.html_out)
 
 
 def hours_window(text: str) -> tuple[float, float]:
@@ -267,49 +38,6 @@ def hours_window(text: str) -> tuple[float, float]:
         raise argparse.ArgumentTypeError(f"expected FROM:TO in hours with FROM before TO "
                                          f"(e.g. 240:264), not {text!r}")
     return window
-
-
-def _explain(args: argparse.Namespace) -> int:
-    from lease_manager.experiments.explain import explain
-
-    sys.stdout.write(explain(args.dir, args.lease))
-    return 0
-
-
-def _export(args: argparse.Namespace) -> int:
-    from lease_manager.experiments.export import export_command
-
-    return export_command(args.dir, args.format, args.out)
-
-
-def _serve(args: argparse.Namespace) -> int:
-    import logging
-
-    from lease_manager.daemon.service import Daemon
-
-    overrides = list(args.set)
-    if args.speedup is not None:
-        overrides.append(f"simulation.speedup={args.speedup}")
-    if args.port is not None:
-        overrides.append(f"daemon.port={args.port}")
-    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    daemon = Daemon(args.config, tuple(overrides))
-
-    def ready(d: Daemon) -> None:
-        print(f"lease-manager: serving on {d.url} (token in {d.token_path()}, state in "
-              f"{d.state_dir})", file=sys.stderr, flush=True)
-
-    try:
-        daemon.serve_forever(ready=ready)
-    except LeaseManagerError:
-        raise
-    except Exception:   # a bug: say so plainly; the state folder is intact for a restart
-        logging.getLogger("lease_manager.daemon").exception(
-            "internal error: the daemon stopped (its state in %s is intact: start it again "
-            "to carry on)", daemon.state_dir)
-        return 3
-    return 0
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
@@ -343,7 +71,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     sim.add_argument("--allow-empty", action="store_true",
                      help="replay a trace that holds no jobs (otherwise an error; a Haizea "
                           "configuration file's empty trace only warns, as Haizea runs it)")
-    sim.set_defaults(func=_simulate)
+    sim.set_defaults(func=cmd_simulate)
     if command == "simulate":
         return parser
 
@@ -352,7 +80,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
                                       "packages), the policies each registers by kind, and "
                                       "the hooks each implements. Writes no file.")
     plug.add_argument("--json", action="store_true", help="machine-readable output")
-    plug.set_defaults(func=_plugins)
+    plug.set_defaults(func=cmd_plugins)
 
     conv = sub.add_parser(
         "convert", help="convert an SWF trace into Haizea's LWF, or LWF back into SWF",
@@ -367,13 +95,13 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
                       help="override a configuration option (repeatable)")
     conv.add_argument("--strict", action="store_true",
                       help="LWF -> SWF: stop at the first lease SWF cannot express")
-    conv.set_defaults(func=_convert)
+    conv.set_defaults(func=cmd_convert)
 
     doc = sub.add_parser("config-doc", help="print the configuration reference",
                          description="Print every section and option the installed core and "
                                      "plugins accept, with types, defaults and meanings, as "
                                      "Markdown on standard output. Writes no file.")
-    doc.set_defaults(func=_config_doc)
+    doc.set_defaults(func=cmd_config_doc)
 
     pdoc = sub.add_parser("plugin-doc", help="print the policy reference",
                           description="Print each policy kind's protocol (its methods and "
@@ -381,7 +109,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
                           "fields and the hooks, as Markdown on standard output, from the "
                           "code itself (docs/reference/policies.md is this output). Writes no "
                           "file.")
-    pdoc.set_defaults(func=_plugin_doc)
+    pdoc.set_defaults(func=cmd_plugin_doc)
 
     from lease_manager.policies import POLICY_KINDS
 
@@ -396,7 +124,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
                       help="the policy kind")
     newp.add_argument("--out", metavar="DIR", help="the folder to write (default: lm-NAME); "
                       "it must not exist")
-    newp.set_defaults(func=_new_plugin)
+    newp.set_defaults(func=cmd_new_plugin)
 
     swp = sub.add_parser("sweep", help="run every profile x trace x seed of a sweep file",
                          description="Run a sweep file's runs (resumable: finished runs are "
@@ -424,7 +152,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
                      "--out)")
     swp.add_argument("-q", "--quiet", action="store_true",
                      help="no progress bar and no summary line")
-    swp.set_defaults(func=_sweep)
+    swp.set_defaults(func=cmd_sweep)
 
     exp = sub.add_parser("explain", help="one lease's story: its decisions, its wait, and "
                          "who held its nodes",
@@ -434,7 +162,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
                          "started on while it waited (from DIR/leases.csv).")
     exp.add_argument("dir", help="a run's folder (simulate --out)")
     exp.add_argument("lease", type=arg_int, help="the lease's id (leases.csv's lease_id)")
-    exp.set_defaults(func=_explain)
+    exp.set_defaults(func=cmd_explain)
 
     rep = sub.add_parser("report", help="compare a sweep's profiles; draw plots",
                          description="On a sweep's folder: rebuild DIR/results.csv and "
@@ -477,7 +205,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
                      "interactive charts, and the table of leases (of runs, for a sweep)")
     rep.add_argument("--html-out", metavar="FILE",
                      help="where --html writes the page (default DIR/report.html)")
-    rep.set_defaults(func=_report)
+    rep.set_defaults(func=cmd_report)
 
     exp = sub.add_parser("export", help="write a run's schedule for other tools",
                          description="Write the schedule of one run folder (simulate's, or a "
@@ -488,7 +216,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     exp.add_argument("--format", required=True, choices=("batsim", "swf"),
                      help="batsim: jobs.csv; swf: the simulated schedule as SWF")
     exp.add_argument("--out", metavar="FILE", help="the file to write (default in RUN-DIR)")
-    exp.set_defaults(func=_export)
+    exp.set_defaults(func=cmd_export)
 
     srv = sub.add_parser("serve", help="run the lease daemon on the real clock",
                          description="Take lease requests through a JSON HTTP API, keep them "
@@ -505,7 +233,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
                      "(demos and tests; default [simulation] speedup)")
     srv.add_argument("--port", type=arg_int, help="API port (default [daemon] port; 0: any)")
     srv.add_argument("-v", "--verbose", action="store_true", help="log every request")
-    srv.set_defaults(func=_serve)
+    srv.set_defaults(func=cmd_serve)
 
     from lease_manager.daemon.client import add_client_commands
 
