@@ -426,6 +426,20 @@ def translate(path: Path, parser: configparser.ConfigParser,
                 continue
             for our_section, our_name, text in settings:
                 raw[(our_section, our_name)] = (text, f"{path}:{line}")
+    errors += _missing_required(path, parser, where)
+    source = f"{path}:{where.get(('general', ''), 1)}"
+    for section, name, text in HAIZEA_DEFAULTS:
+        raw.setdefault((section, name), (text, source))
+    if ("simulation", "clock") not in raw:
+        raw[("simulation", "clock")] = ("simulated", source)
+    return raw, errors
+
+
+def _missing_required(path: Path, parser: configparser.ConfigParser,
+                      where: dict[tuple[str, str], int]) -> list[ConfigError]:
+    """The options a Haizea file must give and does not (each error naming its section's
+    line): Haizea's required ones, and the rates suspension needs."""
+    errors = []
     opennebula = parser.get("general", "mode", fallback="").strip() == "opennebula"
     for section, name in HAIZEA_REQUIRED:
         if opennebula and section == "simulation":
@@ -442,9 +456,4 @@ def translate(path: Path, parser: configparser.ConfigParser,
                                           file=str(path),
                                           line=where.get(("scheduling", "")),
                                           field=f"[scheduling] {name}"))
-    source = f"{path}:{where.get(('general', ''), 1)}"
-    for section, name, text in HAIZEA_DEFAULTS:
-        raw.setdefault((section, name), (text, source))
-    if ("simulation", "clock") not in raw:
-        raw[("simulation", "clock")] = ("simulated", source)
-    return raw, errors
+    return errors
