@@ -27,7 +27,7 @@ import numpy as np
 from lease_manager.errors import TraceError
 from lease_manager.kernel.lease import Lease, LeaseType
 from lease_manager.kernel.resources import NodeSet, ResourceTypes
-from lease_manager.workload.lwf import read_lwf
+from lease_manager.workload.lwf import LWFWorkload, read_lwf
 from lease_manager.workload.lwf_writer import write_lwf
 from lease_manager.workload.swf import SWFConversion, SWFReader, TraceStats, swf_leases
 
@@ -150,11 +150,19 @@ def lwf_to_swf(lwf_path: str | Path, swf_path: str | Path, types: ResourceTypes 
         fields = [stats.converted, _num(lease.submit), -1, _num(run), procs, -1, -1, procs,
                   _num(lease.requested_duration), -1, -1, -1, -1, -1, -1, -1, -1, -1]
         rows.append(" ".join(map(str, fields)))
+    _write_swf(Path(swf_path), _swf_header(workload, Path(lwf_path).name, procs_per_vm, stats),
+               rows)
+    return stats
 
+
+def _swf_header(workload: LWFWorkload, lwf_name: str, procs_per_vm: int,
+                stats: ConversionStats) -> list[str]:
+    """The header comments of an SWF file converted from an LWF workload: the conversion's
+    rules, what it skipped and the directives."""
     header = [
         "; Version: 2.2",
         f"; Computer: lease_manager (converted from the LWF workload {workload.name or '-'})",
-        f"; Conversion: {Path(lwf_path).name} -> SWF by lease_manager lwf_to_swf: best-effort "
+        f"; Conversion: {lwf_name} -> SWF by lease_manager lwf_to_swf: best-effort "
         f"leases of one VM size; processors = VMs x {procs_per_vm}; run time = real duration "
         f"(else the requested duration)",
     ]
@@ -166,7 +174,12 @@ def lwf_to_swf(lwf_path: str | Path, swf_path: str | Path, types: ResourceTypes 
     if workload.site is not None:
         header.append(f"; MaxNodes: {workload.site.count}")
     header.append(";")
-    path = Path(swf_path)
+    return header
+
+
+def _write_swf(path: Path, header: list[str], rows: list[str]) -> None:
+    """Write an SWF file's header and job rows, whole or not at all (through a temporary
+    file)."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         with open(tmp, "w", encoding="utf-8") as fh:
@@ -177,7 +190,6 @@ def lwf_to_swf(lwf_path: str | Path, swf_path: str | Path, types: ResourceTypes 
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
-    return stats
 
 
 # -------------------------------------------------------------------------------- merging

@@ -394,7 +394,19 @@ class _LeaseReader:
         duration = self.time(elem.find("duration"), unlimited=True, positive=True)
         real = request.find("realduration")
         actual = self.time(real, positive=True) if real is not None else None
+        kind, start_request, deadline = self.start(elem, arrival)
+        extra, max_price = self.extra(elem)
+        lease = Lease(self.next_id, kind, arrival, vms, duration, actual,
+                      start_request=start_request, deadline=deadline, source_id=elem.get("id"),
+                      extra=extra, origin=f"{self.file}:{request.sourceline}",
+                      max_price=max_price)
+        self.next_id += 1
+        return lease
 
+    def start(self, elem: etree._Element, arrival: float
+              ) -> tuple[LeaseType, float | None, float | None]:
+        """A ``<lease>``'s type, from its ``<start>`` and ``<deadline>``, with the earliest
+        start it requests and its deadline (None: none)."""
         start = elem.find("start")
         exact = start.find("exact")
         start_request = self.time(exact) if exact is not None else None
@@ -416,7 +428,11 @@ class _LeaseReader:
             kind = LeaseType.IMMEDIATE
         else:
             kind = LeaseType.BEST_EFFORT
+        return kind, start_request, deadline
 
+    def extra(self, elem: etree._Element) -> tuple[dict[str, Any], float | None]:
+        """A ``<lease>``'s extra attributes (its preemptible attribute, disk image and
+        ``<extra><attr>``s), checked, and the price it will pay at most (None: any)."""
         extra: dict[str, Any] = {}
         preemptible = elem.get("preemptible")
         if preemptible is not None:
@@ -438,35 +454,38 @@ class _LeaseReader:
                 raise self.error(attr, "<attr name>",
                                  f"{name!r} is reserved (it comes from the lease's {source})")
             if name == MAX_PRICE:
-                try:
-                    max_price = float(attr.get("value"))
-                except ValueError:
-                    max_price = math.nan
-                if not max_price >= 0:
-                    raise self.error(attr, "<attr max-price>",
-                                     f"{attr.get('value')!r} is not a price (a number >= 0)")
+                max_price = self.max_price(attr)
                 continue
             if name == WATTS_ATTRIBUTE:
-                try:
-                    watts = parse_float(attr.get("value") or "")
-                except ValueError:
-                    watts = math.nan
-                if not 0 <= watts <= MAX_LEASE_WATTS:
-                    raise self.error(attr, "<attr watts>",
-                                     f"{attr.get('value')!r} is not a power (a number of watts "
-                                     f"per VM in [0, {MAX_LEASE_WATTS:g}])")
+                self.check_watts(attr)
             try:
                 check_extra({name: attr.get("value")}, self.attributes)
             except ExtraAttributeError as exc:
                 raise self.error(attr, f"<attr {name}>", exc.detail) from None
             extra[name] = attr.get("value")
+        return extra, max_price
 
-        lease = Lease(self.next_id, kind, arrival, vms, duration, actual,
-                      start_request=start_request, deadline=deadline, source_id=elem.get("id"),
-                      extra=extra, origin=f"{self.file}:{request.sourceline}",
-                      max_price=max_price)
-        self.next_id += 1
-        return lease
+    def max_price(self, attr: etree._Element) -> float:
+        """The price of an ``<attr name="max-price">``: a number >= 0."""
+        try:
+            max_price = float(attr.get("value"))
+        except ValueError:
+            max_price = math.nan
+        if not max_price >= 0:
+            raise self.error(attr, "<attr max-price>",
+                             f"{attr.get('value')!r} is not a price (a number >= 0)")
+        return max_price
+
+    def check_watts(self, attr: etree._Element) -> None:
+        """Refuse an ``<attr name="watts">`` that is not a power per VM in range."""
+        try:
+            watts = parse_float(attr.get("value") or "")
+        except ValueError:
+            watts = math.nan
+        if not 0 <= watts <= MAX_LEASE_WATTS:
+            raise self.error(attr, "<attr watts>",
+                             f"{attr.get('value')!r} is not a power (a number of watts "
+                             f"per VM in [0, {MAX_LEASE_WATTS:g}])")
 
 
 # ----------------------------------------------------------------------------- writing

@@ -59,18 +59,7 @@ def iter_tasks(path: str | Path, vm_vector: np.ndarray) -> Iterator[Lease]:
         raise TraceError(f"cannot read the task file: {exc}", file=name) from None
     rows = csv_rows(text.splitlines(),
                     lambda message, line: TraceError(message, file=name, line=line))
-    header = [h.strip().lower() for h in next(rows, [])]
-    if not header or not any(header):
-        raise TraceError("empty file: expected a header line (id,submit,duration,vms,watts)",
-                         file=name, line=1)
-    for column in header:
-        if column not in COLUMNS:
-            raise TraceError(f"unknown column {column!r} (columns: {', '.join(COLUMNS)})",
-                             file=name, line=1)
-    if len(set(header)) != len(header):
-        raise TraceError("a column is named twice", file=name, line=1)
-    if "duration" not in header:
-        raise TraceError("no duration column", file=name, line=1)
+    header = _header(next(rows, []), name)
     last_submit = 0.0
     lease_id = 0
     for number, row in enumerate(rows, start=2):
@@ -109,6 +98,23 @@ def iter_tasks(path: str | Path, vm_vector: np.ndarray) -> Iterator[Lease]:
                     VMRequest.uniform(int(vms), vm_vector), duration, actual,
                     source_id=cells.get("id") or str(number - 1), extra=extra,
                     origin=f"{name}:{number}")
+
+
+def _header(first: list[str], name: str) -> list[str]:
+    """The columns a task file's first row names (lower case), checked."""
+    header = [h.strip().lower() for h in first]
+    if not header or not any(header):
+        raise TraceError("empty file: expected a header line (id,submit,duration,vms,watts)",
+                         file=name, line=1)
+    for column in header:
+        if column not in COLUMNS:
+            raise TraceError(f"unknown column {column!r} (columns: {', '.join(COLUMNS)})",
+                             file=name, line=1)
+    if len(set(header)) != len(header):
+        raise TraceError("a column is named twice", file=name, line=1)
+    if "duration" not in header:
+        raise TraceError("no duration column", file=name, line=1)
+    return header
 
 
 def _value(cells: dict[str, str], column: str, name: str, line: int, low: float, high: float,
