@@ -23,6 +23,7 @@ import operator
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+import attrs
 import numpy as np
 
 from lease_manager.hookspecs import hookimpl
@@ -55,6 +56,23 @@ def stranded(leases: Iterable[Lease]) -> list[str]:
 
 class InvariantViolation(AssertionError):
     """The run broke an invariant: a bug in lease_manager or in a plugin."""
+
+
+@attrs.frozen
+class _Waves:
+    """How one batch's rows are added (:meth:`InvariantChecker._waves`): the nodes ranked by
+    their rows (``by_rows``, ``most`` rows first), the number of nodes in each wave up to
+    ``cut`` and where each wave starts among the rows, the ``hot`` nodes' rows after the
+    waves (``tails``; None: no hot node), and the row of the batch at each place."""
+
+    by_rows: np.ndarray
+    most: np.ndarray
+    wave: np.ndarray
+    cut: int
+    hot: int
+    offsets: np.ndarray
+    tails: np.ndarray | None
+    source: np.ndarray
 
 
 class InvariantChecker:
@@ -185,6 +203,45 @@ class InvariantChecker:
         if not passed:
             return
         self._passed, self._passed_rows = [], 0
+        gathered = self._gather(passed)
+        if gathered is None:
+            self._apply_one_by_one(passed)   # (anything unusual: as the sweep always did)
+            return
+        nodes, amounts, node_lists = gathered
+        count, width = len(self._usage), amounts.shape[1]
+        sizes = np.fromiter(map(len, node_lists), dtype=np.intp, count=len(passed))
+        starts = np.fromiter(map(_IS_START, passed), dtype=bool, count=len(passed))
+        event_of = np.repeat(np.arange(len(passed), dtype=np.int32), sizes)
+        given = nodes   # (as the messages name them)
+        if nodes.min() < 0:
+            nodes = np.where(nodes < 0, nodes + count, nodes)
+        # each node's rows, in the sweep's order (a stable sort: a radix sort on 16 bits)
+        order = np.argsort(nodes.astype(np.int16) if count <= 2 ** 15 else nodes,
+                           kind="stable")
+        work, n = self._work, len(nodes)
+        node_sorted = nodes.take(order, out=work("node_sorted", (n,), nodes.dtype), mode="clip")
+        event_sorted = event_of.take(order, out=work("event_sorted", (n,), np.int32),
+                                     mode="clip")
+        twice = node_sorted[1:] == node_sorted[:-1]
+        twice &= event_sorted[1:] == event_sorted[:-1]
+        if twice.any():
+            self._apply_one_by_one(passed)   # a node twice in one allocation
+            return
+        # an end takes its amounts away: x - a is x + (-a), exactly (amounts is a copy)
+        flat = amounts.reshape(-1)
+        np.negative(flat, out=flat, where=np.repeat(~starts, sizes * width))
+        waves = self._waves(nodes, node_sorted, order)
+        # (mode clip: the indices are valid, and out is not buffered)
+        rows = amounts.take(waves.source, axis=0, out=work("rows", amounts.shape), mode="clip")
+        found = self._add_waves(waves, rows, width)
+        if found:
+            self._report(found, passed, starts, event_of, given)
+
+    def _gather(self, passed: list[tuple[float, int, int, np.ndarray, np.ndarray]]
+                ) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]] | None:
+        """The node rows of the events passed and their amounts (one row each, floats, in
+        a scratch array), and each event's nodes; None when they are not as the waves need
+        them (nodes of another kind or out of range, amounts of another shape)."""
         usage = self._usage
         width = usage.shape[1] if usage.ndim == 2 else -1
         count = len(usage)
@@ -206,30 +263,15 @@ class InvariantChecker:
                 or amounts.shape != (len(nodes), width) or not len(nodes)
                 or not np.issubdtype(nodes.dtype, np.integer)
                 or nodes.min() < -count or nodes.max() >= count):
-            self._apply_one_by_one(passed)   # (anything unusual: as the sweep always did)
-            return
-        sizes = np.fromiter(map(len, node_lists), dtype=np.intp, count=len(passed))
-        starts = np.fromiter(map(_IS_START, passed), dtype=bool, count=len(passed))
-        event_of = np.repeat(np.arange(len(passed), dtype=np.int32), sizes)
-        given = nodes   # (as the messages name them)
-        if nodes.min() < 0:
-            nodes = np.where(nodes < 0, nodes + count, nodes)
-        # each node's rows, in the sweep's order (a stable sort: a radix sort on 16 bits)
-        order = np.argsort(nodes.astype(np.int16) if count <= 2 ** 15 else nodes,
-                           kind="stable")
-        work, n = self._work, len(nodes)
+            return None
+        return nodes, amounts, node_lists
+
+    def _waves(self, nodes: np.ndarray, node_sorted: np.ndarray, order: np.ndarray
+               ) -> _Waves:
+        """Where each of the batch's rows goes in the waves (:meth:`_apply`): the nodes
+        ranked by their rows, the waves' sizes and offsets, and the hot nodes' tails."""
+        count, work, n = len(self._usage), self._work, len(nodes)
         small = np.dtype(np.int32 if n < 2 ** 31 else np.intp)   # (row numbers: half the bytes)
-        node_sorted = nodes.take(order, out=work("node_sorted", (n,), nodes.dtype), mode="clip")
-        event_sorted = event_of.take(order, out=work("event_sorted", (n,), np.int32),
-                                     mode="clip")
-        twice = node_sorted[1:] == node_sorted[:-1]
-        twice &= event_sorted[1:] == event_sorted[:-1]
-        if twice.any():
-            self._apply_one_by_one(passed)   # a node twice in one allocation
-            return
-        # an end takes its amounts away: x - a is x + (-a), exactly (amounts is a copy)
-        flat = amounts.reshape(-1)
-        np.negative(flat, out=flat, where=np.repeat(~starts, sizes * width))
         lengths = np.bincount(nodes, minlength=count)
         # the nodes by their rows, most first, and each row's rank among its node's rows
         by_rows = np.argsort(-lengths, kind="stable")[:np.count_nonzero(lengths)]
@@ -253,6 +295,7 @@ class InvariantChecker:
         offsets = np.zeros(cut + 1, dtype=small)
         np.cumsum(wave[:cut], out=offsets[1:])
         # where each row goes (wave by wave, then each hot node's rest), and the rows there
+        tails = None
         if hot:
             tails = np.zeros(hot + 1, dtype=small)
             np.cumsum(most[:hot] - cut, out=tails[1:])
@@ -264,22 +307,29 @@ class InvariantChecker:
             dest += node_place
         source = work("source", (n,), small)
         source[dest] = order
-        # (mode clip: the indices are valid, and out is not buffered)
-        rows = amounts.take(source, axis=0, out=work("rows", amounts.shape), mode="clip")
+        return _Waves(by_rows, most, wave, cut, hot, offsets, tails, source)
+
+    def _add_waves(self, waves: _Waves, rows: np.ndarray, width: int
+                   ) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Add the batch's ``rows`` (in their wave order) to what the nodes hold; the rows
+        found above a capacity and what their nodes held then (while fewer than ten are
+        known)."""
+        by_rows, source, cut, hot = waves.by_rows, waves.source, waves.cut, waves.hot
+        usage = self._usage
         held = usage.take(by_rows, axis=0)
         # (nodes alike: any rows of the limits are the same)
         limit = self._limit[:len(by_rows)] if self._uniform else self._limit.take(by_rows,
                                                                                    axis=0)
         check = len(self._over) < 10
         found: list[tuple[np.ndarray, np.ndarray]] = []   # (rows above, what they held)
-        for k, lo in zip(wave[:cut].tolist(), offsets.tolist(), strict=False):
+        for k, lo in zip(waves.wave[:cut].tolist(), waves.offsets.tolist(), strict=False):
             now = held[:k]
             now += rows[lo:lo + k]
             if check and (now > limit[:k]).any():
                 hit = np.flatnonzero((now > limit[:k]).any(axis=1))
                 found.append((source[lo + hit], now[hit]))
-        for i, (lo, length) in enumerate(zip(tails[:hot].tolist() if hot else (),
-                                             most[:hot].tolist(), strict=True)):
+        tails = waves.tails[:hot].tolist() if waves.tails is not None else ()
+        for i, (lo, length) in enumerate(zip(tails, waves.most[:hot].tolist(), strict=True)):
             block = np.empty((length - cut + 1, width))
             block[0] = held[i]
             block[1:] = rows[lo + cut:lo + length]
@@ -290,13 +340,17 @@ class InvariantChecker:
                 if len(hit):
                     found.append((source[lo + cut + hit], block[1 + hit]))
         usage[by_rows] = held
-        if not found:
-            return
+        return found
+
+    def _report(self, found: list[tuple[np.ndarray, np.ndarray]],
+                passed: list[tuple[float, int, int, np.ndarray, np.ndarray]],
+                starts: np.ndarray, event_of: np.ndarray, given: np.ndarray) -> None:
+        """Describe the starts among the rows ``found`` above a capacity, in the sweep's
+        order (event by event, an event's nodes in its order), up to ten in all."""
         over = np.concatenate([row for row, _ in found])
         values = np.concatenate([value for _, value in found])
         is_start = starts[event_of[over]]   # (above after an end too: rare)
         over, values = over[is_start], values[is_start]
-        # in the sweep's order: event by event, an event's nodes in its order
         for i in np.argsort(over, kind="stable")[:10 - len(self._over)].tolist():
             row = int(over[i])
             t, node = passed[int(event_of[row])][0], int(given[row])
