@@ -367,7 +367,7 @@ def scale_one(placement: str, tmpdir: Path, repeat: int, timeout: float, million
         trace.unlink()
 
 
-def main(argv: list[str] | None = None) -> int:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--modes", default=",".join(MODES),
                         help=f"comma-separated backfilling modes (default: {','.join(MODES)})")
@@ -392,6 +392,11 @@ def main(argv: list[str] | None = None) -> int:
                              "under a second and start-up is much of it (default 9)")
     parser.add_argument("--timeout", type=float, default=1800.0,
                         help="seconds allowed per replay (default: 1800)")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _parser()
     args = parser.parse_args(argv)
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     unknown = [m for m in modes if m not in MODES]
@@ -415,16 +420,7 @@ def main(argv: list[str] | None = None) -> int:
                 "30days", TRACE_30DAYS, 144, runs, (f"tracefile.tracefile={TRACE_30DAYS}",),
                 args.repeat_30days, args.timeout)
     if not args.quick:
-        full = args.full.resolve()
-        if not full.is_file():
-            print(f"\n(b), (c) skipped: full log not found at {full} (give it with --full)")
-        else:
-            ratio_table(f"(b) {full.name} (queues 1-4, 8 processors per VM)", "full", full, 144,
-                        runs, FULL_SETTINGS + (f"tracefile.tracefile={full}",), args.repeat,
-                        args.timeout, procs_per_vm=8, queues="1,2,3,4")
-            if not args.skip_growth:
-                growth(full, runs, 1, args.timeout)
-                stationary_growth(runs, 1, args.timeout)
+        full_log(args, runs)
     if args.scale:
         scale(1, args.timeout, args.million, placements)
     if args.energy:
@@ -433,6 +429,20 @@ def main(argv: list[str] | None = None) -> int:
                     ENERGY + (f"tracefile.tracefile={TRACE_30DAYS}",), args.repeat_30days,
                     args.timeout)
     return 0
+
+
+def full_log(args: argparse.Namespace, runs: list[tuple[str, str]]) -> None:
+    """(b) and, unless skipped, (c): the full SDSC Blue log, if it is there."""
+    full = args.full.resolve()
+    if not full.is_file():
+        print(f"\n(b), (c) skipped: full log not found at {full} (give it with --full)")
+        return
+    ratio_table(f"(b) {full.name} (queues 1-4, 8 processors per VM)", "full", full, 144,
+                runs, FULL_SETTINGS + (f"tracefile.tracefile={full}",), args.repeat,
+                args.timeout, procs_per_vm=8, queues="1,2,3,4")
+    if not args.skip_growth:
+        growth(full, runs, 1, args.timeout)
+        stationary_growth(runs, 1, args.timeout)
 
 
 if __name__ == "__main__":
