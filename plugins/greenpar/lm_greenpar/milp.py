@@ -99,141 +99,85 @@ def epochs_needed(job: Job, epoch: float) -> int:
     return max(1, math.ceil(seconds / epoch - 1e-9) + 1)
 
 
+#: the variables of a job in one epoch: (index, servers, VMs, speedup) of each allocation
+_Options = list[tuple[int, int, int, float]]
+
+
+class _Model:
+    """The MILP as it is built: its variables (cost, bounds, integrality) and rows, in the
+    order they are added, and per epoch the terms of its capacity and brown-energy rows."""
+
+    def __init__(self, horizon: int) -> None:
+        self.horizon = horizon
+        self.cols: list[float] = []            # objective coefficients
+        self.lower: list[float] = []
+        self.upper: list[float] = []
+        self.integer: list[int] = []
+        self.rows: list[tuple[dict[int, float], float, float]] = []
+        #: per epoch: the servers of each allocation, its server-seconds, and the joules of
+        #: each migration variable
+        self.servers: list[dict[int, float]] = [dict() for _ in range(horizon)]
+        self.seconds: list[dict[int, float]] = [dict() for _ in range(horizon)]
+        self.migrations: list[dict[int, float]] = [dict() for _ in range(horizon)]
+
+    def var(self, cost: float, lo: float = 0.0, hi: float = 1.0, integral: bool = True) -> int:
+        self.cols.append(cost)
+        self.lower.append(lo)
+        self.upper.append(hi)
+        self.integer.append(1 if integral else 0)
+        return len(self.cols) - 1
+
+    def row(self, coefs: dict[int, float], lo: float, hi: float) -> None:
+        self.rows.append((coefs, lo, hi))
+
+    def solve(self, time_limit: float, gap: float
+              ) -> tuple[int, str, np.ndarray | None, float]:
+        """HiGHS's result on the model (``scipy.optimize.milp``): its status, message,
+        values of the variables (None: no solution) and objective."""
+        data: list[float] = []
+        ri: list[int] = []
+        ci: list[int] = []
+        lo: list[float] = []
+        hi: list[float] = []
+        for r, (coefs, a, upper_bound) in enumerate(self.rows):
+            for c, value in coefs.items():
+                ri.append(r)
+                ci.append(c)
+                data.append(value)
+            lo.append(a)
+            hi.append(upper_bound)
+        # scipy.optimize costs about 0.4 CPU-s to import: only runs that solve pay for it
+        from scipy import sparse
+        from scipy.optimize import Bounds, LinearConstraint, milp
+
+        matrix = sparse.csr_array((data, (ri, ci)), shape=(len(self.rows), len(self.cols)))
+        result = milp(np.array(self.cols), constraints=LinearConstraint(matrix, lo, hi),
+                      integrality=np.array(self.integer), bounds=Bounds(self.lower, self.upper),
+                      options={"time_limit": max(time_limit, 0.1), "disp": False,
+                               "mip_rel_gap": gap})
+        return result.status, str(result.message), result.x, result.fun
+
+
 def solve(problem: Problem, jobs: Sequence[Job], time_limit: float, gap: float = 1e-4
           ) -> Solution:
     """Solve the MILP (see the module docstring) within ``time_limit`` seconds."""
     t_start = time.process_time()
-    epoch = problem.epoch
     horizon = len(problem.green)
-    lengths = np.full(horizon, epoch)
+    lengths = np.full(horizon, problem.epoch)
     if problem.first_length is not None:
         lengths[0] = problem.first_length
-    cols: list[float] = []            # objective coefficients
-    lower: list[float] = []
-    upper: list[float] = []
-    integer: list[int] = []
-
-    def var(cost: float, lo: float = 0.0, hi: float = 1.0, integral: bool = True) -> int:
-        cols.append(cost)
-        lower.append(lo)
-        upper.append(hi)
-        integer.append(1 if integral else 0)
-        return len(cols) - 1
-
-    rows: list[tuple[dict[int, float], float, float]] = []
-
-    def row(coefs: dict[int, float], lo: float, hi: float) -> None:
-        rows.append((coefs, lo, hi))
-
+    model = _Model(horizon)
     n_jobs = max(len(jobs), 1)
-    xs: dict[int, dict[int, list[tuple[int, int, int, float]]]] = {}   # job -> k -> vars
+    xs: dict[int, dict[int, _Options]] = {}   # job -> k -> vars
     slack: dict[int, int] = {}
-    ys: dict[int, dict[int, int]] = {}
-    per_epoch_servers: list[dict[int, float]] = [dict() for _ in range(horizon)]
-    per_epoch_seconds: list[dict[int, float]] = [dict() for _ in range(horizon)]
-    per_epoch_d: list[dict[int, float]] = [dict() for _ in range(horizon)]
     for job in jobs:
-        last = min(horizon, job.first + epochs_needed(job, epoch))
-        vm_counts = sorted({v for _, v, _ in job.options})
-        if len(vm_counts) > 1:
-            ys[job.key] = {v: var(0.0) for v in vm_counts}
-            row({y: 1.0 for y in ys[job.key].values()}, 1.0, 1.0)
-        slack[job.key] = var(SLACK_PENALTY, 0.0, math.inf, integral=False)
-        xs[job.key] = {}
-        n_max = max(n for n, _, _ in job.options)
-        progress: dict[int, float] = {}
-        elapsed = job.elapsed
-        prev_servers: dict[int, float] | None = None
-        for k in range(job.first, last):
-            length = (job.first_length if k == job.first and job.first_length is not None
-                      else lengths[k])
-            hours = length / 3600.0
-            here = []
-            for n, v, sp in job.options:
-                if k < job.first + job.hold and n != job.current:
-                    continue     # changed too recently to change again (resize-interval)
-                i = var(problem.beta_cost * hours / n_jobs)
-                here.append((i, n, v, sp))
-                if job.key in ys:
-                    row({i: 1.0, ys[job.key][v]: -1.0}, -math.inf, 0.0)
-                per_epoch_servers[k][i] = float(n)
-                per_epoch_seconds[k][i] = n * length
-            xs[job.key][k] = here
-            running = {i: 1.0 for i, _, _, _ in here}
-            row(running, 0.0 if k > job.first else 1.0, 1.0)       # one option; first: run
-            if k > job.first:
-                before = {i: -1.0 for i, _, _, _ in xs[job.key][k - 1]}
-                row({**running, **before}, -math.inf, 0.0)         # contiguous
-            for i, _, _, sp in here:
-                progress[i] = sp * length
-            elapsed += length
-            # cumulative SLA at the end of epoch k, if the job runs in it
-            sla = dict(progress)
-            for i, _, _, _ in here:
-                sla[i] = sla.get(i, 0.0) - job.sla_rate * elapsed
-            sla[slack[job.key]] = 1.0
-            if job.sla_rate > 0:
-                row(sla, -job.done, math.inf)
-            # migrations while it runs on
-            servers = {i: float(n) for i, n, _, _ in here}
-            if prev_servers is not None or job.current is not None:
-                d = var(0.0, 0.0, math.inf, integral=False)
-                per_epoch_d[k][d] = problem.migration_joules
-                big = float(n_max)
-                for sign in (1.0, -1.0):
-                    coefs = {i: sign * s for i, s in servers.items()}
-                    const = 0.0
-                    if prev_servers is not None:
-                        for i, s in prev_servers.items():
-                            coefs[i] = coefs.get(i, 0.0) - sign * s
-                    else:
-                        const = sign * float(job.current or 0)
-                    for i in servers:
-                        coefs[i] = coefs.get(i, 0.0) + big
-                    coefs[d] = -1.0
-                    row(coefs, -math.inf, big + const)
-            prev_servers = servers
-        row(dict(progress), job.work, math.inf)                    # completion
-    # capacity and brown energy per epoch
-    for k in range(horizon):
-        if per_epoch_servers[k]:
-            row(per_epoch_servers[k], -math.inf, problem.capacity)
-        b = var(problem.price[k], 0.0, math.inf, integral=False)
-        coefs = {i: problem.server_watts * s / JOULES_PER_KWH
-                 for i, s in per_epoch_seconds[k].items()}
-        for d, joules in per_epoch_d[k].items():
-            coefs[d] = joules / JOULES_PER_KWH
-        coefs[b] = -1.0
-        row(coefs, -math.inf,
-            (problem.green[k] - problem.base_watts) * lengths[k] / JOULES_PER_KWH)
-    # assemble
-    data: list[float] = []
-    ri: list[int] = []
-    ci: list[int] = []
-    lo: list[float] = []
-    hi: list[float] = []
-    for r, (coefs, a, upper_bound) in enumerate(rows):
-        for c, value in coefs.items():
-            ri.append(r)
-            ci.append(c)
-            data.append(value)
-        lo.append(a)
-        hi.append(upper_bound)
-    # scipy.optimize costs about 0.4 CPU-s to import: only runs that solve pay for it
-    from scipy import sparse
-    from scipy.optimize import Bounds, LinearConstraint, milp
-
-    matrix = sparse.csr_array((data, (ri, ci)), shape=(len(rows), len(cols)))
-    result = milp(np.array(cols), constraints=LinearConstraint(matrix, lo, hi),
-                  integrality=np.array(integer), bounds=Bounds(lower, upper),
-                  options={"time_limit": max(time_limit, 0.1), "disp": False,
-                           "mip_rel_gap": gap})
+        xs[job.key], slack[job.key] = _add_job(model, problem, job, lengths, n_jobs)
+    _add_epochs(model, problem, lengths)
+    status, message, x, objective = model.solve(time_limit, gap)
     seconds = time.process_time() - t_start
-    limited = result.status == 1
-    if result.x is None:
-        return Solution(result.status, str(result.message), limited, seconds, math.nan, {}, {},
-                        {})
-    x = result.x
+    limited = status == 1
+    if x is None:
+        return Solution(status, message, limited, seconds, math.nan, {}, {}, {})
     vms: dict[int, int] = {}
     plans: dict[int, list[int]] = {}
     for job in jobs:
@@ -245,8 +189,107 @@ def solve(problem: Problem, jobs: Sequence[Job], time_limit: float, gap: float =
                     vms.setdefault(job.key, v)
         plans[job.key] = plan
         vms.setdefault(job.key, job.options[0][1])
-    return Solution(result.status, str(result.message), limited, seconds, float(result.fun),
-                    vms, plans, {j: float(x[s]) for j, s in slack.items()})
+    return Solution(status, message, limited, seconds, float(objective), vms, plans,
+                    {j: float(x[s]) for j, s in slack.items()})
+
+
+def _add_job(model: _Model, problem: Problem, job: Job, lengths: np.ndarray, n_jobs: int
+             ) -> tuple[dict[int, _Options], int]:
+    """A job's variables and rows: its VM count, its allocations in each epoch it may run
+    (one at most; it runs in its first; contiguous), its cumulative SLA, its migrations and
+    its completion. Returns its allocations' variables by epoch and its slack variable."""
+    last = min(model.horizon, job.first + epochs_needed(job, problem.epoch))
+    vm_counts = sorted({v for _, v, _ in job.options})
+    ys: dict[int, int] | None = None
+    if len(vm_counts) > 1:
+        ys = {v: model.var(0.0) for v in vm_counts}
+        model.row({y: 1.0 for y in ys.values()}, 1.0, 1.0)
+    slack = model.var(SLACK_PENALTY, 0.0, math.inf, integral=False)
+    xs: dict[int, _Options] = {}
+    progress: dict[int, float] = {}
+    elapsed = job.elapsed
+    prev_servers: dict[int, float] | None = None
+    for k in range(job.first, last):
+        length = (job.first_length if k == job.first and job.first_length is not None
+                  else lengths[k])
+        here = _allocations(model, problem, job, k, length, ys, n_jobs)
+        xs[k] = here
+        running = {i: 1.0 for i, _, _, _ in here}
+        model.row(running, 0.0 if k > job.first else 1.0, 1.0)       # one option; first: run
+        if k > job.first:
+            before = {i: -1.0 for i, _, _, _ in xs[k - 1]}
+            model.row({**running, **before}, -math.inf, 0.0)         # contiguous
+        for i, _, _, sp in here:
+            progress[i] = sp * length
+        elapsed += length
+        # cumulative SLA at the end of epoch k, if the job runs in it
+        sla = dict(progress)
+        for i, _, _, _ in here:
+            sla[i] = sla.get(i, 0.0) - job.sla_rate * elapsed
+        sla[slack] = 1.0
+        if job.sla_rate > 0:
+            model.row(sla, -job.done, math.inf)
+        servers = {i: float(n) for i, n, _, _ in here}
+        if prev_servers is not None or job.current is not None:
+            _add_migration(model, problem, job, k, servers, prev_servers)
+        prev_servers = servers
+    model.row(dict(progress), job.work, math.inf)                    # completion
+    return xs, slack
+
+
+def _allocations(model: _Model, problem: Problem, job: Job, k: int, length: float,
+                 ys: dict[int, int] | None, n_jobs: int) -> _Options:
+    """The variables of the allocations a job may have in epoch ``k`` (each tied to its VM
+    count's, when the job has several)."""
+    hours = length / 3600.0
+    here = []
+    for n, v, sp in job.options:
+        if k < job.first + job.hold and n != job.current:
+            continue     # changed too recently to change again (resize-interval)
+        i = model.var(problem.beta_cost * hours / n_jobs)
+        here.append((i, n, v, sp))
+        if ys is not None:
+            model.row({i: 1.0, ys[v]: -1.0}, -math.inf, 0.0)
+        model.servers[k][i] = float(n)
+        model.seconds[k][i] = n * length
+    return here
+
+
+def _add_migration(model: _Model, problem: Problem, job: Job, k: int,
+                   servers: dict[int, float], prev_servers: dict[int, float] | None) -> None:
+    """The servers a job gains or loses from epoch ``k - 1`` (or its current allocation) to
+    ``k`` while it runs in both: ``d >= |S[k] - S[k-1]|``, each a row relaxed by a big M when
+    it does not run in epoch ``k``."""
+    d = model.var(0.0, 0.0, math.inf, integral=False)
+    model.migrations[k][d] = problem.migration_joules
+    big = float(max(n for n, _, _ in job.options))
+    for sign in (1.0, -1.0):
+        coefs = {i: sign * s for i, s in servers.items()}
+        const = 0.0
+        if prev_servers is not None:
+            for i, s in prev_servers.items():
+                coefs[i] = coefs.get(i, 0.0) - sign * s
+        else:
+            const = sign * float(job.current or 0)
+        for i in servers:
+            coefs[i] = coefs.get(i, 0.0) + big
+        coefs[d] = -1.0
+        model.row(coefs, -math.inf, big + const)
+
+
+def _add_epochs(model: _Model, problem: Problem, lengths: np.ndarray) -> None:
+    """Each epoch's capacity row and its brown-energy variable and row."""
+    for k in range(model.horizon):
+        if model.servers[k]:
+            model.row(model.servers[k], -math.inf, problem.capacity)
+        b = model.var(problem.price[k], 0.0, math.inf, integral=False)
+        coefs = {i: problem.server_watts * s / JOULES_PER_KWH
+                 for i, s in model.seconds[k].items()}
+        for d, joules in model.migrations[k].items():
+            coefs[d] = joules / JOULES_PER_KWH
+        coefs[b] = -1.0
+        model.row(coefs, -math.inf,
+                  (problem.green[k] - problem.base_watts) * lengths[k] / JOULES_PER_KWH)
 
 
 def enumerate_best(problem: Problem, jobs: Sequence[Job]) -> tuple[float, dict[int, list[int]]]:
