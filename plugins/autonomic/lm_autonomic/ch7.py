@@ -118,9 +118,8 @@ def row(profile: str, trace: str, seed: int, summary: dict[str, Any],
     auto = m["auto"] == "auto"
     return {
         "name": profile, "out": str(out), "reading": m["reading"] or DEFAULT_READING,
-        "site": m["site"] or "",
-        "trace": window_name(trace), "auto": auto, "policy": m["policy"],
-        "cores": int(m["cores"]), "seed": seed,
+        "site": m["site"] or "", "trace": window_name(trace), "auto": auto,
+        "policy": m["policy"], "cores": int(m["cores"]), "seed": seed,
         "configuration": f"{'AUTO-' if auto else ''}{m['policy'].upper()}-CPN{m['cores']}",
         "leases": s["leases_total"], "rejected": s.get("leases_rejected", 0),
         "completion_time": s["makespan"],
@@ -193,8 +192,7 @@ def format_tables(rows: Iterable[dict[str, Any]]) -> str:
             out.append(f"{trace.upper()}: completion time and resource contention, {cores} "
                        f"cores per node ({group[0]['leases']:,} leases; mean of "
                        f"{len(seeds)} seed{'s' if len(seeds) > 1 else ''})")
-            out.append(head)
-            out.append("-" * len(head))
+            out += [head, "-" * len(head)]
             for policy in sorted({r["policy"] for r in group}):
                 for auto in (False, True):
                     runs = [r for r in group if r["policy"] == policy and r["auto"] == auto]
@@ -215,8 +213,7 @@ def format_tables(rows: Iterable[dict[str, Any]]) -> str:
     out.append("Table 7.5: autonomic vs non-autonomic (non-AUTO RC / AUTO RC of the same seed: "
                "mean +- sd over seeds), with the change of completion time and the wait-time "
                "price of holding leases back")
-    out.append(head)
-    out.append("-" * len(head))
+    out += [head, "-" * len(head)]
     groups: dict[tuple, list] = {}
     for n, a in pairs(rows):
         groups.setdefault((a["trace"], a["policy"], a["cores"]), []).append((n, a))
@@ -313,9 +310,8 @@ def format_readings(rows: Iterable[dict[str, Any]]) -> str:
                 f"{spread:>13} {s['ratio_integral']:>12.2f} "
                 f"{100 * s['completion_change']:>+10.1f}% {100 * s['completion_change_max']:>4.0f}%"
                 f" {s['wait_price']:>+14,.0f} {s['held_pct']:>6.1f} {s['rejected']:>8.0f}")
-    out.append("")
-    out.append(f"The thesis' shape (ratio >= {SHAPE_BLUE_RATIO:g} on both Blue windows, smaller "
-               f"on DS, completion within {100 * SHAPE_COMPLETION:g} %):")
+    out += ["", f"The thesis' shape (ratio >= {SHAPE_BLUE_RATIO:g} on both Blue windows, "
+                f"smaller on DS, completion within {100 * SHAPE_COMPLETION:g} %):"]
     for reading in readings:
         out.append(f"  {reading:<30} {shape_verdict(summary, reading)}")
     return "\n".join(out)
@@ -430,7 +426,7 @@ def _seeds(text: str | None) -> list[int]:
                                 f"integers") from None
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="lm-thesis-ch7", description="Run the thesis' chapter-7 experiment (Tables "
         "7.2-7.5) through its sweep files, then print the tables and plot RC over time; with "
@@ -447,7 +443,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                         "(1-5)")
     parser.add_argument("--jobs", type=int, default=2, help="runs in parallel (default: 2)")
     parser.add_argument("--no-plot", action="store_true", help="do not write the PNGs")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
     from lease_manager.plugins import Plugins
 
     out = Path(args.out or ("results/thesis-ch7-readings" if args.readings

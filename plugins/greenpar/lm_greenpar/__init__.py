@@ -86,6 +86,12 @@ def register_policies():
 
 @hookimpl
 def register_options():
+    return [*_objective_options(), *_workload_options(), *_resizing_options(),
+            *_solver_options()]
+
+
+def _objective_options() -> list[Option]:
+    """The SLA and the weights of the MILP's objective."""
     return [
         Option("greenpar", "slowdown", FLOAT, 1.1, minimum=1.0, maximum=10.0, doc="""
             F: a job may take at most F times its run time on the servers it asked for
@@ -102,6 +108,12 @@ def register_options():
             time costs beta x these watts x 1 h x the brown price. 0: a busy server of the
             site (`[power] pstates`; GreenPar's Parasol: 30 W). 300 gives our earlier reading
             (0.3 kWh, the EC2-like server of beta's derivation), ten times the run-time term."""),
+    ]
+
+
+def _workload_options() -> list[Option]:
+    """The jobs' applications, sizes and speedups."""
+    return [
         Option("greenpar", "speedups", PATH, "", doc="""
             A CSV file of speedup profiles `app,vms,servers,speedup` (SP(n, v) relative to
             one server); empty: the shipped NPB-like table (`lm_greenpar/data/speedups.csv`,
@@ -117,6 +129,12 @@ def register_options():
             first range that holds it, Table-2 style; the job asks for cores / 2 dual-core
             servers and runs 2 VMs per server. The default suits SDSC Blue Horizon's 8-way
             nodes (GreenPar's Intrepid map is `256-512:4 1024-2048:8 4096:16 *:32`)."""),
+    ]
+
+
+def _resizing_options() -> list[Option]:
+    """How often and how far running jobs are resized."""
+    return [
         Option("greenpar", "resize-interval", DURATION, 0.0, maximum=MAX_SECONDS, doc="""
             A running job's servers change at most once in this many seconds (0: at every
             decision). GreenPar's experiments migrated VMs at most once an (accelerated)
@@ -144,6 +162,12 @@ def register_options():
             at most once per interval. `site`: the site changes running jobs' allocations in
             at most one round per interval (section 5: "the system" migrated VMs at most
             once an hour); a change the SLA needs is made anyway."""),
+    ]
+
+
+def _solver_options() -> list[Option]:
+    """The MILP solves' limits."""
+    return [
         Option("greenpar", "solve-time-limit", DURATION, 30.0, maximum=MAX_SECONDS, doc="""
             Aggressive: the longest one MILP solve may take (wall-clock seconds); a solve that
             hits it uses the best plan found and is counted (`greenpar_solves_time_limited`).
