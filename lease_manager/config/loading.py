@@ -9,8 +9,6 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-import attrs
-
 from lease_manager.config.ini_files import read_ini, read_sites_file
 from lease_manager.config.option_types import path_problem
 from lease_manager.config.options import Schema, _suggest
@@ -25,22 +23,22 @@ from lease_manager.errors import ConfigError, all_errors
 from lease_manager.kernel.resources import MAX_NODES, site_node_count
 
 
-@attrs.define
 class _Settings:
     """The settings read so far, as text: ``(section, option) -> (text, source)`` with source
     ``FILE:LINE`` or ``--set``."""
 
-    #: where relative file names of the configuration file are resolved from
-    base: Path
-    raw: dict[tuple[str, str], tuple[str, str]] = attrs.field(factory=dict)
-    #: the ``[site:NAME]`` sections, in order, and their line (None: not in the file)
-    site_sections: dict[str, int | None] = attrs.field(factory=dict)
-    #: every error of the file, reported together
-    errors: list[ConfigError] = attrs.field(factory=list)
-    #: where a value's relative file names are resolved from, when not from ``base``
-    bases: dict[tuple[str, str], Path] = attrs.field(factory=dict)
-    #: whether the file is a Haizea configuration file
-    haizea: bool = False
+    def __init__(self, base: Path) -> None:
+        #: where relative file names of the configuration file are resolved from
+        self.base = base
+        self.raw: dict[tuple[str, str], tuple[str, str]] = {}
+        #: the ``[site:NAME]`` sections, in order, and their line (None: not in the file)
+        self.site_sections: dict[str, int | None] = {}
+        #: every error of the file, reported together
+        self.errors: list[ConfigError] = []
+        #: where a value's relative file names are resolved from, when not from ``base``
+        self.bases: dict[tuple[str, str], Path] = {}
+        #: whether the file is a Haizea configuration file
+        self.haizea = False
 
 
 def load_config(path: str | Path | None, schema: Schema,

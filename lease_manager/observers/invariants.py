@@ -23,7 +23,6 @@ import operator
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-import attrs
 import numpy as np
 
 from lease_manager.hookspecs import hookimpl
@@ -58,21 +57,20 @@ class InvariantViolation(AssertionError):
     """The run broke an invariant: a bug in lease_manager or in a plugin."""
 
 
-@attrs.frozen
 class _Waves:
     """How one batch's rows are added (:meth:`InvariantChecker._waves`): the nodes ranked by
     their rows (``by_rows``, ``most`` rows first), the number of nodes in each wave up to
     ``cut`` and where each wave starts among the rows, the ``hot`` nodes' rows after the
-    waves (``tails``; None: no hot node), and the row of the batch at each place."""
+    waves (``tails``; None: no hot node), and the row of the batch at each place. (A plain
+    class: an attrs class costs the start-up of every run more to build.)"""
 
-    by_rows: np.ndarray
-    most: np.ndarray
-    wave: np.ndarray
-    cut: int
-    hot: int
-    offsets: np.ndarray
-    tails: np.ndarray | None
-    source: np.ndarray
+    __slots__ = ("by_rows", "most", "wave", "cut", "hot", "offsets", "tails", "source")
+
+    def __init__(self, by_rows: np.ndarray, most: np.ndarray, wave: np.ndarray, cut: int,
+                 hot: int, offsets: np.ndarray, tails: np.ndarray | None,
+                 source: np.ndarray) -> None:
+        self.by_rows, self.most, self.wave, self.cut = by_rows, most, wave, cut
+        self.hot, self.offsets, self.tails, self.source = hot, offsets, tails, source
 
 
 class InvariantChecker:
