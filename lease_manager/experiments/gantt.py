@@ -171,7 +171,7 @@ def gantt(run_dir: Path, *, max_leases: int | None = 200, max_hours: float | Non
     from matplotlib.colors import ListedColormap, Normalize
     from matplotlib.patches import Patch, Rectangle
 
-    from lease_manager.experiments.plots import figure
+    from lease_manager.experiments.plot_base import figure
 
     leases, shown_all = gantt_leases(read_leases(run_dir), max_leases=max_leases,
                                      max_hours=max_hours)
