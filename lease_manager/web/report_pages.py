@@ -93,7 +93,7 @@ def run_page(run_dir: Path, *, gantt_hours: float | None = None,
 
 
 def _metric_label(metric: str) -> str:
-    from lease_manager.experiments.report import UNITS
+    from lease_manager.experiments.comparison import UNITS
 
     return f"{metric} ({UNITS[metric]})" if metric in UNITS else metric
 
@@ -105,9 +105,9 @@ def sweep_page(directory: Path, results: Any, metrics: list[str], *,
     """The page of a sweep's folder: the comparison, the sweep's figures, one run's Gantt
     chart and the table of runs."""
     from lease_manager.experiments import plots
+    from lease_manager.experiments.comparison import compare
     from lease_manager.experiments.gantt import number
     from lease_manager.experiments.plots import bounded_slowdowns, runs_at_one_seed
-    from lease_manager.experiments.report import compare
 
     done = results.done()
     seeds = sorted({r["seed"] for r in done})
