@@ -29,7 +29,7 @@ from lease_manager.daemon.lease_requests import (
     normalise,
     workdir_field,
 )
-from lease_manager.daemon.service import DaemonStopping
+from lease_manager.daemon.refusals import DaemonStopping, HTTPError, check_vm_limits
 from lease_manager.daemon.workers import ReusedThreadsMixin
 from lease_manager.errors import InputError, LeaseManagerError
 from lease_manager.kernel.lease import LeaseState
@@ -45,16 +45,6 @@ API = "/v1"
 #: a client's key for a submission: the same key again gets the first answer, not new leases
 IDEMPOTENCY_HEADER = "Idempotency-Key"
 STATES = tuple(s.value for s in LeaseState)
-
-
-class HTTPError(Exception):
-    def __init__(self, status: int, message: str, field: str | None = None,
-                 headers: dict[str, str] | None = None) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
-        self.field = field
-        self.headers = headers or {}
 
 
 # ------------------------------------------------------------------------------ views
@@ -541,41 +531,6 @@ class Handler(BaseHTTPRequestHandler):
             return lambda: view
 
         return d.call(hosts)
-
-
-def check_vm_limits(daemon: Daemon, requests: list[dict[str, Any]]) -> None:
-    """Refuse a lease with more VMs than the site's nodes x ``max-vms-per-node``, a
-    submission with more than that in all, and VMs smaller than 1/``max-vms-per-node`` of
-    a node in every resource (each VM may be a process)."""
-    d = daemon
-    per_node = d.config.get("daemon", "max-vms-per-node")
-    capacity = d.run.nodes.capacity
-    limit = capacity.shape[0] * per_node
-    smallest = capacity.max(axis=0) / per_node
-    names = d.run.nodes.types.names
-    total = 0
-    for i, request in enumerate(requests):
-        where = "" if len(requests) == 1 else f"[{i}]."
-        groups = groups_of(request)
-        count = sum(g["nodes"] for g in groups)
-        if count > limit:
-            raise HTTPError(400, f"{where}nodes: {count} VMs is more than a lease may have "
-                                 f"on this site ({capacity.shape[0]} nodes x "
-                                 f"{per_node} VMs, [daemon] max-vms-per-node)",
-                            field=f"{where}nodes")
-        for group in groups:
-            amounts = [group["resources"].get(n, 0.0) for n in names]
-            if not any(a >= m for a, m in zip(amounts, smallest)):
-                raise HTTPError(400, f"{where}resources: a VM must need at least "
-                                     f"1/{per_node} of a node's amount of some resource "
-                                     "(" + ", ".join(f"{n}:{m:g}" for n, m in
-                                                     zip(names, smallest)) + "; [daemon] "
-                                     "max-vms-per-node)", field=f"{where}resources")
-        total += count
-    if total > limit:
-        raise HTTPError(400, f"the submission asks for {total} VMs in all, more than "
-                             f"{limit} ({capacity.shape[0]} nodes x {per_node}, [daemon] "
-                             "max-vms-per-node): send it in parts", field="nodes")
 
 
 def _no_constant(name: str) -> Any:
