@@ -156,8 +156,6 @@ def _states_run(done: Sequence[Mapping[str, object]], states_run: str | None,
                                  f"the {len(pool)} runs")
 
 
-# Longer than ~50 lines on purpose: a list of the figures of a report, in the order they are
-# written.
 def runs_at_one_seed(results: Results, done: Sequence[Mapping[str, Any]], directory: Path,
                      trace: str, seed: int | None) -> tuple[dict[str, Path], int] | None:
     """Each profile's run folder of ``trace`` at ``seed`` (None: the lowest seed with a
@@ -211,43 +209,7 @@ def make_plots(results: Results, directory: Path, *, gantt_run: str | None = Non
         written.append(_save(states_fig, plots / f"node-states-{_slug(states_id)}.png"))
 
     for trace in results.traces:
-        one_seed = runs_at_one_seed(results, done, directory, trace, seed)
-        if one_seed is None:
-            continue
-        runs, trace_seed = one_seed
-        rows = [r for r in done if r["trace"] == trace]
-        label = f"{trace}, seed {trace_seed}"
-
-        usage_fig = usage(runs, title=f"utilisation and queue length: {label}",
-                          from_leases=True, mode=time_plot)
-        if usage_fig is not None:
-            written.append(_save(usage_fig,
-                                 plots / f"usage-{_slug(trace)}-seed-{trace_seed}.png"))
-
-        by_profile: dict[str, list[float]] = {}
-        slowed: dict[str, list[float]] = {}
-        for r in rows:
-            leases = read_leases(directory / r["run_id"])
-            values = [_float(x["wait"]) for x in leases]
-            by_profile.setdefault(r["profile"], []).extend(v for v in values if v is not None)
-            slowed.setdefault(r["profile"], []).extend(bounded_slowdowns(leases))
-        fig = waits({p: by_profile[p] for p in results.profiles if p in by_profile},
-                    title=f"wait-time distribution: {trace} (all seeds)")
-        written.append(_save(fig, plots / f"waits-{_slug(trace)}.png"))
-        fig = slowdowns({p: slowed[p] for p in results.profiles if p in slowed},
-                        title=f"bounded-slowdown distribution: {trace} (all seeds)")
-        written.append(_save(fig, plots / f"slowdowns-{_slug(trace)}.png"))
-
-        power_fig = power(runs, title=f"site power: {label}", mode=time_plot)
-        if power_fig is not None:
-            written.append(_save(power_fig,
-                                 plots / f"power-{_slug(trace)}-seed-{trace_seed}.png"))
-        names = sorted({p.stem for d in runs.values() for p in (d / "series").glob("*.csv")}
-                       - set(USAGE_SERIES) - set(OWN_SERIES) - {UNITS_STEM})
-        for name in names:
-            fig = series(name, runs, title=f"{name}: {label}", mode=time_plot)
-            written.append(_save(fig, plots / f"series-{_slug(name)}-{_slug(trace)}"
-                                              f"-seed-{trace_seed}.png"))
+        written += _trace_figures(results, done, directory, trace, seed, time_plot)
     return written, notes, replace_previous(plots, written, previous)
 
 
@@ -291,3 +253,49 @@ def make_run_plots(run_dir: Path, *, gantt_leases: int | None = 200,
                                     mode=time_plot),
                              plots / f"series-{_slug(series_name)}.png"))
     return written, replace_previous(plots, written, previous)
+
+
+def _trace_figures(results: Results, done: Sequence[Mapping[str, Any]], directory: Path,
+                   trace: str, seed: int | None, time_plot: str) -> list[Path]:
+    """The figures of one trace of a sweep: usage, power and series at one seed, the wait and
+    slowdown distributions over all seeds; returns the PNG paths written."""
+    plots = directory / "plots"
+    written: list[Path] = []
+    one_seed = runs_at_one_seed(results, done, directory, trace, seed)
+    if one_seed is None:
+        return written
+    runs, trace_seed = one_seed
+    rows = [r for r in done if r["trace"] == trace]
+    label = f"{trace}, seed {trace_seed}"
+
+    usage_fig = usage(runs, title=f"utilisation and queue length: {label}",
+                      from_leases=True, mode=time_plot)
+    if usage_fig is not None:
+        written.append(_save(usage_fig,
+                             plots / f"usage-{_slug(trace)}-seed-{trace_seed}.png"))
+
+    by_profile: dict[str, list[float]] = {}
+    slowed: dict[str, list[float]] = {}
+    for r in rows:
+        leases = read_leases(directory / r["run_id"])
+        values = [_float(x["wait"]) for x in leases]
+        by_profile.setdefault(r["profile"], []).extend(v for v in values if v is not None)
+        slowed.setdefault(r["profile"], []).extend(bounded_slowdowns(leases))
+    fig = waits({p: by_profile[p] for p in results.profiles if p in by_profile},
+                title=f"wait-time distribution: {trace} (all seeds)")
+    written.append(_save(fig, plots / f"waits-{_slug(trace)}.png"))
+    fig = slowdowns({p: slowed[p] for p in results.profiles if p in slowed},
+                    title=f"bounded-slowdown distribution: {trace} (all seeds)")
+    written.append(_save(fig, plots / f"slowdowns-{_slug(trace)}.png"))
+
+    power_fig = power(runs, title=f"site power: {label}", mode=time_plot)
+    if power_fig is not None:
+        written.append(_save(power_fig,
+                             plots / f"power-{_slug(trace)}-seed-{trace_seed}.png"))
+    names = sorted({p.stem for d in runs.values() for p in (d / "series").glob("*.csv")}
+                   - set(USAGE_SERIES) - set(OWN_SERIES) - {UNITS_STEM})
+    for name in names:
+        fig = series(name, runs, title=f"{name}: {label}", mode=time_plot)
+        written.append(_save(fig, plots / f"series-{_slug(name)}-{_slug(trace)}"
+                                          f"-seed-{trace_seed}.png"))
+    return written
