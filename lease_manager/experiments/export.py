@@ -111,7 +111,9 @@ def _original_swf(meta: dict[str, Any]) -> Any:
     from lease_manager.workload.swf import SWFReader
     from lease_manager.workload.tasks import is_task_file
 
-    trace = meta.get("trace") or {}
+    trace = meta.get("trace")
+    if not isinstance(trace, dict):   # a sweep's run.json names its trace, with no checksum
+        return None
     path, digest = trace.get("path"), trace.get("sha256")
     if (not path or not Path(path).is_file() or is_lwf(path) or is_task_file(path)
             or sha256(path) != digest):
