@@ -1,14 +1,16 @@
-"""``lease-manager export --format swf`` on a sweep's run folder.
+"""``lease-manager export`` on a sweep's run folder.
 
 A sweep's ``run.json`` names its trace (``"trace": "NAME"``, ``"trace_path"``) and records no
 checksum of it, where a ``simulate`` folder's records ``{"path", "sha256"}``. The export read
-the latter shape only and stopped with a traceback (``'str' object has no attribute 'get'``).
+the latter shape only and stopped with a traceback (``'str' object has no attribute 'get'``),
+in both formats.
 Without a checksum the original trace cannot be trusted to be the one replayed, so its fields
 are not reused: the schedule is the hand run's of ``test_export`` (leases.csv alone).
 """
 
 from __future__ import annotations
 
+import csv
 import json
 
 from test_run_plots import HEADER, ROWS
@@ -17,7 +19,7 @@ from lease_manager import cli
 from lease_manager.workload.swf import SWFReader
 
 
-def test_swf_export_of_a_sweep_run_uses_its_leases_alone(tmp_path, capsys):
+def sweep_run(tmp_path):
     run = tmp_path / "sweep" / "off" / "blue" / "seed-1"
     run.mkdir(parents=True)
     (run / "leases.csv").write_text("\n".join([HEADER, *ROWS]) + "\n")
@@ -26,6 +28,22 @@ def test_swf_export_of_a_sweep_run_uses_its_leases_alone(tmp_path, capsys):
     (run / "run.json").write_text(json.dumps({
         "run_id": "off/blue/seed-1", "profile": "off", "trace": "blue",
         "trace_path": str(trace), "seed": 1, "base": None, "settings": {}, "overrides": []}))
+    return run
+
+
+def test_batsim_export_of_a_sweep_run_names_its_trace(tmp_path, capsys):
+    run = sweep_run(tmp_path)
+    out = tmp_path / "jobs.csv"
+    assert cli.main(["export", str(run), "--format", "batsim", "--out", str(out)]) == 0
+    assert capsys.readouterr().err == ""
+    with out.open(newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert [r["job_id"] for r in rows] == ["1", "2", "3", "4", "5"]
+    assert {r["workload_name"] for r in rows} == {"blue"}   # the trace file's name
+
+
+def test_swf_export_of_a_sweep_run_uses_its_leases_alone(tmp_path, capsys):
+    run = sweep_run(tmp_path)
     out = tmp_path / "x.swf"
     assert cli.main(["export", str(run), "--format", "swf", "--out", str(out)]) == 0
     assert capsys.readouterr().err == ""
