@@ -180,7 +180,7 @@ def kill_leftover_processes(config: Path, plugins: Any = None) -> None:
     import types
 
     from lease_manager.config.schema import load_config
-    from lease_manager.enactment.process import ProcessBackend
+    from lease_manager.enactment.process_backend import ProcessBackend
     from lease_manager.kernel.resources import parse_site
     from lease_manager.plugins import Plugins
 

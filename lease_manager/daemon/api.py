@@ -24,14 +24,13 @@ from lease_manager.daemon.dashboard_http import is_dashboard
 from lease_manager.daemon.dashboard_http import serve as serve_dashboard
 from lease_manager.daemon.lease_requests import (
     RequestError,
-    from_lease,
-    groups_of,
-    normalise,
     workdir_field,
 )
-from lease_manager.daemon.service import DaemonStopping
+from lease_manager.daemon.lease_views import amounts_by_name, lease_view
+from lease_manager.daemon.refusals import DaemonStopping, HTTPError, check_vm_limits
+from lease_manager.daemon.request_bodies import requests_of_body
 from lease_manager.daemon.workers import ReusedThreadsMixin
-from lease_manager.errors import InputError, LeaseManagerError
+from lease_manager.errors import LeaseManagerError
 from lease_manager.kernel.lease import LeaseState
 from lease_manager.kernel.timeutil import format_instant
 
@@ -45,74 +44,6 @@ API = "/v1"
 #: a client's key for a submission: the same key again gets the first answer, not new leases
 IDEMPOTENCY_HEADER = "Idempotency-Key"
 STATES = tuple(s.value for s in LeaseState)
-
-
-class HTTPError(Exception):
-    def __init__(self, status: int, message: str, field: str | None = None,
-                 headers: dict[str, str] | None = None) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
-        self.field = field
-        self.headers = headers or {}
-
-
-# ------------------------------------------------------------------------------ views
-def lease_view(row: Any, names: Sequence[str]) -> dict[str, Any]:
-    """A lease as the API shows it, from its database row."""
-    try:
-        req = json.loads(row["request"])
-        request = _request_view(req)
-        name = req.get("name")
-    except (ValueError, KeyError, TypeError, AttributeError):
-        # a damaged row (restore failed its lease): shown, not a 500
-        request, name = {"invalid": "the stored request could not be read"}, None
-    return {
-        "id": row["id"],
-        "name": name,
-        "type": row["type"],
-        "state": row["state"],
-        "reason": row["reason"],
-        "submitted": format_instant(row["submit"]),
-        "start": format_instant(row["start"]),
-        "end": format_instant(row["end"]),
-        "request": request,
-        "price": row["price"],
-        "work_done": row["work_done"],
-        "preemptions": row["preemptions"],
-        "suspensions": row["suspensions"],
-        "time_suspended": row["time_suspended"],
-        "plan": [{"kind": seg["kind"], "start": format_instant(seg["start"]),
-                  "end": format_instant(seg["end"]) if seg["end"] is not None else None,
-                  "nodes": [_node_name(names, n) for n in seg["vm_nodes"]]}
-                 for seg in json.loads(row["plan"])],
-    }
-
-
-def _node_name(names: Sequence[str], node: int) -> str:
-    """A node's name; a node a lease held before the daemon restarted on fewer nodes has none
-    any more."""
-    return names[node] if 0 <= node < len(names) else f"#{node + 1} (no longer in the site)"
-
-
-def _request_view(req: dict[str, Any]) -> dict[str, Any]:
-    duration = req["duration"]
-    return {
-        "start": format_instant(req["start"]),
-        "deadline": format_instant(req["deadline"]),
-        "duration": "unlimited" if duration is None else duration,
-        "nodes": req["nodes"],
-        "resources": req["resources"],
-        "command": req["command"],
-        "workdir": req.get("workdir"),
-        "groups": groups_of(req),
-        "max_price": req["max_price"],
-        "extra": req["extra"],
-    }
-
-
-def _amounts(types: tuple[str, ...], vector: Any) -> dict[str, float]:
-    return {name: float(v) for name, v in zip(types, vector)}
 
 
 # ---------------------------------------------------------------------------- handler
@@ -365,49 +296,7 @@ class Handler(BaseHTTPRequestHandler):
             known = d.store.recall_key(key, d.store.reader())
             if known is not None:
                 return self._replay(key, body_hash, known)
-        now = d.clock.now()
-        if kind in ("application/xml", "text/xml"):
-            if data[:2] == b"\x1f\x8b":
-                raise HTTPError(415, "compressed bodies are not accepted")
-            from lease_manager.workload.lwf import read_lwf
-
-            try:
-                workload = read_lwf("request body", d.run.nodes.types, data=data,
-                                    attributes=d.plugins.extra_attributes)
-            except InputError as exc:
-                raise HTTPError(400, str(exc), field=exc.field) from None
-            if not workload.leases:
-                raise HTTPError(400, "lease-requests: the document holds no lease request",
-                                field="lease-requests")
-            try:
-                requests = [from_lease(lease, d.run.nodes, now, now)
-                            for lease in workload.leases]
-            except RequestError as exc:
-                raise HTTPError(400, str(exc), field=exc.field) from None
-            single = False
-        elif kind == "application/json":
-            try:
-                body = json.loads(data, parse_constant=_no_constant)
-            except (ValueError, RecursionError) as exc:
-                raise HTTPError(400, f"the body is not valid JSON: {exc}") from None
-            single = not isinstance(body, list)   # answered with one view, not a list
-            bodies = [body] if single else body
-            if not bodies or len(bodies) > 1000:
-                raise HTTPError(400, "send one request, or a list of 1 to 1000")
-            requests = []
-            for i, item in enumerate(bodies):
-                try:
-                    requests.append(normalise(item, d.run.nodes, d.default_vm, now,
-                                              d.plugins.extra_attributes))
-                except RequestError as exc:
-                    field = exc.field
-                    if isinstance(body, list):
-                        field = f"[{i}]" + (f".{field}" if field else "")
-                        raise HTTPError(400, f"{field}: {exc.detail}", field=field) from None
-                    raise HTTPError(400, str(exc), field=field or None) from None
-        else:
-            raise HTTPError(415, f"unsupported Content-Type {kind!r} (application/json or "
-                                 f"application/xml)")
+        requests, single = requests_of_body(d, kind, data, d.clock.now())
 
         self._working_folders(requests, query.get("workdir", [None])[-1])
         self._vm_limits(requests)
@@ -533,53 +422,14 @@ class Handler(BaseHTTPRequestHandler):
                         continue
                     on[node].append({"lease": lease.id, "state": lease.state.value,
                                      "vms": sum(1 for n in res.vm_nodes if n == node),
-                                     "resources": _amounts(types, amount),
+                                     "resources": amounts_by_name(types, amount),
                                      "until": format_instant(res.end)})
-            view = [{"name": names[i], "index": i, "capacity": _amounts(types, capacity[i]),
-                     "free": _amounts(types, free[i]), "leases": on[i]}
+            view = [{"name": names[i], "index": i, "capacity": amounts_by_name(types, capacity[i]),
+                     "free": amounts_by_name(types, free[i]), "leases": on[i]}
                     for i in shown]
             return lambda: view
 
         return d.call(hosts)
-
-
-def check_vm_limits(daemon: Daemon, requests: list[dict[str, Any]]) -> None:
-    """Refuse a lease with more VMs than the site's nodes x ``max-vms-per-node``, a
-    submission with more than that in all, and VMs smaller than 1/``max-vms-per-node`` of
-    a node in every resource (each VM may be a process)."""
-    d = daemon
-    per_node = d.config.get("daemon", "max-vms-per-node")
-    capacity = d.run.nodes.capacity
-    limit = capacity.shape[0] * per_node
-    smallest = capacity.max(axis=0) / per_node
-    names = d.run.nodes.types.names
-    total = 0
-    for i, request in enumerate(requests):
-        where = "" if len(requests) == 1 else f"[{i}]."
-        groups = groups_of(request)
-        count = sum(g["nodes"] for g in groups)
-        if count > limit:
-            raise HTTPError(400, f"{where}nodes: {count} VMs is more than a lease may have "
-                                 f"on this site ({capacity.shape[0]} nodes x "
-                                 f"{per_node} VMs, [daemon] max-vms-per-node)",
-                            field=f"{where}nodes")
-        for group in groups:
-            amounts = [group["resources"].get(n, 0.0) for n in names]
-            if not any(a >= m for a, m in zip(amounts, smallest)):
-                raise HTTPError(400, f"{where}resources: a VM must need at least "
-                                     f"1/{per_node} of a node's amount of some resource "
-                                     "(" + ", ".join(f"{n}:{m:g}" for n, m in
-                                                     zip(names, smallest)) + "; [daemon] "
-                                     "max-vms-per-node)", field=f"{where}resources")
-        total += count
-    if total > limit:
-        raise HTTPError(400, f"the submission asks for {total} VMs in all, more than "
-                             f"{limit} ({capacity.shape[0]} nodes x {per_node}, [daemon] "
-                             "max-vms-per-node): send it in parts", field="nodes")
-
-
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not a JSON number")
 
 
 def _int_param(query: dict[str, list[str]], name: str, default: int, low: int, high: int) -> int:

@@ -18,6 +18,13 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlsplit
 
+from lease_manager.daemon.client_tables import (
+    LEASE_HEADER,
+    lease_rows,
+    short_instant,
+    show,
+    table,
+)
 from lease_manager.errors import LeaseManagerError
 from lease_manager.kernel.timeutil import format_duration
 from lease_manager.numbers import arg_float, arg_int, parse_float
@@ -240,39 +247,6 @@ def client_from(args: argparse.Namespace) -> Client:
     return Client(url, token)
 
 
-# ----------------------------------------------------------------------------- output
-def _nodes(view: dict) -> str:
-    plan = view.get("plan") or []
-    names = sorted({n for seg in plan for n in seg["nodes"]})
-    return ",".join(names) if len(names) <= 4 else f"{','.join(names[:3])},+{len(names) - 3}"
-
-
-def _short(t: str | None) -> str:
-    return "-" if not t else t.replace("T", " ").rstrip("Z")
-
-
-def table(rows: list[list[str]], header: list[str]) -> str:
-    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
-    lines = ["  ".join(str(c).ljust(w) for c, w in zip(header, widths)).rstrip()]
-    lines += ["  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
-    return "\n".join(lines)
-
-
-def lease_rows(views: list[dict]) -> list[list[str]]:
-    return [[str(v["id"]), v["type"], v["state"], str(v["request"]["nodes"]),
-             _short(v["start"] or (v["plan"][0]["start"] if v["plan"] else None)),
-             _short(v["end"] or (v["plan"][-1]["end"] if v["plan"] else None)), _nodes(v),
-             v["reason"][:60]] for v in views]
-
-
-LEASE_HEADER = ["ID", "TYPE", "STATE", "VMS", "START", "END", "NODES", "REASON"]
-
-
-def show(args: argparse.Namespace, data: Any, human: str) -> int:
-    print(json.dumps(data, indent=2) if args.json else human)
-    return 0
-
-
 # ---------------------------------------------------------------------------- commands
 def request_command(args: argparse.Namespace) -> int:
     client = client_from(args)
@@ -308,7 +282,7 @@ def request_command(args: argparse.Namespace) -> int:
         views = [submit_with_retries(lambda key: client.submit(body, key=key))]
     human = "\n".join(f"lease {v['id']}: {v['state']}"
                       + (f" ({v['reason']})" if v["reason"] else "")
-                      + (f", starts {_short(v['plan'][0]['start'])}" if v["plan"] else "")
+                      + (f", starts {short_instant(v['plan'][0]['start'])}" if v["plan"] else "")
                       for v in views)
     show(args, views if len(views) > 1 else views[0], human)
     return 1 if all(v["state"] == "rejected" for v in views) else 0
@@ -359,19 +333,19 @@ def show_lease_command(args: argparse.Namespace) -> int:
                  + " ".join(f"{k}:{a:g}" for k, a in req["resources"].items())
                  + " for " + (req["duration"] if isinstance(req["duration"], str)
                               else format_duration(req["duration"]))
-                 + (f", start {_short(req['start'])}" if req["start"] else "")
-                 + (f", deadline {_short(req['deadline'])}" if req["deadline"] else ""))
+                 + (f", start {short_instant(req['start'])}" if req["start"] else "")
+                 + (f", deadline {short_instant(req['deadline'])}" if req["deadline"] else ""))
     if req["command"]:
         lines.append(f"  command:   {req['command']}")
     if req.get("workdir"):
         lines.append(f"  in folder: {req['workdir']}")
-    lines.append(f"  submitted {_short(v['submitted'])}, started {_short(v['start'])}, "
-                 f"ended {_short(v['end'])}")
+    lines.append(f"  submitted {short_instant(v['submitted'])}, "
+                 f"started {short_instant(v['start'])}, ended {short_instant(v['end'])}")
     for seg in v["plan"]:
-        lines.append(f"  plan: {seg['kind']:8} {_short(seg['start'])} -> {_short(seg['end'])} "
-                     f"on {','.join(seg['nodes'])}")
+        lines.append(f"  plan: {seg['kind']:8} {short_instant(seg['start'])} -> "
+                     f"{short_instant(seg['end'])} on {','.join(seg['nodes'])}")
     for e in v.get("history", []):
-        lines.append(f"  {_short(e['time'])}  {e['from'] or '':>10} -> {e['to']:<10} "
+        lines.append(f"  {short_instant(e['time'])}  {e['from'] or '':>10} -> {e['to']:<10} "
                      f"{e['detail']}")
     for log in v.get("logs", []):
         vm = "every VM" if log["vm"] == "all" else f"VM {log['vm']}"

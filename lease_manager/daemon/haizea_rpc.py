@@ -41,7 +41,7 @@ from xmlrpc.server import SimpleXMLRPCRequestHandler, SimpleXMLRPCServer
 from lease_manager.daemon.connections import GuardedServerMixin
 from lease_manager.daemon.haizea_lease import lease_xml, request_of
 from lease_manager.daemon.lease_requests import RequestError, normalise
-from lease_manager.daemon.service import DaemonStopping
+from lease_manager.daemon.refusals import DaemonStopping, HTTPError, check_vm_limits
 
 if TYPE_CHECKING:
     from lease_manager.daemon.service import Daemon
@@ -93,8 +93,6 @@ class HaizeaRPC:
         return 0
 
     def create_lease(self, lease_xml_text: str) -> int:
-        from lease_manager.daemon.api import HTTPError, check_vm_limits
-
         d = self._ready()
         try:
             request = normalise(request_of(lease_xml_text), d.run.nodes, d.default_vm,

@@ -18,7 +18,7 @@ from lease_manager.kernel.lease import Lease, LeaseType, VMRequest
 from lease_manager.kernel.timeutil import parse_duration, parse_instant
 
 if TYPE_CHECKING:
-    from lease_manager.kernel.resources import NodeSet
+    from lease_manager.kernel.resources import NodeSet, ResourceTypes
 
 
 class RequestError(ValueError):
@@ -164,6 +164,27 @@ def normalise(body: Any, nodes: NodeSet, default_vm: np.ndarray, now: float,
         if deadline is not None and deadline <= earliest + (duration or 0):
             raise RequestError("deadline", "leaves less time than the duration")
     count = _number("nodes", body.get("nodes", 1), minimum=1, integer=True, maximum=MAX_VMS)
+    vector = _vm_vector(body, types, default_vm)
+    extra = _extra(body, attributes)
+    return {
+        "type": kind,
+        "start": start_at,
+        "deadline": deadline,
+        "duration": duration,
+        "nodes": count,
+        "resources": {n: float(a) for n, a in zip(types.names, vector) if a},
+        "command": _text("command", body.get("command", ""), MAX_COMMAND),
+        "workdir": workdir_field(body["workdir"]) if body.get("workdir") is not None else None,
+        "max_price": (_number("max_price", body["max_price"], maximum=1e15)
+                      if "max_price" in body else None),
+        "name": _text("name", body["name"], 256) if "name" in body else None,
+        "extra": extra,
+        "submitted": now,
+    }
+
+
+def _vm_vector(body: dict, types: ResourceTypes, default_vm: np.ndarray) -> np.ndarray:
+    """A VM's amounts: ``resources``, or ``cpu``/``memory`` over the default VM's."""
     if "resources" in body and ("cpu" in body or "memory" in body):
         raise RequestError("resources", "give either resources or cpu/memory, not both")
     vector = default_vm.copy()
@@ -184,6 +205,11 @@ def normalise(body: Any, nodes: NodeSet, default_vm: np.ndarray, now: float,
             vector[types.index(type_name)] = _amount(field, body[field])
     if not (vector > 0).any():
         raise RequestError("resources", "a VM must need some resource")
+    return vector
+
+
+def _extra(body: dict, attributes: Mapping[str, ExtraAttribute] | None) -> dict:
+    """The request's ``extra`` attributes, checked (the interpreted ones by their rules)."""
     extra = body.get("extra", {})
     if not isinstance(extra, dict) or len(extra) > MAX_EXTRA:
         raise RequestError("extra", f"must be an object of at most {MAX_EXTRA} attributes")
@@ -195,21 +221,7 @@ def normalise(body: Any, nodes: NodeSet, default_vm: np.ndarray, now: float,
         if isinstance(value, str):
             _text(f"extra.{key}", value)
     _check_interpreted(extra, attributes)
-    return {
-        "type": kind,
-        "start": start_at,
-        "deadline": deadline,
-        "duration": duration,
-        "nodes": count,
-        "resources": {n: float(a) for n, a in zip(types.names, vector) if a},
-        "command": _text("command", body.get("command", ""), MAX_COMMAND),
-        "workdir": workdir_field(body["workdir"]) if body.get("workdir") is not None else None,
-        "max_price": (_number("max_price", body["max_price"], maximum=1e15)
-                      if "max_price" in body else None),
-        "name": _text("name", body["name"], 256) if "name" in body else None,
-        "extra": extra,
-        "submitted": now,
-    }
+    return extra
 
 
 def _check_interpreted(extra: Mapping[str, Any],

@@ -7,7 +7,6 @@ import json
 import logging
 import math
 import os
-import secrets
 import signal
 import threading
 import time
@@ -21,14 +20,22 @@ from lease_manager.config.schema import Config, load_config
 from lease_manager.context import RunContext
 from lease_manager.daemon.dashboard import SiteView
 from lease_manager.daemon.driver import EnactmentDriver
-from lease_manager.daemon.lease_requests import RequestError, build_lease, check_stored
+from lease_manager.daemon.lease_requests import build_lease
+from lease_manager.daemon.refusals import DaemonStopping
+from lease_manager.daemon.restore import Restorer
 from lease_manager.daemon.sessions import DashboardAccess
+from lease_manager.daemon.state_folder import (
+    load_token,
+    lock_state_dir,
+    refuse_loose_mode,
+    write_daemon_file,
+)
 from lease_manager.daemon.store import Store
 from lease_manager.enactment.base import NumberedNodes
-from lease_manager.errors import LeaseManagerError, OvercommitError
+from lease_manager.errors import LeaseManagerError
 from lease_manager.hookspecs import hookimpl
 from lease_manager.kernel.clock import RealClock
-from lease_manager.kernel.lease import Lease, LeaseState, LeaseType
+from lease_manager.kernel.lease import Lease, LeaseState
 from lease_manager.kernel.timeutil import LAST_INSTANT
 from lease_manager.multisite import refuse_sites_in_the_daemon
 from lease_manager.observers.accounting import write_summary
@@ -41,11 +48,6 @@ S = LeaseState
 #: pass 9999-12-31T23:59:59Z (``LAST_INSTANT``): a clock (or a stored anchor) that gets there
 #: sooner is refused; at the largest speed-up, 1e6, a day is about 2,700 years of schedule
 CLOCK_HORIZON = 86400.0
-RUNNING_STATES = ("active", "suspending", "resuming", "migrating")
-
-
-class DaemonStopping(LeaseManagerError):
-    """The daemon is shutting down and takes no more requests."""
 
 
 class DaemonObserver:
@@ -116,20 +118,7 @@ class Daemon:
         refuse_sites_in_the_daemon(self.config)
         cfg = self.config
         self.state_dir = Path(cfg.get("daemon", "state-dir")).resolve()
-        try:
-            # private: the database holds users' commands, the folder the API token
-            self.state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-        except OSError as exc:
-            raise cfg.error("daemon", "state-dir",
-                            f"cannot create {self.state_dir}: {exc.strerror}") from None
-        refuse_loose_mode(self.state_dir, 0o700)
-        refuse_loose_mode(self.token_path(), 0o600)     # before the state folder is locked
-        speedup = cfg.get("simulation", "speedup")
-        if time.time() + CLOCK_HORIZON * speedup > LAST_INSTANT:
-            raise cfg.error("simulation", "speedup",
-                            f"{speedup:g}: the clock would pass 9999-12-31 within "
-                            f"{CLOCK_HORIZON:g} wall seconds; use a smaller speed-up")
-        self._lock = lock_state_dir(self.state_dir)
+        self._lock = self._lock_state_dir()
         self.store = Store(self.state_dir / "leases.db", sync=cfg.get("daemon", "sync"))
         self.token = load_token(self.token_path())
         #: the dashboard's one-time codes and sessions, and its view of the site
@@ -137,28 +126,9 @@ class Daemon:
         self.view = SiteView(self)
         self.restoring = False
         self.clock = self._clock()
-        backend_name = cfg.get("daemon", "enactment")
         self.backend: Any = None
         self.driver: EnactmentDriver
-
-        def enactment(run: Run) -> EnactmentDriver:
-            self.backend = self.plugins.policy("enactment", backend_name)(run.ctx)
-            names = getattr(self.backend, "node_names", None)
-            names = names() if callable(names) else NumberedNodes(len(run.nodes.capacity))
-            self.driver = EnactmentDriver(run, self.backend, names, note=self._note,
-                                          handed_over=self.store.handed_over,
-                                          durable=self.store.commit)
-            return self.driver
-
-        self.run = Run(cfg, self.plugins, leases=(), clock=self.clock, serve=True,
-                       enactment=enactment)
-        assert self.backend is not None   # the run built it (enactment above)
-        if not self.backend.can_suspend and cfg.get("scheduling", "suspension") != "none":
-            self.run.close()
-            raise cfg.error("scheduling", "suspension",
-                            f"the {backend_name} backend cannot keep a lease suspended while "
-                            f"an advance reservation uses its resources: set suspension = none "
-                            f"(preempted leases are then stopped and requeued)")
+        self.run = self._build_run()
         self.default_vm: Any = vm_vector(cfg, self.run.nodes)
         self._pending: list[tuple[Future, Callable[[], Any]]] = []
         #: futures of the API calls in flight (failed at once if the daemon stops)
@@ -176,6 +146,53 @@ class Daemon:
         self.violation: str | None = None
 
     # ------------------------------------------------------------------------ set-up
+    def _lock_state_dir(self) -> Any:
+        """Make the state folder (private) and hold its lock; a loose mode on it or on the
+        token file, or a speed-up at which the clock would soon pass 9999-12-31, is refused
+        first."""
+        cfg = self.config
+        try:
+            # private: the database holds users' commands, the folder the API token
+            self.state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        except OSError as exc:
+            raise cfg.error("daemon", "state-dir",
+                            f"cannot create {self.state_dir}: {exc.strerror}") from None
+        refuse_loose_mode(self.state_dir, 0o700)
+        refuse_loose_mode(self.token_path(), 0o600)     # before the state folder is locked
+        speedup = cfg.get("simulation", "speedup")
+        if time.time() + CLOCK_HORIZON * speedup > LAST_INSTANT:
+            raise cfg.error("simulation", "speedup",
+                            f"{speedup:g}: the clock would pass 9999-12-31 within "
+                            f"{CLOCK_HORIZON:g} wall seconds; use a smaller speed-up")
+        return lock_state_dir(self.state_dir)
+
+    def _build_run(self) -> Run:
+        """The run on the real clock, with the enactment backend ``[daemon] enactment``
+        behind its driver (a backend that cannot keep a lease suspended is refused unless
+        ``suspension = none``)."""
+        cfg = self.config
+        backend_name = cfg.get("daemon", "enactment")
+
+        def enactment(run: Run) -> EnactmentDriver:
+            self.backend = self.plugins.policy("enactment", backend_name)(run.ctx)
+            names = getattr(self.backend, "node_names", None)
+            names = names() if callable(names) else NumberedNodes(len(run.nodes.capacity))
+            self.driver = EnactmentDriver(run, self.backend, names, note=self._note,
+                                          handed_over=self.store.handed_over,
+                                          durable=self.store.commit)
+            return self.driver
+
+        run = Run(cfg, self.plugins, leases=(), clock=self.clock, serve=True,
+                  enactment=enactment)
+        assert self.backend is not None   # the run built it (enactment above)
+        if not self.backend.can_suspend and cfg.get("scheduling", "suspension") != "none":
+            run.close()
+            raise cfg.error("scheduling", "suspension",
+                            f"the {backend_name} backend cannot keep a lease suspended while "
+                            f"an advance reservation uses its resources: set suspension = none "
+                            f"(preempted leases are then stopped and requeued)")
+        return run
+
     def token_path(self) -> Path:
         configured = self.config.get("daemon", "token-file")
         return Path(configured) if configured else self.state_dir / "token"
@@ -290,232 +307,19 @@ class Daemon:
     # --------------------------------------------------------------------------- restore
     def restore(self) -> dict[str, int]:
         """Rebuild the slot table and queue from the database and reconcile with the
-        backend: running work found running is taken back, work that vanished fails its lease,
-        planned leases are planned again and queued ones queued in their order."""
-        now = self.clock.now()
-        counts = {"running": 0, "planned": 0, "queued": 0, "failed": 0, "finished": 0}
-        rows = list(self.store.unfinished())
-        if rows:
-            self.backend.refresh()
-        later: list[tuple[Lease, Any]] = []
-        unstarted: dict[int, Lease] = {}    # their recorded start never reached the backend
-        self.restoring = True
-        try:
-            for row in rows:                    # running work first: it holds its nodes
-                try:
-                    lease = self._lease_of(row)
-                    misfit = self._misfit(lease, row)
-                except RequestError as exc:     # an edited or damaged row: it fails alone
-                    misfit = f"its stored request is invalid ({exc})"
-                if misfit:                      # ... and so does one the site no longer fits
-                    self._fail_stored(row, misfit, now)
-                    counts["failed"] += 1
-                    continue
-                self.leases[lease.id] = lease
-                if row["state"] in RUNNING_STATES:
-                    outcome = self._restore_running(lease, row, now)
-                    if outcome != "unstarted":
-                        counts[outcome] += 1
-                        continue
-                    unstarted[lease.id] = lease
-                later.append((lease, row))
-            for lease, row in later:            # then leases with a time of their own
-                if (row["state"] == "scheduled" or lease.id in unstarted) \
-                        and lease.type is not LeaseType.BEST_EFFORT and not lease.image_nodes:
-                    counts[self._restore_planned(lease, now)] += 1
-            for lease, row in later:            # then the queue, in submission order
-                if lease.state is S.NEW:
-                    counts[self._restore_queued(lease, row, now)] += 1
-            for lease_id, lease in unstarted.items():
-                self.store.log(lease_id, now, lease.state.value,
-                               "its start had not reached the backend when the daemon "
-                               "stopped: it waits for its start again")
-        finally:
-            self.restoring = False
-        running = self.run.scheduler.running
-        for lease_id in self.backend.known_leases():
-            known = self.find(lease_id)
-            if known is None:                   # work of a lease that is over: clean up
-                self._stop_quietly(lease_id)
-            elif lease_id not in running and not known.image_nodes and \
-                    self.backend.status(lease_id).state not in ("planned", "absent"):
-                # work of a lease queued again (preempted, losing it) before it was stopped
-                self._stop_quietly(lease_id)
-                self.store.log(lease_id, now, known.state.value,
-                               "work left over from before it was queued again: stopped")
-        self.run.scheduler.cycle(now)           # the queue gets its plans before any answer
-        for lease in list(self.run.scheduler.future.values()):
-            self.driver.prepare(lease, now)     # a backend that books ahead books again
-        return counts
-
-    def _lease_of(self, row: Any) -> Lease:
-        """The lease of a stored row, its request checked with the API's bounds (raises
-        :class:`RequestError`)."""
-        try:
-            request = json.loads(row["request"])
-        except ValueError:
-            raise RequestError("request", "is not JSON") from None
-        try:
-            check_stored(request, self.run.nodes, self.plugins.extra_attributes)
-        except (KeyError, TypeError) as exc:
-            raise RequestError("request", f"malformed ({type(exc).__name__}: {exc})") from None
-        for field in ("submit", "work_done", "start", "price", "time_suspended",
-                      "suspended_at"):
-            value = row[field]
-            if value is not None and not (isinstance(value, (int, float))
-                                          and math.isfinite(value)):
-                raise RequestError(field, f"{value!r} is not a finite number")
-        lease = build_lease(row["id"], request, self.run.nodes)
-        lease.submit = row["submit"]
-        lease.work_done = row["work_done"]
-        lease.start = row["start"]
-        lease.price = row["price"]
-        lease.preemptions = row["preemptions"]
-        lease.suspensions = row["suspensions"]
-        lease.time_suspended = row["time_suspended"]
-        lease.suspended_at = row["suspended_at"]
-        lease.image_nodes = tuple(json.loads(row["image_nodes"]))
-        return lease
-
-    def _fail_stored(self, row: Any, reason: str, now: float) -> None:
-        """Fail the stored lease of ``row`` alone, with one logged line: the others restore."""
-        log.warning("%s: lease %s: %s; the lease fails", self.store.path, row["id"], reason)
-        self._stop_quietly(row["id"])
-        self.store.end(row["id"], row["state"], "failed", reason, now)
-
-    def _misfit(self, lease: Lease, row: Any) -> str:
-        """Why ``lease`` no longer fits the site the daemon now runs (restarted with fewer
-        nodes or other resources), or "": a VM larger than every node, or running work or
-        memory images on nodes the site has no more. A restart with fewer nodes than its
-        running leases held once stopped every restore with an IndexError."""
-        nodes = self.run.nodes.count
-        try:
-            plan = json.loads(row["plan"]) if row["state"] in RUNNING_STATES else []
-            held = [int(n) for seg in plan[:1] for n in seg["vm_nodes"]]
-        except (ValueError, KeyError, TypeError) as exc:
-            return f"its stored plan could not be read ({type(exc).__name__})"
-        gone = sorted({n for n in (*held, *lease.image_nodes) if not 0 <= n < nodes})
-        if gone:
-            return (f"it held node(s) {', '.join(str(n + 1) for n in gone[:5])} that the site "
-                    f"no longer has (it has {nodes} nodes now)")
-        oversize = self.run.scheduler.oversize_reason(lease)
-        return f"after a restart on another site it is {oversize}" if oversize else ""
-
-    def _finish_offline(self, lease: Lease, row: Any, state: str, reason: str,
-                        now: float) -> str:
-        """End a lease whose work ended while the daemon was down."""
-        self._stop_quietly(lease.id)
-        self.store.end(lease.id, row["state"], state, reason, now)
-        self.leases.pop(lease.id, None)
-        return "failed" if state == "failed" else "finished"
-
-    def _restore_running(self, lease: Lease, row: Any, now: float) -> str:
-        plan = json.loads(row["plan"])
-        status = self.backend.status(lease.id)
-        segment = plan[0] if plan else None
-        if row["starting"]:
-            if status.state == "absent":
-                # the daemon stopped between recording a start and handing over its work:
-                # nothing ran, so the lease is scheduled again as if it had not started
-                self.store.unstart(lease.id, now)
-                if row["starts"] <= 1:
-                    lease.start = None
-                return "unstarted"
-            self.store.handed_over(lease.id)  # the backend has it: the start happened
-        if status.state == "exited":
-            if status.exit_code:
-                return self._finish_offline(lease, row, "failed", f"its command exited with "
-                                            f"status {status.exit_code} while the daemon was "
-                                            f"down", now)
-            return self._finish_offline(lease, row, "done", "finished while the daemon was "
-                                        "down", now)
-        if status.state in ("vanished", "absent") or segment is None:
-            return self._finish_offline(lease, row, "failed", "its work vanished while the "
-                                        "daemon was down" + (f": {status.detail}"
-                                                             if status.detail else ""), now)
-        if row["state"] == "active":
-            lease.work_done += max(0.0, now - segment["start"])
-            over = ((lease.start_request or 0.0) + lease.requested_duration <= now
-                    if lease.type is LeaseType.ADVANCE_RESERVATION
-                    else lease.remaining_requested <= 0)
-            if over:
-                return self._finish_offline(lease, row, "done", "its time ran out while the "
-                                            "daemon was down", now)
-            self.driver.adopting = True
-            try:
-                self.run.scheduler.restore_running(lease, tuple(segment["vm_nodes"]), now)
-            except OvercommitError as exc:
-                self.driver.adopting = False
-                return self._finish_offline(lease, row, "failed", f"its nodes could not be "
-                                            f"taken back after a restart: {exc}", now)
-            finally:
-                self.driver.adopting = False
-            if status.state == "suspended":
-                self.backend.resume(lease.id)
-            self.store.log(lease.id, now, "active", "found running after a restart")
-            return "running"
-        # suspending, resuming or migrating: it ends up suspended, waiting to resume
-        if status.state == "running":
-            self.backend.suspend(lease.id)
-        vm_nodes = tuple(segment["vm_nodes"]) or lease.image_nodes
-        if lease.suspended_at is None:
-            lease.suspended_at = now
-        self.run.scheduler.restore_queued(lease, vm_nodes)
-        self.store.log(lease.id, now, "queued", "found suspended after a restart")
-        return "queued"
-
-    def _restore_planned(self, lease: Lease, now: float) -> str:
-        start = lease.start_request
-        if (lease.type is LeaseType.ADVANCE_RESERVATION and start is not None
-                and start < now):
-            end = start + lease.requested_duration
-            lease.requested_duration = end - now   # what is left of its interval
-            lease.start_request = now
-        self.run.scheduler.restore_planned(lease, now)
-        if lease.state is S.FAILED:
-            return "failed"
-        self.store.log(lease.id, now, lease.state.value, "planned again after a restart")
-        return "planned"
-
-    def _restore_queued(self, lease: Lease, row: Any, now: float) -> str:
-        sched = self.run.scheduler
-        if row["state"] == "new":       # the crash came before the scheduler saw it
-            self.restoring = False
-            try:
-                sched.submit(lease, now)
-            finally:
-                self.restoring = True
-            return "queued"
-        if lease.image_nodes:
-            status = self.backend.status(lease.id)
-            if status.state != "suspended":
-                return self._finish_offline(lease, row, "failed", f"its suspended work is gone "
-                                            f"({status.state})", now)
-        sched.restore_queued(lease, lease.image_nodes)
-        return "queued"
-
-    def _stop_quietly(self, lease_id: int) -> None:
-        try:
-            self.backend.stop(lease_id)
-        except LeaseManagerError as exc:
-            log.warning("lease %s: stopping its leftover work failed: %s", lease_id, exc)
+        backend (:class:`~lease_manager.daemon.restore.Restorer`); returns how many leases
+        were found running, planned, queued, failed and finished."""
+        return Restorer(self).restore()
 
     # ----------------------------------------------------------------------------- serve
     def serve_forever(self, *, ready: Callable[[Daemon], None] | None = None,
                       install_signals: bool = True) -> None:
         """Restore, start the API and the reconciliation loop, and run the engine until
         SIGTERM/SIGINT or :meth:`stop`."""
-        from lease_manager.daemon.api import start_api
-        from lease_manager.daemon.haizea_rpc import start_haizea_rpc, stop_haizea_rpc
+        from lease_manager.daemon.haizea_rpc import stop_haizea_rpc
 
         self.run.start()
-        # the API listens at once and answers 503 with Retry-After until the leases are back
-        self.server, self.url = start_api(self)
-        info = {"url": self.url, "pid": os.getpid(),
-                "token_file": str(self.token_path().resolve())}
-        if self.config.get("daemon", "haizea-rpc"):    # Haizea's clients (opt-in)
-            self.haizea_rpc, info["haizea_rpc_url"] = start_haizea_rpc(self)
-        write_daemon_file(self.state_dir / "daemon.json", {**info, "ready": False})
+        info = self._start_servers()
         try:
             counts = self.restore()
         except BaseException:
@@ -547,22 +351,44 @@ class Daemon:
         try:
             self.run.engine.run()
         finally:
-            self._stopping.set()
-            self._commit_quietly()
-            self.server.shutdown()
-            self.server.server_close()
-            stop_haizea_rpc(self.haizea_rpc)
-            for future in list(self._calls):   # calls the engine will never answer now
-                if not future.done():
-                    future.set_exception(DaemonStopping("the daemon is stopping"))
-            self._pending = []
-            self._finish_run()
-            self.backend.close()
-            self.store.close()
-            self._verify_invariants()
-            self.run.close()
-            self._lock.close()
-            (self.state_dir / "daemon.json").unlink(missing_ok=True)
+            self._shut_down()
+
+    def _start_servers(self) -> dict[str, Any]:
+        """Start the API (it answers 503 with Retry-After until the leases are back) and,
+        if on, Haizea's XML-RPC; write ``daemon.json`` (not ready yet) and return what it
+        says."""
+        from lease_manager.daemon.api import start_api
+        from lease_manager.daemon.haizea_rpc import start_haizea_rpc
+
+        self.server, self.url = start_api(self)
+        info = {"url": self.url, "pid": os.getpid(),
+                "token_file": str(self.token_path().resolve())}
+        if self.config.get("daemon", "haizea-rpc"):    # Haizea's clients (opt-in)
+            self.haizea_rpc, info["haizea_rpc_url"] = start_haizea_rpc(self)
+        write_daemon_file(self.state_dir / "daemon.json", {**info, "ready": False})
+        return info
+
+    def _shut_down(self) -> None:
+        """After the engine stopped: fail the calls it will never answer, stop the servers,
+        finish the run (summary, invariants) and let the state folder go."""
+        from lease_manager.daemon.haizea_rpc import stop_haizea_rpc
+
+        self._stopping.set()
+        self._commit_quietly()
+        self.server.shutdown()
+        self.server.server_close()
+        stop_haizea_rpc(self.haizea_rpc)
+        for future in list(self._calls):   # calls the engine will never answer now
+            if not future.done():
+                future.set_exception(DaemonStopping("the daemon is stopping"))
+        self._pending = []
+        self._finish_run()
+        self.backend.close()
+        self.store.close()
+        self._verify_invariants()
+        self.run.close()
+        self._lock.close()
+        (self.state_dir / "daemon.json").unlink(missing_ok=True)
 
     def _commit_quietly(self) -> None:
         """Keep what a step that failed had changed (as if each change were committed at
@@ -605,61 +431,3 @@ class Daemon:
         self.run.engine.stop()
 
 
-def lock_state_dir(state_dir: Path) -> Any:
-    """Hold ``state-dir/daemon.lock`` for the life of the daemon: two daemons on one state
-    would both carry out the same leases. The lock goes with the process, even on SIGKILL."""
-    import fcntl
-
-    path = state_dir / "daemon.lock"
-    lock = open(path, "a+")
-    try:
-        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        lock.seek(0)
-        holder = lock.read().strip() or "?"
-        lock.close()
-        raise LeaseManagerError(f"another daemon (pid {holder}) is using the state folder "
-                                f"{state_dir}") from None
-    lock.seek(0)
-    lock.truncate()
-    lock.write(str(os.getpid()))
-    lock.flush()
-    return lock
-
-
-def refuse_loose_mode(path: Path, mode: int) -> None:
-    """Refuse to use ``path`` (the state folder, the token file) if users other than its owner
-    may read or enter it: made beforehand with 0755 or 0644, it was used without a word."""
-    try:
-        have = path.stat().st_mode & 0o777
-    except OSError:
-        return
-    if have & 0o077:
-        raise LeaseManagerError(f"{path} is open to other users (mode {have:04o}): run "
-                                f"`chmod {mode:o} {path}` (the daemon keeps the API token and "
-                                "the users' commands there)")
-
-
-def load_token(path: Path) -> str:
-    """The API token in ``path``, created (mode 0600) with a random token if missing; an
-    existing one open to other users is refused."""
-    refuse_loose_mode(path, 0o600)      # made meanwhile
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:
-        token = path.read_text().strip()
-        if not token:
-            raise LeaseManagerError(f"{path}: the token file is empty") from None
-        return token
-    except OSError as exc:
-        raise LeaseManagerError(f"cannot create the token file {path}: {exc.strerror}") from None
-    token = secrets.token_urlsafe(32)
-    with os.fdopen(fd, "w") as f:
-        f.write(token + "\n")
-    return token
-
-
-def write_daemon_file(path: Path, info: dict) -> None:
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(info))
-    os.replace(tmp, path)

@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 from lease_manager.enactment.base import EnactmentError
-from lease_manager.enactment.processes import process_log, signal_pids, warn_once
+from lease_manager.enactment.os_processes import process_log, signal_pids, warn_once
 
 #: where the cgroup file systems are mounted (a parameter for tests)
 CGROUP_ROOT = Path("/sys/fs/cgroup")

@@ -82,29 +82,30 @@ from __future__ import annotations
 import json
 import math
 import os
-import re
-import shlex
 import time
-from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from lease_manager.config.schema import BOOLEAN, FLOAT, NAMES, PATH, STRING, Option
 from lease_manager.enactment.base import (
     EnactmentBackend,
     EnactmentError,
     Work,
     WorkStatus,
-    clean_env,
     node_names,
-    work_env,
 )
+from lease_manager.enactment.slurm_commands import (
+    SlurmCommands,
+    batch_script,
+    shell_exit_code,
+    slurm_time,
+    whole_seconds,
+)
+from lease_manager.enactment.slurm_options import slurm_options
 from lease_manager.hookspecs import hookimpl
 
 if TYPE_CHECKING:
-    import subprocess
 
     from lease_manager.context import RunContext
 
@@ -115,50 +116,6 @@ _LIVE = {"PENDING", "CONFIGURING", "RUNNING", "COMPLETING", "RESIZING", "REQUEUE
 _UNFINISHED = (_LIVE - {"COMPLETING"}) | {"SUSPENDED"}
 #: how close (seconds) to the planned end a TIMEOUT counts as "ran to its end"
 _END_TOLERANCE = 5.0
-
-
-def _whole(t: float) -> int:
-    """A lease boundary in whole seconds. Starts and ends are rounded the same way (down) so
-    that back-to-back leases stay back to back: rounding a start down and an end up would make
-    them overlap by a second, and Slurm refuses the second reservation on the same cores."""
-    return math.floor(t + 1e-6)
-
-
-def _fmt_time(t: float) -> str:
-    """UTC epoch seconds as Slurm's ``YYYY-MM-DDTHH:MM:SS`` (read by scontrol with TZ=UTC)."""
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t))
-
-
-def _parse_time(text: str) -> float | None:
-    """Slurm's ``YYYY-MM-DDTHH:MM:SS`` printed with TZ=UTC, as epoch seconds."""
-    try:
-        import calendar
-
-        return float(calendar.timegm(time.strptime(text, "%Y-%m-%dT%H:%M:%S")))
-    except ValueError:
-        return None
-
-
-def _exit_code(raw: Any) -> int | None:
-    """Slurm's ``exit_code`` (a wait(2) status) as a shell-style exit code."""
-    if not isinstance(raw, int):
-        return None
-    if raw & 0x7F:                      # killed by a signal
-        return 128 + (raw & 0x7F)
-    return (raw >> 8) & 0xFF
-
-
-def _one_line(text: str) -> str:
-    """Slurm's stderr as one clean line: no ``sbatch: error:`` prefixes, no repeats."""
-    lines: list[str] = []
-    seen: set[str] = set()
-    for line in text.splitlines():
-        line = re.sub(r"^(\S+:\s+)?(error|fatal):\s*", "", line.strip(), flags=re.I)
-        tail = line.rsplit(": ", 1)[-1]     # "slurm_update error: X" repeats "Error ...: X"
-        if line and tail not in seen:
-            seen.add(tail)
-            lines.append(line)
-    return "; ".join(lines) or "(no message)"
 
 
 class SlurmBackend(EnactmentBackend):
@@ -180,6 +137,7 @@ class SlurmBackend(EnactmentBackend):
         self.account = cfg.get("slurm", "account")
         self.timeout = float(cfg.get("slurm", "commands-timeout"))
         self.bin_dir = cfg.get("slurm", "bin-dir")
+        self.slurm = SlurmCommands(self.bin_dir, self.timeout)
         self.cpu_unit = float(cfg.get("slurm", "cpu-unit"))
         self.request_memory = bool(cfg.get("slurm", "request-memory"))
         self.job_dir = Path(cfg.get("slurm", "job-dir") or self.state_dir()).absolute()
@@ -203,40 +161,6 @@ class SlurmBackend(EnactmentBackend):
         tmp.write_text(json.dumps({str(k): v for k, v in self.leases.items()}, indent=1))
         os.replace(tmp, self._file)
 
-    def _cmd(self, args: Sequence[str], *, stdin: str | None = None,
-             ok: Sequence[str] = ()) -> subprocess.CompletedProcess[str] | None:
-        """Run a Slurm command; raise EnactmentError naming it and Slurm's message on failure,
-        unless the message contains one of ``ok`` (then return None)."""
-        argv = list(args)
-        if self.bin_dir:
-            argv[0] = str(Path(self.bin_dir) / argv[0])
-        env = dict(os.environ)
-        if args[0] == "scontrol":     # scontrol reads and prints times in its local zone
-            env["TZ"] = "UTC"
-        elif args[0] == "sbatch":     # a job gets sbatch's environment: not the daemon's
-            env = {**clean_env(os.environ),
-                   **{k: v for k, v in os.environ.items() if k.startswith(("SLURM_", "MUNGE"))}}
-        import subprocess  # (loaded by Slurm's runs only: start-up)
-
-        shown = " ".join(shlex.quote(a) for a in args)
-        try:
-            proc = subprocess.run(argv, input=stdin, capture_output=True, text=True, env=env,
-                                  timeout=self.timeout)
-        except FileNotFoundError:
-            raise EnactmentError(f"`{shown}`: {argv[0]} not found (is Slurm installed? "
-                                 f"see [slurm] bin-dir)") from None
-        except subprocess.TimeoutExpired:
-            raise EnactmentError(f"`{shown}` did not answer within {self.timeout:g} s "
-                                 f"(is slurmctld running?)") from None
-        except OSError as exc:
-            raise EnactmentError(f"`{shown}`: {exc}") from None
-        if proc.returncode != 0:
-            message = _one_line(proc.stderr or proc.stdout)
-            if any(text.lower() in message.lower() for text in ok):
-                return None
-            raise EnactmentError(f"`{shown}` failed: {message}")
-        return proc
-
     def _name(self, lease_id: int) -> str:
         return f"{self.prefix}{lease_id}"
 
@@ -254,7 +178,7 @@ class SlurmBackend(EnactmentBackend):
             args = ["sinfo", "-h", "-N", "-o", "%N"]
             if self.partition:
                 args += ["-p", self.partition]
-            proc = self._cmd(args)
+            proc = self.slurm.run(args)
             assert proc is not None
             names = list(dict.fromkeys(proc.stdout.split()))
             count = len(self.ctx.site.capacity)
@@ -283,21 +207,9 @@ class SlurmBackend(EnactmentBackend):
         return list(per_node), list(per_node.values()), vms
 
     # ---------------------------------------------------------------------- Slurm state
-    def _reservation(self, name: str) -> dict[str, str] | None:
-        """``scontrol -o show reservation NAME`` as a dict, or None if there is none."""
-        proc = self._cmd(["scontrol", "-o", "show", "reservation", name], ok=("not found",))
-        if proc is None or not proc.stdout.strip():
-            return None
-        fields: dict[str, str] = {}
-        for token in proc.stdout.split():
-            key, sep, value = token.partition("=")
-            if sep and key not in fields:
-                fields[key] = value
-        return fields if fields.get("ReservationName") == name else None
-
     def _jobs(self) -> list[dict[str, Any]]:
         """All jobs ``squeue --json`` shows (22.05 ignores squeue's filters with --json)."""
-        proc = self._cmd(["squeue", "--json"])
+        proc = self.slurm.run(["squeue", "--json"])
         assert proc is not None
         try:
             return list(json.loads(proc.stdout).get("jobs", []))
@@ -332,8 +244,8 @@ class SlurmBackend(EnactmentBackend):
             return
         target = int(end) - 1
         if int(job.get("end_time") or 0) != target and target > time.time():
-            self._cmd(["scontrol", "update", f"JobId={job['job_id']}",
-                       f"EndTime={_fmt_time(target)}"],
+            self.slurm.run(["scontrol", "update", f"JobId={job['job_id']}",
+                       f"EndTime={slurm_time(target)}"],
                       # the work may end between squeue's answer and this update
                       ok=("already completing", "already finished"))
 
@@ -341,20 +253,20 @@ class SlurmBackend(EnactmentBackend):
         return self.job_dir / f"{self._name(lease_id)}.{job_id}.exit"
 
     # ------------------------------------------------------------------------ protocol
-    # Longer than ~50 lines on purpose: the Slurm reservation is built, compared with the booked
-    # one and created or moved in one place, so its states stay readable.
     def prepare(self, work: Work) -> None:
+        """Create the lease's reservation, or move the one booked to the lease's new times
+        (a running job's reservation only to a new end: see the module doc)."""
         name = self._name(work.lease_id)
         nodes, cores, _ = self._layout(work)
         now = time.time()
-        start = max(_whole(work.start), math.floor(now))
-        end = _whole(work.end)
+        start = max(whole_seconds(work.start), math.floor(now))
+        end = whole_seconds(work.end)
         if end <= now:
             raise EnactmentError(f"lease {work.lease_id}: its reservation would end in the "
-                                 f"past ({_fmt_time(end)} UTC)")
+                                 f"past ({slurm_time(end)} UTC)")
         record = self.leases.get(work.lease_id, {})
         placement = {"nodes": nodes, "cores": cores}
-        existing = self._reservation(name)
+        existing = self.slurm.reservation(name)
         job = self._job(work.lease_id) if existing else None
         busy = job is not None and job.get("job_state") in _LIVE | {"SUSPENDED"}
         # without a record (state lost) a running job's reservation is taken as it is
@@ -366,48 +278,62 @@ class SlurmBackend(EnactmentBackend):
                     f"lease {work.lease_id}: cannot move its running Slurm job "
                     f"{job['job_id'] if job else '?'} to other nodes or cores (migration is "
                     "not supported by the slurm backend)")
-            args = ["scontrol", "update", f"ReservationName={name}"]
-            if existing.get("State") != "ACTIVE":
-                args.append(f"StartTime={_fmt_time(start)}")
-            elif start > now + 1 and not busy:   # started too early now: start it again later
-                self._delete_reservation(name)
-                existing = None
-            if existing is not None:
-                args.append(f"EndTime={_fmt_time(end)}")
-                self._cmd(args)
-                if busy and job is not None:      # the job must follow the reservation's end
-                    record["end"] = end
-                    self.leases[work.lease_id] = record
-                    self._fix_end(work.lease_id, job)
-        else:
-            if existing is not None:
-                self._delete_reservation(name)
+            existing = self._move_reservation(work.lease_id, existing, job if busy else None,
+                                              record, start, end, now)
+        elif existing is not None:
+            self.slurm.delete_reservation(name)
             existing = None
         if existing is None:
-            args = ["scontrol", "create", "reservation", f"ReservationName={name}",
-                    f"StartTime={_fmt_time(start)}", f"EndTime={_fmt_time(end)}",
-                    f"Nodes={','.join(nodes)}", f"CoreCnt={','.join(map(str, cores))}",
-                    f"Users={self.user}"]
-            if self.account:
-                args.append(f"Accounts={self.account}")
-            if self.partition:
-                args.append(f"PartitionName={self.partition}")
-            try:
-                self._cmd(args)
-            except EnactmentError as exc:
-                if "busy" not in str(exc).lower():
-                    raise
-                # our own running jobs may still hold cores past their reservations' end
-                # (Slurm's time limits are in minutes): pull them in and try once more
-                jobs = self._jobs()
-                for other in list(self.leases):
-                    other_job = self._job(other, jobs)
-                    if other_job is not None:
-                        self._fix_end(other, other_job)
-                self._cmd(args)
+            self._create_reservation(name, start, end, nodes, cores)
         record.update(placement=placement, start=start, end=end)
         self.leases[work.lease_id] = record
         self._save()
+
+    def _move_reservation(self, lease_id: int, existing: dict[str, str],
+                          job: dict[str, Any] | None, record: dict[str, Any], start: int,
+                          end: int, now: float) -> dict[str, str] | None:
+        """Give the booked reservation of the same placement the new times (``job``: its
+        running job, whose end follows); None when it was deleted instead, started too
+        early (it is then created again)."""
+        name = self._name(lease_id)
+        args = ["scontrol", "update", f"ReservationName={name}"]
+        if existing.get("State") != "ACTIVE":
+            args.append(f"StartTime={slurm_time(start)}")
+        elif start > now + 1 and job is None:   # started too early now: start it again later
+            self.slurm.delete_reservation(name)
+            return None
+        args.append(f"EndTime={slurm_time(end)}")
+        self.slurm.run(args)
+        if job is not None:      # the job must follow the reservation's end
+            record["end"] = end
+            self.leases[lease_id] = record
+            self._fix_end(lease_id, job)
+        return existing
+
+    def _create_reservation(self, name: str, start: int, end: int, nodes: list[str],
+                            cores: list[int]) -> None:
+        """``scontrol create reservation``; when Slurm finds the cores busy, once more after
+        pulling our own running jobs' ends in (Slurm's time limits are in minutes)."""
+        args = ["scontrol", "create", "reservation", f"ReservationName={name}",
+                f"StartTime={slurm_time(start)}", f"EndTime={slurm_time(end)}",
+                f"Nodes={','.join(nodes)}", f"CoreCnt={','.join(map(str, cores))}",
+                f"Users={self.user}"]
+        if self.account:
+            args.append(f"Accounts={self.account}")
+        if self.partition:
+            args.append(f"PartitionName={self.partition}")
+        try:
+            self.slurm.run(args)
+        except EnactmentError as exc:
+            if "busy" not in str(exc).lower():
+                raise
+            # our own running jobs may still hold cores past their reservations' end
+            jobs = self._jobs()
+            for other in list(self.leases):
+                other_job = self._job(other, jobs)
+                if other_job is not None:
+                    self._fix_end(other, other_job)
+            self.slurm.run(args)
 
     def start(self, work: Work) -> None:
         name = self._name(work.lease_id)
@@ -418,8 +344,8 @@ class SlurmBackend(EnactmentBackend):
         self.prepare(attrs.evolve(work, start=min(work.start, time.time())))
         nodes, cores, vms = self._layout(work)
         now = time.time()
-        minutes = max(1, math.ceil((_whole(work.end) - now) / 60))
-        script = self._script(work, vms)
+        minutes = max(1, math.ceil((whole_seconds(work.end) - now) / 60))
+        script = batch_script(name, self.job_dir, work, vms, self.request_memory)
         args = ["sbatch", "--parsable", f"--reservation={name}", f"--job-name={name}",
                 f"--nodes={len(nodes)}", f"--nodelist={','.join(nodes)}",
                 f"--ntasks={sum(cores)}", f"--time={minutes}",
@@ -434,7 +360,7 @@ class SlurmBackend(EnactmentBackend):
             for vm, node, _ in vms:
                 per_node[node] = per_node.get(node, 0.0) + vm.memory
             args.append(f"--mem={max(1, math.ceil(max(per_node.values())))}")
-        proc = self._cmd(args, stdin=script)
+        proc = self.slurm.run(args, stdin=script)
         assert proc is not None
         text = proc.stdout.strip().split(";")[0]
         if not text.isdigit():
@@ -442,7 +368,7 @@ class SlurmBackend(EnactmentBackend):
         job_id = int(text)
         (self.job_dir / f"{name}.{job_id}.sh").write_text(script)
         record = self.leases.setdefault(work.lease_id, {})
-        record.update(job=job_id, end=_whole(work.end))
+        record.update(job=job_id, end=whole_seconds(work.end))
         self._save()
         # Keep its end estimate inside the reservation once it runs (usually at once).
         deadline = time.monotonic() + 2.0
@@ -454,50 +380,22 @@ class SlurmBackend(EnactmentBackend):
         if job is not None:
             self._fix_end(work.lease_id, job)
 
-    def _script(self, work: Work, vms: list[tuple[Any, str, int]]) -> str:
-        name = self._name(work.lease_id)
-        lines = ["#!/bin/sh",
-                 f"# lease_manager slurm backend: lease {work.lease_id}, {len(vms)} VM(s)",
-                 f"exit_file={shlex.quote(str(self.job_dir / name))}.$SLURM_JOB_ID.exit",
-                 "code=0"]
-        if not work.command.strip():
-            end = _whole(work.end)
-            lines += [f"now=$(date +%s); if [ {end} -gt \"$now\" ]; then "
-                      f"sleep $(({end} - now)); fi"]
-        else:
-            for vm, node, cores in vms:
-                vm = vm if vm.node_name == node else attrs.evolve(vm, node_name=node)
-                env = [f"{k}={v}" for k, v in sorted(work_env(work, vm).items())]
-                step = ["srun", "--nodes=1", "--ntasks=1", f"--cpus-per-task={cores}",
-                        f"--nodelist={node}", "--exact", f"--job-name={name}.vm{vm.index}"]
-                if self.request_memory and vm.memory > 0:
-                    step.append(f"--mem={max(1, math.ceil(vm.memory))}")
-                step += ["env", *env, "/bin/sh", "-c", work.command]
-                lines.append(" ".join(shlex.quote(a) for a in step) + " &")
-                lines.append(f"pid{vm.index}=$!")
-            for vm, _, _ in vms:
-                lines.append(f"wait $pid{vm.index}; c=$?; "
-                             "if [ $code -eq 0 ]; then code=$c; fi")
-        lines += ['echo $code > "$exit_file.tmp" && mv "$exit_file.tmp" "$exit_file"',
-                  "exit $code", ""]
-        return "\n".join(lines)
-
     def power_off(self, node_name: str) -> None:
         """Slurm's power saving: the node is powered down through the cluster's
         ``SuspendProgram`` (Slurm refuses when power saving is not configured)."""
-        self._cmd(["scontrol", "update", f"NodeName={node_name}", "State=POWER_DOWN"])
+        self.slurm.run(["scontrol", "update", f"NodeName={node_name}", "State=POWER_DOWN"])
 
     def power_on(self, node_name: str) -> None:
         """Slurm's power saving: the node is resumed through the cluster's
         ``ResumeProgram``."""
-        self._cmd(["scontrol", "update", f"NodeName={node_name}", "State=POWER_UP"])
+        self.slurm.run(["scontrol", "update", f"NodeName={node_name}", "State=POWER_UP"])
 
     def suspend(self, lease_id: int) -> None:
-        self._cmd(["scontrol", "suspend", str(self._job_id(lease_id))])
+        self.slurm.run(["scontrol", "suspend", str(self._job_id(lease_id))])
 
     def resume(self, lease_id: int) -> None:
         job_id = self._job_id(lease_id)
-        self._cmd(["scontrol", "resume", str(job_id)])
+        self.slurm.run(["scontrol", "resume", str(job_id)])
         job = self._job(lease_id)
         if job is not None:
             self._fix_end(lease_id, job)
@@ -513,19 +411,6 @@ class SlurmBackend(EnactmentBackend):
             f"shrink a running job, not grow it or move its tasks to other nodes (use the "
             f"process backend for malleable leases)")
 
-    def _delete_reservation(self, name: str) -> None:
-        """Delete a reservation; absent is fine; wait a little for cancelled jobs to go."""
-        deadline = time.monotonic() + min(self.timeout, 15.0)
-        while True:
-            try:
-                self._cmd(["scontrol", "delete", f"ReservationName={name}"],
-                          ok=("invalid", "not found"))
-                return
-            except EnactmentError as exc:
-                if "in use" not in str(exc) or time.monotonic() > deadline:
-                    raise
-                time.sleep(0.2)
-
     def stop(self, lease_id: int) -> None:
         name = self._name(lease_id)
         record = self.leases.get(lease_id, {})
@@ -534,9 +419,9 @@ class SlurmBackend(EnactmentBackend):
         if record.get("job"):
             ids.add(str(record["job"]))
         if ids:
-            self._cmd(["scancel", *sorted(ids)],
+            self.slurm.run(["scancel", *sorted(ids)],
                       ok=("invalid job id", "already completing", "already completed"))
-        self._delete_reservation(name)
+        self.slurm.delete_reservation(name)
         if record.get("job"):
             self._exit_file(lease_id, record["job"]).unlink(missing_ok=True)
         if lease_id in self.leases:
@@ -565,7 +450,7 @@ class SlurmBackend(EnactmentBackend):
             if state in ("COMPLETED", "FAILED"):
                 code = self._read_exit(lease_id, job_id)
                 if code is None:
-                    code = _exit_code(job.get("exit_code"))
+                    code = shell_exit_code(job.get("exit_code"))
                 return WorkStatus("exited", 0 if code is None else code, detail=what)
             end = record.get("end")
             ended = job.get("end_time") or 0
@@ -580,7 +465,7 @@ class SlurmBackend(EnactmentBackend):
                 return WorkStatus("exited", code, detail=f"Slurm job {record['job']}")
             return WorkStatus("vanished", detail=f"Slurm job {record['job']} is gone without "
                                                  f"leaving an exit code in {self.job_dir}")
-        if self._reservation(name) is not None:
+        if self.slurm.reservation(name) is not None:
             return WorkStatus("planned", detail=f"reservation {name}")
         return WorkStatus("absent")
 
@@ -593,38 +478,7 @@ class SlurmBackend(EnactmentBackend):
 
 @hookimpl
 def register_options():
-    return [
-        Option("slurm", "nodes", NAMES, (), doc="""
-            The Slurm node name of each site node, in order (as many as `[simulation]
-            resources` has nodes). Empty: the first nodes `sinfo` lists (of `partition`, if
-            set), in Slurm's order."""),
-        Option("slurm", "partition", STRING, "", doc="""
-            Partition of the reservations and jobs. Empty: Slurm's default partition."""),
-        Option("slurm", "user", STRING, "", doc="""
-            The user allowed into the reservations (`Users=`): the user the jobs are submitted
-            as. Empty: the daemon's user."""),
-        Option("slurm", "account", STRING, "", doc="""
-            Account of the reservations (`Accounts=`) and jobs (`--account`). Empty: none."""),
-        Option("slurm", "cpu-unit", FLOAT, 1.0, minimum=1e-9, maximum=1e12, doc="""
-            The site's `CPU` amount that is one Slurm core (100 for Haizea-style `CPU:100`
-            sites). Each VM gets its CPU amount in cores, rounded up, at least one."""),
-        Option("slurm", "request-memory", BOOLEAN, False, doc="""
-            Ask for each VM's `Memory` (MB) with `--mem` (for sites with
-            `SelectTypeParameters=CR_*_Memory`; reservations hold cores only)."""),
-        Option("slurm", "job-dir", PATH, "", doc="""
-            Folder of the batch jobs' scripts, output (`lm-<lease>.<job>.out`) and exit-code
-            files. It must be at the same path on the daemon's machine and the Slurm nodes
-            (a shared file system), or exit codes are lost once Slurm forgets a job. Empty:
-            the backend's folder under `[daemon] state-dir`."""),
-        Option("slurm", "name-prefix", STRING, "lm-", doc="""
-            Prefix of the reservation and job names (`lm-<lease id>`): give each daemon
-            sharing one Slurm cluster its own."""),
-        Option("slurm", "commands-timeout", FLOAT, 30.0, minimum=0.1, maximum=86400, doc="""
-            Seconds a Slurm command (scontrol, sbatch, squeue, scancel, sinfo) may take
-            before the action fails."""),
-        Option("slurm", "bin-dir", PATH, "", doc="""
-            Folder of the Slurm commands. Empty: found on `PATH`."""),
-    ]
+    return slurm_options()
 
 
 @hookimpl

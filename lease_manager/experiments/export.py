@@ -103,6 +103,14 @@ def _run_meta(run_dir: Path) -> dict[str, Any]:
     return meta if isinstance(meta, dict) else {}
 
 
+def _trace_path(meta: dict[str, Any]) -> str | None:
+    """The run's trace file: ``simulate`` records ``"trace": {"path", "sha256"}``, a sweep's
+    run its name (``"trace"``) and ``"trace_path"``."""
+    trace = meta.get("trace")
+    path = trace.get("path") if isinstance(trace, dict) else meta.get("trace_path")
+    return path if isinstance(path, str) else None
+
+
 def _original_swf(meta: dict[str, Any]) -> Any:
     """The run's trace as an :class:`SWFReader`, when it is an SWF file still there with the
     checksum the run recorded; else None."""
@@ -111,7 +119,9 @@ def _original_swf(meta: dict[str, Any]) -> Any:
     from lease_manager.workload.swf import SWFReader
     from lease_manager.workload.tasks import is_task_file
 
-    trace = meta.get("trace") or {}
+    trace = meta.get("trace")
+    if not isinstance(trace, dict):   # a sweep's run.json names its trace, with no checksum
+        return None
     path, digest = trace.get("path"), trace.get("sha256")
     if (not path or not Path(path).is_file() or is_lwf(path) or is_task_file(path)
             or sha256(path) != digest):
@@ -207,7 +217,7 @@ def export_command(directory: str, fmt: str, out: str | None = None) -> int:
     left_out = sum(1 for r in rows if _final(r) is None)
     try:
         if fmt == "batsim":
-            trace = (meta.get("trace") or {}).get("path") or name
+            trace = _trace_path(meta) or name
             with target.open("w", newline="") as fh:
                 writer = csv.DictWriter(fh, fieldnames=BATSIM_COLUMNS, lineterminator="\n")
                 writer.writeheader()

@@ -164,33 +164,63 @@ def gantt(run_dir: Path, *, max_leases: int | None = 200, max_hours: float | Non
     """The Gantt chart of the first ``max_leases`` leases to start (within ``max_hours`` of
     the first start), coloured by ``colour_by`` (:data:`COLOUR_BY`) with a colour bar (wait,
     size) or a legend (type), and a legend of the states drawn."""
-    import matplotlib
-    import numpy as np
-    from matplotlib.cm import ScalarMappable
-    from matplotlib.collections import LineCollection, PatchCollection
-    from matplotlib.colors import ListedColormap, Normalize
-    from matplotlib.patches import Patch, Rectangle
+    from matplotlib.ticker import MaxNLocator
 
-    from lease_manager.experiments.plots import figure
+    from lease_manager.experiments.plot_base import figure
 
     leases, shown_all = gantt_leases(read_leases(run_dir), max_leases=max_leases,
                                      max_hours=max_hours)
     colour_by = resolve_colour_by(colour_by, leases)
     fig = figure(12, 6)
     ax = fig.add_subplot()
-    colours: dict[str, Any]
+    keys, colours, labels = _lease_colours(leases, colour_by)
+    states = _draw_leases(ax, leases, keys, colours)
+    if leases:
+        if len(leases) <= 60:
+            _number_leases(ax, leases, keys, colours)
+        ax.autoscale_view()
+        _legends(fig, ax, colour_by, keys, labels, states)
+    else:
+        ax.text(0.5, 0.5, "no lease ran", transform=ax.transAxes, ha="center")
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_xlabel("time (hours)")
+    ax.set_ylabel("node")
+    what = f"{len(leases)} leases" + ("" if shown_all else " (the first to start)")
+    ax.set_title(f"{title or Path(run_dir).name}: {what}, coloured by {colour_by}")
+    ax.grid(axis="x", alpha=0.3)
+    return fig
+
+
+def _class_map(colour_by: str, n: int) -> Any:
+    """The colour map of ``n`` classes of ``colour_by`` (wait or size)."""
+    import matplotlib
+    import numpy as np
+    from matplotlib.colors import ListedColormap
+
+    # from a fifth into the map: its first colours are too pale to read on white
+    return ListedColormap(matplotlib.colormaps[CLASS_MAPS[colour_by]](
+        np.linspace(0.2, 1.0, n) if n > 1 else [0.5]))
+
+
+def _lease_colours(leases: list[GanttLease], colour_by: str) -> tuple[list[str], dict[str, Any],
+                                                                      list[str]]:
+    """Each lease's colour key, the colour of each key, and the classes' labels (none when
+    coloured by type)."""
     if colour_by == "type":
         keys = [lease.type for lease in leases]
-        colours = {k: TYPE_COLOURS.get(k, OTHER_TYPE_COLOUR) for k in keys}
-        labels: list[str] = []
-    else:
-        index, labels = lease_classes(leases, colour_by)
-        n = len(labels)
-        # from a fifth into the map: its first colours are too pale to read on white
-        cmap = ListedColormap(matplotlib.colormaps[CLASS_MAPS[colour_by]](
-            np.linspace(0.2, 1.0, n) if n > 1 else [0.5]))
-        keys = [str(i) for i in index]
-        colours = {str(i): cmap(i) for i in range(n)}
+        return keys, {k: TYPE_COLOURS.get(k, OTHER_TYPE_COLOUR) for k in keys}, []
+    index, labels = lease_classes(leases, colour_by)
+    cmap = _class_map(colour_by, len(labels))
+    return [str(i) for i in index], {str(i): cmap(i) for i in range(len(labels))}, labels
+
+
+def _draw_leases(ax: Any, leases: list[GanttLease], keys: list[str],
+                 colours: dict[str, Any]) -> list[str]:
+    """A bar per block of contiguous nodes of each lease (hatched by its state), blocks of
+    one lease joined by a dotted line; returns the states drawn, in legend order."""
+    from matplotlib.collections import LineCollection, PatchCollection
+    from matplotlib.patches import Rectangle
+
     by_style: dict[tuple[str, str], list[Rectangle]] = {}
     joins = []
     for lease, key in zip(leases, keys):
@@ -209,46 +239,47 @@ def gantt(run_dir: Path, *, max_leases: int | None = 200, max_hours: float | Non
     if joins:
         ax.add_collection(LineCollection(joins, colors="black", linewidths=0.6,
                                          linestyles="dotted"))
-    if leases:
-        if len(leases) <= 60:
-            from matplotlib.colors import to_rgb
+    return [s for s in STATE_HATCHES if any(st == s for _, st in by_style)]
 
-            for lease, key in zip(leases, keys):
-                first, count = blocks(lease.nodes)[0]
-                red, green, blue = to_rgb(colours[key])
-                dark = 0.3 * red + 0.6 * green + 0.1 * blue < 0.45
-                ax.text((lease.start + lease.end) / 2 / HOUR, first + (count - 1) / 2,
-                        lease.id, ha="center", va="center", fontsize=7, clip_on=True,
-                        color="white" if dark else "black")
-        ax.autoscale_view()
-        handles = []
-        if colour_by == "type":
-            types = [t for t in (*TYPE_COLOURS, *sorted(set(keys))) if t in set(keys)]
-            handles = [Patch(facecolor=TYPE_COLOURS.get(t, OTHER_TYPE_COLOUR),
-                             edgecolor="black", label=t or "(no type)")
-                       for t in dict.fromkeys(types)]
-        else:
-            mappable = ScalarMappable(Normalize(-0.5, n - 0.5), cmap)
-            bar = fig.colorbar(mappable, ax=ax, ticks=range(n), pad=0.01, aspect=30)
-            bar.ax.set_yticklabels(labels, fontsize=8)
-            bar.set_label(COLOUR_BAR_LABELS[colour_by])
-        states = [s for s in STATE_HATCHES if any(st == s for _, st in by_style)]
-        handles += [Patch(facecolor="white", edgecolor="black", hatch=STATE_HATCHES[s] or None,
-                          label=s) for s in states]
-        if colour_by == "type":
-            ax.legend(handles=handles, fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
-        elif states != ["done"]:   # the colour bar holds the right: states under the axis
-            ax.legend(handles=handles, fontsize=8, loc="upper right",
-                      bbox_to_anchor=(1.0, -0.08), ncols=len(handles), title="state",
-                      title_fontsize=8)
+
+def _number_leases(ax: Any, leases: list[GanttLease], keys: list[str],
+                   colours: dict[str, Any]) -> None:
+    """Each lease's id on its first block, in white on a dark colour."""
+    from matplotlib.colors import to_rgb
+
+    for lease, key in zip(leases, keys):
+        first, count = blocks(lease.nodes)[0]
+        red, green, blue = to_rgb(colours[key])
+        dark = 0.3 * red + 0.6 * green + 0.1 * blue < 0.45
+        ax.text((lease.start + lease.end) / 2 / HOUR, first + (count - 1) / 2,
+                lease.id, ha="center", va="center", fontsize=7, clip_on=True,
+                color="white" if dark else "black")
+
+
+def _legends(fig: Figure, ax: Any, colour_by: str, keys: list[str], labels: list[str],
+             states: list[str]) -> None:
+    """The legend of the types, or the colour bar of the classes; the legend of the states."""
+    from matplotlib.cm import ScalarMappable
+    from matplotlib.colors import Normalize
+    from matplotlib.patches import Patch
+
+    handles = []
+    if colour_by == "type":
+        types = [t for t in (*TYPE_COLOURS, *sorted(set(keys))) if t in set(keys)]
+        handles = [Patch(facecolor=TYPE_COLOURS.get(t, OTHER_TYPE_COLOUR),
+                         edgecolor="black", label=t or "(no type)")
+                   for t in dict.fromkeys(types)]
     else:
-        ax.text(0.5, 0.5, "no lease ran", transform=ax.transAxes, ha="center")
-    from matplotlib.ticker import MaxNLocator
-
-    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
-    ax.set_xlabel("time (hours)")
-    ax.set_ylabel("node")
-    what = f"{len(leases)} leases" + ("" if shown_all else " (the first to start)")
-    ax.set_title(f"{title or Path(run_dir).name}: {what}, coloured by {colour_by}")
-    ax.grid(axis="x", alpha=0.3)
-    return fig
+        n = len(labels)
+        mappable = ScalarMappable(Normalize(-0.5, n - 0.5), _class_map(colour_by, n))
+        bar = fig.colorbar(mappable, ax=ax, ticks=range(n), pad=0.01, aspect=30)
+        bar.ax.set_yticklabels(labels, fontsize=8)
+        bar.set_label(COLOUR_BAR_LABELS[colour_by])
+    handles += [Patch(facecolor="white", edgecolor="black", hatch=STATE_HATCHES[s] or None,
+                      label=s) for s in states]
+    if colour_by == "type":
+        ax.legend(handles=handles, fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    elif states != ["done"]:   # the colour bar holds the right: states under the axis
+        ax.legend(handles=handles, fontsize=8, loc="upper right",
+                  bbox_to_anchor=(1.0, -0.08), ncols=len(handles), title="state",
+                  title_fontsize=8)

@@ -12,172 +12,31 @@ same numbers go to ``DIR/comparison.csv``; ``--plots`` draws the figures of
 
 from __future__ import annotations
 
-import csv
 import json
-import math
 import shutil
-import statistics
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
-
-import attrs
 
 from lease_manager.errors import LeaseManagerError
+from lease_manager.experiments.comparison import (
+    CORE_FIELDS,
+    CORE_METRICS,
+    UNITS,
+    Stat,
+    _plural,
+    compare,
+    default_metrics,
+    fmt,
+    format_tables,
+    write_comparison,
+)
 from lease_manager.experiments.relative import with_nm
 from lease_manager.experiments.results import Results, collect, write_tables
 
-CORE_METRICS = ("avg_wait", "makespan", "utilization", "avg_bounded_slowdown")
-#: summary fields of the core that are not compared by default
-CORE_FIELDS = frozenset({
-    "leases_total", "leases_completed", "leases_rejected", "leases_cancelled", "leases_failed",
-    "leases_unfinished", "max_wait", "avg_slowdown", "revenue", "held_leases_force_released",
-    "avg_slowdown_requested", "avg_bounded_slowdown_requested",
-    *CORE_METRICS})
-UNITS = {"avg_wait": "s", "makespan": "s", "max_wait": "s"}
-
-
-@attrs.frozen
-class Stat:
-    """A metric over the seeds of one profile and trace."""
-
-    n: int
-    mean: float
-    std: float
-    min: float
-    max: float
-
-    @classmethod
-    def of(cls, values: Sequence[float]) -> Stat:
-        std = statistics.stdev(values) if len(values) > 1 else 0.0
-        return cls(len(values), statistics.fmean(values), std, min(values), max(values))
-
-
-def _number(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return float(value) if math.isfinite(value) else None
-
-
-def default_metrics(results: Results) -> list[str]:
-    """The core metrics, then every other top-level numeric summary field that is not zero in
-    some run (plugins' fields such as ``resource_contention_integral``; nested ones, such as
-    ``x_by_resource.CPU``, only with ``--metric``)."""
-    done = results.done()
-    metrics = [m for m in CORE_METRICS if m in results.summary_columns]
-    for col in results.summary_columns:
-        if col in CORE_FIELDS or "." in col:
-            continue
-        if any(_number(row[col]) for row in done):   # present and non-zero
-            metrics.append(col)
-    return metrics
-
-
-def compare(results: Results, metrics: Sequence[str]) -> dict[tuple[str, str], dict[str, Any]]:
-    """``{(trace, profile): {"runs": n, "failed": k, metric: Stat | None}}``."""
-    table: dict[tuple[str, str], dict[str, Any]] = {}
-    for trace in results.traces:
-        for profile in results.profiles:
-            rows = [r for r in results.rows if r["trace"] == trace and r["profile"] == profile]
-            if not rows:
-                continue
-            done = [r for r in rows if r["status"] == "done"]
-            cell: dict[str, Any] = {"runs": len(done), "failed": len(rows) - len(done)}
-            for metric in metrics:
-                values = [v for v in (_number(r.get(metric)) for r in done) if v is not None]
-                cell[metric] = Stat.of(values) if values else None
-            table[(trace, profile)] = cell
-    return table
-
-
-def fmt(x: float) -> str:
-    """A compact, readable number: 33,855.5  4.21  0.491."""
-    ax = abs(x)
-    if ax >= 1e7:
-        return f"{x:.4g}"
-    if ax >= 100:
-        return f"{x:,.1f}"
-    if ax >= 1:
-        return f"{x:.3f}"
-    if ax == 0:
-        return "0"
-    if ax >= 1e-3:
-        return f"{x:.4f}"
-    return f"{x:.3g}"
-
-
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}" if n == 1 else f"{n} {word}s"
-
-
-def _chunks(widths: Sequence[int], width: int) -> list[list[int]]:
-    """Column indices (after the first two) in groups whose lines fit in ``width``."""
-    fixed = widths[0] + 2 + widths[1]
-    groups: list[list[int]] = [[]]
-    used = fixed
-    for i in range(2, len(widths)):
-        if groups[-1] and used + 2 + widths[i] > width:
-            groups.append([])
-            used = fixed
-        groups[-1].append(i)
-        used += 2 + widths[i]
-    return groups
-
-
-def format_tables(results: Results, metrics: Sequence[str], width: int = 120) -> str:
-    """The comparison tables, one per trace (split into several when wider than ``width``)."""
-    table = compare(results, metrics)
-    out: list[str] = []
-    for trace in results.traces:
-        profiles = [p for p in results.profiles if (trace, p) in table]
-        if not profiles:
-            continue
-        seeds = sorted({r["seed"] for r in results.rows if r["trace"] == trace})
-        out.append(f"trace {trace}: {_plural(len(profiles), 'profile')} x "
-                   f"{_plural(len(seeds), 'seed')} (mean ± standard deviation over seeds)")
-        header = ["profile", "runs"] + [f"{m} ({UNITS[m]})" if m in UNITS else m
-                                        for m in metrics]
-        lines = [header]
-        for profile in profiles:
-            cell = table[(trace, profile)]
-            runs = str(cell["runs"]) + (f" ({cell['failed']} failed)" if cell["failed"] else "")
-            row = [profile, runs]
-            for metric in metrics:
-                stat = cell[metric]
-                if stat is None:
-                    row.append("-")
-                elif stat.n > 1:
-                    row.append(f"{fmt(stat.mean)} ± {fmt(stat.std)}")
-                else:
-                    row.append(fmt(stat.mean))
-            lines.append(row)
-        widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
-        for k, group in enumerate(_chunks(widths, width)):
-            if k:
-                out.append("")
-            columns = [0, 1, *group]
-            for j, line in enumerate(lines):
-                cells = [line[0].ljust(widths[0])] + [line[i].rjust(widths[i])
-                                                      for i in columns[1:]]
-                out.append("  ".join(cells).rstrip())
-                if j == 0:
-                    out.append("  ".join("-" * widths[i] for i in columns))
-        out.append("")
-    return "\n".join(out)
-
-
-def write_comparison(results: Results, metrics: Sequence[str], path: Path) -> None:
-    """``comparison.csv``: trace, profile, metric, n, mean, std, min, max."""
-    table = compare(results, metrics)
-    with path.open("w", newline="") as fh:
-        out = csv.writer(fh, lineterminator="\n")
-        out.writerow(["trace", "profile", "metric", "n", "mean", "std", "min", "max"])
-        for (trace, profile), cell in table.items():
-            for metric in metrics:
-                stat = cell[metric]
-                if stat is not None:
-                    out.writerow([trace, profile, metric, stat.n, repr(stat.mean),
-                                  repr(stat.std), repr(stat.min), repr(stat.max)])
+#: the comparison's tables live in :mod:`lease_manager.experiments.comparison`; their names
+#: stay importable from here
+__all__ = ["CORE_FIELDS", "CORE_METRICS", "UNITS", "Stat", "compare", "default_metrics", "fmt",
+           "format_tables", "report_command", "write_comparison"]
 
 
 def _sweep_run(path: Path) -> bool:
@@ -218,30 +77,8 @@ def report_command(directory: str, *, plots: bool = False, metrics: Iterable[str
                                     gantt_hours=gantt_hours, states_window=states_window)
             print(f"page: {page}")
         return code
-    results = collect(path)
-    if not results.rows:   # nothing to tabulate: write no empty result files either
-        if html:   # say which file a run's folder lacks
-            missing = [name for name in ("summary.json", "leases.csv")
-                       if not (path / name).is_file()]
-            raise LeaseManagerError(f"{path / missing[0]}: no such file (a run's folder has "
-                                    "summary.json and leases.csv; a sweep's has run folders)")
-        raise LeaseManagerError(f"{directory}: no finished or failed runs found (a run folder "
-                                "has run.json and summary.json or error.txt)")
-    results = with_nm(results, path)
-    metrics = list(metrics) or default_metrics(results)
-    unknown = [m for m in metrics if m not in results.summary_columns]
-    if unknown:
-        raise LeaseManagerError(f"--metric {unknown[0]}: no run's summary has this field")
-    write_tables(results, path)
-    done = len(results.done())
-    print(f"{len(results.rows)} runs in {path}/ ({done} done, {len(results.rows) - done} "
-          f"failed): {_plural(len(results.profiles), 'profile')}, "
-          f"{_plural(len(results.traces), 'trace')}, {_plural(len(results.seeds), 'seed')}")
-    print()
-    width = max(80, shutil.get_terminal_size((120, 24)).columns)
-    print(format_tables(results, metrics, width), end="")
-    write_comparison(results, metrics, path / "comparison.csv")
-    written = [path / "results.csv", path / "results.sqlite", path / "comparison.csv"]
+    results, chosen = _sweep_results(path, directory, metrics, html)
+    written = _print_comparison(results, chosen, path)
     if plots:
         from lease_manager.experiments.plots import make_plots
 
@@ -254,21 +91,63 @@ def report_command(directory: str, *, plots: bool = False, metrics: Iterable[str
         written += pngs
         print(line)
     if html:
-        from lease_manager.web.report_pages import write_run_report, write_sweep_report
-
-        out = Path(html_out) if html_out else None
-        if [r["run_id"] for r in results.rows] == ["."] and results.rows[0]["status"] == "done":
-            # one run of a sweep (the page a sweep's page links to): the run's own page
-            page = write_run_report(path, out, gantt_hours=gantt_hours,
-                                    states_window=states_window)
-        else:
-            page = write_sweep_report(path, results, metrics, out, gantt_run=gantt,
-                                      gantt_hours=gantt_hours, seed=seed,
-                                      states_run=states_run, states_window=states_window)
+        page = _sweep_page(path, results, chosen, Path(html_out) if html_out else None,
+                           gantt=gantt, gantt_hours=gantt_hours, seed=seed,
+                           states_run=states_run, states_window=states_window)
         print(f"page: {page}")
     print("written: " + ", ".join(p.name for p in written[:3])
           + (f" and {len(written) - 3} plots" if len(written) > 3 else ""))
     return 0
+
+
+def _sweep_results(path: Path, directory: str, metrics: Iterable[str],
+                   html: bool) -> tuple[Results, list[str]]:
+    """The sweep's result table (with NM) and the metrics to compare (``metrics``, else the
+    default ones), checked."""
+    results = collect(path)
+    if not results.rows:   # nothing to tabulate: write no empty result files either
+        if html:   # say which file a run's folder lacks
+            missing = [name for name in ("summary.json", "leases.csv")
+                       if not (path / name).is_file()]
+            raise LeaseManagerError(f"{path / missing[0]}: no such file (a run's folder has "
+                                    "summary.json and leases.csv; a sweep's has run folders)")
+        raise LeaseManagerError(f"{directory}: no finished or failed runs found (a run folder "
+                                "has run.json and summary.json or error.txt)")
+    results = with_nm(results, path)
+    chosen = list(metrics) or default_metrics(results)
+    unknown = [m for m in chosen if m not in results.summary_columns]
+    if unknown:
+        raise LeaseManagerError(f"--metric {unknown[0]}: no run's summary has this field")
+    return results, chosen
+
+
+def _print_comparison(results: Results, metrics: Sequence[str], path: Path) -> list[Path]:
+    """Write the result tables and ``comparison.csv``, print the comparison; returns the
+    files written."""
+    write_tables(results, path)
+    done = len(results.done())
+    print(f"{len(results.rows)} runs in {path}/ ({done} done, {len(results.rows) - done} "
+          f"failed): {_plural(len(results.profiles), 'profile')}, "
+          f"{_plural(len(results.traces), 'trace')}, {_plural(len(results.seeds), 'seed')}")
+    print()
+    width = max(80, shutil.get_terminal_size((120, 24)).columns)
+    print(format_tables(results, metrics, width), end="")
+    write_comparison(results, metrics, path / "comparison.csv")
+    return [path / "results.csv", path / "results.sqlite", path / "comparison.csv"]
+
+
+def _sweep_page(path: Path, results: Results, metrics: Sequence[str], out: Path | None, *,
+                gantt: str | None, gantt_hours: float | None, seed: int | None,
+                states_run: str | None, states_window: tuple[float, float] | None) -> Path:
+    """The sweep's HTML page (or, for one run of a sweep, the run's own page)."""
+    from lease_manager.web.report_pages import write_run_report, write_sweep_report
+
+    if [r["run_id"] for r in results.rows] == ["."] and results.rows[0]["status"] == "done":
+        # one run of a sweep (the page a sweep's page links to): the run's own page
+        return write_run_report(path, out, gantt_hours=gantt_hours, states_window=states_window)
+    return write_sweep_report(path, results, list(metrics), out, gantt_run=gantt,
+                              gantt_hours=gantt_hours, seed=seed, states_run=states_run,
+                              states_window=states_window)
 
 
 def _report_one_run(path: Path, *, plots: bool, gantt_leases: int | None,

@@ -95,39 +95,51 @@ def _sweep_root(rel: str, sweep_id: str) -> str:
 
 # Longer than ~50 lines on purpose: one loop over run folders; each branch is a folder state (done,
 # unreadable, failed, pending).
+def _finished_run(meta_path: Path) -> tuple[dict[str, Any], dict[str, Any], str, str | None,
+                                             Path] | None:
+    """A sweep's run folder (of ``meta_path``, its run.json) that is done or failed: (meta,
+    summary, status, error, folder); None for a run not run yet or interrupted, or a folder
+    that is not a sweep's run."""
+    run_dir = meta_path.parent
+    if run_dir.name == ".partial":
+        return None
+    try:
+        meta = json.loads(meta_path.read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(meta, dict) or "run_id" not in meta:
+        return None   # not a sweep's run (a ``simulate`` folder's run.json)
+    summary_path = run_dir / "summary.json"
+    error_path = run_dir / "error.txt"
+    error: str | None
+    if summary_path.is_file():
+        try:
+            summary = json.loads(summary_path.read_text())
+        except (OSError, ValueError) as exc:
+            summary, status, error = {}, "failed", f"unreadable summary.json: {exc}"
+        else:
+            status, error = "done", None
+    elif error_path.is_file():
+        summary, status = {}, "failed"
+        lines = error_path.read_text().strip().splitlines()
+        error = lines[0] if lines else "failed"
+    else:
+        return None   # not run yet, or interrupted
+    return meta, summary, status, error, run_dir
+
+
 def collect(directory: str | Path) -> Results:
     """Every run folder under ``directory`` (done or failed), in the sweep's order."""
     directory = Path(directory)
     # (sweep root, meta, summary, status, error, run id)
     found: list[tuple[str, dict[str, Any], dict[str, Any], str, str | None, str]] = []
-    error: str | None
     for meta_path in sorted(directory.rglob("run.json")):
-        run_dir = meta_path.parent
-        if run_dir.name == ".partial":
-            continue
-        try:
-            meta = json.loads(meta_path.read_text())
-        except (OSError, ValueError):
-            continue
-        if not isinstance(meta, dict) or "run_id" not in meta:
-            continue   # not a sweep's run (a ``simulate`` folder's run.json)
-        summary_path = run_dir / "summary.json"
-        error_path = run_dir / "error.txt"
-        if summary_path.is_file():
-            try:
-                summary = json.loads(summary_path.read_text())
-            except (OSError, ValueError) as exc:
-                summary, status, error = {}, "failed", f"unreadable summary.json: {exc}"
-            else:
-                status, error = "done", None
-        elif error_path.is_file():
-            summary, status = {}, "failed"
-            lines = error_path.read_text().strip().splitlines()
-            error = lines[0] if lines else "failed"
-        else:
-            continue   # not run yet, or interrupted
-        rel = run_dir.relative_to(directory).as_posix()
-        found.append((_sweep_root(rel, str(meta["run_id"])), meta, summary, status, error, rel))
+        run = _finished_run(meta_path)
+        if run is not None:
+            meta, summary, status, error, run_dir = run
+            rel = run_dir.relative_to(directory).as_posix()
+            found.append((_sweep_root(rel, str(meta["run_id"])), meta, summary, status, error,
+                          rel))
 
     roots = sorted({f[0] for f in found})
     plans = {root: _run_order(directory / root) for root in roots}

@@ -340,6 +340,27 @@ def _raise_interrupt(signum: int, frame: Any) -> None:
     raise _Terminated()
 
 
+def list_runs(sweep: Sweep, out_dir: Path) -> None:
+    """``sweep --list``: every run with its status in ``out_dir`` and its own settings (those
+    every run shares printed once)."""
+    width = max(len(r.run_id) for r in sweep.runs)
+    every = [dict(r.settings) for r in sweep.runs]
+    keys = list(dict.fromkeys(k for s in every for k in s))
+    shared = [k for k in keys if all(k in s and s[k] == every[0].get(k) for s in every)]
+    counts: dict[str, int] = {}
+    lines = []
+    for spec, settings in zip(sweep.runs, every):
+        status = run_status(out_dir / spec.run_id)
+        counts[status] = counts.get(status, 0) + 1
+        own = "  ".join(f"{k}={v}" for k, v in settings.items() if k not in shared)
+        lines.append(f"{spec.run_id:<{width}}  {status:<7}  {own}".rstrip())
+    print(f"{sweep.describe()} in {out_dir}/: "
+          + ", ".join(f"{counts.get(s, 0)} {s}" for s in (DONE, FAILED, PARTIAL, PENDING)))
+    if shared:
+        print("every run: " + "  ".join(f"{k}={every[0][k]}" for k in shared))
+    print("\n".join(lines))
+
+
 def sweep_command(path: str, out: str | None, *, list_only: bool, executor: str, jobs: int,
                   quiet: bool, only: Sequence[str] = (), force: bool = False,
                   add: bool = False) -> int:
@@ -354,23 +375,7 @@ def sweep_command(path: str, out: str | None, *, list_only: bool, executor: str,
         sweep = only_profiles(sweep, only)
     requested = Path(out) if out else Path("results") / Path(path).stem
     if list_only:
-        out_dir = requested / sweep.path.stem if add else requested
-        width = max(len(r.run_id) for r in sweep.runs)
-        every = [dict(r.settings) for r in sweep.runs]
-        keys = list(dict.fromkeys(k for s in every for k in s))
-        shared = [k for k in keys if all(k in s and s[k] == every[0].get(k) for s in every)]
-        counts: dict[str, int] = {}
-        lines = []
-        for spec, settings in zip(sweep.runs, every):
-            status = run_status(out_dir / spec.run_id)
-            counts[status] = counts.get(status, 0) + 1
-            own = "  ".join(f"{k}={v}" for k, v in settings.items() if k not in shared)
-            lines.append(f"{spec.run_id:<{width}}  {status:<7}  {own}".rstrip())
-        print(f"{sweep.describe()} in {out_dir}/: "
-              + ", ".join(f"{counts.get(s, 0)} {s}" for s in (DONE, FAILED, PARTIAL, PENDING)))
-        if shared:
-            print("every run: " + "  ".join(f"{k}={every[0][k]}" for k in shared))
-        print("\n".join(lines))
+        list_runs(sweep, requested / sweep.path.stem if add else requested)
         return 0
     if executor != "local":
         dask_address(executor)   # a malformed address fails before anything starts

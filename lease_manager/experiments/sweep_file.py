@@ -39,19 +39,27 @@ starts; errors name the file, the line and the option.
 
 from __future__ import annotations
 
-import configparser
 import itertools
-import os
 import re
-import shlex
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import attrs
 
-from lease_manager.config.schema import SITE_PREFIX, _suggest, load_config, read_ini, site_option
-from lease_manager.errors import ConfigError, LeaseManagerError
+from lease_manager.config.schema import SITE_PREFIX, _suggest, load_config, site_option
+from lease_manager.errors import ConfigError
+from lease_manager.experiments.sweep_runs import (
+    RUN_FOLDER_NAME,
+    RunsFileReader,
+    RunSpec,
+    Sweep,
+    checked_config,
+    trace_name,
+)
+
+__all__ = ["RunSpec", "Sweep", "load_sweep", "only_profiles", "parse_seeds", "trace_name",
+           "with_overrides", "with_seeds"]
 
 SWEEP_SECTION = "sweep"
 SWEEP_OPTIONS = ("base", "traces", "tracedir", "seeds", "axes", "profiles")
@@ -59,78 +67,6 @@ COMMON = "common"
 AXIS = "axis"
 #: options that the [sweep] section sets for every run, not the profiles
 RESERVED = {("tracefile", "tracefile"): "traces", ("simulation", "seed"): "seeds"}
-#: options that list policies by name (the schema checks single names, not lists)
-POLICY_LISTS = {"probe": ("accounting", "probes"), "annotator": ("tracefile", "annotators")}
-_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]*")
-
-
-@attrs.frozen
-class RunSpec:
-    """One run of a sweep: everything a worker needs, as plain data."""
-
-    run_id: str                             #: ``PROFILE/TRACE/seed-N``: the folder under OUT
-    profile: str
-    trace: str                              #: the trace's name (file name without .swf[.gz])
-    trace_path: str                         #: as written in the sweep file
-    seed: int
-    base: str | None                        #: absolute path of the base configuration
-    #: ``section.option`` -> value as written (common options, then the profile's)
-    settings: tuple[tuple[str, str], ...]
-    #: ``section.option=value`` overrides for :func:`load_config` (paths made absolute)
-    overrides: tuple[str, ...]
-
-    def meta(self) -> dict[str, Any]:
-        """What ``run.json`` records: enough to rebuild the result table from the folder."""
-        return {"run_id": self.run_id, "profile": self.profile, "trace": self.trace,
-                "trace_path": self.trace_path, "seed": self.seed, "base": self.base,
-                "settings": dict(self.settings), "overrides": list(self.overrides),
-                "command": self.command()}
-
-    def command(self, out: str | Path | None = None) -> str:
-        """The ``lease-manager simulate`` command that reproduces this run alone."""
-        args = ["lease-manager", "simulate", self.base or os.devnull]   # no base: empty file
-        for item in self.overrides:
-            args += ["--set", item]
-        if out is not None:
-            args += ["--out", str(out)]
-        return " ".join(shlex.quote(a) for a in args)
-
-    def task(self, out: str | Path) -> dict[str, Any]:
-        """The worker's argument (see :func:`execute_run`). Its folder is always a folder
-        three levels inside ``out`` (the worker clears it first)."""
-        root = Path(out).resolve()
-        parts = self.run_id.split("/")
-        run_dir = (root / self.run_id).resolve()
-        if (len(parts) != 3 or any(p in ("", ".", "..") for p in parts)
-                or run_dir.parent.parent.parent != root):
-            raise LeaseManagerError(f"run id {self.run_id!r} does not name a folder inside "
-                                    f"{root}")
-        return {"run_id": self.run_id, "dir": str(run_dir), "base": self.base,
-                "overrides": list(self.overrides), "meta": self.meta()}
-
-
-@attrs.frozen
-class Sweep:
-    """A parsed, validated sweep file."""
-
-    path: Path
-    base: Path | None
-    profiles: tuple[str, ...]
-    traces: tuple[tuple[str, str], ...]     #: (name, path as written)
-    seeds: tuple[int, ...]
-    runs: tuple[RunSpec, ...]
-
-    def describe(self) -> str:
-        def n(count: int, word: str) -> str:
-            return f"{count} {word}" + ("" if count == 1 else "s")
-
-        return (f"{n(len(self.runs), 'run')} ({n(len(self.profiles), 'profile')} x "
-                f"{n(len(self.traces), 'trace')} x {n(len(self.seeds), 'seed')})")
-
-
-
-def _read_ini(path: Path) -> tuple[configparser.ConfigParser, dict[tuple[str, str], int]]:
-    return read_ini(path, "sweep file")
 
 
 #: most seeds one sweep may list: each is a run per profile and trace, and ``0-100000000000``
@@ -173,29 +109,8 @@ def _split_paths(text: str) -> list[str]:
     return [p.strip() for p in parts if p.strip()]
 
 
-def trace_name(path: str) -> str:
-    name = Path(path).name
-    for suffix in (".gz", ".swf"):
-        if name.endswith(suffix) and len(name) > len(suffix):
-            name = name[: -len(suffix)]
-    return name
-
-
-class _Reader:
+class _Reader(RunsFileReader):
     """Reads one sweep file: errors name the file, the line and the option."""
-
-    def __init__(self, path: Path, plugins: Any) -> None:
-        self.path = path
-        self.plugins = plugins
-        self.schema = plugins.schema
-        self.parser, self.where = _read_ini(path)
-        self.file = str(path)
-        self.here = path.resolve().parent
-
-    def err(self, message: str, section: str, name: str = "",
-            field: str | None = None) -> ConfigError:
-        line = self.where.get((section, name)) or self.where.get((section, ""))
-        return ConfigError(message, file=self.file, line=line, field=field)
 
     # ------------------------------------------------------------------ [sweep]
     def control(self) -> dict[str, str]:
@@ -232,7 +147,7 @@ class _Reader:
                 raise self.err(f"trace file not found: {full}", SWEEP_SECTION, "traces",
                                field="[sweep] traces")
             name = trace_name(written)
-            if not _NAME.fullmatch(name):   # it names a folder: '..' would climb out of OUT
+            if not RUN_FOLDER_NAME.fullmatch(name):   # a folder: ".." would climb out of OUT
                 raise self.err(f"trace {written!r}: its name {name!r} cannot name a run folder "
                                "(letters, digits, '_', '.', '+' or '-', starting with a "
                                "letter or digit); rename the file", SWEEP_SECTION, "traces",
@@ -310,7 +225,7 @@ class _Reader:
         return named, options
 
     def check_name(self, name: str, section: str, option: str = "") -> None:
-        if not _NAME.fullmatch(name) or name == COMMON:
+        if not RUN_FOLDER_NAME.fullmatch(name) or name == COMMON:
             raise self.err(f"{name!r} cannot name a profile: letters, digits, '_', '.', '+' "
                            "or '-' (it names a folder)", section, option)
 
@@ -417,7 +332,9 @@ def load_sweep(path: str | Path, plugins: Any = None) -> Sweep:
     plugins = plugins if plugins is not None else Plugins()
     reader = _Reader(Path(path), plugins)
     if reader.parser.has_section("multi") and not reader.parser.has_section(SWEEP_SECTION):
-        return _load_multi(reader)   # Haizea's multi-configuration file
+        from lease_manager.experiments.haizea_multi import load_multi
+
+        return load_multi(reader)   # Haizea's multi-configuration file
     control = reader.control()
     base = reader.base(control)
     traces, resolved = reader.traces(control)
@@ -433,7 +350,7 @@ def load_sweep(path: str | Path, plugins: Any = None) -> Sweep:
         for key, text, value, section in items:
             merged[key] = (text, value, section)   # later ones override earlier ones
         overrides = [f"{key}={value}" for key, (_, value, _) in merged.items()]
-        config = _checked_config(reader, profile, base, merged, overrides,
+        config = checked_config(reader, profile, base, merged, overrides,
                                  resolved[traces[0][0]])
         profile_seeds = seeds if seeds is not None else (config.get("simulation", "seed"),)
         for name, written in traces:
@@ -449,46 +366,6 @@ def load_sweep(path: str | Path, plugins: Any = None) -> Sweep:
                  seeds=all_seeds, runs=tuple(runs))
 
 
-def _load_multi(reader: _Reader) -> Sweep:
-    """Haizea's ``[multi]`` file as a sweep (:mod:`lease_manager.experiments.haizea_multi`)."""
-    from lease_manager.experiments.haizea_multi import multi_runs
-
-    profiles, traces, resolved, settings = multi_runs(reader)
-    runs: list[RunSpec] = []
-    for profile in profiles:
-        overrides, merged = settings[profile]
-        config = _checked_config(reader, profile, None, merged, overrides,
-                                 resolved[traces[0][0]])
-        seed = config.get("simulation", "seed")
-        for name, written in traces:
-            runs.append(RunSpec(
-                run_id=f"{profile}/{name}/seed-{seed}", profile=profile, trace=name,
-                trace_path=written, seed=seed, base=None,
-                settings=tuple((key, text) for key, (text, _, _) in merged.items()),
-                overrides=tuple(overrides + [f"tracefile.tracefile={resolved[name]}",
-                                             f"simulation.seed={seed}"])))
-    return Sweep(path=reader.path, base=None, profiles=tuple(profiles), traces=tuple(traces),
-                 seeds=tuple(dict.fromkeys(r.seed for r in runs)), runs=tuple(runs))
-
-
-def _checked_config(reader: _Reader, profile: str, base: Path | None,
-                    merged: dict[str, tuple[str, str, str]], overrides: list[str],
-                    trace: Path) -> Any:
-    """A profile's whole configuration, validated (policy lists included)."""
-    try:
-        config = load_config(base, reader.schema, overrides + [f"tracefile.tracefile={trace}"])
-        # lists of policy names are checked when a run starts; check them now
-        for kind, (section, name) in POLICY_LISTS.items():
-            for policy in config.get(section, name):
-                try:
-                    reader.plugins.policy(kind, policy)
-                except ConfigError as exc:
-                    raise config.error(section, name, exc.detail) from None
-    except ConfigError as exc:
-        raise _located(exc, profile, merged, reader.err, reader.file) from None
-    return config
-
-
 def only_profiles(sweep: Sweep, names: Sequence[str]) -> Sweep:
     """``sweep`` restricted to the profiles ``names`` (``--only``), in the sweep's order."""
     for name in names:
@@ -499,21 +376,6 @@ def only_profiles(sweep: Sweep, names: Sequence[str]) -> Sweep:
     runs = tuple(r for r in sweep.runs if r.profile in keep)
     return attrs.evolve(sweep, profiles=tuple(keep), runs=runs,
                         seeds=tuple(dict.fromkeys(r.seed for r in runs)))
-
-
-def _located(exc: ConfigError, profile: str, merged: dict[str, tuple[str, str, str]],
-             err: Callable[..., ConfigError], file: str) -> ConfigError:
-    """An error about a profile's whole configuration, at the sweep file's line of the option
-    it names (``merged``: ``section.option`` -> (text, value, sweep file section))."""
-    m = re.fullmatch(r"\[(.+)\] (.+)", exc.field or "")
-    key = f"{m.group(1)}.{m.group(2)}" if m else None
-    if key in merged:
-        section, name = merged[key][2], key.partition(".")[2]
-        return err(f"profile {profile!r}: {exc.detail}", section, name,
-                   field=f"[{section}] {name}")
-    if exc.file == "--set" or exc.file is None:
-        return ConfigError(f"profile {profile!r}: {exc.detail}", file=file, field=exc.field)
-    return exc
 
 
 def with_overrides(sweep: Sweep, items: Sequence[str], schema: Any) -> Sweep:

@@ -88,7 +88,7 @@ def read_lease_rows(run_dir: Path) -> list[dict[str, str]]:
 
 # ------------------------------------------------------------------------------- the page
 def _fmt(value: float) -> str:
-    from lease_manager.experiments.report import fmt
+    from lease_manager.experiments.comparison import fmt
 
     return fmt(value)
 

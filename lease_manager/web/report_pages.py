@@ -93,7 +93,7 @@ def run_page(run_dir: Path, *, gantt_hours: float | None = None,
 
 
 def _metric_label(metric: str) -> str:
-    from lease_manager.experiments.report import UNITS
+    from lease_manager.experiments.comparison import UNITS
 
     return f"{metric} ({UNITS[metric]})" if metric in UNITS else metric
 
@@ -104,16 +104,53 @@ def sweep_page(directory: Path, results: Any, metrics: list[str], *,
                states_window: tuple[float, float] | None = None) -> str:
     """The page of a sweep's folder: the comparison, the sweep's figures, one run's Gantt
     chart and the table of runs."""
-    from lease_manager.experiments import plots
-    from lease_manager.experiments.gantt import number
-    from lease_manager.experiments.plots import bounded_slowdowns, runs_at_one_seed
-    from lease_manager.experiments.report import compare
-
     done = results.done()
     seeds = sorted({r["seed"] for r in done})
     if seed is not None and seed not in seeds:
         raise LeaseManagerError(f"--seed {seed}: no finished run has this seed "
                                 f"(seeds: {', '.join(map(str, seeds))})")
+    comparison_html, figs, tables = _comparison(results, metrics)
+    plot_parts, trace_figs = _trace_plots(directory, results, done, seed)
+    figs += trace_figs
+    if done:   # the node states of the run the PNG report picks (the most switch-ons)
+        from lease_manager.experiments.plots import _states_run
+
+        states_id, why = _states_run(done, states_run, seed)
+        states = figures.node_states(directory / states_id, window=states_window,
+                                     title=f"node power states: {states_id} ({why})")
+        if states is not None:
+            figs.append(("fig-node-states", states))
+            plot_parts.append("<h3>node power states</h3>"
+                              + figures_section([("fig-node-states", states)]))
+    sections = [("comparison", "Comparison", comparison_html),
+                ("plots", "Plots", "".join(plot_parts))]
+    data: dict[str, Any] = {}
+    if done:
+        data["gantt"], gantt = _sweep_gantt(directory, done, gantt_run, gantt_hours)
+        sections.insert(1, gantt)
+    run_columns = ["run_id", "profile", "trace", "seed", "status"] + metrics
+    run_rows = [[r.get(c) for c in run_columns] for r in results.rows]
+    tables.append(table_spec("runs", run_columns, run_rows,
+                             [c == "seed" or c in metrics for c in run_columns],
+                             links=["{}/report.html"] + [None] * (len(run_columns) - 1)))
+    sections.append(("runs", "Runs", "<p class='lm-note'>results.csv, one row a run; a "
+                     "run's id links to its own page, written by <code>lease-manager report "
+                     f"{directory}/RUN_ID --html</code></p>" + table_holder("runs", "runs")))
+    data["figures"] = [{"id": fid, "figure": fig} for fid, fig in figs]
+    data["tables"] = tables
+    done_n = len(done)
+    subtitle = (f"{len(results.rows)} runs ({done_n} done, {len(results.rows) - done_n} "
+                f"failed): {len(results.profiles)} profiles, {len(results.traces)} traces, "
+                f"{len(results.seeds)} seeds; lease-manager report {directory} --html")
+    return page(f"{directory.resolve().name}: a sweep", subtitle, sections, data)
+
+
+def _comparison(results: Any, metrics: list[str]) -> tuple[str, list[tuple[str, dict[str, Any]]],
+                                                           list[Any]]:
+    """The comparison section: per trace, the table of profiles and its chart (the HTML,
+    the charts and the tables' data)."""
+    from lease_manager.experiments.comparison import compare
+
     table = compare(results, metrics)
     parts: list[str] = []
     figs: list[tuple[str, dict[str, Any]]] = []
@@ -143,9 +180,18 @@ def sweep_page(directory: Path, results: Any, metrics: list[str], *,
                                  title=f"{trace}: mean over the seeds, ± one standard deviation")
         figs.append((f"fig-comparison-{t}", fig))
         parts.append(f"<div class='lm-chart' id='fig-comparison-{t}'></div>")
-    comparison_html = "".join(parts)
+    return "".join(parts), figs, tables
+
+
+def _trace_plots(directory: Path, results: Any, done: list[dict[str, Any]], seed: int | None
+                 ) -> tuple[list[str], list[tuple[str, dict[str, Any]]]]:
+    """Each trace's figures (those of ``report --plots``, without its Gantt chart): the
+    HTML parts and the figures."""
+    from lease_manager.experiments.gantt import number
+    from lease_manager.experiments.plots import bounded_slowdowns, runs_at_one_seed
 
     plot_parts = []
+    figs: list[tuple[str, dict[str, Any]]] = []
     for t, trace in enumerate(results.traces):
         one_seed = runs_at_one_seed(results, done, directory, trace, seed)
         if one_seed is None:
@@ -178,46 +224,24 @@ def sweep_page(directory: Path, results: Any, metrics: list[str], *,
         drawn = [(fid, fig) for fid, fig in trace_figs if fig is not None]
         figs += drawn
         plot_parts.append(f"<h3>trace {trace}</h3>" + figures_section(drawn))
+    return plot_parts, figs
 
-    if done:   # the node states of the run the PNG report picks (the most switch-ons)
-        states_id, why = plots._states_run(done, states_run, seed)
-        states = figures.node_states(directory / states_id, window=states_window,
-                                     title=f"node power states: {states_id} ({why})")
-        if states is not None:
-            figs.append(("fig-node-states", states))
-            plot_parts.append("<h3>node power states</h3>"
-                              + figures_section([("fig-node-states", states)]))
-    sections = [("comparison", "Comparison", comparison_html),
-                ("plots", "Plots", "".join(plot_parts))]
-    data: dict[str, Any] = {}
-    if done:
-        run_ids = [r["run_id"] for r in done]
-        if gantt_run is not None and gantt_run not in run_ids:
-            raise LeaseManagerError(f"--gantt {gantt_run}: no finished run with this id "
-                                    f"(e.g. {run_ids[0]})")
-        gantt_id = gantt_run or run_ids[0]
-        run_dir = directory / gantt_id
-        rows_g = read_lease_rows(run_dir)
-        data["gantt"], gantt_html = _gantt(run_dir, rows_g, hours=gantt_hours,
-                                           title=f"Gantt: {gantt_id}")
-        sections.insert(1, ("gantt", f"Gantt chart of {gantt_id}",
-                            "<p class='lm-note'>one run of the sweep (--gantt RUN_ID for "
-                            "another)</p>" + gantt_html))
-    run_columns = ["run_id", "profile", "trace", "seed", "status"] + metrics
-    run_rows = [[r.get(c) for c in run_columns] for r in results.rows]
-    tables.append(table_spec("runs", run_columns, run_rows,
-                             [c == "seed" or c in metrics for c in run_columns],
-                             links=["{}/report.html"] + [None] * (len(run_columns) - 1)))
-    sections.append(("runs", "Runs", "<p class='lm-note'>results.csv, one row a run; a "
-                     "run's id links to its own page, written by <code>lease-manager report "
-                     f"{directory}/RUN_ID --html</code></p>" + table_holder("runs", "runs")))
-    data["figures"] = [{"id": fid, "figure": fig} for fid, fig in figs]
-    data["tables"] = tables
-    done_n = len(done)
-    subtitle = (f"{len(results.rows)} runs ({done_n} done, {len(results.rows) - done_n} "
-                f"failed): {len(results.profiles)} profiles, {len(results.traces)} traces, "
-                f"{len(results.seeds)} seeds; lease-manager report {directory} --html")
-    return page(f"{directory.resolve().name}: a sweep", subtitle, sections, data)
+
+def _sweep_gantt(directory: Path, done: list[dict[str, Any]], gantt_run: str | None,
+                 gantt_hours: float | None) -> tuple[dict[str, Any], tuple[str, str, str]]:
+    """The Gantt chart of one finished run of the sweep (``--gantt``, else the first): its
+    page data and its section."""
+    run_ids = [r["run_id"] for r in done]
+    if gantt_run is not None and gantt_run not in run_ids:
+        raise LeaseManagerError(f"--gantt {gantt_run}: no finished run with this id "
+                                f"(e.g. {run_ids[0]})")
+    gantt_id = gantt_run or run_ids[0]
+    run_dir = directory / gantt_id
+    data, gantt_html = _gantt(run_dir, read_lease_rows(run_dir), hours=gantt_hours,
+                              title=f"Gantt: {gantt_id}")
+    return data, ("gantt", f"Gantt chart of {gantt_id}",
+                  "<p class='lm-note'>one run of the sweep (--gantt RUN_ID for another)</p>"
+                  + gantt_html)
 
 
 def write_page(text: str, out: Path) -> Path:

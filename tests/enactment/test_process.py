@@ -15,10 +15,11 @@ import attrs
 import pytest
 
 from lease_manager.config.schema import load_config
-from lease_manager.enactment import process as process_mod
-from lease_manager.enactment import processes
+from lease_manager.enactment import os_processes as processes
+from lease_manager.enactment import process_backend as process_mod
 from lease_manager.enactment.base import EnactmentError, VMWork, Work
-from lease_manager.enactment.process import ProcessBackend, proc_stat
+from lease_manager.enactment.os_processes import proc_stat
+from lease_manager.enactment.process_backend import ProcessBackend
 from lease_manager.kernel.resources import parse_site
 from lease_manager.plugins import Plugins
 
