@@ -63,7 +63,7 @@ def imports_of(source: str, here: str, is_package: bool) -> set[str]:
 
 def _is_module(name: str) -> bool:
     path = PACKAGE.parent.joinpath(*name.split("."))
-    return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
+    return path.with_suffix(".py").is_file() or path.is_dir()   # (energy/ has no __init__)
 
 
 def allowed(name: str) -> bool:
