@@ -153,6 +153,14 @@ def first_need(config: Config, plugins: Plugins, *, serve: bool, from_trace: boo
                                  and is_task_file(trace)), watts)
         if found:
             return found
+    found = _setting_need(config, plugins, named)
+    return need(*found) if found is not None else ("", "")
+
+
+def _setting_need(config: Config, plugins: Plugins, named: bool) -> tuple[str, str] | None:
+    """The first setting of the run (beyond its workload and power) that needs
+    ``when-planned``, as :func:`first_need`'s name and detail (an empty detail: the name's
+    own sentence); None if none does."""
     if config.sites and not named:
         # each site counts on its own table, of the trace's VM shape: every site must host one
         from lease_manager.errors import ConfigError
@@ -164,27 +172,27 @@ def first_need(config: Config, plugins: Plugins, *, serve: bool, from_trace: boo
             try:
                 vm_vector(site_config, site_nodes(site_config))
             except ConfigError:
-                return need("several sites", f"site {name!r} hosts no VM of the trace's shape")
+                return "several sites", f"site {name!r} hosts no VM of the trace's shape"
     if config.get("scheduling", "migration") != "no" and not named:
-        return need("migration")
+        return "migration", ""
     if config.get("preparation", "lease-preparation") == "imagetransfer":
-        return need("image transfers")
+        return "image transfers", ""
     if config.get("malleable", "policy-allocation") != "none":
-        return need("malleable leases")
+        return "malleable leases", ""
     if config.get("planning", "policy-planner") != "none":
-        return need("offline planner")
+        return "offline planner", ""
     host_selection = config.get("scheduling", "policy-host-selection")
     if not supports_at_start(plugins, host_selection):
-        return need("host selection", f"host selection {host_selection!r} looks at nodes' "
-                                      f"future plans (it does not declare "
-                                      f"supports_placement_at_start)")
+        return ("host selection", f"host selection {host_selection!r} looks at nodes' "
+                                  f"future plans (it does not declare "
+                                  f"supports_placement_at_start)")
     for annotator in config.get("tracefile", "annotators"):
         if not named and not getattr(plugins.policy("annotator", annotator),
                                      "supports_placement_at_start", False):
-            return need("annotator", f"annotator {annotator!r} may make deadline leases or "
-                                     f"change VM shapes (it does not declare "
-                                     f"supports_placement_at_start)")
-    return "", ""
+            return ("annotator", f"annotator {annotator!r} may make deadline leases or "
+                                 f"change VM shapes (it does not declare "
+                                 f"supports_placement_at_start)")
+    return None
 
 
 def _ars_may_preempt(where: str) -> str:

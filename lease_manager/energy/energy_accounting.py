@@ -17,17 +17,22 @@ time in each state and boots), the summary's energy fields and each lease's
 
 from __future__ import annotations
 
-import csv
-import io
 import weakref
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import attrs
 import numpy as np
 
+from lease_manager.energy.energy_files import (
+    NODE_STATES,
+    csv_field,
+    num_text,
+    num_texts,
+    write_energy_files,
+)
 from lease_manager.energy.lease_power import lease_watts, vms_per_node
+from lease_manager.energy.power_profile import PowerProfile, step_profile
 from lease_manager.hookspecs import hookimpl
 from lease_manager.kernel.reservation import ReservationKind
 
@@ -39,29 +44,10 @@ if TYPE_CHECKING:
     from lease_manager.kernel.lease import Lease
 
 JOULES_PER_KWH = 3.6e6
-#: the states of a node, in the order of the ``nodes.csv`` columns
-NODE_STATES = ("on", "off", "switching-on", "switching-off")
 #: relative tolerance of the check that the power series integrates to the energy
 ENERGY_TOLERANCE = 1e-9
 #: relative tolerance of the check that the power never exceeds the cap
 CAP_TOLERANCE = 1e-9
-
-
-@attrs.define
-class PowerProfile:
-    """The site's IT power as steps: ``watts[k]`` holds over ``[times[k], times[k+1])``; the
-    last time is the end of the run."""
-
-    times: np.ndarray
-    watts: np.ndarray
-
-    @property
-    def energy(self) -> float:
-        return float(np.dot(self.watts[:-1], np.diff(self.times))) if len(self.times) else 0.0
-
-    def at(self, t: np.ndarray) -> np.ndarray:
-        """The power at each of ``t`` (inside the run)."""
-        return self.watts[np.maximum(np.searchsorted(self.times, t, side="right") - 1, 0)]
 
 
 class EnergyAccounting:
@@ -365,20 +351,20 @@ class EnergyAccounting:
         factor = self.model.cooling_factor
         for t, p, g, c in zip(self._rows_t.tolist(), self._rows_it.tolist(),
                               self._rows_green.tolist(), self._rows_cap.tolist()):
-            yield (_num(t), self.site, repr(p), repr(p * factor), _num(g),
-                   "" if np.isnan(c) else _num(c))
+            yield (num_text(t), self.site, repr(p), repr(p * factor), num_text(g),
+                   "" if np.isnan(c) else num_text(c))
 
     def power_lines(self) -> str:
         """:meth:`power_rows` as the csv module writes them (one text, made by column)."""
         if not len(self._rows_t):
             return ""
         factor = self.model.cooling_factor
-        site = _csv_field(self.site)
+        site = csv_field(self.site)
         caps = self._rows_cap
         cap_texts = ([""] * len(caps) if np.isnan(caps).all()
-                     else ["" if np.isnan(c) else _num(c) for c in caps.tolist()])
+                     else ["" if np.isnan(c) else num_text(c) for c in caps.tolist()])
         return "".join([f"{t},{site},{p!r},{p * factor!r},{g},{c}\n" for t, p, g, c in zip(
-            _num_texts(self._rows_t), self._rows_it.tolist(), _num_texts(self._rows_green),
+            num_texts(self._rows_t), self._rows_it.tolist(), num_texts(self._rows_green),
             cap_texts)])
 
     def node_rows(self) -> Iterator[tuple[str, ...]]:
@@ -390,7 +376,7 @@ class EnergyAccounting:
         boots = np.bincount(node[state == NODE_STATES.index("switching-on")],
                             minlength=n).tolist()
         for i, joules in enumerate(self.node_energy.tolist()):
-            yield (self.site, str(i), repr(joules), *map(_num, seconds[i]), str(boots[i]))
+            yield (self.site, str(i), repr(joules), *map(num_text, seconds[i]), str(boots[i]))
 
     def state_intervals(self) -> list[tuple[int, str, float, float]]:
         """Every node's state intervals over the run ``(node, state, from, to)`` (after
@@ -400,18 +386,18 @@ class EnergyAccounting:
     def state_rows(self) -> Iterator[tuple[str, ...]]:
         """The rows of ``node_states.csv``."""
         for node, state, a, b in self._state_rows:
-            yield (self.site, str(node), state, _num(a), _num(b))
+            yield (self.site, str(node), state, num_text(a), num_text(b))
 
     def state_lines(self) -> str:
         """:meth:`state_rows` as the csv module writes them (one text, made by column)."""
         node, state, a, b = self._state_columns
         if not len(node):
             return ""
-        site = _csv_field(self.site)
+        site = csv_field(self.site)
         heads = [f"{site},{i}," for i in range(int(node.max()) + 1)]
         names = [f"{name}," for name in NODE_STATES]
         return "".join([f"{heads[i]}{names[s]}{x},{y}\n" for i, s, x, y in zip(
-            node.tolist(), state.tolist(), _num_texts(a), _num_texts(b))])
+            node.tolist(), state.tolist(), num_texts(a), num_texts(b))])
 
     # --------------------------------------------------------------------- invariants
     def violations(self) -> list[str]:
@@ -495,63 +481,3 @@ class EnergyAccounting:
                 f"node is not on" for i in np.flatnonzero(both)[:5].tolist()]
 
 
-def step_profile(starts: np.ndarray, ends: np.ndarray, watts: np.ndarray, start: float,
-                 end: float) -> PowerProfile:
-    """The sum of intervals ``[starts[i], ends[i])`` drawing ``watts[i]``, as steps over
-    ``[start, end]`` (the intervals lie inside it)."""
-    times = np.concatenate([starts, ends])
-    deltas = np.concatenate([watts, -watts])
-    inside = times < end
-    times, deltas = times[inside], deltas[inside]
-    if len(times) == 0:    # a run of no length: no power to speak of
-        return PowerProfile(np.array([start, end]), np.zeros(2))
-    order = np.argsort(times, kind="stable")
-    times, level = times[order], np.cumsum(deltas[order])
-    last = np.flatnonzero(np.append(times[1:] != times[:-1], True))
-    times, level = times[last], level[last]
-    if len(times) == 0 or times[0] > start:
-        times, level = np.concatenate([[start], times]), np.concatenate([[0.0], level])
-    final = level[-1] if len(level) else 0.0
-    return PowerProfile(np.append(times, end), np.append(level, final))
-
-
-def write_energy_files(out: Path, accountings: Sequence[EnergyAccounting]) -> None:
-    """``series/power.csv`` and ``node_states.csv`` under ``out``, site after site."""
-    series = out / "series"
-    series.mkdir(parents=True, exist_ok=True)
-    with (series / "power.csv").open("w", newline="") as fh:
-        w = csv.writer(fh, lineterminator="\n")
-        w.writerow(("time", "site", "it_watts", "total_watts", "green_watts", "cap_watts"))
-        for acc in accountings:
-            fh.write(acc.power_lines())
-    with (out / "nodes.csv").open("w", newline="") as fh:
-        w = csv.writer(fh, lineterminator="\n")
-        w.writerow(("site", "node", "energy_it_joules",
-                    *(f"seconds_{s.replace('-', '_')}" for s in NODE_STATES), "switch_ons"))
-        for acc in accountings:
-            w.writerows(acc.node_rows())
-    with (out / "node_states.csv").open("w", newline="") as fh:
-        w = csv.writer(fh, lineterminator="\n")
-        w.writerow(("site", "node", "state", "start", "end"))
-        for acc in accountings:
-            fh.write(acc.state_lines())
-
-
-def _csv_field(text: str) -> str:
-    """``text`` as the csv module writes it inside a row (quoted if it must be)."""
-    buffer = io.StringIO()
-    csv.writer(buffer, lineterminator="\n").writerow((text, ""))
-    return buffer.getvalue()[:-2]
-
-
-def _num_texts(values: np.ndarray) -> list[str]:
-    """:func:`_num` of each of ``values`` (whole numbers converted at once)."""
-    whole = np.isfinite(values) & (np.abs(values) < 2.0 ** 53)
-    whole[whole] = values[whole] == np.floor(values[whole])
-    if whole.all():
-        return list(map(str, values.astype(np.int64).tolist()))
-    return [_num(x) for x in values.tolist()]
-
-
-def _num(x: float) -> str:
-    return str(int(x)) if float(x).is_integer() else repr(float(x))

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, ItemsView, Iterator, KeysView
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -197,6 +197,48 @@ class NodePowerStates:
             if self._enactment is not None and self._call_at is not None:
                 self._call_at(boot.start, functools.partial(self._boot_starts, node, boot))
         self.bootable[node] = off.end
+
+    # ------------------------------------------------------------ what the power cap asks
+    @property
+    def touched_nodes(self) -> set[int]:
+        """The nodes whose reservations changed in this step (the table records into it;
+        cleared after :meth:`before_step`): a watcher of the table's changes, such as the
+        power cap, records into this set as well."""
+        return self._touched
+
+    def is_off(self, node: int) -> bool:
+        """Whether ``node`` is off: shutting down, off, or booting until its boot is over."""
+        return node in self._off
+
+    def off_nodes(self) -> KeysView[int]:
+        """The nodes that are off (see :meth:`is_off`)."""
+        return self._off.keys()
+
+    def planned_boot(self, node: int) -> Reservation | None:
+        """``node``'s boot, planned or under way (None: it has none)."""
+        return self._boot.get(node)
+
+    def boots(self) -> ItemsView[int, Reservation]:
+        """Every node's boot, planned or under way, by node."""
+        return self._boot.items()
+
+    def update_boot(self, node: int, now: float) -> None:
+        """If ``node`` is off and its boot has not begun by ``now``, plan, move or cancel
+        its boot for the first lease planned on it now (the table raises
+        :class:`~lease_manager.errors.OvercommitError` if a boot does not fit)."""
+        if node in self._off:
+            boot = self._boot.get(node)
+            if boot is None or boot.start > now:
+                self._follow_plan(node, now)
+
+    def switch_off(self, node: int, now: float) -> None:
+        """Switch ``node`` off at ``now``, shutting down first (the table raises
+        :class:`~lease_manager.errors.OvercommitError` if the shutdown does not fit)."""
+        self._go_off(node, now, now)
+
+    def check_at(self, time: float) -> None:
+        """Wake at ``time`` to look at the idle nodes again (:meth:`next_wake`)."""
+        self._checks.add(time)
 
     # ------------------------------------------------------- boots of a plan that moves
     def own_boots(self, res: Reservation, now: float) -> list[Reservation]:

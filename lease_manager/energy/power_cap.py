@@ -85,7 +85,7 @@ class PowerCap:
         self._hold: dict[int, Reservation] = {}
         self._down: dict[int, Reservation] = {}
         self._dirty: set[int] = set()
-        table.touched = _Touched(states._touched, self._dirty)
+        table.touched = _Touched(states.touched_nodes, self._dirty)
         self._last_ends: dict[int, float] = {}
         self._view_key: tuple[int, float] | None = None
         self._view: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] = (
@@ -97,7 +97,7 @@ class PowerCap:
     def start(self, now: float) -> None:
         """Hold the power of the nodes that are on when the run starts."""
         for node in range(len(self._static)):
-            if node not in self.states._off:
+            if not self.states.is_off(node):
                 self._set_hold(node, now, first=True)
         if self.unhonoured:
             raise ValueError(f"the cap cannot hold the nodes that are on at the start: "
@@ -168,10 +168,10 @@ class PowerCap:
 
     def _on_from(self, node: int, now: float) -> float | None:
         """When ``node`` is (or will be) on, or None if it is off with no boot planned."""
-        if node not in self.states._off:
+        if not self.states.is_off(node):
             hold = self._hold.get(node)
             return hold.start if hold is not None else now
-        boot = self.states._boot.get(node)
+        boot = self.states.planned_boot(node)
         return None if boot is None else boot.end
 
     @property
@@ -238,9 +238,9 @@ class PowerCap:
             boot_start = np.full(n, math.nan)
             boot_end = np.full(n, math.nan)
             states = self.states
-            off = list(states._off)
+            off = list(states.off_nodes())
             on_from[off] = math.nan
-            for node, boot in states._boot.items():
+            for node, boot in states.boots():
                 on_from[node] = held[node] = boot.end
                 if boot.start > now:
                     boot_start[node], boot_end[node] = boot.start, boot.end
@@ -302,12 +302,10 @@ class PowerCap:
             self._dirty.clear()
             states = self.states
             for node in nodes:
-                boot = states._boot.get(node)
-                if node in states._off and (boot is None or boot.start > now):
-                    try:
-                        states._follow_plan(node, now)
-                    except OvercommitError as exc:
-                        self._unhonoured(node, now, str(exc))
+                try:
+                    states.update_boot(node, now)
+                except OvercommitError as exc:
+                    self._unhonoured(node, now, str(exc))
                 self._set_hold(node, now)
 
     def _set_hold(self, node: int, now: float, first: bool = False) -> None:
@@ -385,7 +383,7 @@ class PowerCap:
             down = None
         self._end_hold(node, now)
         try:
-            self.states._go_off(node, now, now)
+            self.states.switch_off(node, now)
         except OvercommitError:   # put the holds back as they were
             if hold is not None:
                 if hold in table:
@@ -398,7 +396,7 @@ class PowerCap:
                 table.add(down)
                 self._down[node] = down
             if not math.isinf(hold_end):
-                self.states._checks.add(hold_end)
+                self.states.check_at(hold_end)
             return False
         self._hold.pop(node, None)
         self._down.pop(node, None)

@@ -223,16 +223,28 @@ def power_model_from_config(config: Config, nodes: NodeSet) -> PowerModel | None
         if any(g.on_seconds <= 0 for g in groups):
             raise config.error("power", "switch-on", "nodes that are switched off need a "
                                "switch-on time above 0 seconds")
-    def series(option: str, what: str) -> StepSeries:
-        value = config.get("power", option)
-        if isinstance(value, tuple):
-            return StepSeries.constant(drawn(config, option, value))
-        if not isinstance(value, str):
-            return StepSeries.constant(value)
-        if not Path(value).is_file():
-            raise config.error("power", option, f"file not found: {value}")
-        return read_step_series(value, what, maximum=1e6)
+    green, forecast = _green_from_config(config)
+    return PowerModel(groups, sizes, cpu, cop=cop_from_config(config),
+                      price=_series_from_config(config, "electricity-price", "price"),
+                      carbon=_series_from_config(config, "carbon-rate", "rate"), green=green,
+                      forecast=forecast)
 
+
+def _series_from_config(config: Config, option: str, what: str) -> StepSeries:
+    """A ``[power]`` series option: a constant, a value drawn from the seed, or a file."""
+    value = config.get("power", option)
+    if isinstance(value, tuple):
+        return StepSeries.constant(drawn(config, option, value))
+    if not isinstance(value, str):
+        return StepSeries.constant(value)
+    if not Path(value).is_file():
+        raise config.error("power", option, f"file not found: {value}")
+    return read_step_series(value, what, maximum=1e6)
+
+
+def _green_from_config(config: Config) -> tuple[StepSeries | None, GreenForecast | None]:
+    """The site's green production and its forecast (``[power] green-production``,
+    ``green-forecast``), scaled by ``green-scale``; None where not given."""
     green_path = config.get("power", "green-production")
     if green_path and not Path(green_path).is_file():
         raise config.error("power", "green-production", f"file not found: {green_path}")
@@ -249,9 +261,7 @@ def power_model_from_config(config: Config, nodes: NodeSet) -> PowerModel | None
             green = StepSeries(green.times, green.values * scale)
         if forecast is not None:
             forecast = forecast.scaled(scale)
-    return PowerModel(groups, sizes, cpu, cop=cop_from_config(config),
-                      price=series("electricity-price", "price"),
-                      carbon=series("carbon-rate", "rate"), green=green, forecast=forecast)
+    return green, forecast
 
 
 def drawn(config: Config, option: str, value: tuple[str, float, float],

@@ -13,11 +13,19 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from lease_manager.kernel.policy_protocols import (
+    AdmissionProtocol,
+    HostSelectionProtocol,
+    PreemptionProtocol,
+    PricingProtocol,
+    QueueProtocol,
+)
+
 if TYPE_CHECKING:
     from lease_manager.context import RunContext
     from lease_manager.kernel.lease import Lease
     from lease_manager.kernel.malleable import Allocation
-    from lease_manager.kernel.slottable import SlotTableView
+    from lease_manager.kernel.table_view import SlotTableView
     from lease_manager.multisite import SiteView
     from lease_manager.planning.board import PlanTask, PowerBoard
 
@@ -37,7 +45,7 @@ class Policy:
         self.ctx = ctx
 
 
-class AdmissionPolicy(Policy):
+class AdmissionPolicy(Policy, AdmissionProtocol):
     """Decides whether a lease is accepted (kind ``admission``)."""
 
     kind = "admission"
@@ -47,7 +55,7 @@ class AdmissionPolicy(Policy):
         raise NotImplementedError
 
 
-class PricingPolicy(Policy):
+class PricingPolicy(Policy, PricingProtocol):
     """Prices a lease when it is admitted (kind ``pricing``)."""
 
     kind = "pricing"
@@ -62,7 +70,7 @@ class PricingPolicy(Policy):
         return 0.0
 
 
-class QueuePolicy(Policy):
+class QueuePolicy(Policy, QueueProtocol):
     """The queue mechanism (kind ``queue``): orders the wait queue and may hold leases back.
 
     A held lease is kept by the core (state HELD) until :meth:`release` returns it; the core
@@ -101,7 +109,7 @@ class Annotator(Policy):
         raise NotImplementedError
 
 
-class PreemptionPolicy(Policy):
+class PreemptionPolicy(Policy, PreemptionProtocol):
     """Which leases a lease may preempt, most preemptable first (kind ``preemption``)."""
 
     kind = "preemption"
@@ -125,7 +133,7 @@ class PreemptionPolicy(Policy):
         raise NotImplementedError
 
 
-class HostSelectionPolicy(Policy):
+class HostSelectionPolicy(Policy, HostSelectionProtocol):
     """Orders the physical hosts the mapper visits (kind ``host-selection``)."""
 
     kind = "host-selection"
