@@ -136,3 +136,46 @@ def test_every_type_a_runs_context_hands_out_is_exported(tmp_path):
         assert not missing, f"not exported by lease_manager: {missing}"
     finally:
         run.close()
+
+
+def ruff(path: str, source: str) -> subprocess.CompletedProcess[str]:
+    """The project's ruff on ``source`` as if it were the file ``path`` of the repository."""
+    return subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache", "--quiet",
+                           "--stdin-filename", path, "-"], input=source, cwd=ROOT,
+                          capture_output=True, text=True)
+
+
+def test_the_lint_rule_fails_a_plugin_that_imports_a_private_name():
+    bad = "from lease_manager.run import Run\n\nprint(Run)\n"
+    for path in ("plugins/dvfs/lm_dvfs/new_module.py", "tests/thirdparty_plugin/lm_x/new.py"):
+        done = ruff(path, bad)
+        assert done.returncode == 1, done.stdout + done.stderr
+        assert "TID251 `lease_manager.run` is banned" in done.stdout
+    deep = "def f():\n    from lease_manager.kernel.lease import Lease\n    return Lease\n"
+    assert "`lease_manager.kernel` is banned" in ruff("plugins/x/lm_x/a.py", deep).stdout
+
+
+def test_the_lint_rule_passes_public_imports_and_the_core():
+    good = ("from lease_manager import Run\nfrom lease_manager.characteristics import RESOURCES"
+            "\n\nprint(Run, RESOURCES)\n")
+    assert ruff("plugins/dvfs/lm_dvfs/new_module.py", good).returncode == 0
+    core = "from lease_manager.run import Run\n\nprint(Run)\n"
+    assert ruff("lease_manager/new_module.py", core).returncode == 0
+    assert ruff("plugins/dvfs/tests/test_new.py", core).returncode == 0
+
+
+def test_the_rule_bans_every_module_of_lease_manager_but_the_public_ones():
+    """The banned-API list names lease_manager's modules one by one: a new module must join it
+    (or be exported as a module, as ``characteristics`` is)."""
+    import pkgutil
+    import tomllib
+
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    banned = set(config["tool"]["ruff"]["lint"]["flake8-tidy-imports"]["banned-api"])
+    public_modules = {f"lease_manager.{attribute}"
+                      for module, attribute in lease_manager._exports().values()
+                      if module == "lease_manager"}
+    modules = {f"lease_manager.{m.name}" for m in pkgutil.iter_modules(lease_manager.__path__)}
+    private = modules - public_modules
+    assert banned == private, (f"[tool.ruff.lint.flake8-tidy-imports.banned-api] in "
+                               f"pyproject.toml: add {private - banned}, remove {banned - private}")

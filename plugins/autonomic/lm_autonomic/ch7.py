@@ -373,7 +373,7 @@ def plot(rows: Sequence[dict[str, Any]], out: Path, *, bin_width: float = 86400.
 def _shared_nonauto(sweep_path: Path, plugins: Any) -> set[str]:
     """The non-AUTO profiles of a readings sweep that differ from the default reading's only
     in ``[autonomic]`` options, which fcfs runs never read: they are not run again."""
-    from lease_manager.experiments.sweep_file import load_sweep
+    from lease_manager import load_sweep
 
     def key(settings: Iterable[tuple[str, str]]) -> frozenset:
         return frozenset((k, v) for k, v in settings if not k.startswith("autonomic."))
@@ -410,7 +410,7 @@ def _profiles_to_run(sweep_path: Path, plugins: Any, only: Sequence[str]) -> lis
     shared non-AUTO ones, plus the non-AUTO profile each selected AUTO profile is compared
     with: ``--only util-site-`` runs util-site's AUTO profiles and the default reading's
     non-AUTO ones on the same sites."""
-    from lease_manager.experiments.sweep_file import load_sweep
+    from lease_manager import load_sweep
 
     shared = _shared_nonauto(sweep_path, plugins)
     profiles = load_sweep(sweep_path, plugins).profiles
@@ -448,7 +448,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=2, help="runs in parallel (default: 2)")
     parser.add_argument("--no-plot", action="store_true", help="do not write the PNGs")
     args = parser.parse_args(argv)
-    from lease_manager.plugins import Plugins
+    from lease_manager import Plugins
 
     out = Path(args.out or ("results/thesis-ch7-readings" if args.readings
                             else "results/thesis-ch7"))
