@@ -179,3 +179,13 @@ def test_the_rule_bans_every_module_of_lease_manager_but_the_public_ones():
     private = modules - public_modules
     assert banned == private, (f"[tool.ruff.lint.flake8-tidy-imports.banned-api] in "
                                f"pyproject.toml: add {private - banned}, remove {banned - private}")
+
+
+def test_mypy_checks_every_bundled_plugin():
+    import tomllib
+
+    files = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["mypy"]["files"]
+    plugins = {str(path.relative_to(ROOT)) for path in ROOT.glob("plugins/*/lm_*")
+               if (path / "__init__.py").is_file()}
+    assert len(plugins) >= 5
+    assert plugins <= set(files), f"[tool.mypy] files leaves out {plugins - set(files)}"

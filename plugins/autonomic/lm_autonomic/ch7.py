@@ -217,23 +217,23 @@ def format_tables(rows: Iterable[dict[str, Any]]) -> str:
                "price of holding leases back")
     out.append(head)
     out.append("-" * len(head))
-    groups: dict[tuple, list] = {}
+    groups: dict[tuple, list[tuple[dict[str, Any], dict[str, Any]]]] = {}
     for n, a in pairs(rows):
         groups.setdefault((a["trace"], a["policy"], a["cores"]), []).append((n, a))
-    for (trace, policy, cores), group in sorted(
+    for (trace, policy, cores), paired in sorted(
             groups.items(), key=lambda kv: (_pos(TRACE_ORDER, kv[0][0]), -kv[0][2], kv[0][1])):
-        cyc = [_ratio(n["rc_cycle_sum"], a["rc_cycle_sum"]) for n, a in group]
-        integ = [_ratio(n["rc_integral"], a["rc_integral"]) for n, a in group]
-        change = [_ratio(a["completion_time"], n["completion_time"]) - 1 for n, a in group]
-        wait_a = _mean(a["avg_wait"] for _, a in group)
-        wait_n = _mean(n["avg_wait"] for n, _ in group)
-        thesis = THESIS_RATIO.get((trace, policy, cores), math.nan)
+        cyc = [_ratio(n["rc_cycle_sum"], a["rc_cycle_sum"]) for n, a in paired]
+        integ = [_ratio(n["rc_integral"], a["rc_integral"]) for n, a in paired]
+        change = [_ratio(a["completion_time"], n["completion_time"]) - 1 for n, a in paired]
+        wait_a = _mean(a["avg_wait"] for _, a in paired)
+        wait_n = _mean(n["avg_wait"] for n, _ in paired)
+        thesis_ratio = THESIS_RATIO.get((trace, policy, cores), math.nan)
         name = f"{trace.upper()}-{policy.upper()}-CPN{cores}"
         out.append(
             f"{name:<22} "
             f"{_mean(cyc):>12.2f} +- {_sd(cyc):<4.2f} {_mean(integ):>11.2f} +- {_sd(integ):<4.2f}"
-            f" {thesis:>7.2f} {100 * _mean(change):>+10.1f}% {wait_a:>13,.0f} {wait_n:>13,.0f}"
-            f" {wait_a - wait_n:>+10,.0f}")
+            f" {thesis_ratio:>7.2f} {100 * _mean(change):>+10.1f}% {wait_a:>13,.0f}"
+            f" {wait_n:>13,.0f} {wait_a - wait_n:>+10,.0f}")
     out.append("")
     out.append("time = completion time (makespan); RC cycle sum = RC(t) (eqs 5.1-5.4) summed "
                "over scheduling cycles; RC integral = its time integral; held % = leases held "
