@@ -75,6 +75,9 @@ class PluginManager(pluggy.PluginManager):
     def __init__(self, project_name: str) -> None:
         super().__init__(project_name)
         self._caches: weakref.WeakSet[Any] = weakref.WeakSet()
+        #: refuse, from now on, a plugin registered with an unknown hook (set at a run's start,
+        #: once the plugins already registered have been checked)
+        self.check_hooks = False
 
     def add_cache(self, cache: Any) -> None:
         """Call ``cache.clear()`` whenever the registered plugins change."""
@@ -94,7 +97,14 @@ class PluginManager(pluggy.PluginManager):
 
     def register(self, plugin: Any, name: str | None = None) -> str | None:
         try:
-            return super().register(plugin, name)
+            registered = super().register(plugin, name)
+            if self.check_hooks and registered is not None:
+                try:
+                    refuse_unknown_hooks(self, self.get_hookcallers(plugin) or ())
+                except LeaseManagerError:
+                    super().unregister(plugin)
+                    raise
+            return registered
         finally:
             self._changed()
 
@@ -103,6 +113,38 @@ class PluginManager(pluggy.PluginManager):
             return super().unregister(plugin, name)
         finally:
             self._changed()
+
+
+def refuse_unknown_hooks(pm: pluggy.PluginManager, callers: Iterable[Any]) -> None:
+    """A :class:`LeaseManagerError` for the first implementation, among ``callers``' (pluggy's
+    hook callers), of a hook that has no specification: a misspelt hook, which pluggy would
+    register and never call. It names the plugin and the hook and suggests the closest
+    hook."""
+    for caller in callers:
+        if caller.has_spec():
+            continue
+        for impl in caller.get_hookimpls():
+            if impl.optionalhook:
+                continue
+            import difflib  # (only for the error: start-up)
+
+            hooks = [name for name, known in vars(pm.hook).items()
+                     if not name.startswith("_") and known.has_spec()]
+            close = difflib.get_close_matches(caller.name, hooks, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            where = _defined_in(impl.plugin)
+            where = f" ({where})" if where and where != impl.plugin_name else ""
+            raise LeaseManagerError(
+                f"plugin {impl.plugin_name!r}{where} implements {caller.name!r}, which is not a "
+                f"hook of lease_manager: it would never be called{hint}")
+
+
+def _defined_in(plugin: Any) -> str:
+    """Where ``plugin`` (a module, a class or an object) is defined, in words."""
+    if isinstance(plugin, types.ModuleType):
+        return plugin.__name__
+    cls = plugin if isinstance(plugin, type) else type(plugin)
+    return f"{cls.__module__}.{cls.__qualname__}"
 
 
 _HOOKABLE = (types.FunctionType, types.MethodType, classmethod, staticmethod)
@@ -206,10 +248,14 @@ class Plugins:
 
     def begin_run(self, run: Any) -> None:
         """``run`` is being built with these plugins (refused while another run is open: its
-        plugins would see this run's hooks)."""
+        plugins would see this run's hooks). A plugin that implements a hook lease_manager
+        does not have (a misspelling) is refused, now or when the run registers it."""
         if self._active_run is not None and self._active_run is not run:
             raise LeaseManagerError("these plugins serve another run that is not closed yet "
                                     "(call its close(), or let run() finish)")
+        if not self.pm.check_hooks:
+            refuse_unknown_hooks(self.pm, vars(self.pm.hook).values())
+            self.pm.check_hooks = True   # (and the run's own plugins, as it registers them)
         self._active_run = run
 
     def end_run(self, run: Any) -> None:
