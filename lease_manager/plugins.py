@@ -12,8 +12,8 @@ from __future__ import annotations
 import importlib
 import types
 import weakref
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import pluggy
@@ -24,6 +24,10 @@ from lease_manager.config.schema import Schema
 from lease_manager.errors import ConfigError, LeaseManagerError
 from lease_manager.kernel.extra_attributes import ExtraAttribute, registry
 from lease_manager.policies import POLICY_KINDS
+
+if TYPE_CHECKING:
+    from lease_manager.context import RunContext
+    from lease_manager.kernel.lease import Lease
 
 BUILTIN_PLUGINS = (
     "lease_manager.policies.defaults",
@@ -66,11 +70,14 @@ RUN_PLUGINS = {
 
 class PluginManager(pluggy.PluginManager):
     """pluggy's manager, clearing the caches of who implements what
-    (:class:`~lease_manager.run.HookRelay`) whenever a plugin is registered or unregistered."""
+    (:class:`HookRelay`) whenever a plugin is registered or unregistered."""
 
     def __init__(self, project_name: str) -> None:
         super().__init__(project_name)
         self._caches: weakref.WeakSet[Any] = weakref.WeakSet()
+        #: refuse, from now on, a plugin registered with an unknown hook (set at a run's start,
+        #: once the plugins already registered have been checked)
+        self.check_hooks = False
 
     def add_cache(self, cache: Any) -> None:
         """Call ``cache.clear()`` whenever the registered plugins change."""
@@ -90,7 +97,14 @@ class PluginManager(pluggy.PluginManager):
 
     def register(self, plugin: Any, name: str | None = None) -> str | None:
         try:
-            return super().register(plugin, name)
+            registered = super().register(plugin, name)
+            if self.check_hooks and registered is not None:
+                try:
+                    refuse_unknown_hooks(self, self.get_hookcallers(plugin) or ())
+                except LeaseManagerError:
+                    super().unregister(plugin)
+                    raise
+            return registered
         finally:
             self._changed()
 
@@ -99,6 +113,38 @@ class PluginManager(pluggy.PluginManager):
             return super().unregister(plugin, name)
         finally:
             self._changed()
+
+
+def refuse_unknown_hooks(pm: pluggy.PluginManager, callers: Iterable[Any]) -> None:
+    """A :class:`LeaseManagerError` for the first implementation, among ``callers``' (pluggy's
+    hook callers), of a hook that has no specification: a misspelt hook, which pluggy would
+    register and never call. It names the plugin and the hook and suggests the closest
+    hook."""
+    for caller in callers:
+        if caller.has_spec():
+            continue
+        for impl in caller.get_hookimpls():
+            if impl.optionalhook:
+                continue
+            import difflib  # (only for the error: start-up)
+
+            hooks = [name for name, known in vars(pm.hook).items()
+                     if not name.startswith("_") and known.has_spec()]
+            close = difflib.get_close_matches(caller.name, hooks, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            where = _defined_in(impl.plugin)
+            where = f" ({where})" if where and where != impl.plugin_name else ""
+            raise LeaseManagerError(
+                f"plugin {impl.plugin_name!r}{where} implements {caller.name!r}, which is not a "
+                f"hook of lease_manager: it would never be called{hint}")
+
+
+def _defined_in(plugin: Any) -> str:
+    """Where ``plugin`` (a module, a class or an object) is defined, in words."""
+    if isinstance(plugin, types.ModuleType):
+        return plugin.__name__
+    cls = plugin if isinstance(plugin, type) else type(plugin)
+    return f"{cls.__module__}.{cls.__qualname__}"
 
 
 _HOOKABLE = (types.FunctionType, types.MethodType, classmethod, staticmethod)
@@ -202,10 +248,14 @@ class Plugins:
 
     def begin_run(self, run: Any) -> None:
         """``run`` is being built with these plugins (refused while another run is open: its
-        plugins would see this run's hooks)."""
+        plugins would see this run's hooks). A plugin that implements a hook lease_manager
+        does not have (a misspelling) is refused, now or when the run registers it."""
         if self._active_run is not None and self._active_run is not run:
             raise LeaseManagerError("these plugins serve another run that is not closed yet "
                                     "(call its close(), or let run() finish)")
+        if not self.pm.check_hooks:
+            refuse_unknown_hooks(self.pm, vars(self.pm.hook).values())
+            self.pm.check_hooks = True   # (and the run's own plugins, as it registers them)
         self._active_run = run
 
     def end_run(self, run: Any) -> None:
@@ -311,3 +361,90 @@ class Plugins:
             out.append(PluginInfo(name, "lease-manager (built-in)", lease_manager.__version__,
                                   hooks, (), per_run=when))
         return out
+
+
+class HookRelay:
+    """Calls an event hook with ``ctx=`` filled in, on every implementation registered at the
+    time of the call, in pluggy's order; results are ignored.
+
+    The replay calls hooks hundreds of times per lease, so who implements what is cached until
+    a plugin is registered or unregistered: a hook nobody implements costs a dictionary lookup,
+    and plain implementations are called directly with the arguments they declare (as pluggy
+    would call them). A hook with a wrapper implementation goes through pluggy itself.
+    """
+
+    def __init__(self, plugins: Plugins, ctx: RunContext) -> None:
+        self._pm = plugins.pm
+        self._ctx = ctx
+        self._targets: dict[str, list[tuple[Callable[..., Any], tuple[str, ...] | None]]] = {}
+        #: per hook, what :meth:`lease_hook` calls: functions of ``(ctx, lease, now)``
+        self._lease_targets: dict[str, list[Callable[[RunContext, Lease, float], Any]]] = {}
+        #: hooks found to have no implementation (until plugins change): a caller on a hot
+        #: path may test this set instead of making a call that does nothing
+        self.muted: set[str] = set()
+        self._pm.add_cache(self)
+
+    def clear(self) -> None:
+        """Forget who implements what (the plugin manager calls this when plugins change)."""
+        self._targets.clear()
+        self._lease_targets.clear()
+        self.muted.clear()
+
+    def _resolve(self, name: str) -> list[tuple[Callable[..., Any], tuple[str, ...] | None]]:
+        caller = getattr(self._pm.hook, name)
+        impls = caller.get_hookimpls()
+        if any(impl.hookwrapper or impl.wrapper for impl in impls):
+            return [(caller, None)]
+        return [(impl.function, impl.argnames) for impl in reversed(impls)]
+
+    def __call__(self, name: str, **kwargs: Any) -> None:
+        targets = self._targets.get(name)
+        if targets is None:
+            targets = self._targets_of(name)
+        if targets:
+            ctx = self._ctx
+            every = len(kwargs) + 1
+            for function, argnames in targets:
+                # through pluggy (a wrapper is involved), or an implementation that takes every
+                # argument (pluggy checked its names when it was registered)
+                if argnames is None or len(argnames) == every:
+                    function(ctx=ctx, **kwargs)
+                else:
+                    given = dict(kwargs, ctx=ctx)
+                    function(*[given[arg] for arg in argnames])
+
+    def lease_hook(self, name: str, lease: Lease, now: float) -> None:
+        """``self(name, lease=lease, now=now)``, with positional arguments (as pluggy calls
+        implementations): the hooks about one lease run a few times per lease in a replay,
+        and keyword arguments cost a dictionary per call and per implementation."""
+        targets = self._lease_targets.get(name)
+        if targets is None:
+            targets = self._lease_targets[name] = [
+                _positional(function, argnames) for function, argnames in self._targets_of(name)]
+        ctx = self._ctx
+        for function in targets:
+            function(ctx, lease, now)
+
+    def _targets_of(self, name: str) -> list[tuple[Callable[..., Any], tuple[str, ...] | None]]:
+        targets = self._targets.get(name)
+        if targets is None:
+            targets = self._targets[name] = self._resolve(name)
+            if not targets:
+                self.muted.add(name)
+        return targets
+
+
+_LEASE_ARGUMENTS = ("ctx", "lease", "now")
+
+
+def _positional(function: Callable[..., Any],
+                argnames: tuple[str, ...] | None) -> Callable[[RunContext, Lease, float], Any]:
+    """``function`` (a hook implementation taking ``argnames``, or pluggy's caller for
+    ``None``) as a function of ``(ctx, lease, now)``."""
+    if argnames == _LEASE_ARGUMENTS:
+        return function
+    if argnames is None:
+        return lambda ctx, lease, now: function(ctx=ctx, lease=lease, now=now)
+    names = argnames
+    return lambda ctx, lease, now: function(
+        *[{"ctx": ctx, "lease": lease, "now": now}[arg] for arg in names])

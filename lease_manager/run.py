@@ -64,6 +64,7 @@ from lease_manager.plugins import (
     ENERGY_PLUGIN,
     INVARIANTS_PLUGIN,
     MALLEABLE_PLUGIN,
+    HookRelay,
     Plugins,
 )
 from lease_manager.policies.answers import guard
@@ -704,93 +705,6 @@ def swf_conversion(cfg: Config, nodes: NodeSet) -> SWFConversion:
         window_start=cfg.get("tracefile", "window-start"),
         window_length=cfg.get("tracefile", "window-length"),
         max_jobs=cfg.get("tracefile", "max-jobs"), rebase=cfg.get("tracefile", "rebase"))
-
-
-class HookRelay:
-    """Calls an event hook with ``ctx=`` filled in, on every implementation registered at the
-    time of the call, in pluggy's order; results are ignored.
-
-    The replay calls hooks hundreds of times per lease, so who implements what is cached until
-    a plugin is registered or unregistered: a hook nobody implements costs a dictionary lookup,
-    and plain implementations are called directly with the arguments they declare (as pluggy
-    would call them). A hook with a wrapper implementation goes through pluggy itself.
-    """
-
-    def __init__(self, plugins: Plugins, ctx: RunContext) -> None:
-        self._pm = plugins.pm
-        self._ctx = ctx
-        self._targets: dict[str, list[tuple[Callable[..., Any], tuple[str, ...] | None]]] = {}
-        #: per hook, what :meth:`lease_hook` calls: functions of ``(ctx, lease, now)``
-        self._lease_targets: dict[str, list[Callable[[RunContext, Lease, float], Any]]] = {}
-        #: hooks found to have no implementation (until plugins change): a caller on a hot
-        #: path may test this set instead of making a call that does nothing
-        self.muted: set[str] = set()
-        self._pm.add_cache(self)
-
-    def clear(self) -> None:
-        """Forget who implements what (the plugin manager calls this when plugins change)."""
-        self._targets.clear()
-        self._lease_targets.clear()
-        self.muted.clear()
-
-    def _resolve(self, name: str) -> list[tuple[Callable[..., Any], tuple[str, ...] | None]]:
-        caller = getattr(self._pm.hook, name)
-        impls = caller.get_hookimpls()
-        if any(impl.hookwrapper or impl.wrapper for impl in impls):
-            return [(caller, None)]
-        return [(impl.function, impl.argnames) for impl in reversed(impls)]
-
-    def __call__(self, name: str, **kwargs: Any) -> None:
-        targets = self._targets.get(name)
-        if targets is None:
-            targets = self._targets_of(name)
-        if targets:
-            ctx = self._ctx
-            every = len(kwargs) + 1
-            for function, argnames in targets:
-                # through pluggy (a wrapper is involved), or an implementation that takes every
-                # argument (pluggy checked its names when it was registered)
-                if argnames is None or len(argnames) == every:
-                    function(ctx=ctx, **kwargs)
-                else:
-                    given = dict(kwargs, ctx=ctx)
-                    function(*[given[arg] for arg in argnames])
-
-    def lease_hook(self, name: str, lease: Lease, now: float) -> None:
-        """``self(name, lease=lease, now=now)``, with positional arguments (as pluggy calls
-        implementations): the hooks about one lease run a few times per lease in a replay,
-        and keyword arguments cost a dictionary per call and per implementation."""
-        targets = self._lease_targets.get(name)
-        if targets is None:
-            targets = self._lease_targets[name] = [
-                _positional(function, argnames) for function, argnames in self._targets_of(name)]
-        ctx = self._ctx
-        for function in targets:
-            function(ctx, lease, now)
-
-    def _targets_of(self, name: str) -> list[tuple[Callable[..., Any], tuple[str, ...] | None]]:
-        targets = self._targets.get(name)
-        if targets is None:
-            targets = self._targets[name] = self._resolve(name)
-            if not targets:
-                self.muted.add(name)
-        return targets
-
-
-_LEASE_ARGUMENTS = ("ctx", "lease", "now")
-
-
-def _positional(function: Callable[..., Any],
-                argnames: tuple[str, ...] | None) -> Callable[[RunContext, Lease, float], Any]:
-    """``function`` (a hook implementation taking ``argnames``, or pluggy's caller for
-    ``None``) as a function of ``(ctx, lease, now)``."""
-    if argnames == _LEASE_ARGUMENTS:
-        return function
-    if argnames is None:
-        return lambda ctx, lease, now: function(ctx=ctx, lease=lease, now=now)
-    names = argnames
-    return lambda ctx, lease, now: function(
-        *[{"ctx": ctx, "lease": lease, "now": now}[arg] for arg in names])
 
 
 def load_run(path: str | Path | None, overrides: Iterable[str] = (), *,

@@ -214,23 +214,23 @@ def format_tables(rows: Iterable[dict[str, Any]]) -> str:
                "mean +- sd over seeds), with the change of completion time and the wait-time "
                "price of holding leases back")
     out += [head, "-" * len(head)]
-    groups: dict[tuple, list] = {}
+    groups: dict[tuple, list[tuple[dict[str, Any], dict[str, Any]]]] = {}
     for n, a in pairs(rows):
         groups.setdefault((a["trace"], a["policy"], a["cores"]), []).append((n, a))
-    for (trace, policy, cores), group in sorted(
+    for (trace, policy, cores), paired in sorted(
             groups.items(), key=lambda kv: (_pos(TRACE_ORDER, kv[0][0]), -kv[0][2], kv[0][1])):
-        cyc = [_ratio(n["rc_cycle_sum"], a["rc_cycle_sum"]) for n, a in group]
-        integ = [_ratio(n["rc_integral"], a["rc_integral"]) for n, a in group]
-        change = [_ratio(a["completion_time"], n["completion_time"]) - 1 for n, a in group]
-        wait_a = _mean(a["avg_wait"] for _, a in group)
-        wait_n = _mean(n["avg_wait"] for n, _ in group)
-        thesis = THESIS_RATIO.get((trace, policy, cores), math.nan)
+        cyc = [_ratio(n["rc_cycle_sum"], a["rc_cycle_sum"]) for n, a in paired]
+        integ = [_ratio(n["rc_integral"], a["rc_integral"]) for n, a in paired]
+        change = [_ratio(a["completion_time"], n["completion_time"]) - 1 for n, a in paired]
+        wait_a = _mean(a["avg_wait"] for _, a in paired)
+        wait_n = _mean(n["avg_wait"] for n, _ in paired)
+        thesis_ratio = THESIS_RATIO.get((trace, policy, cores), math.nan)
         name = f"{trace.upper()}-{policy.upper()}-CPN{cores}"
         out.append(
             f"{name:<22} "
             f"{_mean(cyc):>12.2f} +- {_sd(cyc):<4.2f} {_mean(integ):>11.2f} +- {_sd(integ):<4.2f}"
-            f" {thesis:>7.2f} {100 * _mean(change):>+10.1f}% {wait_a:>13,.0f} {wait_n:>13,.0f}"
-            f" {wait_a - wait_n:>+10,.0f}")
+            f" {thesis_ratio:>7.2f} {100 * _mean(change):>+10.1f}% {wait_a:>13,.0f}"
+            f" {wait_n:>13,.0f} {wait_a - wait_n:>+10,.0f}")
     out.append("")
     out.append("time = completion time (makespan); RC cycle sum = RC(t) (eqs 5.1-5.4) summed "
                "over scheduling cycles; RC integral = its time integral; held % = leases held "
@@ -369,7 +369,7 @@ def plot(rows: Sequence[dict[str, Any]], out: Path, *, bin_width: float = 86400.
 def _shared_nonauto(sweep_path: Path, plugins: Any) -> set[str]:
     """The non-AUTO profiles of a readings sweep that differ from the default reading's only
     in ``[autonomic]`` options, which fcfs runs never read: they are not run again."""
-    from lease_manager.experiments.sweep_file import load_sweep
+    from lease_manager import load_sweep
 
     def key(settings: Iterable[tuple[str, str]]) -> frozenset:
         return frozenset((k, v) for k, v in settings if not k.startswith("autonomic."))
@@ -406,7 +406,7 @@ def _profiles_to_run(sweep_path: Path, plugins: Any, only: Sequence[str]) -> lis
     shared non-AUTO ones, plus the non-AUTO profile each selected AUTO profile is compared
     with: ``--only util-site-`` runs util-site's AUTO profiles and the default reading's
     non-AUTO ones on the same sites."""
-    from lease_manager.experiments.sweep_file import load_sweep
+    from lease_manager import load_sweep
 
     shared = _shared_nonauto(sweep_path, plugins)
     profiles = load_sweep(sweep_path, plugins).profiles
@@ -448,7 +448,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    from lease_manager.plugins import Plugins
+    from lease_manager import Plugins
 
     out = Path(args.out or ("results/thesis-ch7-readings" if args.readings
                             else "results/thesis-ch7"))

@@ -18,7 +18,7 @@ from lease_manager import Policy, hookimpl
 from lease_manager.characteristics import RESOURCES, Contributions
 
 if TYPE_CHECKING:
-    from lease_manager import Lease, RunContext, SlotTable
+    from lease_manager import Lease, RunContext, SlotTableView
 
 SERIES = "resource_contention"
 
@@ -29,7 +29,7 @@ def contention_matrix(count: np.ndarray, total: np.ndarray) -> np.ndarray:
     return np.where(count > 1, total, 0.0)
 
 
-def node_state_at(table: SlotTable, t: float,
+def node_state_at(table: SlotTableView, t: float,
                   contributions: Contributions) -> tuple[np.ndarray, np.ndarray]:
     """``(count, total)`` (nodes x resources) over the reservations on every node at ``t``,
     read from the slot table (future reservations included): the straightforward evaluation,
@@ -49,7 +49,7 @@ def node_state_at(table: SlotTable, t: float,
     return count, total
 
 
-def resource_contention_at(table: SlotTable, t: float, contributions: Contributions) -> float:
+def resource_contention_at(table: SlotTableView, t: float, contributions: Contributions) -> float:
     """RC(t) of equation 5.1, from the slot table."""
     return float(contention_matrix(*node_state_at(table, t, contributions)).sum())
 
@@ -186,7 +186,8 @@ class ResourceContentionProbe(Policy):
 
     @hookimpl
     def collect_summary(self, ctx: RunContext) -> dict[str, Any]:
-        span = (self._last - self._first) if self._last is not None else 0.0
+        span = (self._last - self._first
+                if self._last is not None and self._first is not None else 0.0)
         return {
             "resource_contention_integral": self.integral,
             "resource_contention_mean": self.integral / span if span > 0 else 0.0,

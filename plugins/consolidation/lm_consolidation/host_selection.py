@@ -29,10 +29,10 @@ from lease_manager import HostSelectionPolicy
 from lease_manager.characteristics import Contributions
 
 if TYPE_CHECKING:
-    from lease_manager import Lease, RunContext, SlotTable
+    from lease_manager import Lease, RunContext, SlotTableView
 
 
-def node_scores(lease: Lease, start: float, end: float, table: SlotTable,
+def node_scores(lease: Lease, start: float, end: float, table: SlotTableView,
                 contributions: Contributions, *, horizon: bool = False) -> np.ndarray:
     """Every node's score for ``lease`` over ``[start, end)``: at ``start`` (eqs 6.1-6.3), or,
     with ``horizon``, averaged over the interval (Algorithm 3). Leases that stress nothing
@@ -59,7 +59,7 @@ def node_scores(lease: Lease, start: float, end: float, table: SlotTable,
     return np.bincount(nodes, weights=weights, minlength=n_nodes)
 
 
-def greedy_scores(start: float, end: float, table: SlotTable) -> np.ndarray:
+def greedy_scores(start: float, end: float, table: SlotTableView) -> np.ndarray:
     """Haizea's greedy score (higher first), as the built-in ``greedy`` policy computes it:
     0.5 x fewer leases at the start (up to 4) + 0.25 + 0.25 x how long free capacity lasts."""
     horizon = 4
@@ -84,11 +84,11 @@ class EAConsolidation(HostSelectionPolicy):
         self.tie_break = ctx.config.get("consolidation", "tie-break")
 
     def scores(self, lease: Lease, start: float, end: float,
-               table: SlotTable) -> np.ndarray:
+               table: SlotTableView) -> np.ndarray:
         return node_scores(lease, start, end, table, self.contributions, horizon=self.horizon)
 
     def order_hosts(self, lease: Lease, start: float, end: float,
-                    table: SlotTable) -> np.ndarray:
+                    table: SlotTableView) -> np.ndarray:
         score = self.scores(lease, start, end, table)
         index = np.arange(len(score))
         if self.tie_break == "greedy":

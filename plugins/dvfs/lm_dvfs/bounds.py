@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 
 import attrs
 
-from lease_manager.energy.operating_points import lease_gamma, stretch
+from lease_manager import lease_gamma, stretch
 
 from .economics import JOULES_PER_KWH, Prices, SiteEconomics, f_opt, lease_data_gb, mean_over
 

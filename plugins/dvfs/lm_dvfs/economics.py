@@ -20,12 +20,10 @@ from typing import TYPE_CHECKING
 import attrs
 import numpy as np
 
-from lease_manager.energy.operating_points import lease_gamma, stretch
+from lease_manager import lease_gamma, stretch
 
 if TYPE_CHECKING:
-    from lease_manager.energy.power_model import PowerModel
-    from lease_manager.energy.series import StepSeries
-    from lease_manager.kernel.lease import Lease
+    from lease_manager import Lease, PowerModel, StepSeries
 
 JOULES_PER_KWH = 3.6e6
 #: the ``<extra>`` attribute (or annotation) with a lease's data to transfer, in GB

@@ -27,9 +27,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from lease_manager import LeaseManagerError
-from lease_manager.config.schema import load_config
-from lease_manager.plugins import Plugins
+from lease_manager import LeaseManagerError, Plugins, load_config
 
 METRICS = ("garg_cost_per_cpu_hour", "garg_carbon_per_cpu_hour", "garg_workload_cpu_hours",
            "garg_profit_per_cpu_hour", "garg_energy_per_cpu_hour")

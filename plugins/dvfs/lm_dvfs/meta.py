@@ -32,9 +32,7 @@ from lease_manager import SiteSelectionPolicy
 from .economics import Outcome, Prices, SiteEconomics, lease_data_gb
 
 if TYPE_CHECKING:
-    from lease_manager import Lease
-    from lease_manager.kernel.slottable import ChangeWatch
-    from lease_manager.multisite import SiteView
+    from lease_manager import ChangeWatch, Lease, SiteView
 
 NO_SITE = "no site can finish it by its deadline"
 

@@ -19,8 +19,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import numpy as np
 
-    from lease_manager import VMRequest
-    from lease_manager.kernel.table_view import SlotTableView
+    from lease_manager import SlotTableView, VMRequest
 
 EPS = 1e-9
 

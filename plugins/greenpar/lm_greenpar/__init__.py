@@ -22,8 +22,7 @@ __version__ = "0.1.0"
 
 import math
 
-from lease_manager import DURATION, FLOAT, PATH, STRING, Option, OptionType, hookimpl
-from lease_manager.kernel.timeutil import MAX_SECONDS
+from lease_manager import DURATION, FLOAT, MAX_SECONDS, PATH, STRING, Option, OptionType, hookimpl
 
 from .accounting import GreenParAccounting
 from .apps import GreenParApps

@@ -41,12 +41,15 @@ from typing import Any
 
 import numpy as np
 
-from lease_manager import LeaseManagerError
-from lease_manager.config.schema import load_config
-from lease_manager.energy.power_model import power_model_from_config
-from lease_manager.energy.series import StepSeries, read_step_series
-from lease_manager.plugins import Plugins
-from lease_manager.workload.site_source import site_nodes
+from lease_manager import (
+    LeaseManagerError,
+    Plugins,
+    StepSeries,
+    load_config,
+    power_model_from_config,
+    read_step_series,
+    site_nodes,
+)
 
 POLICIES = ("baseline", "reactive", "nebulous", "aggressive", "offline")
 #: Reactive's reading options and their defaults (a run with others is labelled by them)

@@ -25,10 +25,14 @@ from pathlib import Path
 
 import numpy as np
 
-from lease_manager import Lease, LeaseManagerError
-from lease_manager.kernel.resources import ResourceTypes
-from lease_manager.workload.lwf_writer import write_lwf
-from lease_manager.workload.swf import SWFConversion, read_swf_leases
+from lease_manager import (
+    Lease,
+    LeaseManagerError,
+    ResourceTypes,
+    SWFConversion,
+    read_swf_leases,
+    write_lwf,
+)
 
 #: NPB applications from the shortest run to the longest (the serial class C runs as NPB's
 #: reports order them: IS, MG, EP, CG, FT, then LU, SP and BT; our reading, not the paper's)

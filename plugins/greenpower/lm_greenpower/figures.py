@@ -40,8 +40,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from lease_manager import LeaseManagerError, results_with_nm
-from lease_manager.experiments.relative import instance_key, read_tasks
+from lease_manager import LeaseManagerError, instance_key, read_tasks, results_with_nm
 
 from .planners import PLANNER_NAMES
 
