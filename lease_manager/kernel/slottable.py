@@ -20,6 +20,7 @@ import heapq
 import math
 from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -29,6 +30,9 @@ from lease_manager.kernel.reservation import Reservation, ReservationKind, bad_i
 from lease_manager.kernel.slot_rows import EPS, MAX_SHAPES, NodeSink
 from lease_manager.kernel.table_rows import ChangeWatch
 from lease_manager.kernel.table_view import SlotTableView
+
+if TYPE_CHECKING:
+    from lease_manager.kernel.lease import VMRequest
 
 __all__ = ["EPS", "MAX_SHAPES", "ChangeWatch", "NodeSink", "Reservation", "ReservationKind",
            "SlotTable", "SlotTableView"]
@@ -360,6 +364,36 @@ class SlotTable(SlotFitting):
             if after < r.end < until:
                 points.add(r.end)
         return sorted(points)
+
+    # ------------------------------------------------------------ the Table protocol's rest
+    def move(self, old: Reservation, new: Reservation) -> None:
+        """Put ``new`` in the place of ``old`` (:meth:`remove`, then :meth:`add`); raise
+        :class:`OvercommitError` or ``ValueError``, with ``old`` put back, if ``new`` does
+        not fit."""
+        self.remove(old)
+        try:
+            self.add(new)
+        except (OvercommitError, ValueError):
+            self.add(old)
+            raise
+
+    def holds_counts_at(self, start: float) -> bool:
+        """Whether a reservation starting at ``start`` holds a count of VMs and no nodes
+        (never here: every reservation is on nodes)."""
+        return False
+
+    def counting(self) -> None:
+        """The table as one that counts VMs of one shape (:class:`CountingTable`): not (it
+        plans on nodes)."""
+        return None
+
+    def free_node_list(self, demand: VMRequest) -> None:
+        """The table's list of nodes with a slot free now for ``demand`` (none here)."""
+        return None
+
+    def planned(self) -> SlotTable:
+        """The table's per-node plan queries (:class:`PlannedQueries`): its own."""
+        return self
 
     def view(self) -> SlotTableView:
         """The table's queries without its changes: what policies and plugins get."""
