@@ -40,6 +40,7 @@ from lease_manager.kernel.table_view import SlotTableView
 if TYPE_CHECKING:
     from lease_manager.kernel.lease import VMRequest
     from lease_manager.kernel.mapper import Placement
+    from lease_manager.kernel.table_protocol import NodePlan
 
 __all__ = ["FEW_NODES", "FEW_ROWS", "CountTable", "_take_nodes", "slots_per_node"]
 
@@ -311,7 +312,7 @@ class CountTable(CountFitting, CountPowerStates):
             return None
         return self
 
-    def planned(self) -> None:
+    def planned(self) -> NodePlan | None:
         """The table's per-node plan queries: none (nodes have no future plan here)."""
         return None
 

@@ -96,22 +96,17 @@ class SlotFitting(SlotRows):
         if not_after is not None and not_after < after:
             return
         times = self._t
-        n = len(times)
         k0 = self._row(after)
         infinite = math.isinf(duration)
-        if not_after is None or infinite:
-            k_end = n
-        else:   # rows beyond the last window are never looked at
-            k_end = bisect_left(times, not_after + duration, k0 + 1)
+        k_end = (len(times) if not_after is None or infinite   # (rows past the last window)
+                 else bisect_left(times, not_after + duration, k0 + 1))
         k_rows = k_end - k0
         slots = self._slots(k0, k_end)
         groups = [(self._shape(v), c) for c, v in zip(demand.counts, demand.vectors)]
         freed = self._freed_rows(own, released, after, k0, k_end)
-        blocked = self._blocked_starts(groups, slots, freed, bool(released), k0, k_end,
-                                       site_demand)
         # prev_blocked[i]: the last blocked row at or before row i (-1: none)
-        rows = np.arange(k_rows)
-        prev_blocked_rows = np.maximum.accumulate(np.where(blocked, rows, -1))
+        prev_blocked_rows = self._last_blocked(groups, slots, freed, bool(released), k0, k_end,
+                                               site_demand)
         prev_blocked = prev_blocked_rows.tolist()
         single = len(groups) == 1
         per_row: list[np.ndarray] = []   # per group: VMs per node and row, rows k0:k_end
@@ -134,16 +129,7 @@ class SlotFitting(SlotRows):
         if not_after is not None and not_after <= after:
             return
         last = times[k_end - 1] if not_after is None else min(not_after, times[k_end - 1])
-        # The later candidates are grow times, every one a breakpoint (the start of a row). A
-        # window from row i to row j (the row where it ends) that holds a blocked row cannot
-        # fit: those are passed over all at once, not one by one (re-evaluation asks about each
-        # planned lease across most of the plan: O(n) grow times each, O(n^2) in all).
-        starts = np.array(times[k0:k_end])
-        if infinite:
-            ends = np.full(k_rows, k_rows)
-        else:
-            ends = np.maximum(np.searchsorted(starts, starts + duration), rows + 1)
-        open_rows = np.flatnonzero(prev_blocked_rows[ends - 1] < rows).tolist()
+        open_rows, ends = self._open_windows(k0, k_end, duration, prev_blocked_rows)
         grow_times = self._grow_times
         for i in open_rows:
             s = times[k0 + i]
@@ -153,6 +139,24 @@ class SlotFitting(SlotRows):
                 if window_fits(i, int(ends[i])):
                     yield s
 
+    def _open_windows(self, k0: int, k_end: int, duration: float,
+                      prev_blocked: np.ndarray) -> tuple[list[int], np.ndarray]:
+        """The rows ``i`` of ``k0:k_end`` (relative to ``k0``) where a window of ``duration``
+        holds no blocked row (``prev_blocked[i]``: the last blocked row at or before ``i``),
+        and for every row the row where its window ends.
+
+        The later candidates of :meth:`iter_fit_starts` are grow times, every one a
+        breakpoint (the start of a row). A window that holds a blocked row cannot fit: those
+        are passed over all at once, not one by one (re-evaluation asks about each planned
+        lease across most of the plan: O(n) grow times each, O(n^2) in all)."""
+        k_rows = k_end - k0
+        rows = np.arange(k_rows)
+        if math.isinf(duration):
+            ends = np.full(k_rows, k_rows)
+        else:
+            starts = np.array(self._t[k0:k_end])
+            ends = np.maximum(np.searchsorted(starts, starts + duration), rows + 1)
+        return np.flatnonzero(prev_blocked[ends - 1] < rows).tolist(), ends
 
     def _freed_rows(self, own: Reservation | None, released: Sequence[Reservation],
                     after: float, k0: int, k_end: int) -> list[tuple[Reservation, int, int]]:
@@ -168,12 +172,13 @@ class SlotFitting(SlotRows):
                     freed.append((res, lo, hi))
         return freed
 
-    def _blocked_starts(self, groups: list[tuple[_Shape, int]], slots: np.ndarray,
-                        freed: list[tuple[Reservation, int, int]], released: bool, k0: int,
-                        k_end: int, site_demand: np.ndarray | None) -> np.ndarray:
-        """For rows ``k0:k_end`` (``slots``): is some group of ``groups`` (shape, count) more
-        than the row's totals, with the ``freed`` reservations given back, or the site-wide
-        resources less than ``site_demand``?"""
+    def _last_blocked(self, groups: list[tuple[_Shape, int]], slots: np.ndarray,
+                      freed: list[tuple[Reservation, int, int]], released: bool, k0: int,
+                      k_end: int, site_demand: np.ndarray | None) -> np.ndarray:
+        """For each row of ``k0:k_end`` (``slots``), relative to ``k0``: the last *blocked* row
+        at or before it (-1: none). A row is blocked if some group of ``groups`` (shape,
+        count) is more than the row's totals, with the ``freed`` reservations given back, or
+        the site-wide resources are less than ``site_demand``."""
         blocked = None
         for shape, count in groups:
             totals = self._row_totals(shape)[k0:k_end]
@@ -194,7 +199,7 @@ class SlotFitting(SlotRows):
                 if res.site_amount is not None:
                     site[lo:hi] += res.site_amount
             blocked |= (site < site_demand - EPS).any(axis=1)
-        return blocked
+        return np.maximum.accumulate(np.where(blocked, np.arange(k_end - k0), -1))
 
     def fits_at(self, demand: VMRequest, duration: float, t: float) -> bool:
         """Does ``demand`` fit all through ``[t, t + duration)``? (Exact for identical VMs;

@@ -33,6 +33,7 @@ from lease_manager.kernel.table_view import SlotTableView
 
 if TYPE_CHECKING:
     from lease_manager.kernel.lease import VMRequest
+    from lease_manager.kernel.table_protocol import CountingTable, FreeNodes
 
 __all__ = ["EPS", "MAX_SHAPES", "ChangeWatch", "NodeSink", "Reservation", "ReservationKind",
            "SlotTable", "SlotTableView"]
@@ -382,12 +383,12 @@ class SlotTable(SlotFitting):
         (never here: every reservation is on nodes)."""
         return False
 
-    def counting(self) -> None:
+    def counting(self) -> CountingTable | None:
         """The table as one that counts VMs of one shape (:class:`CountingTable`): not (it
         plans on nodes)."""
         return None
 
-    def free_node_list(self, demand: VMRequest) -> None:
+    def free_node_list(self, demand: VMRequest) -> FreeNodes | None:
         """The table's list of nodes with a slot free now for ``demand`` (none here)."""
         return None
 
