@@ -42,16 +42,13 @@ __all__ = ["EPS", "MAX_SHAPES", "ChangeWatch", "NodeSink", "Reservation", "Reser
 class SlotTable(SlotFitting):
     """Reservations of one site over time, with the queries schedulers and policies need.
 
-    Public read API (for policies and plugins): :attr:`nodes`, :attr:`capacity`,
-    :attr:`site_resources`, :meth:`free_at`, :meth:`site_free_at`, :meth:`site_capacity_at`,
-    :meth:`min_free`, :meth:`vm_fits`, :meth:`lease_counts_at`, :meth:`capacity_lasts_until`,
-    :meth:`reservations_at`, :meth:`reservations_between`, :meth:`next_start_on`,
-    :meth:`change_points`, :meth:`site_room`,
-    :meth:`earliest_fit`, :meth:`earlier_start`, :meth:`iter_fit_starts`,
-    :meth:`may_fit_before`.
-    Changes: :meth:`add`, :meth:`remove`, :meth:`truncate`, :meth:`extend`,
+    It satisfies :class:`~lease_manager.kernel.table_protocol.PlannedTable`: the queries of
+    every table (:class:`~lease_manager.kernel.table_protocol.TableQueries`, what policies
+    and plugins see through :meth:`view`), a node's future plan (:meth:`next_start_on`,
+    :meth:`change_points` on a node, :meth:`earliest_fit_on`, :meth:`site_room`), and the
+    changes :meth:`add`, :meth:`remove`, :meth:`truncate`, :meth:`move`, :meth:`extend`,
     :meth:`extend_all`, :meth:`add_site_resource`, :meth:`set_site_capacity`,
-    :meth:`advance`.
+    :meth:`advance`. Where VMs fit is :class:`~lease_manager.kernel.fitting.SlotFitting`.
     """
 
     #: the scheduler maps reservations to nodes when it plans them (a
