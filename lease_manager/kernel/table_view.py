@@ -72,9 +72,10 @@ class SlotTableView:
     def horizon(self) -> float:
         return self._table.horizon
 
-    def __getattr__(self, name: str) -> Any:   # only reached for names not set above
-        raise AttributeError(f"the slot table seen by plugins has no {name!r} "
-                             f"(it can be read, not changed)")
+    if not TYPE_CHECKING:   # (mypy checks every name a plugin asks of the view)
+        def __getattr__(self, name: str) -> Any:   # only reached for names not set above
+            raise AttributeError(f"the slot table seen by plugins has no {name!r} "
+                                 f"(it can be read, not changed)")
 
 
 class _NoPlan:
