@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from lease_manager.kernel.resources import NodeSet
     from lease_manager.kernel.scheduler import LeaseScheduler
     from lease_manager.kernel.slottable import Reservation
+    from lease_manager.kernel.table_protocol import EngineTables
     from lease_manager.observers.invariants import InvariantChecker
     from lease_manager.policies import SiteSelectionPolicy
 
@@ -106,9 +107,10 @@ def check_sites(sites: Sequence[Site]) -> None:
 
 
 class SiteTables:
-    """The sites' slot tables, as the engine sees them: advanced together."""
+    """The sites' slot tables, as the engine sees them (:class:`EngineTables`): advanced
+    together."""
 
-    def __init__(self, tables: Sequence[SlotTable]) -> None:
+    def __init__(self, tables: Sequence[EngineTables]) -> None:
         self.tables = list(tables)
 
     def advance(self, now: float) -> list[Reservation]:
@@ -117,6 +119,11 @@ class SiteTables:
     def check(self) -> None:
         for table in self.tables:
             table.check()
+
+
+if TYPE_CHECKING:   # mypy checks that SiteTables is what the engine asks of tables
+    def _engine_tables(tables: SiteTables) -> EngineTables:
+        return tables
 
 
 class SiteSchedulers:

@@ -17,7 +17,7 @@ from lease_manager.kernel.slottable import EPS, Reservation, ReservationKind
 
 if TYPE_CHECKING:
     from lease_manager.kernel.lease import Lease, VMRequest
-    from lease_manager.kernel.slottable import SlotTable
+    from lease_manager.kernel.table_protocol import TableQueries
 
 
 @attrs.frozen(eq=False)
@@ -95,7 +95,7 @@ def _rows_of(shape: bytes, dtype: str, count: int) -> np.ndarray:
     return rows
 
 
-def place(table: SlotTable, demand: VMRequest, start: float, end: float,
+def place(table: TableQueries, demand: VMRequest, start: float, end: float,
           order: Sequence[int] | np.ndarray) -> Placement | None:
     """Map ``demand`` onto the nodes in ``order`` over ``[start, end)``; ``None`` if it fails."""
     if len(demand.counts) == 1:

@@ -117,3 +117,30 @@ def runs_fit(times: list[float], k0: int, blocked: np.ndarray, after: float,
         if s + duration <= times[k0 + stop]:
             return True
     return False
+
+
+def first_run(times: Sequence[float], room: Sequence[float], k0: int, k_end: int, count: int,
+              after: float, duration: float,
+              not_after: float | None = None) -> tuple[float | None, bool]:
+    """The first window of ``duration`` in rows ``k0:k_end`` (start times ``times``, room
+    ``room``) whose every row has room for ``count``, read row by row up to it only: a window
+    starts at ``after`` (in row ``k0``) or at a row, at the start of a run of rows with room
+    (one that fits from later in a run fits from its start too).
+
+    ``(start, True)`` if a run lasts ``duration`` before ``k_end``; else ``(start, False)``
+    for a run that reaches ``k_end`` (it may go on after), or ``(None, False)`` if none does
+    or the first run that lasts or reaches ``k_end`` starts after ``not_after``."""
+    begin = None   # the start of the run of rows with room being read (None: none)
+    end = math.inf
+    for k in range(k0, k_end):
+        if begin is not None and times[k] >= end:
+            return begin, True   # no row without room before the window's end
+        if room[k] >= count:
+            if begin is None:
+                begin = float(after) if k == k0 else times[k]
+                if not_after is not None and begin > not_after:
+                    return None, False
+                end = begin + duration
+        else:
+            begin = None
+    return begin, False

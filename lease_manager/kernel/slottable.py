@@ -6,14 +6,12 @@ every node (``free[k, node, resource]``), the number of reservations on every no
 amount of every site-wide resource (power, for instance). Reservations are half-open intervals
 ``[start, end)`` on specific nodes.
 
-Layout, for speed: rows live in a pool of slots and the time order is a list of slot indices,
-so making a breakpoint copies one row instead of shifting the profile. For every VM shape the
-scheduler asks about, the table keeps how many such VMs each row could host on the whole site
-(its *totals*), updated as reservations come and go; most "does it fit" questions are answered
-from those totals, and only windows that pass are checked node by node. A breakpoint exists
-only while a reservation starts or ends there or a site capacity changes there, and
-:meth:`SlotTable.advance` forgets the past, so the table's size follows the number of current
-and future reservations, not the length of the trace.
+The rows and their bookkeeping are :mod:`~lease_manager.kernel.slot_rows` (a pool of slots,
+and per-VM-shape totals); where VMs fit is :mod:`~lease_manager.kernel.fitting`; this module
+changes the rows (reservations and site capacities) and answers the per-node queries. A
+breakpoint exists only while a reservation starts or ends there or a site capacity changes
+there, and :meth:`SlotTable.advance` forgets the past, so the table's size follows the number
+of current and future reservations, not the length of the trace.
 """
 
 from __future__ import annotations
@@ -21,289 +19,41 @@ from __future__ import annotations
 import heapq
 import math
 from bisect import bisect_left, bisect_right
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Protocol
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
-from sortedcontainers import SortedList
 
 from lease_manager.errors import OvercommitError
-from lease_manager.kernel import fitting
-from lease_manager.kernel.fitting import EPS, MAX_SHAPES
+from lease_manager.kernel.fitting import SlotFitting
 from lease_manager.kernel.reservation import Reservation, ReservationKind, bad_interval
-from lease_manager.kernel.resources import NodeSet
+from lease_manager.kernel.slot_rows import EPS, MAX_SHAPES, NodeSink
+from lease_manager.kernel.table_rows import ChangeWatch
 from lease_manager.kernel.table_view import SlotTableView
 
-__all__ = ["EPS", "MAX_SHAPES", "Reservation", "ReservationKind", "SlotTable", "SlotTableView"]
+if TYPE_CHECKING:
+    from lease_manager.kernel.lease import VMRequest
+    from lease_manager.kernel.table_protocol import CountingTable, FreeNodes
+
+__all__ = ["EPS", "MAX_SHAPES", "ChangeWatch", "NodeSink", "Reservation", "ReservationKind",
+           "SlotTable", "SlotTableView"]
 
 
-
-class NodeSink(Protocol):
-    """Where the table records the nodes it changes (a ``set`` will do)."""
-
-    def update(self, nodes: Iterable[int], /) -> None: ...
-
-
-class ChangeWatch:
-    """What changed in a slot table since :meth:`reset` (from :meth:`SlotTable.watch`): the
-    span of times its changes cover, and whether any of them gave capacity back."""
-
-    def __init__(self) -> None:
-        self.lo, self.hi, self.freed = math.inf, -math.inf, False
-
-    def reset(self) -> None:
-        self.lo, self.hi, self.freed = math.inf, -math.inf, False
-
-    def record(self, lo: float, hi: float, freed: bool) -> None:
-        self.lo, self.hi = min(self.lo, lo), max(self.hi, hi)
-        self.freed = self.freed or freed
-
-    def untouched(self, start: float, end: float) -> bool:
-        """Is every answer about ``[start, end)`` still true? Yes if nothing changed, or if
-        the changes only took capacity, none of it during ``[start, end)``: what fitted
-        there still fits, and what did not fit anywhere still does not."""
-        return self.lo > self.hi or (not self.freed and (self.hi <= start or self.lo >= end))
-
-
-class _Shape:
-    """A VM shape the table keeps totals for: ``totals[slot]`` = VMs the site hosts there."""
-
-    __slots__ = ("vector", "resources", "scale", "totals", "row_totals", "row_totals_version",
-                 "_pairs")
-
-    def __init__(self, vector: np.ndarray, capacity_slots: int) -> None:
-        self.vector = vector
-        self.resources = np.flatnonzero(vector > 0)
-        self.scale = 1.0 / vector[self.resources]
-        #: (resource, 1 / size) for the resources a VM needs, as Python numbers
-        self._pairs = list(zip(self.resources.tolist(), self.scale.tolist()))
-        self.totals = np.zeros(capacity_slots)
-        self.row_totals = self.totals[:0]
-        self.row_totals_version = -1
-
-    def fits(self, free: np.ndarray) -> np.ndarray:
-        """How many VMs fit in each cell of ``free`` (``(..., resources)`` -> ``(...)``)."""
-        if not self._pairs:
-            return np.full(free.shape[:-1], float(1 << 30))
-        r, scale = self._pairs[0]
-        out = free[..., r] * scale
-        for r, scale in self._pairs[1:]:
-            np.minimum(out, free[..., r] * scale, out=out)
-        out += EPS
-        np.floor(out, out=out)
-        return np.maximum(out, 0, out=out)
-
-
-#: the most bytes the slot table's first pool of rows may reserve (it doubles when full)
-POOL_BYTES = 64 << 20
-
-
-def _pool_size(n_nodes: int, n_types: int) -> int:
-    """How many rows the first pool holds: 64, or fewer on a site so large that 64 rows would
-    reserve more than :data:`POOL_BYTES` (64 rows of a million nodes were 1.3 GB of address
-    space before the first lease: under a 1.5 GB ``ulimit -v`` a one-lease run failed)."""
-    row = n_nodes * (8 * n_types + 4)
-    return max(4, min(64, POOL_BYTES // max(row, 1)))
-
-
-class SlotTable:
+class SlotTable(SlotFitting):
     """Reservations of one site over time, with the queries schedulers and policies need.
 
-    Public read API (for policies and plugins): :attr:`nodes`, :attr:`capacity`,
-    :attr:`site_resources`, :meth:`free_at`, :meth:`site_free_at`, :meth:`site_capacity_at`,
-    :meth:`min_free`, :meth:`vm_fits`, :meth:`lease_counts_at`, :meth:`capacity_lasts_until`,
-    :meth:`reservations_at`, :meth:`reservations_between`, :meth:`next_start_on`,
-    :meth:`change_points`, :meth:`site_room`,
-    :meth:`earliest_fit`, :meth:`earlier_start`, :meth:`iter_fit_starts`,
-    :meth:`may_fit_before`.
-    Changes: :meth:`add`, :meth:`remove`, :meth:`truncate`, :meth:`extend`,
+    It satisfies :class:`~lease_manager.kernel.table_protocol.PlannedTable`: the queries of
+    every table (:class:`~lease_manager.kernel.table_protocol.TableQueries`, what policies
+    and plugins see through :meth:`view`), a node's future plan (:meth:`next_start_on`,
+    :meth:`change_points` on a node, :meth:`earliest_fit_on`, :meth:`site_room`), and the
+    changes :meth:`add`, :meth:`remove`, :meth:`truncate`, :meth:`move`, :meth:`extend`,
     :meth:`extend_all`, :meth:`add_site_resource`, :meth:`set_site_capacity`,
-    :meth:`advance`.
+    :meth:`advance`. Where VMs fit is :class:`~lease_manager.kernel.fitting.SlotFitting`.
     """
 
     #: the scheduler maps reservations to nodes when it plans them (a
     #: :class:`~lease_manager.kernel.count_table.CountTable` counts them instead)
     counted = False
-
-    def __init__(self, nodes: NodeSet, *, site_resources: Mapping[str, float] | None = None,
-                 origin: float = 0.0) -> None:
-        self.nodes = nodes
-        self.capacity: np.ndarray = nodes.capacity
-        n_nodes, n_types = self.capacity.shape
-        self.site_resources: tuple[str, ...] = tuple(site_resources or ())
-        site_cap = np.array([float(v) for v in (site_resources or {}).values()])
-        slots = _pool_size(n_nodes, n_types)
-        self._free = np.empty((slots, n_nodes, n_types))
-        self._nres = np.zeros((slots, n_nodes), dtype=np.int32)
-        self._site = np.empty((slots, len(self.site_resources)))
-        self._site_cap = np.empty((slots, len(self.site_resources)))
-        self._spare: list[int] = list(range(slots - 1, 0, -1))
-        self._free[0] = self.capacity
-        self._nres[0] = 0
-        self._site[0] = site_cap
-        self._site_cap[0] = site_cap
-        #: breakpoint times and, for each, the slot holding its row
-        self._t: list[float] = [origin]
-        self._slot: list[int] = [0]
-        #: how many reservation ends and capacity steps sit on each breakpoint
-        self._refs: dict[float, int] = {}
-        #: breakpoints at which some capacity may grow (reservation ends, capacity steps)
-        self._grow_refs: dict[float, int] = {}
-        self._grow_times = SortedList()
-        #: breakpoints where some reservation starts: the only ones where a node's free
-        #: capacity can fall (between two of them it only grows), with how many start there
-        self._start_refs: dict[float, int] = {}
-        self._start_times = SortedList()
-        #: the reservations on each node that has some (an idle node costs nothing)
-        self._by_node: dict[int, dict[int, Reservation]] = {}
-        self._reservations: dict[int, Reservation] = {}
-        self._ends: list[tuple[float, int]] = []  # heap of (end, reservation id), lazily cleaned
-        self._shapes: dict[bytes, _Shape] = {}
-        self._version = 0
-        self._window_cache: dict[bytes, tuple[int, int, int, np.ndarray]] = {}
-        self._cum_cache: dict[tuple[bytes, int], tuple[int, list[float]]] = {}
-        #: when a set: every node a reservation is added to, removed from or changed on is
-        #: put in it (whoever set it empties it)
-        self.touched: NodeSink | None = None
-        #: when set: what a reservation added without a ``site_amount`` draws from the
-        #: site-wide resources (a power cap sets it: leases draw their dynamic power)
-        self.site_draw: Callable[[Reservation], np.ndarray | None] | None = None
-        self._watches: list[ChangeWatch] = []
-
-    # ----------------------------------------------------------------- rows and breakpoints
-    @property
-    def horizon(self) -> float:
-        """The earliest time the table still knows about (everything before is forgotten)."""
-        return self._t[0]
-
-    @property
-    def version(self) -> int:
-        """A number that changes whenever the table changes (for caching answers)."""
-        return self._version
-
-    def room_at(self, vector: np.ndarray, t: float) -> float:
-        """How many VMs of shape ``vector`` the whole site could host at instant ``t``."""
-        return float(self._shape(vector).totals[self._slot[self._row(t)]])
-
-    @property
-    def breakpoints(self) -> int:
-        """Number of rows in the profile."""
-        return len(self._t)
-
-    def _row(self, t: float) -> int:
-        if t < self._t[0]:
-            raise ValueError(f"time {t} is before the slot table's horizon {self._t[0]}")
-        return bisect_right(self._t, t) - 1
-
-    def _unlist(self, node: int, rid: int) -> None:
-        held = self._by_node[node]
-        del held[rid]
-        if not held:
-            del self._by_node[node]
-
-    def _new_slot(self) -> int:
-        if not self._spare:
-            old = self._free.shape[0]
-            for name in ("_free", "_nres", "_site", "_site_cap"):
-                a = getattr(self, name)
-                grown = np.empty((2 * old,) + a.shape[1:], dtype=a.dtype)
-                grown[:old] = a
-                setattr(self, name, grown)
-            for shape in self._shapes.values():
-                shape.totals = np.concatenate([shape.totals, np.zeros(old)])
-            self._spare = list(range(2 * old - 1, old - 1, -1))
-        return self._spare.pop()
-
-    def _split(self, t: float) -> int:
-        """Make ``t`` a breakpoint (if it is not one) and return its row."""
-        k = self._row(t)
-        if self._t[k] == t:
-            return k
-        src = self._slot[k]
-        dst = self._new_slot()
-        self._free[dst] = self._free[src]
-        self._nres[dst] = self._nres[src]
-        self._site[dst] = self._site[src]
-        self._site_cap[dst] = self._site_cap[src]
-        for shape in self._shapes.values():
-            shape.totals[dst] = shape.totals[src]
-        self._t.insert(k + 1, t)
-        self._slot.insert(k + 1, dst)
-        self._version += 1
-        return k + 1
-
-    def _ref(self, t: float, grows: bool, n: int = 1) -> None:
-        """Reference breakpoint ``t``: a reservation's end or a capacity step (``grows``),
-        or a reservation's start."""
-        self._refs[t] = self._refs.get(t, 0) + n
-        refs, times = ((self._grow_refs, self._grow_times) if grows
-                       else (self._start_refs, self._start_times))
-        count = refs.get(t, 0)
-        if count == 0:
-            times.add(t)
-        refs[t] = count + n
-
-    def _unref(self, t: float, grows: bool, n: int = 1) -> None:
-        """Drop ``n`` references to breakpoint ``t``; merge its row away when none is left."""
-        refs, times = ((self._grow_refs, self._grow_times) if grows
-                       else (self._start_refs, self._start_times))
-        count = refs.get(t)
-        if count is not None:
-            if count > n:
-                refs[t] = count - n
-            else:
-                del refs[t]
-                times.remove(t)
-        count = self._refs.get(t)
-        if count is None:   # a breakpoint already forgotten by advance()
-            return
-        if count > n:
-            self._refs[t] = count - n
-            return
-        del self._refs[t]
-        k = bisect_left(self._t, t)
-        if k == 0 or k >= len(self._t) or self._t[k] != t:
-            return
-        self._spare.append(self._slot[k])
-        del self._t[k]
-        del self._slot[k]
-        self._version += 1
-
-    def _slots(self, ks: int, ke: int) -> np.ndarray:
-        return np.array(self._slot[ks:ke], dtype=np.intp)
-
-    def _span(self, start: float, end: float) -> tuple[int, int]:
-        """Rows ``ks:ke`` covering ``[start, end)``, start clipped to the horizon (``ks == ke``
-        when nothing of the interval is left)."""
-        ks = 0 if start <= self._t[0] else self._row(start)
-        if end <= max(start, self._t[0]):
-            return ks, ks
-        ke = len(self._t) if math.isinf(end) else bisect_left(self._t, end, ks)
-        return ks, ke
-
-    def _check_known(self, t: float) -> None:
-        if t < self._t[0]:
-            raise ValueError(f"time {t} is before the slot table's horizon {self._t[0]}")
-
-    def _row_totals(self, shape: _Shape) -> np.ndarray:
-        """``shape``'s totals for every row, in time order (cached per table version)."""
-        if shape.row_totals_version != self._version:
-            shape.row_totals = shape.totals[self._slots(0, len(self._t))]
-            shape.row_totals_version = self._version
-        return shape.row_totals
-
-    def _shape(self, vector: np.ndarray) -> _Shape:
-        """The totals of VM shape ``vector`` (computed when first asked for, then maintained)."""
-        key = vector.tobytes()
-        shape = self._shapes.get(key)
-        if shape is None:
-            if len(self._shapes) >= MAX_SHAPES:
-                self._shapes.pop(next(iter(self._shapes)))
-            shape = _Shape(vector.copy(), self._free.shape[0])
-            live = self._slots(0, len(self._t))
-            shape.totals[live] = shape.fits(self._free[live]).sum(axis=1)
-            self._shapes[key] = shape
-        return shape
 
     # ----------------------------------------------------------------------------- changes
     def _change_rows(self, ks: int, ke: int) -> tuple[int | np.ndarray, int | np.ndarray]:
@@ -343,13 +93,6 @@ class SlotTable:
             hi = self._t[ke] if ke < len(self._t) else math.inf
             for watch in self._watches:
                 watch.record(self._t[ks], hi, sign > 0)
-
-    def watch(self) -> ChangeWatch:
-        """A :class:`ChangeWatch` that records every later change of the table (a policy
-        keeps one and resets it; it lives as long as the table)."""
-        watch = ChangeWatch()
-        self._watches.append(watch)
-        return watch
 
     def _all_changed(self) -> None:
         for watch in self._watches:
@@ -399,25 +142,7 @@ class SlotTable:
         if self.touched is not None:
             self.touched.update(res.nodes.tolist())
 
-    def truncate(self, res: Reservation, new_end: float) -> None:
-        """End ``res`` early at ``new_end`` (a premature end, a preemption, a shrink)."""
-        if res.id not in self._reservations:
-            raise KeyError(f"{res!r} is not in the slot table")
-        if new_end >= res.end:
-            return
-        if new_end <= res.start:
-            self.remove(res)
-            res.end = new_end
-            return
-        ks = self._split(new_end)
-        self._ref(new_end, True)
-        ke = len(self._t) if math.isinf(res.end) else bisect_left(self._t, res.end, ks + 1)
-        self._apply(res, ks, ke, +1)
-        old_end = res.end
-        res.end = new_end
-        if not math.isinf(old_end):
-            self._unref(old_end, True)
-        heapq.heappush(self._ends, (new_end, res.id))
+    def _truncated(self, res: Reservation, old_end: float) -> None:
         if self.touched is not None:
             self.touched.update(res.nodes.tolist())
 
@@ -547,10 +272,6 @@ class SlotTable:
         return ended
 
     # ----------------------------------------------------------------------------- queries
-    def free_at(self, t: float) -> np.ndarray:
-        """Free capacity of every node at ``t``: shape (nodes, resource types)."""
-        return self._free[self._slot[self._row(t)]].copy()
-
     def site_free_at(self, t: float) -> np.ndarray:
         """Free amount of every site-wide resource at ``t``."""
         return self._site[self._slot[self._row(t)]].copy()
@@ -587,24 +308,9 @@ class SlotTable:
         demand = np.where(at >= 0, level[np.maximum(at, 0)], 0.0)
         return float((free[rows] - demand).min())
 
-    def min_free(self, start: float, end: float) -> np.ndarray:
-        """Free capacity of every node all through ``[start, end)``: shape (nodes, types)."""
-        if not end > start:
-            return self.free_at(start)
-        self._check_known(start)
-        ks, ke = self._span(start, end)
-        return self._free[self._slots(ks, ke)].min(axis=0)
-
     def lease_counts_at(self, t: float) -> np.ndarray:
         """Number of reservations on every node at ``t``."""
         return self._nres[self._slot[self._row(t)]].copy()
-
-    def starts_within(self, after: float, before: float) -> bool:
-        """Does some reservation start in ``(after, before)``? If not, every node's free
-        capacity only grows over that interval (what fits at ``after`` fits all through)."""
-        starts = self._start_times
-        i = starts.bisect_right(after)
-        return i < len(starts) and starts[i] < before
 
     def capacity_lasts_until(self, t: float, until: float = math.inf) -> np.ndarray:
         """For every node, the first time in ``(t, until)`` at which some resource's free
@@ -657,36 +363,39 @@ class SlotTable:
                 points.add(r.end)
         return sorted(points)
 
+    # ------------------------------------------------------------ the Table protocol's rest
+    def move(self, old: Reservation, new: Reservation) -> None:
+        """Put ``new`` in the place of ``old`` (:meth:`remove`, then :meth:`add`); raise
+        :class:`OvercommitError` or ``ValueError``, with ``old`` put back, if ``new`` does
+        not fit."""
+        self.remove(old)
+        try:
+            self.add(new)
+        except (OvercommitError, ValueError):
+            self.add(old)
+            raise
+
+    def holds_counts_at(self, start: float) -> bool:
+        """Whether a reservation starting at ``start`` holds a count of VMs and no nodes
+        (never here: every reservation is on nodes)."""
+        return False
+
+    def counting(self) -> CountingTable | None:
+        """The table as one that counts VMs of one shape (:class:`CountingTable`): not (it
+        plans on nodes)."""
+        return None
+
+    def free_node_list(self, demand: VMRequest) -> FreeNodes | None:
+        """The table's list of nodes with a slot free now for ``demand`` (none here)."""
+        return None
+
+    def planned(self) -> SlotTable:
+        """The table's per-node plan queries (:class:`PlannedQueries`): its own."""
+        return self
+
     def view(self) -> SlotTableView:
         """The table's queries without its changes: what policies and plugins get."""
         return SlotTableView(self)
-
-    def __contains__(self, res: object) -> bool:
-        """Does the table hold reservation ``res``?"""
-        return isinstance(res, Reservation) and self._reservations.get(res.id) is res
-
-    def __len__(self) -> int:
-        """Number of reservations the table holds (current and future)."""
-        return len(self._reservations)
-
-    # ------------------------------------------------------------------------ fitting VMs
-
-    # fit queries (kernel/fitting.py): this class's methods
-    _window_fits = fitting._window_fits
-    vm_fits = fitting.vm_fits
-    iter_fit_starts = fitting.iter_fit_starts
-    fits_at = fitting.fits_at
-    _cum_fits = fitting._cum_fits
-    _least_fits = fitting._least_fits
-    _freed_window_fits = fitting._freed_window_fits
-    _freed_totals = fitting._freed_totals
-    earliest_fit_on = fitting.earliest_fit_on
-    may_fit_before = fitting.may_fit_before
-    _blocked_rows = fitting._blocked_rows
-    move_test = fitting.move_test
-    earliest_fit = fitting.earliest_fit
-    earlier_start = fitting.earlier_start
-
 
     # ------------------------------------------------------------------------- checking
     def check(self) -> None:
