@@ -34,7 +34,7 @@ from lease_manager.plugins import INVARIANTS_PLUGIN
 
 if TYPE_CHECKING:
     from lease_manager.config.schema import Config
-    from lease_manager.context import RunContext
+    from lease_manager.context import RunContext, SchedulerView
     from lease_manager.energy.energy_accounting import EnergyAccounting
     from lease_manager.kernel.lease import Lease
     from lease_manager.kernel.resources import NodeSet
@@ -133,8 +133,10 @@ class SiteSchedulers:
 
     def __init__(self, sites: Sequence[Site], policy: SiteSelectionPolicy, *,
                  cycle: float = 0.0, origin: float = 0.0,
-                 call_at: Callable[[float, Callable[[float], None]], None] | None = None
-                 ) -> None:
+                 call_at: Callable[[float, Callable[[float], None]], None] | None = None,
+                 view: SchedulerView | None = None) -> None:
+        """``view``: the run context's view of the scheduler, which shows this one from
+        now on."""
         self.sites = list(sites)
         self.policy = policy
         self._by_name = {site.name: site.scheduler for site in self.sites}
@@ -144,6 +146,8 @@ class SiteSchedulers:
         self.origin = origin
         self._call_at = call_at
         self.pending: list[Lease] = []
+        if view is not None:
+            view.bind(self)
 
     def scheduler_of(self, lease: Lease) -> LeaseScheduler:
         return self._by_name[lease.site or ""]

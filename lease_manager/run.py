@@ -137,9 +137,9 @@ class Run:
             assert one_site is not None
             self.nodes = one_site
             self.table = self._new_table(config, self.nodes)
-        #: what plugins see of this run
-        self.ctx = self._context(config, self.nodes, self.table)
-        self.ctx.sites = {site.name: site.ctx for site in self.sites}
+        #: what plugins see of this run (a replay's workload is read ahead)
+        self.ctx = self._context(config, self.nodes, self.table, sites=self.sites,
+                                 peek=None if serve else lambda: self.engine.peek_arrivals())
 
     def _build_schedulers(self, config: Config) -> Any:
         """The scheduler (each site's, and the one that sends leases to them); return the
@@ -155,8 +155,7 @@ class Run:
                                       config.get("simulation", "policy-site-selection"))
         self.scheduler = SiteSchedulers(
             self.sites, selection, cycle=config.get("simulation", "site-selection-cycle"),
-            call_at=lambda time, fn: self.engine.call_at(time, fn))
-        self.ctx.scheduler.bind(self.scheduler)
+            call_at=lambda time, fn: self.engine.call_at(time, fn), view=self.ctx.scheduler)
         return SiteTables([site.table for site in self.sites])
 
     def _build_engine(self, config: Config, tables: Any, leases: Iterable[Lease] | None,
@@ -178,8 +177,6 @@ class Run:
         for counted in self._counted:   # what nodes have free is kept for the clock's now
             counted.set_now(self.started_at)
             self.engine.before_step.insert(0, counted.set_now)
-        if not serve:
-            self.ctx._peek = self.engine.peek_arrivals
 
     def _new_table(self, config: Config, nodes: NodeSet) -> SlotTable:
         """The site's slot table: one that counts VMs when the run's placement is at-start."""
@@ -208,9 +205,12 @@ class Run:
         self._register(self.reallocation, MALLEABLE_PLUGIN)
         self.engine.soft_wake.append(self.reallocation.next_wake)
 
-    def _context(self, config: Config, nodes: NodeSet, table: SlotTable) -> RunContext:
+    def _context(self, config: Config, nodes: NodeSet, table: SlotTable,
+                 sites: Iterable[Site] = (),
+                 peek: Callable[[], list[Lease]] | None = None) -> RunContext:
         return RunContext(config, nodes, table, self.metrics, lambda: self.clock.now(),
-                          lambda time, fn: self.engine.call_at(time, fn))
+                          lambda time, fn: self.engine.call_at(time, fn),
+                          sites={site.name: site.ctx for site in sites}, peek=peek)
 
     def _site(self, name: str) -> Site:
         config = self.config.for_site(name)
