@@ -34,8 +34,9 @@ class SchedulerView:
         self._s: Any = scheduler   # bound once the run has built its scheduler
 
     def bind(self, scheduler: LeaseScheduler | SiteSchedulers) -> None:
-        """Show ``scheduler``: the scheduler it was passed to calls this as it is built (the
-        policies the scheduler is built with are built with the context first)."""
+        """Show ``scheduler``, once, as it is built (``SiteSchedulers(view=...)`` calls this;
+        the run calls it for a site's ``LeaseScheduler``): the policies a scheduler is built
+        with are built with the context first."""
         self._s = scheduler
 
     def what_if(self, lease: Lease, now: float, level: int | None = None
