@@ -218,8 +218,16 @@ class Accounting:
         self._recorded += 1
         if self._stream is None:
             self._rows.append(row + optional)
-        else:
-            self._stream_row(lease_id, row, optional)
+            return
+        if optional and any(value is not None for value in optional):
+            self._optional[lease_id] = optional   # added to its line at the end
+        line = self._lines.row(row)
+        heapq.heappush(self._waiting, (lease_id, line))
+        if self._in_order:
+            first = self._unrecorded[0] if self._unrecorded else None
+            if first is None or first >= lease_id or first in self._seen:
+                self._flush_ready()
+            # else a smaller id is still to come, first: no row waiting goes before it
 
     def _nodes_used(self, lease: Lease) -> list[int]:
         """The nodes ``lease`` ran on, sorted, with what it held added to :attr:`used`."""
@@ -273,18 +281,6 @@ class Accounting:
         price = lease.price
         if price and math.isfinite(price):
             self.revenue += price
-
-    def _stream_row(self, lease_id: int, row: tuple, optional: tuple) -> None:
-        """Write ``row``'s line now, or keep it until every smaller id is written."""
-        if optional and any(value is not None for value in optional):
-            self._optional[lease_id] = optional   # added to its line at the end
-        line = self._lines.row(row)
-        heapq.heappush(self._waiting, (lease_id, line))
-        if self._in_order:
-            first = self._unrecorded[0] if self._unrecorded else None
-            if first is None or first >= lease_id or first in self._seen:
-                self._flush_ready()
-            # else a smaller id is still to come, first: no row waiting goes before it
 
     def _use(self, res: Reservation) -> None:
         """Add what ``res`` held, capacity x seconds, to :attr:`used`: the sum over its nodes
