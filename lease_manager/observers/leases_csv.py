@@ -13,7 +13,6 @@ import math
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-import attrs
 import numpy as np
 
 if TYPE_CHECKING:
@@ -25,7 +24,6 @@ COLUMNS = ("lease_id", "source_id", "type", "state", "submit", "start", "end", "
 LeaseValues = Callable[["Lease"], tuple["float | str | None", ...]]
 
 
-@attrs.frozen
 class LeaseColumns:
     """Columns a plugin adds to ``leases.csv`` (what its ``lease_columns`` hook returns).
 
@@ -36,12 +34,20 @@ class LeaseColumns:
     is always written.
     """
 
-    #: the columns' names (each unique in the file)
-    names: tuple[str, ...]
-    #: the lease's values for them
-    values: LeaseValues
-    #: written only if some lease has a value for them (a lease's own ``watts``)
-    sparse: bool = False
+    # (a plain class: an attrs class costs its code generation at every start-up)
+    __slots__ = ("names", "values", "sparse")
+
+    def __init__(self, names: tuple[str, ...], values: LeaseValues,
+                 sparse: bool = False) -> None:
+        #: the columns' names (each unique in the file)
+        self.names = tuple(names)
+        #: the lease's values for them
+        self.values = values
+        #: written only if some lease has a value for them (a lease's own ``watts``)
+        self.sparse = sparse
+
+    def __repr__(self) -> str:
+        return f"LeaseColumns({self.names!r}, {self.values!r}, sparse={self.sparse!r})"
 
 
 def joined(columns: Sequence[LeaseColumns]) -> tuple[tuple[str, ...], LeaseValues | None]:
