@@ -34,7 +34,6 @@ class LeaseColumns:
     is always written.
     """
 
-    # (a plain class: an attrs class costs its code generation at every start-up)
     __slots__ = ("names", "values", "sparse")
 
     def __init__(self, names: tuple[str, ...], values: LeaseValues,
