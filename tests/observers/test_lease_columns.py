@@ -8,6 +8,7 @@ import csv
 
 import pytest
 
+from lease_manager import AllocationPolicy
 from lease_manager.errors import LeaseManagerError
 from lease_manager.hookspecs import hookimpl
 from lease_manager.observers.accounting import Accounting
@@ -80,3 +81,28 @@ def test_columns_added_in_two_calls_keep_their_order():
     assert accounting.extra_columns == ("a", "b", "c", "d")
     assert accounting.extra_values is not None
     assert accounting.extra_values(be(1, 1, HOUR, 0)) == (1, 2, 3, 4)
+
+
+class _Rigid(AllocationPolicy):
+    """Leaves every lease rigid (an allocation policy that never decides)."""
+
+    name = "test-rigid"
+
+
+class _RigidPlugin:
+    @hookimpl
+    def register_policies(self):
+        return [_Rigid]
+
+
+def test_malleable_columns_follow_energys(tmp_path):
+    """With a power model and an allocation policy, the malleable columns come after energy's
+    (the order of the leases.csv of main f6ac255); a rigid lease has 0 resizes and empty
+    histories."""
+    plugins = Plugins(entry_points=False, extra=[_RigidPlugin()])
+    run = simulate([be(1, 1, HOUR, 0)], *POWER, "malleable.policy-allocation=test-rigid",
+                   plugins=plugins)
+    header, one = _rows(run, tmp_path)
+    assert header == [*COLUMNS, "level", "ghz", "stretched_requested", "energy_joules",
+                      "resizes", "allocations", "work_single_server"]
+    assert one[len(COLUMNS) + 4:] == ["0", "", ""]
