@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from lease_manager.kernel.resources import NodeSet
     from lease_manager.kernel.scheduler import LeaseScheduler
     from lease_manager.kernel.slottable import SlotTable
+    from lease_manager.multisite import SiteSchedulers
     from lease_manager.observers.metrics import Metrics
 
 
@@ -32,8 +33,10 @@ class SchedulerView:
     def __init__(self, scheduler: LeaseScheduler | None = None) -> None:
         self._s: Any = scheduler   # bound once the run has built its scheduler
 
-    def bind(self, scheduler: LeaseScheduler) -> None:
-        """Show ``scheduler`` (the run builds its scheduler after its policies' context)."""
+    def bind(self, scheduler: LeaseScheduler | SiteSchedulers) -> None:
+        """Show ``scheduler``, once, as it is built (``SiteSchedulers(view=...)`` calls this;
+        the run calls it for a site's ``LeaseScheduler``): the policies a scheduler is built
+        with are built with the context first."""
         self._s = scheduler
 
     def what_if(self, lease: Lease, now: float, level: int | None = None
@@ -85,7 +88,9 @@ class RunContext:
 
     def __init__(self, config: Config, site: NodeSet, table: SlotTable, metrics: Metrics,
                  clock_now: Callable[[], float],
-                 call_at: Callable[[float, Callable[[float], None]], None]) -> None:
+                 call_at: Callable[[float, Callable[[float], None]], None], *,
+                 sites: dict[str, RunContext] | None = None,
+                 peek: Callable[[], list[Lease]] | None = None) -> None:
         #: the run's configuration (``ctx.config.get(section, option)``)
         self.config = config
         #: the site's nodes: ``site.types.names``, ``site.capacity`` (nodes x types), ``site.total``
@@ -108,9 +113,9 @@ class RunContext:
         self.power_cap: StepSeries | None = None
         #: in a run with several sites, each site's own context by name (its configuration,
         #: nodes, slot table, power model and leases); empty in a run with one site
-        self.sites: dict[str, RunContext] = {}
-        #: reads the workload's future arrivals ahead (set by a replay)
-        self._peek: Callable[[], list[Lease]] | None = None
+        self.sites: dict[str, RunContext] = sites if sites is not None else {}
+        #: reads the workload's future arrivals ahead (a replay's)
+        self._peek = peek
 
     @property
     def now(self) -> float:

@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from lease_manager.context import RunContext
     from lease_manager.kernel.extra_attributes import ExtraAttribute
     from lease_manager.kernel.lease import Lease, LeaseState
+    from lease_manager.observers.leases_csv import LeaseColumns
 
 hookspec = pluggy.HookspecMarker("lease_manager")
 hookimpl = pluggy.HookimplMarker("lease_manager")
@@ -91,6 +92,23 @@ def run_started(ctx: RunContext) -> None:
     Replay: before the first lease arrives. Daemon: at ``serve``, before the leases of an
     earlier run of the daemon are restored from its database (their restoration fires lease
     hooks).
+    """
+
+
+@hookspec
+def lease_columns(ctx: RunContext) -> Iterable[LeaseColumns] | None:
+    """Return columns to add to ``leases.csv`` (values a plugin keeps per lease), or None.
+
+    Called once, when the run is built, before :func:`run_started` (a plugin registered later
+    adds no columns); the twin of :func:`collect_summary`. Each
+    :class:`~lease_manager.LeaseColumns` names its columns and gives a lease's values for them
+    when the lease is accounted for (in its final state, or unfinished when the run stops).
+    The columns follow the core's in pluggy's order: the core's own (a run with several
+    sites: ``site``; energy: ``level``, ``ghz``, ``stretched_requested``,
+    ``energy_joules``), then the others, the most recently registered first (malleable
+    leases: ``resizes``, ``allocations``, ``work_single_server``); ``sparse`` ones (a lease's
+    own ``watts``) come last, each written only if some lease has a value. A name that
+    clashes with another column is an error.
     """
 
 

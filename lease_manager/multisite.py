@@ -23,20 +23,28 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import numpy as np
 
+from lease_manager.energy.energy_accounting import WATTS_COLUMN, write_energy_files
+from lease_manager.energy.power_model import power_model_from_config
 from lease_manager.errors import ConfigError
+from lease_manager.hookspecs import hookimpl
 from lease_manager.kernel.slottable import SlotTable
+from lease_manager.observers.invariants import InvariantChecker, InvariantViolation
+from lease_manager.observers.leases_csv import LeaseColumns
+from lease_manager.plugins import INVARIANTS_PLUGIN
 
 if TYPE_CHECKING:
     from lease_manager.config.schema import Config
-    from lease_manager.context import RunContext
+    from lease_manager.context import RunContext, SchedulerView
     from lease_manager.energy.energy_accounting import EnergyAccounting
     from lease_manager.kernel.lease import Lease
     from lease_manager.kernel.resources import NodeSet
     from lease_manager.kernel.scheduler import LeaseScheduler
     from lease_manager.kernel.slottable import Reservation
     from lease_manager.kernel.table_protocol import EngineTables
-    from lease_manager.observers.invariants import InvariantChecker
     from lease_manager.policies import SiteSelectionPolicy
+
+#: the name :class:`SitesColumns` is registered under, for a run
+SITES_PLUGIN = "lease_manager.sites"
 
 
 @attrs.define(eq=False)
@@ -132,8 +140,10 @@ class SiteSchedulers:
 
     def __init__(self, sites: Sequence[Site], policy: SiteSelectionPolicy, *,
                  cycle: float = 0.0, origin: float = 0.0,
-                 call_at: Callable[[float, Callable[[float], None]], None] | None = None
-                 ) -> None:
+                 call_at: Callable[[float, Callable[[float], None]], None] | None = None,
+                 view: SchedulerView | None = None) -> None:
+        """``view``: the run context's view of the scheduler, which shows this one from
+        now on."""
         self.sites = list(sites)
         self.policy = policy
         self._by_name = {site.name: site.scheduler for site in self.sites}
@@ -143,6 +153,8 @@ class SiteSchedulers:
         self.origin = origin
         self._call_at = call_at
         self.pending: list[Lease] = []
+        if view is not None:
+            view.bind(self)
 
     def scheduler_of(self, lease: Lease) -> LeaseScheduler:
         return self._by_name[lease.site or ""]
@@ -297,13 +309,29 @@ class SitesEnergy:
         return total
 
     def write(self, out: Path) -> None:
-        from lease_manager.energy.energy_accounting import write_energy_files
-
         write_energy_files(out, [energy for _, energy in self._each()])
 
     def violations(self) -> list[str]:
         return [f"site {site.name}: {v}" for site, energy in self._each()
                 for v in energy.violations()]
+
+
+class SitesColumns:
+    """``leases.csv``'s columns of a run with several sites: each lease's ``site``, then the
+    energy columns of its site's accounting and ``watts`` (with power models): a per-run
+    plugin (``lease_manager.sites``)."""
+
+    def __init__(self, energy: SitesEnergy | None) -> None:
+        self.energy = energy
+
+    @hookimpl(tryfirst=True)
+    def lease_columns(self, ctx: RunContext) -> list[LeaseColumns]:
+        energy = self.energy
+        if energy is None:
+            return [LeaseColumns(("site",), lambda lease: (lease.site,))]
+        return [LeaseColumns(("site",) + energy.LEASE_COLUMNS,
+                             lambda lease: (lease.site,) + energy.lease_values(lease)),
+                WATTS_COLUMN]
 
 
 class SitesInvariants:
@@ -314,8 +342,6 @@ class SitesInvariants:
         self.violations: list[str] = []
 
     def verify(self) -> None:
-        from lease_manager.observers.invariants import InvariantViolation
-
         problems = list(self.violations)
         for name, checker in self.checkers:
             problems += [f"site {name}: {p}"
@@ -324,6 +350,36 @@ class SitesInvariants:
         if problems:
             more = f" (and {len(problems) - 10} more)" if len(problems) > 10 else ""
             raise InvariantViolation("; ".join(problems[:10]) + more)
+
+
+def build_site_power(sites: Sequence[Site], instantiate: Callable[..., Any]) -> None:
+    """Each site's power model (in its context) and its own node-power and operating-point
+    policies, built with its context by ``instantiate(kind, name, ctx, label)``."""
+    models = [power_model_from_config(site.config, site.nodes) for site in sites]
+    if any(m is None for m in models) and any(m is not None for m in models):
+        site = sites[[m is None for m in models].index(True)]
+        raise site.config.error("power", "pstates", f"site {site.name!r} has no power "
+                                f"model and others have one (give every site one, or "
+                                f"none)")
+    for site, model in zip(sites, models):
+        site.ctx.power = model
+        if model is None:
+            continue
+        for kind in ("node-power", "operating-point"):
+            name = site.config.get("power", f"policy-{kind}")
+            policy = instantiate(kind, name, site.ctx, f":{site.name}")
+            setattr(site, kind.replace("-", "_"), policy)
+
+
+def sites_invariants(sites: Sequence[Site], register: Callable[[Any, str], None]
+                     ) -> SitesInvariants:
+    """Each site's invariant checker, registered by ``register(checker, name)``, as one."""
+    checkers = []
+    for site in sites:
+        checker = site.invariants = InvariantChecker(site.nodes.capacity, only=site.name)
+        register(checker, f"{INVARIANTS_PLUGIN}:{site.name}")
+        checkers.append((site.name, checker))
+    return SitesInvariants(checkers)
 
 
 def refuse_sites_in_the_daemon(config: Config) -> None:

@@ -10,7 +10,6 @@ serves any number of runs, one after another.
 from __future__ import annotations
 
 import math
-import resource
 import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
@@ -24,7 +23,6 @@ from lease_manager.context import RunContext
 from lease_manager.energy.counted_cap import CountedCap
 from lease_manager.energy.counted_states import CountedPowerStates
 from lease_manager.energy.energy_accounting import EnergyAccounting
-from lease_manager.energy.lease_power import lease_watts
 from lease_manager.energy.node_states import NodePowerStates
 from lease_manager.energy.operating_points import OperatingPoints
 from lease_manager.energy.power_model import (
@@ -32,52 +30,43 @@ from lease_manager.energy.power_model import (
     power_cap_from_config,
     power_model_from_config,
 )
-from lease_manager.energy.series import StepSeries
-from lease_manager.errors import LeaseManagerError, TraceError
-from lease_manager.input_files import input_problem
+from lease_manager.errors import LeaseManagerError
 from lease_manager.kernel.clock import RealClock, SimulatedClock
 from lease_manager.kernel.count_table import CountTable
 from lease_manager.kernel.engine import Engine, ReplayEnactment
 from lease_manager.kernel.events import Timeline
-from lease_manager.kernel.reallocation import LEASE_COLUMNS, Reallocation
-from lease_manager.kernel.resources import NodeSet, parse_amounts
+from lease_manager.kernel.resources import NodeSet
 from lease_manager.kernel.scheduler import LeaseScheduler, SuspendResume
 from lease_manager.kernel.scheduler.haizea_resumption import HaizeaSuspendResume
 from lease_manager.kernel.scheduler.image_transfer import ImageTransfers
 from lease_manager.kernel.slottable import SlotTable
 from lease_manager.multisite import (
+    SITES_PLUGIN,
     Site,
     SiteSchedulers,
+    SitesColumns,
     SitesEnergy,
-    SitesInvariants,
     SiteTables,
+    build_site_power,
     check_sites,
 )
-from lease_manager.observers.accounting import Accounting, write_summary
-from lease_manager.observers.decisions import DECISIONS_FILE, DecisionLog
-from lease_manager.observers.invariants import InvariantChecker, stranded
 from lease_manager.observers.metrics import Metrics
 from lease_manager.plugins import (
-    ACCOUNTING_PLUGIN,
-    BUILTIN_PLUGINS,
-    DECISIONS_PLUGIN,
     ENERGY_PLUGIN,
-    INVARIANTS_PLUGIN,
     MALLEABLE_PLUGIN,
     HookRelay,
     Plugins,
 )
-from lease_manager.policies.answers import guard
-from lease_manager.workload.lwf import is_lwf, read_lwf
-from lease_manager.workload.overheads import read_image_file, with_images, with_overheads
+from lease_manager.reallocation import Reallocation
+from lease_manager.run_inputs import checked, planned, swf_conversion, trace_leases, vm_vector
+from lease_manager.run_outputs import check_invariants, peak_rss_mb, summary_of, write_outputs
+from lease_manager.run_plugins import RunPlugins
 from lease_manager.workload.site_source import site_nodes
-from lease_manager.workload.swf import SWFConversion, SWFReader, TraceStats, swf_leases
-from lease_manager.workload.tasks import is_task_file, read_tasks
+from lease_manager.workload.swf import SWFConversion, SWFReader, TraceStats
 
 if TYPE_CHECKING:
     from lease_manager.kernel.lease import Lease
     from lease_manager.kernel.scheduler import Enactment
-    from lease_manager.planning.mode import PlanningMode
 
 
 class Run:
@@ -92,7 +81,8 @@ class Run:
                  enactment: Callable[[Run], Enactment] | None = None) -> None:
         self.config = config
         self.plugins = plugins if plugins is not None else Plugins()
-        self._registered: list[str] = []
+        #: what this run registers (unregistered when it is closed)
+        self._own = RunPlugins(self.plugins)
         self.plugins.begin_run(self)
         try:
             self._build(leases, clock, serve, enactment)
@@ -107,63 +97,16 @@ class Run:
         self.metrics = Metrics()
         self.trace_stats = TraceStats()
         self.trace_reader: SWFReader | None = None
-        #: the sites' tables that count VMs (``placement = at-start``)
-        self._counted: list[CountTable] = []
-        one_site = None if config.sites else site_nodes(config)
-        #: the placement that runs, and why (``[scheduling] placement``, ``auto``'s choice)
-        self.placement = placement.choose(config, self.plugins, serve=serve,
-                                          from_trace=leases is None, nodes=one_site)
-        #: the sites of a run with several (``[site:NAME]``; empty: one site)
-        self.sites = [self._site(name) for name in config.sites]
-        if self.sites:
-            check_sites(self.sites)
-            self.nodes, self.table = self.sites[0].nodes, self.sites[0].table
-        else:
-            assert one_site is not None
-            self.nodes = one_site
-            self.table = self._new_table(config, self.nodes)
-        #: what plugins see of this run
-        self.ctx = self._context(config, self.nodes, self.table)
-        self.ctx.sites = {site.name: site.ctx for site in self.sites}
-
+        self._build_sites(config, serve, from_trace=leases is None)
         self._build_policies(config)
         #: offline planning (``[planning] policy-planner``; None: an ordinary replay)
-        self.planning = self._planning_mode(config)
+        self.planning = self._own.planning(config, self.ctx, self.power, self.policies)
         self._hooks = HookRelay(self.plugins, self.ctx)
         self.enactment = (enactment(self) if enactment is not None
                           else ReplayEnactment(self.timeline))
-        tables: Any = self.table
-        if self.sites:
-            for site in self.sites:
-                site.scheduler = self._build_scheduler(site.config, site.table)
-                site.ctx.scheduler.bind(site.scheduler)
-            selection = self._instantiate("site-selection",
-                                          config.get("simulation", "policy-site-selection"))
-            self.scheduler: Any = SiteSchedulers(
-                self.sites, selection, cycle=config.get("simulation", "site-selection-cycle"),
-                call_at=lambda time, fn: self.engine.call_at(time, fn))
-            tables = SiteTables([site.table for site in self.sites])
-        else:
-            self.scheduler = self._build_scheduler(config)
-        self.ctx.scheduler.bind(self.scheduler)
-        if clock is None:
-            if config.get("simulation", "clock") == "real":
-                clock = RealClock(speedup=config.get("simulation", "speedup"))
-            else:
-                clock = SimulatedClock()
-        self.clock = clock
-        arrivals = self._checked(leases if leases is not None else self._trace_leases())
-        if self.planning is not None:
-            arrivals = iter(self.planning.plan(list(arrivals), self._envelope(config)))
-        self.engine = Engine(self.scheduler, tables, self.timeline, clock, arrivals,
-                             stop_when=config.get("simulation", "stop-when"),
-                             runtime=config.get("simulation", "runtime"), serve=serve)
-        self.started_at = clock.now()
-        for counted in self._counted:   # what nodes have free is kept for the clock's now
-            counted.set_now(self.started_at)
-            self.engine.before_step.insert(0, counted.set_now)
-        if not serve:
-            self.ctx._peek = self.engine.peek_arrivals
+        tables = self._build_schedulers(config)
+        self.clock = clock if clock is not None else _clock(config)
+        self._build_engine(config, tables, leases, serve)
         if self.sites:
             self.scheduler.origin = self.started_at   # site-selection cycles count from it
         if self.sites:
@@ -173,7 +116,68 @@ class Run:
         self.reallocation: Reallocation | None = None
         if config.get("malleable", "policy-allocation") != "none":
             self._build_reallocation(config)
+        # every plugin that adds leases.csv columns is registered by now
+        self.accounting.add_columns(self._own.lease_columns(self.ctx))
         self.summary: dict[str, Any] = {}
+
+    def _build_sites(self, config: Config, serve: bool, from_trace: bool) -> None:
+        """The placement, the site's nodes and slot table (or each site's), and the context
+        plugins see."""
+        #: the sites' tables that count VMs (``placement = at-start``)
+        self._counted: list[CountTable] = []
+        one_site = None if config.sites else site_nodes(config)
+        #: the placement that runs, and why (``[scheduling] placement``, ``auto``'s choice)
+        self.placement = placement.choose(config, self.plugins, serve=serve,
+                                          from_trace=from_trace, nodes=one_site)
+        #: the sites of a run with several (``[site:NAME]``; empty: one site)
+        self.sites = [self._site(name) for name in config.sites]
+        if self.sites:
+            check_sites(self.sites)
+            self.nodes, self.table = self.sites[0].nodes, self.sites[0].table
+        else:
+            assert one_site is not None
+            self.nodes = one_site
+            self.table = self._new_table(config, self.nodes)
+        #: what plugins see of this run (a replay's workload is read ahead)
+        self.ctx = self._context(config, self.nodes, self.table, sites=self.sites,
+                                 peek=None if serve else lambda: self.engine.peek_arrivals())
+
+    def _build_schedulers(self, config: Config) -> Any:
+        """The scheduler (each site's, and the one that sends leases to them); return the
+        table, or tables, the engine advances."""
+        if not self.sites:
+            self.scheduler: Any = self._build_scheduler(config)
+            self.ctx.scheduler.bind(self.scheduler)
+            return self.table
+        for site in self.sites:
+            site.scheduler = self._build_scheduler(site.config, site.table)
+            site.ctx.scheduler.bind(site.scheduler)
+        selection = self._instantiate("site-selection",
+                                      config.get("simulation", "policy-site-selection"))
+        self.scheduler = SiteSchedulers(
+            self.sites, selection, cycle=config.get("simulation", "site-selection-cycle"),
+            call_at=lambda time, fn: self.engine.call_at(time, fn), view=self.ctx.scheduler)
+        return SiteTables([site.table for site in self.sites])
+
+    def _build_engine(self, config: Config, tables: Any, leases: Iterable[Lease] | None,
+                      serve: bool) -> None:
+        """The engine, stepping the scheduler and ``tables`` through the arrivals (``leases``,
+        or the trace's) on the run's clock."""
+        if leases is None:
+            leases, self.trace_reader = trace_leases(config, self.nodes, self.trace_stats)
+        strict = config.get("tracefile", "oversized") == "error"
+        arrivals: Iterator[Lease] = checked(
+            leases, self.annotators, self.scheduler.oversize_reason if strict else None,
+            "requested processors" if self.trace_reader else "<nodes>")
+        if self.planning is not None:
+            arrivals = planned(arrivals, self.planning, config, self.power)
+        self.engine = Engine(self.scheduler, tables, self.timeline, self.clock, arrivals,
+                             stop_when=config.get("simulation", "stop-when"),
+                             runtime=config.get("simulation", "runtime"), serve=serve)
+        self.started_at = self.clock.now()
+        for counted in self._counted:   # what nodes have free is kept for the clock's now
+            counted.set_now(self.started_at)
+            self.engine.before_step.insert(0, counted.set_now)
 
     def _new_table(self, config: Config, nodes: NodeSet) -> SlotTable:
         """The site's slot table: one that counts VMs when the run's placement is at-start."""
@@ -186,8 +190,7 @@ class Run:
         return table
 
     def _build_reallocation(self, config: Config) -> None:
-        """Malleable leases: the allocation policy and what carries its decisions out, with
-        their ``leases.csv`` columns after any others."""
+        """Malleable leases: the allocation policy and what carries its decisions out."""
         if self.sites:
             raise config.error("malleable", "policy-allocation", "malleable leases need a "
                                "run with one site")
@@ -202,16 +205,13 @@ class Run:
             raise config.error("malleable", "migration-energy", str(exc)) from None
         self._register(self.reallocation, MALLEABLE_PLUGIN)
         self.engine.soft_wake.append(self.reallocation.next_wake)
-        accounting = self.accounting
-        before, values = accounting.extra_columns, accounting.extra_values
-        accounting.extra_columns = before + LEASE_COLUMNS
-        accounting.extra_values = (
-            (lambda lease: values(lease) + Reallocation.lease_values(lease)) if values
-            else Reallocation.lease_values)
 
-    def _context(self, config: Config, nodes: NodeSet, table: SlotTable) -> RunContext:
+    def _context(self, config: Config, nodes: NodeSet, table: SlotTable,
+                 sites: Iterable[Site] = (),
+                 peek: Callable[[], list[Lease]] | None = None) -> RunContext:
         return RunContext(config, nodes, table, self.metrics, lambda: self.clock.now(),
-                          lambda time, fn: self.engine.call_at(time, fn))
+                          lambda time, fn: self.engine.call_at(time, fn),
+                          sites={site.name: site.ctx for site in sites}, peek=peek)
 
     def _site(self, name: str) -> Site:
         config = self.config.for_site(name)
@@ -290,9 +290,6 @@ class Run:
             config, self.table, model, self.scheduler, self.policies["node-power"],
             self.policies["operating-point"], None)
         self.node_states = energy.states
-        self.accounting.extra_columns = energy.LEASE_COLUMNS
-        self.accounting.extra_values = energy.lease_values
-        self._lease_watts_column()
 
     def _build_sites_energy(self) -> None:
         """Each site's energy accounting (a run with several sites)."""
@@ -301,58 +298,23 @@ class Run:
                 site.energy = self._attach_energy(site.config, site.table, site.ctx.power,
                                                   site.scheduler, site.node_power,
                                                   site.operating_point, site.name)
+        energy = None
         if any(site.energy is not None for site in self.sites):
             self.energy = energy = SitesEnergy(self.sites)   # type: ignore[assignment]
-            self.accounting.extra_columns = ("site",) + energy.LEASE_COLUMNS
-            self.accounting.extra_values = lambda lease: (lease.site,) + energy.lease_values(lease)
-            self._lease_watts_column()
-        else:
-            self.accounting.extra_columns = ("site",)
-            self.accounting.extra_values = lambda lease: (lease.site,)
-
-    def _lease_watts_column(self) -> None:
-        """``leases.csv`` gets a ``watts`` column when some lease has its own power."""
-        self.accounting.optional_columns = ("watts",)
-        self.accounting.optional_values = lambda lease: (lease_watts(lease),)
+        self._register(SitesColumns(energy), SITES_PLUGIN)
 
     def _build_policies(self, config: Config) -> None:
-        """The run's policies, probes and annotators, and the core's observers, registered."""
-        self.policies: dict[str, Any] = {}
-        for kind, option in (("admission", "policy-admission"), ("pricing", "policy-pricing"),
-                             ("queue", "policy-queue"),
-                             ("host-selection", "policy-host-selection"),
-                             ("preemption", "policy-preemption")):
-            name = config.get("scheduling", option)
-            self.policies[kind] = self._instantiate(kind, name)
-        self.probes = [self._instantiate("probe", name)
-                       for name in config.get("accounting", "probes")]
-        self.annotators = [self._instantiate("annotator", name)
-                           for name in config.get("tracefile", "annotators")]
-        # the core's own observers: plugins whose hooks run before any other plugin's
-        # (tryfirst; among those pluggy calls the last registered first: accounting first)
-        self.invariants: Any = None
-        if config.get("accounting", "check-invariants"):
-            if self.sites:
-                checkers = []
-                for site in self.sites:
-                    checker = site.invariants = InvariantChecker(site.nodes.capacity,
-                                                                 only=site.name)
-                    self._register(checker, f"{INVARIANTS_PLUGIN}:{site.name}")
-                    checkers.append((site.name, checker))
-                self.invariants = SitesInvariants(checkers)
-            else:
-                self.invariants = InvariantChecker(self.nodes.capacity)
-                self._register(self.invariants, INVARIANTS_PLUGIN)
-        self.accounting = Accounting(self.nodes.types.names)
-        self._register(self.accounting, ACCOUNTING_PLUGIN)
-        self.decisions: DecisionLog | None = None
-        self._switches_logged = False
-        if config.get("accounting", "decision-log"):
-            self.decisions = DecisionLog()
-            self._register(self.decisions, DECISIONS_PLUGIN)
+        """The run's policies, probes and annotators, the core's observers and the power
+        models, registered."""
+        own = self._own
+        self.policies, self.probes, self.annotators = own.policies(config, self.ctx)
+        self.invariants, self.accounting, self.decisions = own.observers(
+            config, self.nodes, self.sites)
+        #: the nodes' switches are in the decision log
+        self.switches_logged = False
         self.energy = None
         if self.sites:
-            self._build_site_power()
+            build_site_power(self.sites, self._instantiate)
             self.power = self.sites[0].ctx.power
             self.ctx.power = self.power
             return
@@ -363,42 +325,6 @@ class Run:
             for kind in ("node-power", "operating-point"):
                 self.policies[kind] = self._instantiate(kind,
                                                         config.get("power", f"policy-{kind}"))
-
-    def _build_site_power(self) -> None:
-        """Each site's power model and its own node-power and operating-point policies."""
-        models = [power_model_from_config(site.config, site.nodes) for site in self.sites]
-        if any(m is None for m in models) and any(m is not None for m in models):
-            site = self.sites[[m is None for m in models].index(True)]
-            raise site.config.error("power", "pstates", f"site {site.name!r} has no power "
-                                    f"model and others have one (give every site one, or "
-                                    f"none)")
-        for site, model in zip(self.sites, models):
-            site.ctx.power = model
-            if model is None:
-                continue
-            for kind in ("node-power", "operating-point"):
-                name = site.config.get("power", f"policy-{kind}")
-                policy = self._instantiate(kind, name, site.ctx, f":{site.name}")
-                setattr(site, kind.replace("-", "_"), policy)
-
-
-    def _planning_mode(self, config: Config) -> PlanningMode | None:
-        """The offline planning mode, with the host selection and admission that pin its plan
-        (None without a planner)."""
-        name = config.get("planning", "policy-planner")
-        if name == "none":
-            return None
-        from lease_manager.planning.mode import PlanningMode  # (the planner's runs only)
-
-        mode = PlanningMode(config, self._instantiate("planner", name), self.nodes, self.power)
-        self.policies["host-selection"] = mode.hosts(self.policies["host-selection"])
-        self.policies["admission"] = mode.admission(self.policies["admission"])
-        return mode
-
-    def _envelope(self, config: Config) -> StepSeries:
-        assert self.power is not None, "planning needs a power model"
-        cap = power_cap_from_config(config, self.power)
-        return cap if cap is not None else StepSeries.constant(math.inf)
 
     def _build_scheduler(self, config: Config, table: SlotTable | None = None
                          ) -> LeaseScheduler:
@@ -455,26 +381,16 @@ class Run:
     def _instantiate(self, kind: str, name: str, ctx: RunContext | None = None,
                      label: str = "") -> Any:
         """The policy ``name`` of ``kind``, built for ``ctx`` (the run's by default) and
-        registered. A policy from a package (not one of the core's own, whose answers its
-        tests check) enters the core here: its answers are checked from now on
-        (:func:`guard`)."""
-        policy = self.plugins.policy(kind, name)(ctx or self.ctx)
-        self._register(policy, f"run:{kind}:{name}{label}")
-        plugins = self.plugins
-        if plugins.policies[kind][name][1] in BUILTIN_PLUGINS:
-            return policy
-        return guard(policy, kind, lambda: plugins.provider(kind, name))
+        registered (:meth:`RunPlugins.policy`)."""
+        return self._own.policy(kind, name, ctx or self.ctx, label)
 
     def _register(self, plugin: Any, name: str) -> None:
-        self.plugins.pm.register(plugin, name=name)
-        self._registered.append(name)
+        self._own.register(plugin, name)
 
     def close(self) -> None:
         """Unregister this run's policies and observers (idempotent): the ``Plugins`` object
         is then free for another run."""
-        for name in reversed(self._registered):
-            self.plugins.pm.unregister(name=name)
-        self._registered.clear()
+        self._own.unregister_all()
         self.plugins.end_run(self)
 
     def __enter__(self) -> Run:
@@ -504,65 +420,6 @@ class Run:
         """How this run turns SWF jobs into leases (``[tracefile]`` options)."""
         return swf_conversion(self.config, self.nodes)
 
-    def _trace_leases(self) -> Iterator[Lease]:
-        cfg = self.config
-        path = cfg.get("tracefile", "tracefile")
-        if not path:
-            raise cfg.error("tracefile", "tracefile", "no trace file given (set it in "
-                                                      "[tracefile] or with --set)")
-        problem = input_problem(path, limit=None)
-        if problem:
-            raise cfg.error("tracefile", "tracefile", f"{path} {problem}")
-        if not Path(path).is_file():
-            raise cfg.error("tracefile", "tracefile", f"trace file not found: {path}")
-        if is_lwf(path):
-            workload = read_lwf(path, self.nodes.types)
-            self.trace_stats.read = self.trace_stats.replayed = len(workload.leases)
-            leases: Iterable[Lease] = workload.leases
-        elif is_task_file(path):
-            tasks = read_tasks(path, self.vm_vector())
-            self.trace_stats.read = self.trace_stats.replayed = len(tasks)
-            leases = tasks
-        else:
-            self.trace_reader = SWFReader(path,
-                                          skip_bad_lines=cfg.get("tracefile", "skip-bad-lines"))
-            leases = swf_leases(self.trace_reader, self.swf_conversion(), self.trace_stats)
-        injection = cfg.get("tracefile", "injectionfile")
-        if injection:
-            if not Path(injection).is_file():
-                raise cfg.error("tracefile", "injectionfile", f"file not found: {injection}")
-            from lease_manager.workload.convert import merge_workloads
-
-            leases = merge_workloads(leases, read_lwf(injection, self.nodes.types).leases)
-        imagefile = cfg.get("tracefile", "imagefile")
-        if imagefile:   # Haizea's: disk images given to the leases in order
-            leases = with_images(leases, read_image_file(imagefile))
-        add, memory = cfg.get("tracefile", "add-overhead"), cfg.get("tracefile", "override-memory")
-        if add != "none" or memory >= 0:   # Haizea's overheads (workload/overheads.py)
-            names = self.nodes.types.names
-            leases = with_overheads(
-                leases, add=add, slowdown_percent=cfg.get("tracefile", "runtime-slowdown-overhead"),
-                boot=cfg.get("tracefile", "bootshutdown-overhead"), memory=memory,
-                slowdown_as=cfg.get("tracefile", "runtime-slowdown-as"),
-                memory_index=names.index("Memory") if "Memory" in names else None)
-        return iter(leases)
-
-    def _checked(self, leases: Iterable[Lease]) -> Iterator[Lease]:
-        strict = self.config.get("tracefile", "oversized") == "error"
-        annotators = self.annotators
-        for lease in leases:
-            for annotator in annotators:
-                annotator.annotate(lease)
-            if strict:
-                reason = self.scheduler.oversize_reason(lease)
-                if reason:
-                    file, _, line = (lease.origin or "").rpartition(":")
-                    raise TraceError(reason, file=file or None,
-                                     line=int(line) if line.isdigit() else None,
-                                     field="requested processors" if self.trace_reader
-                                     else "<nodes>")
-            yield lease
-
     # ------------------------------------------------------------------------------ run
     def run(self, progress: Callable[[float], None] | None = None) -> dict[str, Any]:
         """Run to the stop condition; return the summary (also kept as ``self.summary``). The
@@ -582,14 +439,7 @@ class Run:
                     f"nodes' future plans; set [scheduling] placement = when-planned)"
                 ) from None
             summary = self.finish()
-            if self.invariants is not None:
-                if self.engine.exhausted:
-                    self.invariants.violations += stranded(self.scheduler.active_leases())
-                if self.energy is not None:
-                    self.invariants.violations += self.energy.violations()
-                    if self.planning is not None:
-                        self.invariants.violations += self.planning.violations(self.energy)
-                self.invariants.verify()
+            check_invariants(self)
             # measured last: the final invariant check is part of the run's cost and peak
             summary["simulation"] = {
                 "wall_seconds": round(time.perf_counter() - wall0, 3),
@@ -610,36 +460,8 @@ class Run:
         """The clock has stopped: ``run_finished``, then the summary, with the plugins' fields
         from ``collect_summary``; kept as ``self.summary`` and returned."""
         self._hooks("run_finished")
-        active = self.scheduler.active_leases()
-        if self.energy is not None:
-            # the run ends when its last lease does (later steps, of plans that changed, do
-            # not count), or when it was stopped with leases unfinished
-            end = self.clock.now() if active else max(self.energy.last_event, self.started_at)
-            self.energy.until = end
-            for lease in active:
-                self.energy.add_lease(lease)
-            self.energy.close(self.started_at, end)
-        self.accounting.finish(active)
-        # every site's nodes count in the utilisation
-        capacity = (np.sum([site.nodes.total for site in self.sites], axis=0) if self.sites
-                    else self.nodes.total)
-        summary = self.accounting.summary(capacity)
-        if self.energy is not None:
-            summary.update(self.energy.summary())
-        summary["trace"] = self.trace_stats.as_dict()
-        summary["placement"] = self.placement.label()
-        if self.planning is not None:
-            summary.update(self.planning.summary())
-        if self.engine.force_released:
-            summary["held_leases_force_released"] = self.engine.force_released
-        for extra in self.plugins.pm.hook.collect_summary(ctx=self.ctx):
-            for key, value in (extra or {}).items():
-                if key in summary:
-                    raise LeaseManagerError(f"a plugin's summary field {key!r} clashes with "
-                                            f"another field of summary.json")
-                summary[key] = value
-        self.summary = summary
-        return summary
+        self.summary = summary_of(self)
+        return self.summary
 
     def stream_outputs(self, out: str | Path) -> None:
         """Write ``leases.csv`` to ``out`` as leases end (``leases.csv.part`` until
@@ -648,63 +470,14 @@ class Run:
 
     def write(self, out: str | Path) -> Path:
         """Write ``leases.csv``, ``summary.json`` and recorded series under ``out``."""
-        out = Path(out)
-        out.mkdir(parents=True, exist_ok=True)
-        self.accounting.write_leases(out / "leases.csv")
-        timings = self.summary.get("simulation")
-        if timings:   # the peak so far, completing leases.csv included
-            timings["peak_rss_mb"] = max(timings["peak_rss_mb"], peak_rss_mb())
-        write_summary(out / "summary.json", self.summary)
-        self.metrics.write(out / "series")
-        if self.energy is not None:
-            self.energy.write(out)
-        if self.decisions is not None:
-            self._log_node_switches(self.decisions)
-            self.decisions.write(out / DECISIONS_FILE)
-        return out
-
-    def _log_node_switches(self, decisions: DecisionLog) -> None:
-        """The nodes' shutdowns and boots, as lines of the decision log (once)."""
-        if self.energy is None or self._switches_logged:
-            return
-        self._switches_logged = True
-        if self.sites:
-            for site in self.sites:
-                if site.energy is not None:
-                    decisions.add_node_switches(site.energy.state_intervals(), site.name)
-        else:
-            decisions.add_node_switches(self.energy.state_intervals())
+        return write_outputs(self, Path(out))
 
 
-def peak_rss_mb() -> float:
-    """The process's peak resident memory so far, in MB."""
-    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
-
-
-def vm_vector(cfg: Config, nodes: NodeSet) -> np.ndarray:
-    """The per-VM capacity of trace leases (``[tracefile] vm-resources``), validated against
-    the site's resource types and nodes."""
-    types = nodes.types
-    try:
-        vector = types.vector(parse_amounts(cfg.get("tracefile", "vm-resources")))
-    except ValueError as exc:
-        raise cfg.error("tracefile", "vm-resources", str(exc)) from None
-    if not (vector > 0).any():
-        raise cfg.error("tracefile", "vm-resources", "a VM must need some resource")
-    if not (nodes.capacity >= vector).all(axis=1).any():
-        raise cfg.error("tracefile", "vm-resources",
-                        f"a VM ({types.format(vector)}) fits on no node of the site")
-    return vector
-
-
-def swf_conversion(cfg: Config, nodes: NodeSet) -> SWFConversion:
-    """How SWF jobs become leases under ``cfg``'s ``[tracefile]`` options."""
-    return SWFConversion(
-        vm_vector=vm_vector(cfg, nodes), procs_per_vm=cfg.get("tracefile", "procs-per-vm"),
-        paradigm=cfg.get("tracefile", "paradigm"), queues=cfg.get("tracefile", "queues"),
-        window_start=cfg.get("tracefile", "window-start"),
-        window_length=cfg.get("tracefile", "window-length"),
-        max_jobs=cfg.get("tracefile", "max-jobs"), rebase=cfg.get("tracefile", "rebase"))
+def _clock(config: Config) -> SimulatedClock | RealClock:
+    """The clock ``[simulation] clock`` names."""
+    if config.get("simulation", "clock") == "real":
+        return RealClock(speedup=config.get("simulation", "speedup"))
+    return SimulatedClock()
 
 
 def load_run(path: str | Path | None, overrides: Iterable[str] = (), *,

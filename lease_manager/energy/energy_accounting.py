@@ -35,6 +35,7 @@ from lease_manager.energy.lease_power import lease_watts, vms_per_node
 from lease_manager.energy.power_profile import PowerProfile, step_profile
 from lease_manager.hookspecs import hookimpl
 from lease_manager.kernel.reservation import ReservationKind
+from lease_manager.observers.leases_csv import LeaseColumns
 
 if TYPE_CHECKING:
     from lease_manager.context import RunContext
@@ -48,6 +49,8 @@ JOULES_PER_KWH = 3.6e6
 ENERGY_TOLERANCE = 1e-9
 #: relative tolerance of the check that the power never exceeds the cap
 CAP_TOLERANCE = 1e-9
+#: ``leases.csv``'s ``watts``: a lease's own power per VM, where some lease has one
+WATTS_COLUMN = LeaseColumns(("watts",), lambda lease: (lease_watts(lease),), sparse=True)
 
 
 class EnergyAccounting:
@@ -169,6 +172,14 @@ class EnergyAccounting:
         level = self.model.top_level if lease.level is None else lease.level
         return (level, float(self.model.ghz[0, level]),
                 lease.requested_duration * lease.stretch, self.energy_of(lease))
+
+    @hookimpl(tryfirst=True)
+    def lease_columns(self, ctx: RunContext) -> list[LeaseColumns] | None:
+        """:data:`LEASE_COLUMNS` and ``watts`` (one site's: a run with several has them from
+        :class:`~lease_manager.multisite.SitesColumns`, after ``site``)."""
+        if self.only is not None:
+            return None
+        return [LeaseColumns(self.LEASE_COLUMNS, self.lease_values), WATTS_COLUMN]
 
     def add_lease(self, lease: Lease) -> None:
         """Count ``lease``'s reservations in the site's power."""

@@ -11,56 +11,39 @@ replay's memory does not grow with its number of leases.
 from __future__ import annotations
 
 import collections
-import csv
 import heapq
-import io
 import itertools
 import json
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 import numpy as np
 
+from lease_manager.errors import LeaseManagerError
 from lease_manager.hookspecs import hookimpl
 from lease_manager.kernel.enum_members import members
 from lease_manager.kernel.lease import LeaseState, LeaseType
+from lease_manager.observers.leases_csv import (
+    COLUMNS,
+    CSVLines,
+    LeaseColumns,
+    LeaseValues,
+    format_field,
+    joined,
+)
 
 if TYPE_CHECKING:
     from lease_manager.context import RunContext
     from lease_manager.kernel.lease import Lease
     from lease_manager.kernel.reservation import Reservation
 
-COLUMNS = ("lease_id", "source_id", "type", "state", "submit", "start", "end", "vms",
-           "requested", "actual", "wait", "price", "reason", "nodes")
+__all__ = ["COLUMNS", "SLOWDOWN_BOUND", "Accounting", "LeaseColumns", "write_summary"]
+
 _FLOAT = np.dtype(float)
 #: bound of the bounded slowdown, seconds
 SLOWDOWN_BOUND = 10.0
-
-
-def _fmt(x: float | str | None) -> str:
-    if type(x) is float:   # the common case, as below (inf is no integer)
-        if x.is_integer():
-            return str(int(x))
-        if x in _INFINITE:
-            return "inf"
-        return repr(round(x, 6))
-    if x is None:
-        return ""
-    if isinstance(x, str):
-        return x
-    if math.isinf(x):
-        return "inf"
-    if float(x).is_integer():
-        return str(int(x))
-    return repr(round(float(x), 6))
-
-
-_INFINITE = (math.inf, -math.inf)
-#: submit, start, end, VMs, requested, actual, wait and price of a row: the VMs an int, the
-#: others floats of integer values (``%d`` writes what ``str`` and ``_fmt`` do then)
-_EIGHT_INTEGERS = "%d,%d,%d,%d,%d,%d,%d,%d"
 S = members(LeaseState)
 #: the text of each lease type and state (an enum's value is a Python-level property)
 _TYPE_TEXT = {t: t.value for t in LeaseType}
@@ -69,16 +52,6 @@ _STATE_TEXT = {s: s.value for s in LeaseState}
 #: Python (the same additions, row after row, as numpy's sum over the rows of a C-ordered
 #: array)
 _SUM_IN_PYTHON = 32
-
-
-#: texts of runs of consecutive nodes kept, at most (most leases of a replay run on some)
-_KNOWN_RUNS = 4096
-
-
-#: characters that make the csv module quote a field (with "," and '"', lines ending in \n)
-_PLAIN = frozenset(',"\r\n')
-
-
 #: read-only arrays of amounts whose sums over their rows are kept (and the arrays with them),
 #: at most
 _KNOWN_SUMS = 256
@@ -101,85 +74,12 @@ def _row_sums(amounts: np.ndarray, width: int) -> list[float] | None:
     return amounts.sum(axis=0).tolist()
 
 
-class _CSVLines:
-    """``leases.csv`` lines, one at a time (a csv writer into a reused buffer)."""
-
-    def __init__(self) -> None:
-        self._buffer = io.StringIO()
-        self._names: list[str] = []
-        #: (first node, count) -> the text of that many consecutive nodes
-        self._runs: dict[tuple[int, int], str] = {}
-        self._writer = csv.writer(self._buffer, lineterminator="\n")
-
-    def header(self, columns: tuple[str, ...]) -> str:
-        return self._line(columns)
-
-    def fields(self, fields: tuple[str, ...]) -> str:
-        """Fields to append to a line, as the csv module writes them inside a row."""
-        if all(_PLAIN.isdisjoint(field) for field in fields):
-            return ",".join(fields) + "\n"
-        return self._line(fields + ("",))[:-2] + "\n"   # (a last field: none alone)
-
-    def row(self, row: tuple) -> str:
-        fmt = _fmt
-        source, reason, nodes, extra = row[1], row[12], row[13], row[14:]
-        submit, start, end, vms, requested, actual, wait, price = row[4:12]
-        f = float
-        if (type(price) is f and price.is_integer() and type(vms) is int
-                and type(submit) is f and submit.is_integer()
-                and type(start) is f and start.is_integer() and type(end) is f
-                and end.is_integer() and type(requested) is f and requested.is_integer()
-                and type(actual) is f and actual.is_integer() and type(wait) is f
-                and wait.is_integer()):
-            # a lease that ran, at whole seconds, at a whole price (a trace replay's rows):
-            # its eight numbers in one formatting
-            numbers = _EIGHT_INTEGERS % (submit, start, end, vms, requested, actual, wait,
-                                         price)
-            fields = [str(row[0]), source, row[2], row[3], numbers, reason, self.nodes(nodes)]
-        else:
-            numbers = ""
-            fields = [str(row[0]), source, row[2], row[3], fmt(submit), fmt(start), fmt(end),
-                      str(vms), fmt(requested), fmt(actual), fmt(wait), fmt(price), reason,
-                      self.nodes(nodes)]
-        if extra:
-            fields.extend(map(fmt, extra))
-        if _PLAIN.isdisjoint(source) and _PLAIN.isdisjoint(reason) and not (extra and any(
-                isinstance(x, str) and not _PLAIN.isdisjoint(x) for x in extra)):
-            return ",".join(fields) + "\n"   # nothing to quote: what csv would write
-        if numbers:   # (the csv module's line, from the fields one by one)
-            fields[4:5] = numbers.split(",")
-        return self._line(tuple(fields))
-
-    def nodes(self, nodes: list[int] | np.ndarray) -> str:
-        """Node indices (sorted, distinct), space-separated (their texts are made once, and
-        those of the last runs of consecutive nodes kept)."""
-        if not len(nodes):
-            return ""
-        count = len(nodes)
-        if type(nodes) is list and nodes[-1] - nodes[0] == count - 1:   # consecutive nodes
-            key = (nodes[0], count)
-            text = self._runs.get(key)
-            if text is None:
-                if len(self._runs) >= _KNOWN_RUNS:
-                    self._runs.clear()
-                text = self._runs[key] = self._join(nodes)
-            return text
-        return self._join(nodes)
-
-    def _join(self, nodes: list[int] | np.ndarray) -> str:
-        names = self._names
-        top = int(nodes[-1])
-        if top >= len(names):
-            names.extend(str(i) for i in range(len(names), top + 1))
-        return " ".join(map(names.__getitem__,
-                            nodes if isinstance(nodes, list) else nodes.tolist()))
-
-    def _line(self, fields: tuple) -> str:
-        buffer = self._buffer
-        buffer.seek(0)
-        buffer.truncate()
-        self._writer.writerow(fields)
-        return buffer.getvalue()
+def _after(names: tuple[str, ...], values: LeaseValues | None,
+           columns: list[LeaseColumns]) -> tuple[tuple[str, ...], LeaseValues | None]:
+    """``columns`` after the columns ``names`` whose values ``values`` gives."""
+    if values is not None:
+        columns = [LeaseColumns(names, values), *columns]
+    return joined(columns)
 
 
 class Accounting:
@@ -189,17 +89,17 @@ class Accounting:
     def __init__(self, resource_names: Iterable[str]) -> None:
         self.resource_names = tuple(resource_names)
         #: more ``leases.csv`` columns, and a function giving a lease's values for them (the
-        #: energy accounting's, with a power model)
+        #: plugins' columns, :meth:`add_columns`)
         self.extra_columns: tuple[str, ...] = ()
-        self.extra_values: Callable[[Lease], tuple[float | str | None, ...]] | None = None
+        self.extra_values: LeaseValues | None = None
         #: columns written only if some lease has a value (not None) for them, after the
         #: extra ones, and the function giving a lease's values (a lease's own ``watts``)
         self.optional_columns: tuple[str, ...] = ()
-        self.optional_values: Callable[[Lease], tuple[float | str | None, ...]] | None = None
+        self.optional_values: LeaseValues | None = None
         self._rows: list[tuple] = []
         self._seen: set[int] = set()
         self._recorded = 0
-        self._lines = _CSVLines()
+        self._lines = CSVLines()
         #: with :meth:`stream_to`: the file rows go to, rows waiting for a smaller id (a
         #: heap), the ids submitted and not recorded while they arrive in order (in that
         #: order, recorded ones left in until they come first), the largest id submitted,
@@ -262,6 +162,23 @@ class Accounting:
     def lease_ended(self, ctx: RunContext, lease: Lease, now: float) -> None:
         self.record(lease)
 
+    def add_columns(self, columns: Sequence[LeaseColumns]) -> None:
+        """Add the plugins' ``leases.csv`` columns (what ``lease_columns`` returned), in their
+        order, after the core's and any added before; sparse ones after every other one."""
+        always = [part for part in columns if not part.sparse]
+        sparse = [part for part in columns if part.sparse]
+        if always:
+            self.extra_columns, self.extra_values = _after(
+                self.extra_columns, self.extra_values, always)
+        if sparse:
+            self.optional_columns, self.optional_values = _after(
+                self.optional_columns, self.optional_values, sparse)
+        every = COLUMNS + self.extra_columns + self.optional_columns
+        twice = sorted({name for name in every if every.count(name) > 1})
+        if twice:
+            raise LeaseManagerError(f"leases.csv would have the column(s) {', '.join(twice)} "
+                                    f"twice (a plugin's lease_columns)")
+
     def record(self, lease: Lease) -> None:
         """Account for ``lease`` in its current state (once per lease)."""
         lease_id = lease.id
@@ -288,6 +205,32 @@ class Accounting:
             self._waits += wait
             if wait > self.max_wait:
                 self.max_wait = wait
+        nodes = self._nodes_used(lease)
+        if done:
+            assert end is not None and start is not None and wait is not None
+            self._count_completed(lease, submit, start, end, wait)
+        row = ((lease_id, lease.source_id or "", type_text, _STATE_TEXT[state],
+                submit, start, end, lease.vms.count,
+                lease.requested_duration, lease.actual_duration, wait,
+                lease.price, lease.reason, nodes)
+               + (self.extra_values(lease) if self.extra_values else ()))
+        optional = self.optional_values(lease) if self.optional_values else ()
+        self._recorded += 1
+        if self._stream is None:
+            self._rows.append(row + optional)
+            return
+        if optional and any(value is not None for value in optional):
+            self._optional[lease_id] = optional   # added to its line at the end
+        line = self._lines.row(row)
+        heapq.heappush(self._waiting, (lease_id, line))
+        if self._in_order:
+            first = self._unrecorded[0] if self._unrecorded else None
+            if first is None or first >= lease_id or first in self._seen:
+                self._flush_ready()
+            # else a smaller id is still to come, first: no row waiting goes before it
+
+    def _nodes_used(self, lease: Lease) -> list[int]:
+        """The nodes ``lease`` ran on, sorted, with what it held added to :attr:`used`."""
         allocations = lease.allocations
         nodes: list[int]
         if len(allocations) == 1:   # one reservation's nodes are distinct: sort them only
@@ -314,46 +257,30 @@ class Accounting:
                 res.nodes.tolist() for res in allocations)))
         else:
             nodes = []
-        if done:
-            assert end is not None and start is not None and wait is not None
-            self._completed += 1
-            # (max(a, b) written out: b if b > a else a, the same for a nan)
-            run_time = end - start
-            if run_time > 0:
-                self._slowdown += (wait + run_time) / run_time
-            bounded = (wait + run_time) / (SLOWDOWN_BOUND if SLOWDOWN_BOUND > run_time
-                                           else run_time)
-            self._bounded_slowdown += bounded if bounded > 1.0 else 1.0
-            requested = lease.requested_duration
-            if math.isfinite(requested) and requested > 0:
-                self._requested_counted += 1
-                self._slowdown_requested += (end - submit) / requested
-                self._bounded_slowdown_requested += (end - submit) / (
-                    SLOWDOWN_BOUND if SLOWDOWN_BOUND > requested else requested)
-            if end > self.last_end:
-                self.last_end = end
-            price = lease.price
-            if price and math.isfinite(price):
-                self.revenue += price
-        row = ((lease_id, lease.source_id or "", type_text, _STATE_TEXT[state],
-                submit, start, end, lease.vms.count,
-                lease.requested_duration, lease.actual_duration, wait,
-                lease.price, lease.reason, nodes)
-               + (self.extra_values(lease) if self.extra_values else ()))
-        optional = self.optional_values(lease) if self.optional_values else ()
-        self._recorded += 1
-        if self._stream is None:
-            self._rows.append(row + optional)
-            return
-        if optional and any(value is not None for value in optional):
-            self._optional[lease_id] = optional   # added to its line at the end
-        line = self._lines.row(row)
-        heapq.heappush(self._waiting, (lease_id, line))
-        if self._in_order:
-            first = self._unrecorded[0] if self._unrecorded else None
-            if first is None or first >= lease_id or first in self._seen:
-                self._flush_ready()
-            # else a smaller id is still to come, first: no row waiting goes before it
+        return nodes
+
+    def _count_completed(self, lease: Lease, submit: float, start: float, end: float,
+                         wait: float) -> None:
+        """Add a lease that is done to the slowdowns, the makespan and the revenue."""
+        self._completed += 1
+        # (max(a, b) written out: b if b > a else a, the same for a nan)
+        run_time = end - start
+        if run_time > 0:
+            self._slowdown += (wait + run_time) / run_time
+        bounded = (wait + run_time) / (SLOWDOWN_BOUND if SLOWDOWN_BOUND > run_time
+                                       else run_time)
+        self._bounded_slowdown += bounded if bounded > 1.0 else 1.0
+        requested = lease.requested_duration
+        if math.isfinite(requested) and requested > 0:
+            self._requested_counted += 1
+            self._slowdown_requested += (end - submit) / requested
+            self._bounded_slowdown_requested += (end - submit) / (
+                SLOWDOWN_BOUND if SLOWDOWN_BOUND > requested else requested)
+        if end > self.last_end:
+            self.last_end = end
+        price = lease.price
+        if price and math.isfinite(price):
+            self.revenue += price
 
     def _use(self, res: Reservation) -> None:
         """Add what ``res`` held, capacity x seconds, to :attr:`used`: the sum over its nodes
@@ -509,7 +436,8 @@ class Accounting:
             empty = tuple("" for _ in present)
             for line in lines:
                 values = self._optional.get(int(line.split(",", 1)[0]))
-                fields = empty if values is None else tuple(_fmt(values[i]) for i in present)
+                fields = (empty if values is None
+                          else tuple(format_field(values[i]) for i in present))
                 fh.write(line[:-1] + "," + self._lines.fields(fields))
         done.replace(streamed)
 

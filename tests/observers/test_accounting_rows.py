@@ -9,7 +9,8 @@ import io
 import math
 import random
 
-from lease_manager.observers.accounting import _CSVLines, _fmt
+from lease_manager.observers.leases_csv import CSVLines as _CSVLines
+from lease_manager.observers.leases_csv import format_field as _fmt
 
 
 def csv_line(row: tuple) -> str:

@@ -18,6 +18,7 @@ import pytest
 from lease_manager import cli
 from lease_manager.experiments.explain import explain
 from lease_manager.run import load_run
+from lease_manager.run_outputs import log_node_switches
 
 from support import TRACES, be, simulate
 
@@ -84,7 +85,7 @@ def test_node_switches_and_operating_points_are_decisions(placement):
                    "scheduling.backfilling=aggressive", "tracefile.vm-resources=CPU:1 Memory:0",
                    "accounting.decision-log=yes", f"scheduling.placement={placement}",
                    resources="4 CPU:1 Memory:1024")
-    run._log_node_switches(run.decisions)
+    log_node_switches(run, run.decisions)
     records = [json.loads(line) for line in run.decisions.lines]
     switches = [(r["t"], r["decision"], r["node"], r["until"]) for r in records
                 if r["lease"] is None]

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from lease_manager.hookspecs import hookimpl
 from lease_manager.kernel.malleable import Allocation, make_malleable
-from lease_manager.observers.accounting import _fmt
+from lease_manager.observers.leases_csv import LeaseColumns, format_field
 
 if TYPE_CHECKING:
     from lease_manager.context import RunContext
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from lease_manager.kernel.scheduler import LeaseScheduler
     from lease_manager.policies import AllocationPolicy
 
-#: the columns the run's ``leases.csv`` gets
+#: the columns the run's ``leases.csv`` gets (:meth:`Reallocation.lease_columns`)
 LEASE_COLUMNS = ("resizes", "allocations", "work_single_server")
 
 
@@ -149,8 +149,14 @@ class Reallocation:
         m = lease.malleable
         if m is None:
             return (0, "", "")
-        history = ";".join(f"{_fmt(t)}:{n}x{v}" for t, n, v, _ in m.history)
-        return (m.resizes, history, _fmt(m.single_server(lease.run_duration)))
+        history = ";".join(f"{format_field(t)}:{n}x{v}" for t, n, v, _ in m.history)
+        return (m.resizes, history, format_field(m.single_server(lease.run_duration)))
+
+    @hookimpl
+    def lease_columns(self, ctx: RunContext) -> list[LeaseColumns]:
+        """:data:`LEASE_COLUMNS`: after the core's (this plugin is registered after the
+        run's others, so pluggy calls it first among them)."""
+        return [LeaseColumns(LEASE_COLUMNS, self.lease_values)]
 
     @hookimpl
     def collect_summary(self, ctx: RunContext) -> dict[str, Any]:
