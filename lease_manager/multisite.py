@@ -43,8 +43,6 @@ if TYPE_CHECKING:
     from lease_manager.kernel.table_protocol import EngineTables
     from lease_manager.policies import SiteSelectionPolicy
 
-#: the name :class:`SitesColumns` is registered under, for a run
-SITES_PLUGIN = "lease_manager.sites"
 
 
 @attrs.define(eq=False)

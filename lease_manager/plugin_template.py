@@ -7,7 +7,7 @@ README. ``pip install -e`` it, and its test passes.
 
 Every policy kind a replay uses has a template. ``enactment`` has none: a backend runs only in
 the daemon, whose test cannot replay a trace (start from
-:mod:`lease_manager.enactment.process` instead).
+:mod:`lease_manager.enactment.process_backend` instead).
 """
 
 from __future__ import annotations

@@ -42,7 +42,7 @@ BUILTIN_PLUGINS = (
     "lease_manager.policies.site_selection",
     "lease_manager.policies.planners",
     "lease_manager.enactment.simulated",
-    "lease_manager.enactment.process",
+    "lease_manager.enactment.process_backend",
     "lease_manager.enactment.slurm",
 )
 ENTRY_POINT_GROUP = "lease_manager"
@@ -51,6 +51,7 @@ INVARIANTS_PLUGIN = "lease_manager.invariants"
 DAEMON_PLUGIN = "lease_manager.daemon"
 ENERGY_PLUGIN = "lease_manager.energy"
 MALLEABLE_PLUGIN = "lease_manager.malleable"
+SITES_PLUGIN = "lease_manager.sites"
 DECISIONS_PLUGIN = "lease_manager.decisions"
 #: built-in plugins that are objects of one run (registered while it runs, under these names):
 #: name -> (module:class, when)
@@ -61,8 +62,9 @@ RUN_PLUGINS = {
     ENERGY_PLUGIN: ("lease_manager.energy.energy_accounting:EnergyAccounting",
                     "runs with a [power] model"),
     DAEMON_PLUGIN: ("lease_manager.daemon.service:DaemonObserver", "the daemon"),
-    MALLEABLE_PLUGIN: ("lease_manager.kernel.reallocation:Reallocation",
+    MALLEABLE_PLUGIN: ("lease_manager.reallocation:Reallocation",
                        "runs with a [malleable] policy-allocation"),
+    SITES_PLUGIN: ("lease_manager.multisite:SitesColumns", "runs with several sites"),
     DECISIONS_PLUGIN: ("lease_manager.observers.decisions:DecisionLog",
                        "runs with [accounting] decision-log"),
 }

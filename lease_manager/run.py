@@ -41,7 +41,6 @@ from lease_manager.kernel.scheduler.haizea_resumption import HaizeaSuspendResume
 from lease_manager.kernel.scheduler.image_transfer import ImageTransfers
 from lease_manager.kernel.slottable import SlotTable
 from lease_manager.multisite import (
-    SITES_PLUGIN,
     Site,
     SiteSchedulers,
     SitesColumns,
@@ -54,6 +53,7 @@ from lease_manager.observers.metrics import Metrics
 from lease_manager.plugins import (
     ENERGY_PLUGIN,
     MALLEABLE_PLUGIN,
+    SITES_PLUGIN,
     HookRelay,
     Plugins,
 )
