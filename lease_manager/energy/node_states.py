@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable, ItemsView, Iterator, KeysView
+from collections.abc import Callable, Iterator, KeysView, Mapping
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -75,6 +75,12 @@ class NodePowerStates:
         self._off: dict[int, Reservation] = {}
         #: the planned or running boot of each node whose boot is pinned, by node
         self._boot: dict[int, Reservation] = {}
+        #: the nodes that are off: shutting down, off, or booting until their boot is over
+        #: (a read-only view, kept up to date)
+        self.off_nodes: KeysView[int] = self._off.keys()
+        #: each node's boot, planned or under way, by node (read-only: a ``Mapping`` of the
+        #: states' own, kept up to date; no proxy, as the cap reads it per node and step)
+        self.boots: Mapping[int, Reservation] = self._boot
         #: nodes on and holding nothing, and since when (nan: not idle)
         self.idle_since = np.full(n, math.nan)
         self._on = np.ones(n, dtype=bool)
@@ -131,7 +137,7 @@ class NodePowerStates:
             # only nodes whose reservations changed in this step can have a new plan
             touched = self._touched
             for node in [n for n in self._off if n in touched or n in self._boot]:
-                self._follow_plan(node, now)
+                self.follow_plan(node, now)
         if self.policy.switches_off:
             self._switch_off_idle(now)
         if self.cap is not None:
@@ -165,11 +171,13 @@ class NodePowerStates:
         self.idle_since[node] = math.nan
         if switching and self._enactment is not None:
             self._enactment.power_off(node, t)
-        self._follow_plan(node, now)
+        self.follow_plan(node, now)
 
-    def _follow_plan(self, node: int, now: float) -> None:
-        """Boot ``node`` in time for the first lease planned on it (moving or cancelling a
-        boot planned for a plan that changed); mark it on once its boot is over."""
+    def follow_plan(self, node: int, now: float) -> None:
+        """Boot ``node``, which is off (:attr:`off_nodes`), in time for the first lease
+        planned on it (moving or cancelling a boot planned for a plan that changed); mark it
+        on once its boot is over. The table raises
+        :class:`~lease_manager.errors.OvercommitError` if a boot does not fit (under a cap)."""
         off = self._off[node]
         boot = self._boot.get(node)
         if boot is not None and boot.start <= now:     # booting, or booted
@@ -205,31 +213,6 @@ class NodePowerStates:
         cleared after :meth:`before_step`): a watcher of the table's changes, such as the
         power cap, records into this set as well."""
         return self._touched
-
-    def is_off(self, node: int) -> bool:
-        """Whether ``node`` is off: shutting down, off, or booting until its boot is over."""
-        return node in self._off
-
-    def off_nodes(self) -> KeysView[int]:
-        """The nodes that are off (see :meth:`is_off`)."""
-        return self._off.keys()
-
-    def planned_boot(self, node: int) -> Reservation | None:
-        """``node``'s boot, planned or under way (None: it has none)."""
-        return self._boot.get(node)
-
-    def boots(self) -> ItemsView[int, Reservation]:
-        """Every node's boot, planned or under way, by node."""
-        return self._boot.items()
-
-    def update_boot(self, node: int, now: float) -> None:
-        """If ``node`` is off and its boot has not begun by ``now``, plan, move or cancel
-        its boot for the first lease planned on it now (the table raises
-        :class:`~lease_manager.errors.OvercommitError` if a boot does not fit)."""
-        if node in self._off:
-            boot = self._boot.get(node)
-            if boot is None or boot.start > now:
-                self._follow_plan(node, now)
 
     def switch_off(self, node: int, now: float) -> None:
         """Switch ``node`` off at ``now``, shutting down first (the table raises

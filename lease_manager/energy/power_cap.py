@@ -97,7 +97,7 @@ class PowerCap:
     def start(self, now: float) -> None:
         """Hold the power of the nodes that are on when the run starts."""
         for node in range(len(self._static)):
-            if not self.states.is_off(node):
+            if node not in self.states.off_nodes:
                 self._set_hold(node, now, first=True)
         if self.unhonoured:
             raise ValueError(f"the cap cannot hold the nodes that are on at the start: "
@@ -168,10 +168,10 @@ class PowerCap:
 
     def _on_from(self, node: int, now: float) -> float | None:
         """When ``node`` is (or will be) on, or None if it is off with no boot planned."""
-        if not self.states.is_off(node):
+        if node not in self.states.off_nodes:
             hold = self._hold.get(node)
             return hold.start if hold is not None else now
-        boot = self.states.planned_boot(node)
+        boot = self.states.boots.get(node)
         return None if boot is None else boot.end
 
     @property
@@ -238,9 +238,9 @@ class PowerCap:
             boot_start = np.full(n, math.nan)
             boot_end = np.full(n, math.nan)
             states = self.states
-            off = list(states.off_nodes())
+            off = list(states.off_nodes)
             on_from[off] = math.nan
-            for node, boot in states.boots():
+            for node, boot in states.boots.items():
                 on_from[node] = held[node] = boot.end
                 if boot.start > now:
                     boot_start[node], boot_end[node] = boot.start, boot.end
@@ -302,10 +302,12 @@ class PowerCap:
             self._dirty.clear()
             states = self.states
             for node in nodes:
-                try:
-                    states.update_boot(node, now)
-                except OvercommitError as exc:
-                    self._unhonoured(node, now, str(exc))
+                boot = states.boots.get(node)
+                if node in states.off_nodes and (boot is None or boot.start > now):
+                    try:
+                        states.follow_plan(node, now)
+                    except OvercommitError as exc:
+                        self._unhonoured(node, now, str(exc))
                 self._set_hold(node, now)
 
     def _set_hold(self, node: int, now: float, first: bool = False) -> None:
