@@ -91,6 +91,7 @@ if TYPE_CHECKING:
     from lease_manager.kernel.table_view import SlotTableView as SlotTableView
     from lease_manager.kernel.timeutil import MAX_SECONDS as MAX_SECONDS
     from lease_manager.multisite import SiteView as SiteView
+    from lease_manager.observers.leases_csv import LeaseColumns as LeaseColumns
     from lease_manager.observers.metrics import Metrics as Metrics
     from lease_manager.observers.metrics import bin_means as bin_means
     from lease_manager.observers.metrics import read_series as read_series

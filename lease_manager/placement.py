@@ -164,7 +164,7 @@ def _setting_need(config: Config, plugins: Plugins, named: bool) -> tuple[str, s
     if config.sites and not named:
         # each site counts on its own table, of the trace's VM shape: every site must host one
         from lease_manager.errors import ConfigError
-        from lease_manager.run import vm_vector
+        from lease_manager.run_inputs import vm_vector
         from lease_manager.workload.site_source import site_nodes
 
         for name in config.sites:
@@ -218,7 +218,7 @@ def _injection_need(config: Config, plugins: Plugins, injection: str, nodes: Nod
     if lwf_trace:
         expected = trace_shape   # None: the LWF trace has no leases
     else:
-        from lease_manager.run import vm_vector
+        from lease_manager.run_inputs import vm_vector
 
         expected = vm_vector(config, nodes)
     ars: list[str] = []

@@ -15,14 +15,6 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
-#: cycles of modules other helpers of issue 42 own, still on this branch; the lead empties it
-#: when their branches are merged (run.py <-> placement.py: run.vm_vector, imported by
-#: placement's functions)
-KNOWN_ELSEWHERE: set[frozenset[str]] = {
-    frozenset({"lease_manager.placement", "lease_manager.run"}),
-}
-
-
 def _modules(root: Path, package: str) -> dict[str, tuple[Path, bool]]:
     """Module name -> (file, is a package's ``__init__``)."""
     modules = {}
@@ -136,14 +128,7 @@ def _closed_path(graph: dict[str, set[str]], component: set[str]) -> list[str]:
 
 def test_lease_manager_has_no_import_cycle() -> None:
     found = cycles(import_graph(ROOT, "lease_manager"))
-    new = [c for c in found if frozenset(c) not in KNOWN_ELSEWHERE]
-    assert not new, "import cycles:\n" + "\n".join(" -> ".join(c) for c in new)
-
-
-def test_every_known_cycle_elsewhere_is_still_there() -> None:
-    """A cycle that was removed must leave :data:`KNOWN_ELSEWHERE` too."""
-    found = {frozenset(c) for c in cycles(import_graph(ROOT, "lease_manager"))}
-    assert KNOWN_ELSEWHERE <= found, f"gone, remove them: {KNOWN_ELSEWHERE - found}"
+    assert not found, "import cycles:\n" + "\n".join(" -> ".join(c) for c in found)
 
 
 def _package(tmp_path: Path, files: dict[str, str]) -> Path:

@@ -20,11 +20,6 @@ FLOOR = frozenset({"lease_manager.errors", "lease_manager.numbers"})
 #: lead deletes each entry once the change that removes it is merged; an entry that matches
 #: no import fails the test, so the list cannot outlive its reason.
 KNOWN_UPWARD = frozenset({
-    # moved by wiring: the reallocation plugin leaves the kernel
-    ("lease_manager.kernel.reallocation", "lease_manager.hookspecs"),
-    ("lease_manager.kernel.reallocation", "lease_manager.observers.accounting"),
-    ("lease_manager.kernel.reallocation", "lease_manager.context"),
-    ("lease_manager.kernel.reallocation", "lease_manager.policies"),
     # moved by sched: the scheduler types its policies with lease_manager.kernel.policy_protocols
     ("lease_manager.kernel.scheduler.core", "lease_manager.policies"),
 })

@@ -255,7 +255,7 @@ class AutonomicQueue(QueuePolicy):
     def scheduling_cycle_end(self, ctx: RunContext, now: float) -> None:
         if self.full_index:
             free = ctx.table.free_at(now)[:, self.full_index]
-            full = (free <= EPS).any(axis=1)
+            full = np.asarray((free <= EPS).any(axis=1), dtype=bool)
             self.monitor.end_of_cycle(full.tolist())
             n_full = int(full.sum())
         else:
