@@ -28,7 +28,7 @@ The scheduler is one class assembled from one mixin per concern: ``queue`` (the 
 and backfilling), ``reservations`` (immediate, advance-reservation and deadline leases),
 ``preemption``, ``suspension`` (suspend, resume, migrate), ``reevaluation`` (moving plans earlier
 after early ends; ``replan``: Haizea's), ``lifecycle`` (segment and work events, cancellation,
-failure), ``restore`` (after a daemon restart) and ``planning`` (placing a plan and adopting
+failure), ``restore`` (after a daemon restart) and ``placing`` (placing a plan and adopting
 it); Haizea's suspension model (``haizea_resumption``), image transfers (``image_transfer``)
 and deadline leases preempting (``deadline_preemption``) are modules of their own.
 """
@@ -52,7 +52,7 @@ from lease_manager.kernel.mapper import place_on
 from lease_manager.kernel.scheduler import (
     haizea_resumption,
     lifecycle,
-    planning,
+    placing,
     preemption,
     queue,
     reevaluation,
@@ -109,7 +109,7 @@ class PowerGate(Protocol):
         """Boot the nodes of the plans just made and hold the power they will draw."""
 
 
-class Malleability(Protocol):
+class ArrivalAllocator(Protocol):
     """Makes arriving leases malleable (:class:`~lease_manager.kernel.reallocation.
     Reallocation`)."""
 
@@ -288,7 +288,7 @@ class LeaseScheduler:
         #: power states); a plan's own boots do not keep it from moving earlier
         self.planned_boots: PlannedBoots | None = None
         #: gives arriving leases their first allocation (with an allocation policy)
-        self.malleability: Malleability | None = None
+        self.malleability: ArrivalAllocator | None = None
         self._what_if_memo: tuple[tuple, tuple[int | None, float, float] | None] | None = None
         self._reevaluate = False
         self._site_max: dict[Any, int] = {}
@@ -572,11 +572,11 @@ class LeaseScheduler:
     restore_planned = restore.restore_planned
     restore_queued = restore.restore_queued
 
-    # placing plans and adopting them (planning.py)
-    _place_at = planning._place_at
-    _pin = planning._pin
-    _find_slot = planning._find_slot
-    _commit = planning._commit
-    _refused_plan = planning._refused_plan
-    _start_at_once = planning._start_at_once
-    _adopt = planning._adopt
+    # placing plans and adopting them (placing.py)
+    _place_at = placing._place_at
+    _pin = placing._pin
+    _find_slot = placing._find_slot
+    _commit = placing._commit
+    _refused_plan = placing._refused_plan
+    _start_at_once = placing._start_at_once
+    _adopt = placing._adopt
