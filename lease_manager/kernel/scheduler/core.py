@@ -63,7 +63,7 @@ from lease_manager.kernel.scheduler import (
     suspension,
 )
 from lease_manager.kernel.scheduler.image_transfer import ImageTransfers
-from lease_manager.kernel.scheduler.suspension import SuspendResume
+from lease_manager.kernel.scheduler.settings import SchedulerSettings
 from lease_manager.kernel.slottable import Reservation
 
 if TYPE_CHECKING:
@@ -79,6 +79,10 @@ if TYPE_CHECKING:
 S = members(LeaseState)
 LT = members(LeaseType)
 FUTURE_RESERVATIONS = {"off": 0, "aggressive": 1, "conservative": math.inf}
+
+
+#: the settings of a scheduler made without any
+DEFAULT_SETTINGS = SchedulerSettings()
 
 
 def max_future_reservations(backfilling: str, reservations: int = 1) -> float:
@@ -189,10 +193,8 @@ class LeaseScheduler:
                  admission: AdmissionPolicy, pricing: PricingPolicy, queue: QueuePolicy,
                  host_selection: HostSelectionPolicy,
                  preemption: PreemptionPolicy | None = None,
-                 backfilling: str = "aggressive", backfilling_reservations: int = 1,
-                 suspension: str = "all", suspend_resume: SuspendResume | None = None,
-                 shutdown: float = 0.0, migration_bandwidth: float | None = None,
-                 threshold_factor: float = 1.0, reevaluation: str = "auto",
+                 settings: SchedulerSettings = DEFAULT_SETTINGS,
+                 preparation: ImageTransfers | None = None,
                  enactment: Enactment | None = None,
                  emit: Callable[..., None] | None = None) -> None:
         self.table = table
@@ -204,36 +206,15 @@ class LeaseScheduler:
         self.queue_policy = queue
         self.host_selection = host_selection
         self.preemption = preemption
-        self.backfilling = backfilling
-        self.max_future = max_future_reservations(backfilling, backfilling_reservations)
-        self.suspension = suspension
-        self.suspend_resume = suspend_resume or SuspendResume(None, 1.0, 1.0)
-        #: seconds to shut VMs down (added to non-AR reservations, carved out of ARs)
-        self.shutdown = shutdown
-        #: seconds added to the shutdown per VM (Haizea spends its enactment overhead there)
-        self.shutdown_per_vm = 0.0
-        #: whether a lease whose work ends early still spends its shutdown time (Haizea's
-        #: does not: its premature end removes the shutdown)
-        self.shutdown_after_early_end = True
-        #: plan best-effort leases as Haizea does (haizea_asap.py; with Haizea's model)
-        self.haizea_planning = False
+        #: how it plans (one frozen value, never changed)
+        self.settings = settings
+        self.max_future = max_future_reservations(settings.backfilling,
+                                                  settings.backfilling_reservations)
         #: disk-image transfers before leases start (image_transfer.py; None: unmanaged)
-        self.preparation: ImageTransfers | None = None
-        #: the order an advance reservation takes its victims in (preemption.py)
-        self.preemption_order = "most-preemptable-first"
-        #: MB/s for moving memory images (None: suspended leases resume where they were)
-        self.migration_bandwidth = migration_bandwidth
-        #: a slot ending in a suspension must last (1 + factor) x (suspend + resume time)
-        self.threshold_factor = threshold_factor
-        #: a fixed shortest slot instead (Haizea's force-scheduling-threshold; None: factor)
-        self.forced_threshold: float | None = None
-        #: what happens to future reservations when resources free up early: ``move-earlier``
-        #: or ``compress`` (reevaluation.py), or Haizea's ``replan`` (replan.py); ``auto``
-        #: is the default of the backfilling mode and placement
-        self.reevaluation = replan.by_mode(reevaluation, backfilling, table.counted)
-        #: whether every lease's END event is known in advance (a replay), so that the leases
-        #: ending early at one instant can be taken in Haizea's order (replan.py)
-        self.predicted_ends = False
+        self.preparation = preparation
+        #: the re-evaluation mode, ``auto`` resolved for the backfilling mode and placement
+        self.reevaluation = replan.by_mode(settings.reevaluation, settings.backfilling,
+                                           table.counted)
         self._replanning = False
         #: a re-plan is planning a suspended lease again (haizea_resumption.py)
         self._replanning_lease = False
@@ -293,6 +274,11 @@ class LeaseScheduler:
         self._reevaluate = False
         self._site_max: dict[Any, int] = {}
         self._restoring = False
+
+    @property
+    def backfilling(self) -> str:
+        """The backfilling mode (of :attr:`settings`)."""
+        return self.settings.backfilling
 
     def active_leases(self) -> list[Lease]:
         """Every lease that is not finished: held, queued, planned or running."""
@@ -358,7 +344,7 @@ class LeaseScheduler:
         can): one that may preempt, or let a lease run in front of it and suspend, moves
         memory images of particular nodes."""
         if lease.type is not LT.ADVANCE_RESERVATION or (
-                self.suspension == "none"
+                self.settings.suspension == "none"
                 and (self.preemption is None or self.preemption.preempts_nothing)):
             return ""
         return ("an advance reservation that may preempt or suspend leases needs placement "
@@ -483,16 +469,18 @@ class LeaseScheduler:
             return lease.requested_duration
         # (remaining_requested and shutdown_of written out: a few calls per lease and cycle)
         remaining = lease.requested_duration - lease.work_done
-        if self.shutdown_per_vm:
-            return remaining * lease.stretch + (self.shutdown
-                                                + self.shutdown_per_vm * lease.vms.count)
-        return remaining * lease.stretch + self.shutdown
+        settings = self.settings
+        if settings.shutdown_per_vm:
+            return remaining * lease.stretch + (settings.shutdown
+                                                + settings.shutdown_per_vm * lease.vms.count)
+        return remaining * lease.stretch + settings.shutdown
 
     def shutdown_of(self, lease: Lease) -> float:
         """How long shutting ``lease``'s VMs down takes."""
-        if self.shutdown_per_vm:
-            return self.shutdown + self.shutdown_per_vm * lease.vms.count
-        return self.shutdown
+        settings = self.settings
+        if settings.shutdown_per_vm:
+            return settings.shutdown + settings.shutdown_per_vm * lease.vms.count
+        return settings.shutdown
 
     def work_end(self, lease: Lease, start: float) -> float:
         """When the lease, running from ``start``, really ends (work, then shutdown)."""
@@ -502,7 +490,7 @@ class LeaseScheduler:
                      else actual) - lease.work_done   # (min(actual, requested), as Lease's)
         work = remaining * lease.stretch
         shutdown = self.shutdown_of(lease)
-        if not self.shutdown_after_early_end and remaining < requested - lease.work_done:
+        if not self.settings.shutdown_after_early_end and remaining < requested - lease.work_done:
             shutdown = 0.0   # Haizea: a lease whose VMs end early ends then
         if (lease.type is LT.ADVANCE_RESERVATION
                 and work + shutdown >= lease.requested_duration):

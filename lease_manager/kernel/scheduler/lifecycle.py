@@ -62,7 +62,7 @@ def segment_started(self: LeaseScheduler, res: Reservation, now: float) -> None:
 def _leave_future(self: LeaseScheduler, lease: Lease) -> None:
     """A planned resumption begins: the lease is no longer planned. With Haizea's model its
     backfilling reservation counts until its VMs start, as Haizea's future leases do."""
-    if self.haizea_planning:
+    if self.settings.haizea_planning:
         self.future.pop(lease.id, None)
     else:
         self._drop_future(lease)

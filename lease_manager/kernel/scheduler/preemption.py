@@ -54,7 +54,7 @@ def _victims(self: LeaseScheduler, lease: Lease, start: float, duration: float,
             scored[other.id] = (score, other)
     chosen: list[Lease] = []
     released: list[Reservation] = []
-    haizea = self.preemption_order == "least-preemptable-first"   # Haizea's mapper's order
+    haizea = self.settings.preemption_order == "least-preemptable-first"   # Haizea's mapper's order
     for _, other in sorted(scored.values(), key=lambda item: (item[0] if haizea else -item[0],
                                                               item[1].id)):
         chosen.append(other)
@@ -81,8 +81,8 @@ def _estimates(self: LeaseScheduler, victim: Lease, at: float) -> tuple[float, f
     remaining = victim.remaining_requested
     if victim.state is S.ACTIVE and res.kind == K.VM:
         remaining -= max(0.0, min(at, res.end) - res.start)
-    return (remaining, self.suspend_resume.suspend_time(res),
-            self.suspend_resume.resume_time(res))
+    return (remaining, self.settings.suspend_resume.suspend_time(res),
+            self.settings.suspend_resume.resume_time(res))
 
 
 def _preempt_for(self: LeaseScheduler, lease: Lease, victims: list[Lease], start: float,
@@ -235,7 +235,7 @@ def _deadline_replan(self: LeaseScheduler, victim: Lease, start: float, now: flo
                  if r.kind == K.VM and r.start < stop)
     length = self.length(victim) - worked
     image = victim.reservations[0]
-    resume = self.suspend_resume.resume_time(image)
+    resume = self.settings.suspend_resume.resume_time(image)
     at = self.table.earliest_fit_on(image.nodes, image.amounts, resume + length, start,
                                     deadline - resume - length)
     if at is None:
@@ -256,8 +256,8 @@ def _suspension_for(self: LeaseScheduler, lease: Lease, by_start: float, now: fl
     unless given) if preempted for ``by_start``; None if it cannot suspend in time (it would
     be cancelled and requeued, losing its work)."""
     res = res if res is not None else lease.reservations[0]
-    suspend = self.suspend_resume.suspend_time(res) if self._can_suspend(lease) else None
-    if (suspend is not None and self.haizea_planning
+    suspend = self.settings.suspend_resume.suspend_time(res) if self._can_suspend(lease) else None
+    if (suspend is not None and self.settings.haizea_planning
             and by_start - res.start < haizea_asap.threshold(self, lease)):
         return None   # Haizea's can_suspend_at: it has not run long enough
     if suspend is None or by_start - suspend < max(now, res.start):

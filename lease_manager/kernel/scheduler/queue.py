@@ -122,7 +122,7 @@ def _process_queue(self: LeaseScheduler, now: float) -> None:
     """Schedule queued leases in order: while another future reservation is allowed, each
     lease in turn starts now or reserves; after that only leases that start now."""
     queue = self.queue
-    if not self.max_future and self.backfilling == "off":
+    if not self.max_future and self.settings.backfilling == "off":
         _start_from_head(self, now)
         return
     done: set[int] = set()
@@ -132,7 +132,7 @@ def _process_queue(self: LeaseScheduler, now: float) -> None:
         if self._schedule(queue[i], now, True):
             done.add(i)
         i += 1
-    if self.backfilling == "off":
+    if self.settings.backfilling == "off":
         while i < n and self._schedule(queue[i], now, False):   # the head blocks the rest
             done.add(i)
             i += 1
@@ -203,7 +203,7 @@ def _backfill_now(self: LeaseScheduler, first: int, now: float) -> list[int]:
     # a boot begun now ends (a lease needing more neither starts now nor when booted)
     booted_room = -1.0   # (< 0: not known for the table as it is now)
     counted_boots = (self.bootable and table.counted and self.preparation is None
-                     and not self.haizea_planning)
+                     and not self.settings.haizea_planning)
     if counted_boots:
         booted_room = _room_until(cast("CountTable", table), now, self.boot_until)
         candidates: Iterable[int] = _fitting_by_count(self, first, booted_room)
@@ -370,7 +370,7 @@ def _schedule(self: LeaseScheduler, lease: Lease, now: float, allow_future: bool
     if self.preparation is not None and not lease.image_nodes and \
             self.preparation.manages(lease):   # its disk image is sent first
         return image_transfer.schedule_queued(self, lease, now, allow_future)
-    if self.haizea_planning and not lease.image_nodes:   # Haizea's own planning
+    if self.settings.haizea_planning and not lease.image_nodes:   # Haizea's own planning
         return haizea_asap.schedule_queued(self, lease, now, allow_future)
     booted = False
     if lease.image_nodes:
@@ -451,10 +451,10 @@ def _run_until_a_reservation(self: LeaseScheduler, lease: Lease, now: float,
     res = self._place_at(lease, now, best - now)
     if res is None:
         return None
-    suspend = self.suspend_resume.suspend_time(res)
-    resume = self.suspend_resume.resume_time(res)
-    threshold = (self.forced_threshold if self.forced_threshold is not None
-                 else (1 + self.threshold_factor) * (suspend + resume))
+    suspend = self.settings.suspend_resume.suspend_time(res)
+    resume = self.settings.suspend_resume.resume_time(res)
+    threshold = (self.settings.forced_threshold if self.settings.forced_threshold is not None
+                 else (1 + self.settings.threshold_factor) * (suspend + resume))
     if best - now < threshold or best - suspend <= now:
         return None
     run = Reservation(lease, now, best - suspend, res.nodes, res.amounts, None, K.VM,

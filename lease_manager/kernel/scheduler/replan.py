@@ -65,7 +65,7 @@ def _premature_end(self: LeaseScheduler, res: Reservation, now: float) -> None:
     a replay knows ends early at this instant, one by one in Haizea's order, re-planning (or
     compressing) the future reservations after each."""
     batch = [res]
-    if self.predicted_ends:   # a replay: the other leases ending early now are known
+    if self.settings.predicted_ends:   # a replay: the other leases ending early now are known
         for lease in self.running.values():
             other = lease.reservations[0] if lease.reservations else None
             if (other is None or other is res or lease.state is not S.ACTIVE
@@ -118,7 +118,7 @@ def _replan(self: LeaseScheduler, lease: Lease, now: float) -> None:
     elif self.preparation is not None and self.preparation.manages(lease):
         found = image_transfer.plan_asap(self, lease, now, allow_future)
         plan, in_future = (None, False) if found is None else found
-    elif self.haizea_planning:
+    elif self.settings.haizea_planning:
         found = haizea_asap.plan(self, lease, now, allow_future)
         plan, in_future = (None, False) if found is None else found
     else:

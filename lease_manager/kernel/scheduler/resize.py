@@ -55,7 +55,7 @@ def resize(self: LeaseScheduler, lease: Lease, now: float, allocation: Allocatio
     order = np.concatenate([old.nodes, order[~np.isin(order, old.nodes)]])
     change = PlanChange(self.table)
     change.truncate(old, now)
-    rest = (lease.requested_duration - done) * stretch + self.shutdown
+    rest = (lease.requested_duration - done) * stretch + self.settings.shutdown
     placement = place(self.table, vms, now, now + rest, order)
     pause = 0.0
     if placement is not None and migration_time > 0 and _moves(placement.vm_nodes, old.vm_nodes):
@@ -92,7 +92,7 @@ def resize(self: LeaseScheduler, lease: Lease, now: float, allocation: Allocatio
     if self.power is not None:
         self.power.sync(now)
     self._enactment.resize(lease, new, now + pause + (lease.remaining_actual * stretch)
-                           + self.shutdown)
+                           + self.settings.shutdown)
     self._emit("lease_resized", lease=lease, old_nodes=old_nodes, old_vms=old_vms, now=now)
     return ""
 
