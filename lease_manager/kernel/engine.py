@@ -20,7 +20,7 @@ from lease_manager.kernel.scheduler import Enactment
 if TYPE_CHECKING:
     from lease_manager.kernel.clock import Clock
     from lease_manager.kernel.lease import Lease
-    from lease_manager.kernel.scheduler import LeaseScheduler
+    from lease_manager.kernel.scheduler.seams import SteppedScheduler
     from lease_manager.kernel.slottable import Reservation, SlotTable
 
 EK = members(EventKind)
@@ -49,7 +49,7 @@ class ReplayEnactment(Enactment):
 class Engine:
     """Steps one site's scheduler through time until the stop condition holds."""
 
-    def __init__(self, scheduler: LeaseScheduler, table: SlotTable, timeline: Timeline,
+    def __init__(self, scheduler: SteppedScheduler, table: SlotTable, timeline: Timeline,
                  clock: Clock, arrivals: Iterable[Lease] = (), *,
                  stop_when: str = "all-leases-done", runtime: float = math.inf,
                  serve: bool = False) -> None:

@@ -36,10 +36,9 @@ and deadline leases preempting (``deadline_preemption``) are modules of their ow
 
 from __future__ import annotations
 
-import collections
 import math
-from array import array
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
@@ -63,7 +62,9 @@ from lease_manager.kernel.scheduler import (
     suspension,
 )
 from lease_manager.kernel.scheduler.image_transfer import ImageTransfers
+from lease_manager.kernel.scheduler.plan_book import PlanBook
 from lease_manager.kernel.scheduler.settings import SchedulerSettings
+from lease_manager.kernel.scheduler.wait_queue import WaitQueue
 from lease_manager.kernel.slottable import Reservation
 
 if TYPE_CHECKING:
@@ -228,34 +229,21 @@ class LeaseScheduler:
         #: hooks the emitter knows nobody implements (a :class:`~lease_manager.run.HookRelay`
         #: keeps it up to date): the hottest emits are skipped for these
         self._muted: Collection[str] = getattr(emit, "muted", frozenset())
-        #: QUEUED leases, in queue order
-        self.queue: list[Lease] = []
-        self._queue_keys: list[Any] = []
-        #: parallel to ``queue``: each lease's VM count and the id of its VM shape (-1: no
-        #: single shape, or a memory image to resume: room is not counted for it), so that a
-        #: cycle finds the leases that may start now with array operations
-        self._queue_counts: array[int] = array("q")
-        self._queue_shapes: array[int] = array("q")
-        #: and how long each would hold its reservation (constant while it is queued)
-        self._queue_lengths: array[float] = array("d")
-        #: how many queued leases have each shape id
-        self._shape_census: collections.Counter[int] = collections.Counter()
-        #: VM shape (``VMRequest.shape_key``) -> id, and each id's VM vector
-        self._shape_ids: dict[bytes, int] = {}
-        self._shape_vectors: list[Any] = []
+        #: the wait queue (its one owner)
+        self.waiting = WaitQueue(queue.sort_key, self.length)
+        #: QUEUED leases, in queue order (a view of the wait queue's)
+        self.queue: Sequence[Lease] = self.waiting.leases
         #: HELD leases (held back by the queue policy), by id
         self.held: dict[int, Lease] = {}
-        #: leases whose plan has not started yet, in scheduling order
-        self.future: dict[int, Lease] = {}
-        #: ids of the leases in ``future`` that got their reservation from the queue (these
-        #: count against the backfilling mode's limit)
-        self._backfill_reserved: set[int] = set()
+        #: the plans that have not started, those counting against backfilling, and the
+        #: advance reservations' (their one owner)
+        self.plans = PlanBook()
+        #: leases whose plan has not started yet, by id, in scheduling order (a view)
+        self.future: Mapping[int, Lease] = self.plans.future
         #: leases running, suspending or resuming, by id
         self.running: dict[int, Lease] = {}
         #: leases that ended since :meth:`untie_ended` was last called
         self._ended: list[Lease] = []
-        #: ids of the advance reservations holding a plan (queued leases may run in front)
-        self._ars: set[int] = set()
         #: nodes that are off and could be booted, with the earliest time a lease could
         #: start on each (kept by the node power states; empty without them)
         self.bootable: dict[int, float] = {}
@@ -279,6 +267,11 @@ class LeaseScheduler:
     def backfilling(self) -> str:
         """The backfilling mode (of :attr:`settings`)."""
         return self.settings.backfilling
+
+    @property
+    def _backfill_reserved(self) -> AbstractSet[int]:
+        """(Read by the daemon's dashboard until it reads ``plans.reserved``.)"""
+        return self.plans.reserved
 
     def active_leases(self) -> list[Lease]:
         """Every lease that is not finished: held, queued, planned or running."""
@@ -508,7 +501,6 @@ class LeaseScheduler:
     _requeue = queue._requeue
     _dequeue = queue._dequeue
     _backfill_counted = queue._backfill_counted
-    _drop_future = queue._drop_future
     _may_reserve = queue._may_reserve
     _process_queue = queue._process_queue
     _backfill_now = queue._backfill_now

@@ -177,7 +177,7 @@ def schedule_queued(self: LeaseScheduler, lease: Lease, now: float, allow_future
         return True   # it leaves the queue, rejected or failed
     self._move(lease, S.SCHEDULED, now)
     if in_future:
-        self._backfill_reserved.add(lease.id)
+        self.plans.reserve(lease.id)
     self._commit(lease, steps, now)
     tell_planned_preemption(self, lease, steps, now)
     return True

@@ -296,7 +296,7 @@ def schedule_queued(sched: LeaseScheduler, lease: Lease, now: float,
         return True   # it leaves the queue, rejected or failed
     sched._move(lease, S.SCHEDULED, now)
     if in_future:
-        sched._backfill_reserved.add(lease.id)
+        sched.plans.reserve(lease.id)
     sched._commit(lease, plan, now)
     haizea_asap.tell_planned_preemption(sched, lease, plan, now)
     return True

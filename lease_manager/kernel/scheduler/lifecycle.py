@@ -36,10 +36,10 @@ def segment_started(self: LeaseScheduler, res: Reservation, now: float) -> None:
         while lease.reservations[0] is not res:   # a resumption that is over
             lease.allocations.append(lease.reservations.pop(0))
         if lease.state is S.SCHEDULED:
-            self._drop_future(lease)
+            self.plans.drop(lease.id)
             if lease.start is None:
                 lease.start = now
-        self._backfill_reserved.discard(lease.id)   # (Haizea's: held until the VMs start)
+        self.plans.vms_started(lease.id)   # (Haizea's: held until the VMs start)
         if lease.suspended_at is not None:   # a resumption (taking time or not) is over
             lease.time_suspended += now - lease.suspended_at
             lease.suspended_at = None
@@ -63,9 +63,9 @@ def _leave_future(self: LeaseScheduler, lease: Lease) -> None:
     """A planned resumption begins: the lease is no longer planned. With Haizea's model its
     backfilling reservation counts until its VMs start, as Haizea's future leases do."""
     if self.settings.haizea_planning:
-        self.future.pop(lease.id, None)
+        self.plans.leave(lease.id)
     else:
-        self._drop_future(lease)
+        self.plans.drop(lease.id)
 
 
 def segment_ended(self: LeaseScheduler, res: Reservation, now: float) -> None:
@@ -120,7 +120,7 @@ def work_finished(self: LeaseScheduler, res: Reservation, now: float) -> None:
 
 def _finish(self: LeaseScheduler, lease: Lease, state: LeaseState, now: float) -> None:
     lease.end = now
-    self._ars.discard(lease.id)
+    self.plans.drop_ar(lease.id)
     self.running.pop(lease.id, None)
     if lease.time_suspended > 0:
         lease.price = (lease.price or 0.0) + self.pricing.surcharge(lease,
@@ -202,7 +202,7 @@ def _end_early(self: LeaseScheduler, lease: Lease, now: float, reason: str,
     if lease.reservations:
         self._reevaluate = True
     lease.reservations = []
-    self._drop_future(lease)
+    self.plans.drop(lease.id)
     if state is S.NEW:
         self._move(lease, S.CANCELLED, now)
         lease.end = now

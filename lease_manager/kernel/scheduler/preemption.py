@@ -273,7 +273,7 @@ def _replan_deadline_victim(self: LeaseScheduler, lease: Lease, plan: list[Reser
     for res in lease.reservations:
         self.table.remove(res)
     lease.reservations = []
-    self._drop_future(lease)
+    self.plans.drop(lease.id)
     self._emit("lease_preempted", lease=lease, now=now)
     for res in plan:
         self.table.add(res)
@@ -283,12 +283,12 @@ def _replan_deadline_victim(self: LeaseScheduler, lease: Lease, plan: list[Reser
 def _preempt(self: LeaseScheduler, lease: Lease, by_start: float, now: float) -> None:
     """Make ``lease`` give up its resources from ``by_start`` on."""
     lease.preemptions += 1
-    self._ars.discard(lease.id)   # a third-party policy may preempt an AR
+    self.plans.drop_ar(lease.id)   # a third-party policy may preempt an AR
     if lease.state is S.SCHEDULED:    # not started: give up the plan, back to the queue
         for res in lease.reservations:
             self.table.remove(res)
         lease.reservations = []
-        self._drop_future(lease)
+        self.plans.drop(lease.id)
         self._move(lease, S.QUEUED, now)
         self._requeue(lease)
     else:                              # running

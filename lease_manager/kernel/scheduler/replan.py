@@ -90,9 +90,9 @@ def _premature_end(self: LeaseScheduler, res: Reservation, now: float) -> None:
 def _replan_future(self: LeaseScheduler, now: float) -> None:
     """Give up every backfilling reservation that has not started and plan each lease again,
     in scheduling order (Haizea's ``reevaluate_schedule``)."""
-    future = [lease for lease in self.future.values() if lease.id in self._backfill_reserved]
-    for lease in future:
-        if lease.id in self._backfill_reserved and lease.state is S.SCHEDULED:
+    plans = self.plans
+    for lease in plans.reserved_leases():
+        if lease.id in plans.reserved and lease.state is S.SCHEDULED:
             self._replan(lease, now)
 
 
@@ -103,7 +103,7 @@ def _replan(self: LeaseScheduler, lease: Lease, now: float) -> None:
     for old in lease.reservations:
         self.table.remove(old)
     lease.reservations = []
-    self._drop_future(lease)
+    self.plans.drop(lease.id)
     lease.promised_start = None
     allow_future = self._may_reserve()
     booted = False
@@ -142,5 +142,5 @@ def _replan(self: LeaseScheduler, lease: Lease, now: float) -> None:
         return
     reserved = in_future if in_future is not None else (plan[0].start > now and not booted)
     if reserved:
-        self._backfill_reserved.add(lease.id)
+        self.plans.reserve(lease.id)
     self._commit(lease, plan, now)
