@@ -39,7 +39,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Collection, Mapping, Sequence
 from collections.abc import Set as AbstractSet
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -63,9 +63,15 @@ from lease_manager.kernel.scheduler import (
 )
 from lease_manager.kernel.scheduler.image_transfer import ImageTransfers
 from lease_manager.kernel.scheduler.plan_book import PlanBook
+from lease_manager.kernel.scheduler.seams import (
+    ArrivalAllocator,
+    Enactment,
+    LevelSetter,
+    PlannedBoots,
+    PowerGate,
+)
 from lease_manager.kernel.scheduler.settings import SchedulerSettings
 from lease_manager.kernel.scheduler.wait_queue import WaitQueue
-from lease_manager.kernel.slottable import Reservation
 
 if TYPE_CHECKING:
     from lease_manager.kernel.slottable import SlotTable
@@ -93,93 +99,23 @@ def max_future_reservations(backfilling: str, reservations: int = 1) -> float:
     return FUTURE_RESERVATIONS[backfilling]
 
 
-class PowerGate(Protocol):
-    """A site's power cap, as the scheduler sees it (:class:`~lease_manager.energy.power_cap.
-    PowerCap`)."""
+def hook_emitters(emit: Callable[..., None] | None) -> tuple[
+        Callable[..., None], Callable[[str, Lease, float], None], Collection[str]]:
+    """From the run's hook relay (None: nobody listens): ``emit(hook, **kw)``; ``emit(hook,
+    lease=lease, now=now)`` for the hooks about one lease, called positionally where the
+    relay can (a :class:`~lease_manager.run.HookRelay`'s ``lease_hook``); and the hooks the
+    relay knows nobody implements (its ``muted``, kept up to date: the hottest emits are
+    skipped for these)."""
+    def silent(hook: str, **kw: Any) -> None:
+        return None
 
-    def admits(self, plan: Sequence[Reservation]) -> bool:
-        """Is there power for ``plan`` and for booting and keeping on its nodes?"""
+    relay = emit or silent
 
-    def refuses(self, lease: Lease) -> str | None:
-        """Why ``lease`` could never get the power it needs (None if it could)."""
+    def lease_hook(hook: str, lease: Lease, now: float) -> None:
+        relay(hook, lease=lease, now=now)
 
-    def least_draw(self, lease: Lease) -> np.ndarray:
-        """The least ``lease``'s reservations draw from the site-wide resources."""
-
-    @property
-    def boot_seconds(self) -> float:
-        """How long the site's slowest node takes to boot."""
-
-    def sync(self, now: float) -> None:
-        """Boot the nodes of the plans just made and hold the power they will draw."""
-
-
-class ArrivalAllocator(Protocol):
-    """Makes arriving leases malleable (:class:`~lease_manager.kernel.reallocation.
-    Reallocation`)."""
-
-    def arrived(self, lease: Lease, now: float) -> str:
-        """Give ``lease`` its first allocation if the allocation policy makes it malleable
-        (why not, if it cannot run)."""
-
-
-class PlannedBoots(Protocol):
-    """The boots planned ahead for leases (:class:`~lease_manager.energy.node_states.
-    NodePowerStates`), as re-evaluation sees them."""
-
-    def own_boots(self, res: Reservation, now: float) -> list[Reservation]:
-        """The boots not begun by ``now`` that were planned for ``res`` (each ending at its
-        start, on one of its nodes)."""
-
-    def lift(self, boots: list[Reservation],
-             now: float) -> list[tuple[Reservation, float, float]]:
-        """Take ``boots`` out of the table (their nodes held off only until a boot started
-        now could end), so that the plan they were for can move; what to put back."""
-
-    def put_back(self, lifted: list[tuple[Reservation, float, float]]) -> None:
-        """Undo :meth:`lift` (the plan did not move)."""
-
-
-class LevelSetter(Protocol):
-    """Sets a lease's DVFS level and stretch (:class:`~lease_manager.energy.operating_points.
-    OperatingPoints`)."""
-
-    def __call__(self, lease: Lease, now: float) -> str:
-        """The operating-point policy's level for ``lease`` (why not, if it cannot have one)."""
-
-    def set_level(self, lease: Lease, level: int) -> str:
-        """Give ``lease`` ``level`` (why not, if it cannot have one)."""
-
-
-class Enactment:
-    """What the scheduler tells whoever carries leases out (a simulation, or a daemon's
-    backend). ``start`` is called when a lease's VMs start running in reservation ``res`` (first
-    start or after a resumption) with the time its work will end at the latest; ``suspend``
-    when a suspension begins; ``stop`` when the lease's work must end for good (it finished,
-    was cancelled or failed) or is thrown away (preempted without suspension)."""
-
-    def start(self, lease: Lease, res: Reservation, end: float) -> None:
-        """``lease``'s VMs run in ``res`` from now; its work ends at ``end`` at the latest."""
-
-    def suspend(self, lease: Lease, now: float) -> None:
-        """``lease``'s running work is suspended from ``now``."""
-
-    def stop(self, lease: Lease, now: float) -> None:
-        """``lease``'s work ends at ``now`` (any state it has is discarded)."""
-
-    def resize(self, lease: Lease, res: Reservation, end: float) -> None:
-        """Malleable ``lease``'s VMs run in ``res`` from now on, in place of its previous
-        reservation (VMs may have been added, removed or moved); its work ends at ``end`` at
-        the latest."""
-
-    #: whether :meth:`power_off` and :meth:`power_on` should be called (a replay needs none)
-    power_calls = False
-
-    def power_off(self, node: int, now: float) -> None:
-        """Node ``node`` starts shutting down at ``now`` (with a ``[power]`` model)."""
-
-    def power_on(self, node: int, now: float) -> None:
-        """Node ``node`` starts booting at ``now``, in time for a lease planned on it."""
+    return (relay, getattr(emit, "lease_hook", None) or lease_hook,
+            getattr(emit, "muted", frozenset()))
 
 
 class LeaseScheduler:
@@ -198,15 +134,11 @@ class LeaseScheduler:
                  preparation: ImageTransfers | None = None,
                  enactment: Enactment | None = None,
                  emit: Callable[..., None] | None = None) -> None:
-        self.table = table
+        self.table, self.timeline = table, timeline
         #: what policies are shown of the table (its queries)
         self.table_view = table.view()
-        self.timeline = timeline
-        self.admission = admission
-        self.pricing = pricing
-        self.queue_policy = queue
-        self.host_selection = host_selection
-        self.preemption = preemption
+        self.admission, self.pricing, self.queue_policy = admission, pricing, queue
+        self.host_selection, self.preemption = host_selection, preemption
         #: how it plans (one frozen value, never changed)
         self.settings = settings
         self.max_future = max_future_reservations(settings.backfilling,
@@ -220,15 +152,7 @@ class LeaseScheduler:
         #: a re-plan is planning a suspended lease again (haizea_resumption.py)
         self._replanning_lease = False
         self._enactment = enactment or Enactment()
-        self._emit = emit or (lambda hook, **kw: None)
-        #: ``_emit(hook, lease=lease, now=now)`` for the hooks about one lease, positionally
-        #: where the emitter can (a :class:`~lease_manager.run.HookRelay`)
-        self._emit_lease: Callable[[str, Lease, float], None] = getattr(
-            emit, "lease_hook", None) or (
-            lambda hook, lease, now: self._emit(hook, lease=lease, now=now))
-        #: hooks the emitter knows nobody implements (a :class:`~lease_manager.run.HookRelay`
-        #: keeps it up to date): the hottest emits are skipped for these
-        self._muted: Collection[str] = getattr(emit, "muted", frozenset())
+        self._emit, self._emit_lease, self._muted = hook_emitters(emit)
         #: the wait queue (its one owner)
         self.waiting = WaitQueue(queue.sort_key, self.length)
         #: QUEUED leases, in queue order (a view of the wait queue's)

@@ -127,6 +127,14 @@ def _preempt_for(self: LeaseScheduler, lease: Lease, victims: list[Lease], start
     for victim in victims:
         if victim.type is not LT.DEADLINE:
             self._preempt(victim, start, now)
+    _move_deadline_victims(self, plans, stops, start, now)
+    return res
+
+
+def _move_deadline_victims(self: LeaseScheduler, plans: list[tuple[Lease, list[Reservation]]],
+                           stops: dict[int, float | None], start: float, now: float) -> None:
+    """Give each deadline victim its new ``plan`` (found by :func:`_preempt_for`): a planned
+    one anywhere, a running one after it stops working at ``stops[id]`` by ``start``."""
     for victim, plan in plans:
         if victim.state is S.SCHEDULED:
             _replan_deadline_victim(self, victim, plan, now)
@@ -145,7 +153,6 @@ def _preempt_for(self: LeaseScheduler, lease: Lease, victims: list[Lease], start
         for r in plan:
             self.table.add(r)
         victim.reservations.extend(plan)
-    return res
 
 
 def _stopping_segment(lease: Lease, start: float) -> Reservation | None | Literal[False]:
