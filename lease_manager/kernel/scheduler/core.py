@@ -54,15 +54,16 @@ from lease_manager.kernel.scheduler import (
     placing,
     preemption,
     queue,
-    reevaluation,
     replan,
     reservations,
     resize,
     restore,
     suspension,
 )
+from lease_manager.kernel.scheduler import reevaluation as moving
 from lease_manager.kernel.scheduler.image_transfer import ImageTransfers
 from lease_manager.kernel.scheduler.plan_book import PlanBook
+from lease_manager.kernel.scheduler.reevaluator import Reevaluator
 from lease_manager.kernel.scheduler.seams import (
     ArrivalAllocator,
     Enactment,
@@ -145,12 +146,10 @@ class LeaseScheduler:
                                                   settings.backfilling_reservations)
         #: disk-image transfers before leases start (image_transfer.py; None: unmanaged)
         self.preparation = preparation
-        #: the re-evaluation mode, ``auto`` resolved for the backfilling mode and placement
-        self.reevaluation = replan.by_mode(settings.reevaluation, settings.backfilling,
-                                           table.counted)
-        self._replanning = False
-        #: a re-plan is planning a suspended lease again (haizea_resumption.py)
-        self._replanning_lease = False
+        #: re-evaluation after early ends, in its mode (``auto`` resolved for the
+        #: backfilling mode and placement)
+        self.reeval = Reevaluator(self, replan.by_mode(settings.reevaluation,
+                                                       settings.backfilling, table.counted))
         self._enactment = enactment or Enactment()
         self._emit, self._emit_lease, self._muted = hook_emitters(emit)
         #: the wait queue (its one owner)
@@ -183,7 +182,6 @@ class LeaseScheduler:
         #: gives arriving leases their first allocation (with an allocation policy)
         self.malleability: ArrivalAllocator | None = None
         self._what_if_memo: tuple[tuple, tuple[int | None, float, float] | None] | None = None
-        self._reevaluate = False
         self._site_max: dict[Any, int] = {}
         self._restoring = False
 
@@ -191,6 +189,11 @@ class LeaseScheduler:
     def backfilling(self) -> str:
         """The backfilling mode (of :attr:`settings`)."""
         return self.settings.backfilling
+
+    @property
+    def reevaluation(self) -> str:
+        """The re-evaluation mode that runs (``auto`` resolved)."""
+        return self.reeval.mode
 
     @property
     def _backfill_reserved(self) -> AbstractSet[int]:
@@ -450,13 +453,10 @@ class LeaseScheduler:
     _migrated = suspension._migrated
 
     # re-evaluation after early ends (reevaluation.py; Haizea's re-plan in replan.py)
-    _reevaluate_future = replan.reevaluate
-    _move_future_earlier = reevaluation._reevaluate_future
-    _premature_end = replan._premature_end
     _replan_future = replan._replan_future
     _replan = replan._replan
-    _move_earlier = reevaluation._move_earlier
-    _move_resumption_earlier = reevaluation._move_resumption_earlier
+    _move_earlier = moving._move_earlier
+    _move_resumption_earlier = moving._move_resumption_earlier
 
     # events of planned and running leases, cancellation, failure (lifecycle.py)
     segment_started = lifecycle.segment_started

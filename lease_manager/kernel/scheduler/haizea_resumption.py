@@ -124,7 +124,7 @@ def _haizea_resumption(self: LeaseScheduler, lease: Lease, now: float,
     # Haizea's threshold for a suspended lease counts its resumption too, when the lease is
     # planned from the queue (not when a re-plan takes it off its plan)
     safe = model.estimate(lease, model.suspend_rate, model.suspend_override)
-    if not self._replanning_lease:
+    if not self.reeval.replanning_lease:
         safe += resume_estimate
     settings = self.settings
     shortest = 0.0 if strict else (settings.forced_threshold

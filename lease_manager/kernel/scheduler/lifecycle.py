@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING
 from lease_manager.kernel.enum_members import members
 from lease_manager.kernel.events import EventKind
 from lease_manager.kernel.lease import Lease, LeaseState
-from lease_manager.kernel.scheduler.replan import AT_EACH_END
 from lease_manager.kernel.slottable import Reservation, ReservationKind
 
 if TYPE_CHECKING:
@@ -101,12 +100,12 @@ def work_finished(self: LeaseScheduler, res: Reservation, now: float) -> None:
     if (lease is None or lease.state is not S.ACTIVE or not lease.reservations
             or lease.reservations[0] is not res or now > res.end):
         return
-    if now < res.end and self.reevaluation in AT_EACH_END and not self._replanning:
-        self._premature_end(res, now)   # re-plan or compress at once (replan.py)
+    if now < res.end and self.reeval.at_each_end and not self.reeval.replanning:
+        self.reeval.premature_end(res, now)   # re-plan or compress at once
         return
     if now < res.end:
         self.table.truncate(res, now)
-        self._reevaluate = True
+        self.reeval.request()
     for later in lease.reservations[1:]:   # a planned suspension it no longer needs
         self.table.remove(later)
     lease.allocations.append(res)
@@ -200,7 +199,7 @@ def _end_early(self: LeaseScheduler, lease: Lease, now: float, reason: str,
                 self.table.truncate(res, now)
             lease.allocations.append(res)
     if lease.reservations:
-        self._reevaluate = True
+        self.reeval.request()
     lease.reservations = []
     self.plans.drop(lease.id)
     if state is S.NEW:

@@ -41,10 +41,8 @@ def cycle(self: LeaseScheduler, now: float) -> None:
         self._emit("scheduling_cycle_start", now=now)
     if self.held:
         self._release(self.queue_policy.release(tuple(self.held.values()), now), now)
-    if self._reevaluate:
-        self._reevaluate = False
-        if self.future:   # (nothing planned: nothing to move)
-            self._reevaluate_future(now)
+    if self.reeval.pending:
+        self.reeval.at_cycle(now)
     if self.queue:
         self._process_queue(now)
     if "scheduling_cycle_end" not in muted:
