@@ -36,7 +36,7 @@ from lease_manager.kernel.count_table import CountTable
 from lease_manager.kernel.engine import Engine, ReplayEnactment
 from lease_manager.kernel.events import Timeline
 from lease_manager.kernel.resources import NodeSet
-from lease_manager.kernel.scheduler import LeaseScheduler, SuspendResume
+from lease_manager.kernel.scheduler import LeaseScheduler, SchedulerSettings, SuspendResume
 from lease_manager.kernel.scheduler.haizea_resumption import HaizeaSuspendResume
 from lease_manager.kernel.scheduler.image_transfer import ImageTransfers
 from lease_manager.kernel.slottable import SlotTable
@@ -342,31 +342,29 @@ class Run:
             suspend_override=config.get("scheduling", "override-suspend-time"),
             resume_override=config.get("scheduling", "override-resume-time"))
         migration = config.get("scheduling", "migration")
-        scheduler = LeaseScheduler(
-            table, self.timeline,
-            admission=self.policies["admission"], pricing=self.policies["pricing"],
-            queue=self.policies["queue"], host_selection=self.policies["host-selection"],
-            preemption=self.policies["preemption"],
+        settings = SchedulerSettings(
             backfilling=config.get("scheduling", "backfilling"),
             backfilling_reservations=config.get("scheduling", "backfilling-reservations"),
             suspension=config.get("scheduling", "suspension"), suspend_resume=suspend_resume,
             shutdown=config.get("scheduling", "shutdown-time"),
+            # Haizea's shutdown time
+            shutdown_per_vm=(config.get("scheduling", "enactment-overhead")
+                             if config.get("scheduling", "overhead-in-shutdown") else 0.0),
+            shutdown_after_early_end=config.get("scheduling", "shutdown-after-early-end"),
             threshold_factor=config.get("scheduling", "scheduling-threshold-factor"),
+            forced_threshold=config.get("scheduling", "force-scheduling-threshold"),
             migration_bandwidth=(None if migration == "no" else math.inf
                                  if migration == "yes-notransfer"
                                  else config.get("scheduling", "migration-bandwidth")),
             reevaluation=config.get("scheduling", "reevaluation"),
-            enactment=self.enactment, emit=self._hooks)
-        # a replay knows when every lease's work ends (Haizea's re-plan takes simultaneous
-        # early ends in its own order)
-        scheduler.predicted_ends = isinstance(self.enactment, ReplayEnactment)
-        if config.get("scheduling", "overhead-in-shutdown"):   # Haizea's shutdown time
-            scheduler.shutdown_per_vm = config.get("scheduling", "enactment-overhead")
-        scheduler.preemption_order = config.get("scheduling", "preemption-order")
-        scheduler.forced_threshold = config.get("scheduling", "force-scheduling-threshold")
-        scheduler.haizea_planning = isinstance(suspend_resume, HaizeaSuspendResume)
+            # a replay knows when every lease's work ends (Haizea's re-plan takes simultaneous
+            # early ends in its own order)
+            predicted_ends=isinstance(self.enactment, ReplayEnactment),
+            preemption_order=config.get("scheduling", "preemption-order"),
+            haizea_planning=isinstance(suspend_resume, HaizeaSuspendResume))
+        preparation = None
         if config.get("preparation", "lease-preparation") == "imagetransfer":
-            scheduler.preparation = ImageTransfers(
+            preparation = ImageTransfers(
                 len(table.capacity),
                 bandwidth=config.get("preparation", "imagetransfer-bandwidth"),
                 mechanism=config.get("preparation", "transfer-mechanism"),
@@ -374,9 +372,12 @@ class Run:
                 reuse=config.get("preparation", "diskimage-reuse"),
                 cache_size=config.get("preparation", "diskimage-cache-size"),
                 force_time=config.get("preparation", "force-imagetransfer-time"))
-        scheduler.shutdown_after_early_end = config.get("scheduling",
-                                                        "shutdown-after-early-end")
-        return scheduler
+        return LeaseScheduler(
+            table, self.timeline,
+            admission=self.policies["admission"], pricing=self.policies["pricing"],
+            queue=self.policies["queue"], host_selection=self.policies["host-selection"],
+            preemption=self.policies["preemption"], settings=settings,
+            preparation=preparation, enactment=self.enactment, emit=self._hooks)
 
     def _instantiate(self, kind: str, name: str, ctx: RunContext | None = None,
                      label: str = "") -> Any:

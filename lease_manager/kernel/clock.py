@@ -1,13 +1,28 @@
 """Clocks: the simulated clock jumps to the next event; the real clock follows wall time.
 
-Both have the same three methods, and the engine does not know which one it has. The real
-clock differs only in how it waits (as SimPy's real-time environment does).
+Both have the same three methods (the :class:`Clock` protocol), and the engine does not know
+which one it has. The real clock differs only in how it waits (as SimPy's real-time
+environment does).
 """
 
 from __future__ import annotations
 
 import threading
 import time
+from typing import Protocol
+
+
+class Clock(Protocol):
+    """What the engine needs of a clock (:class:`SimulatedClock`, :class:`RealClock`)."""
+
+    def now(self) -> float:
+        """The current time (seconds)."""
+
+    def wait_until(self, t: float) -> float:
+        """Wait until ``t`` (or until :meth:`wake`); return the time it is then."""
+
+    def wake(self) -> None:
+        """Cut a wait short (from any thread)."""
 
 
 class SimulatedClock:

@@ -18,9 +18,9 @@ from lease_manager.kernel.lease import LeaseType
 from lease_manager.kernel.scheduler import Enactment
 
 if TYPE_CHECKING:
-    from lease_manager.kernel.clock import RealClock, SimulatedClock
+    from lease_manager.kernel.clock import Clock
     from lease_manager.kernel.lease import Lease
-    from lease_manager.kernel.scheduler import LeaseScheduler
+    from lease_manager.kernel.scheduler.seams import SteppedScheduler
     from lease_manager.kernel.slottable import Reservation, SlotTable
 
 EK = members(EventKind)
@@ -49,8 +49,8 @@ class ReplayEnactment(Enactment):
 class Engine:
     """Steps one site's scheduler through time until the stop condition holds."""
 
-    def __init__(self, scheduler: LeaseScheduler, table: SlotTable, timeline: Timeline,
-                 clock: SimulatedClock | RealClock, arrivals: Iterable[Lease] = (), *,
+    def __init__(self, scheduler: SteppedScheduler, table: SlotTable, timeline: Timeline,
+                 clock: Clock, arrivals: Iterable[Lease] = (), *,
                  stop_when: str = "all-leases-done", runtime: float = math.inf,
                  serve: bool = False) -> None:
         self.scheduler = scheduler
@@ -80,6 +80,11 @@ class Engine:
         #: step at soft wakes also while leases wait in the queue with nothing else to come
         #: (a power cap: a queued lease may fit once the cap grows)
         self.wake_while_queued = False
+        #: the loop, paused before its next step (None: not started)
+        self._stepper: Iterator[float] | None = None
+        #: the time of that step (nan: the run is over)
+        self._next_step = math.nan
+        self._progress: Callable[[float], None] | None = None
 
     @property
     def now(self) -> float:
@@ -111,12 +116,47 @@ class Engine:
         self._stop_requested = True
         self.clock.wake()
 
+    def peek(self) -> float:
+        """The time of the next step (as SimPy's ``peek``): the next event's, arrival's or
+        wake's; inf when the run is over (nothing more is to happen, or the stop condition
+        holds). Changes nothing the next :meth:`step` would not."""
+        if self._stepper is None:
+            self._start_stepping()
+        return math.inf if math.isnan(self._next_step) else self._next_step
+
+    def step(self) -> bool:
+        """Process one step (as SimPy's ``step``, one instant here: its ends, then planned
+        starts, then arrivals, then a scheduling cycle), waiting for its time as the clock
+        does; False, doing nothing, when the run is over (SimPy raises ``EmptySchedule``).
+        A notebook or a test drives the loop with it; :meth:`run` shares its code."""
+        stepper = self._stepper or self._start_stepping()
+        if math.isnan(self._next_step):   # (over)
+            return False
+        self._next_step = next(stepper, math.nan)
+        return True
+
     def run(self, progress: Callable[[float], None] | None = None) -> None:
-        sched = self.scheduler
-        timeline = self.timeline
+        """Step until the run is over (after any steps already taken with :meth:`step`);
+        ``progress(now)`` is called every 512 steps."""
+        self._progress = progress
+        stepper = self._stepper or self._start_stepping()
+        if math.isnan(self._next_step):
+            return
+        for _ in stepper:
+            pass
+        self._next_step = math.nan
+
+    def _start_stepping(self) -> Iterator[float]:
+        self._stepper = stepper = self._steps()
+        self._next_step = next(stepper, math.nan)
+        return stepper
+
+    def _steps(self) -> Iterator[float]:
+        """The loop, for :meth:`step` and :meth:`run`: yields each step's time before taking
+        it; ends with the run. (Hot: lookups made once; a resume costs less than a call.)"""
+        sched, timeline = self.scheduler, self.timeline
         heap = timeline._heap   # (peeked at every step: next_time() without the call)
-        wait_until = self.clock.wait_until
-        pop_due = timeline.pop_due
+        wait_until, pop_due = self.clock.wait_until, timeline.pop_due
         before_step, after_step = self.before_step, self.after_step
         advance = self.table.advance
         untie_ended = sched.untie_ended
@@ -134,14 +174,13 @@ class Engine:
                 break
             if math.isinf(t) and not self._posted:
                 if sched.held:
-                    self.force_released += sched.release_all_held(now)
-                    sched.cycle(now)
-                    for after in self.after_step:
-                        after(now)
+                    yield now
+                    self._release_held(now)
                     continue
                 if not self.serve:
                     self.exhausted = True
                     break
+            yield t
             now = wait_until(t)
             for before in before_step:
                 before(now)
@@ -168,9 +207,21 @@ class Engine:
             advance(now)
             untie_ended()
             self.steps += 1
-            if progress is not None and self.steps % 512 == 0:
-                progress(now)
-            if (self.stop_when == "besteffort-done" and not self.serve and nxt is None
-                    and not self._posted
-                    and not any(l.type is LeaseType.BEST_EFFORT for l in sched.active_leases())):
+            if not self.steps % 512 and self._progress is not None:
+                self._progress(now)
+            if self.stop_when == "besteffort-done" and self._besteffort_done(nxt):
                 break
+
+    def _release_held(self, now: float) -> None:
+        """Nothing more is to happen but leases are held: queue them and schedule (the
+        core's guarantee that no held lease is left behind)."""
+        self.force_released += self.scheduler.release_all_held(now)
+        self.scheduler.cycle(now)
+        for after in self.after_step:
+            after(now)
+
+    def _besteffort_done(self, nxt: Lease | None) -> bool:
+        """Whether a run that stops when its best-effort leases are done may stop."""
+        return (not self.serve and nxt is None and not self._posted
+                and not any(l.type is LeaseType.BEST_EFFORT
+                            for l in self.scheduler.active_leases()))

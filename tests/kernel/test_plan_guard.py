@@ -24,7 +24,7 @@ from lease_manager.kernel.lease import Lease, LeaseType, VMRequest
 from lease_manager.kernel.reservation import Reservation, ReservationKind
 from lease_manager.kernel.scheduler import haizea_asap, image_transfer
 from lease_manager.kernel.scheduler.core import LeaseScheduler
-from lease_manager.kernel.scheduler.planning import plan_fault
+from lease_manager.kernel.scheduler.placing import plan_fault
 
 from support import be, simulate
 

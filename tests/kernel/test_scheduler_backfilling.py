@@ -211,7 +211,6 @@ def test_the_arrays_beside_the_queue_follow_it(mode, placement):
     import random
 
     from lease_manager.config.schema import load_config
-    from lease_manager.kernel.scheduler.queue import _shape_id
     from lease_manager.plugins import Plugins
     from lease_manager.run import Run
 
@@ -229,13 +228,14 @@ def test_the_arrays_beside_the_queue_follow_it(mode, placement):
         @hookimpl
         def scheduling_cycle_end(self, ctx, now):
             sched = run.scheduler
-            queue = sched.queue
-            assert [sched.queue_policy.sort_key(l) for l in queue] == sched._queue_keys
-            assert list(sched._queue_counts) == [l.vms.count for l in queue]
-            assert list(sched._queue_shapes) == [_shape_id(sched, l) for l in queue]
-            assert list(sched._queue_lengths) == [sched.length(l) for l in queue]
-            census = collections.Counter(sched._queue_shapes)
-            assert {k: n for k, n in sched._shape_census.items() if n} == dict(census)
+            queue, waiting = sched.queue, sched.waiting
+            assert queue is waiting.leases
+            assert [sched.queue_policy.sort_key(l) for l in queue] == waiting.keys
+            assert list(waiting.counts) == [l.vms.count for l in queue]
+            assert list(waiting.shapes) == [waiting.shape_id(l) for l in queue]
+            assert list(waiting.lengths) == [sched.length(l) for l in queue]
+            census = collections.Counter(waiting.shapes)
+            assert {k: n for k, n in waiting.census.items() if n} == dict(census)
             checked.append(len(queue))
 
     plugins = Plugins(entry_points=False, extra=[Check()])

@@ -12,6 +12,7 @@ import pytest
 
 from lease_manager.config.schema import load_config
 from lease_manager.kernel.lease import Lease, LeaseType, VMRequest
+from lease_manager.kernel.scheduler import LeaseScheduler, SchedulerSettings
 from lease_manager.plugins import Plugins
 from lease_manager.run import Run
 
@@ -22,8 +23,11 @@ def test_length_is_the_remaining_work_stretched_plus_the_shutdown(shutdown, per_
     plugins = Plugins(entry_points=False)
     config = load_config(None, plugins.schema, ["simulation.resources=4 CPU:1 Memory:1024"])
     run = Run(config, plugins, leases=[])
-    sched = run.scheduler
-    sched.shutdown, sched.shutdown_per_vm = shutdown, per_vm
+    built = run.scheduler
+    sched = LeaseScheduler(built.table, built.timeline, admission=built.admission,
+                           pricing=built.pricing, queue=built.queue_policy,
+                           host_selection=built.host_selection,
+                           settings=SchedulerSettings(shutdown=shutdown, shutdown_per_vm=per_vm))
     rng = random.Random(int(shutdown * 10 + per_vm * 100))
     for i in range(300):
         kind = rng.choice([LeaseType.BEST_EFFORT, LeaseType.ADVANCE_RESERVATION,

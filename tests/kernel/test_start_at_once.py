@@ -76,13 +76,13 @@ def _leases(seed: int) -> list[Lease]:
 @pytest.mark.parametrize("mode", ["off", "aggressive"])
 def test_starting_at_once_calls_the_hooks_of_the_general_commit(monkeypatch, placement,
                                                                  mode):
-    from lease_manager.kernel.scheduler import planning, queue
+    from lease_manager.kernel.scheduler import placing, queue
 
     outcomes = {}
     for at_once in (True, False):
         monkeypatch.setattr(queue, "START_AT_ONCE", at_once)
         calls_at_once = []
-        real = planning._start_at_once
+        real = placing._start_at_once
 
         def counting(self, lease, plan, now, real=real, calls=calls_at_once):
             calls.append(lease.id)

@@ -28,7 +28,7 @@ The scheduler is one class assembled from one mixin per concern: ``queue`` (the 
 and backfilling), ``reservations`` (immediate, advance-reservation and deadline leases),
 ``preemption``, ``suspension`` (suspend, resume, migrate), ``reevaluation`` (moving plans earlier
 after early ends; ``replan``: Haizea's), ``lifecycle`` (segment and work events, cancellation,
-failure), ``restore`` (after a daemon restart) and ``planning`` (placing a plan and adopting
+failure), ``restore`` (after a daemon restart) and ``placing`` (placing a plan and adopting
 it); Haizea's suspension model (``haizea_resumption``), image transfers (``image_transfer``)
 and deadline leases preempting (``deadline_preemption``) are modules of their own.
 """
@@ -36,11 +36,10 @@ and deadline leases preempting (``deadline_preemption``) are modules of their ow
 
 from __future__ import annotations
 
-import collections
 import math
-from array import array
-from collections.abc import Callable, Collection, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Set as AbstractSet
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -52,19 +51,28 @@ from lease_manager.kernel.mapper import place_on
 from lease_manager.kernel.scheduler import (
     haizea_resumption,
     lifecycle,
-    planning,
+    placing,
     preemption,
     queue,
-    reevaluation,
     replan,
     reservations,
     resize,
     restore,
     suspension,
 )
+from lease_manager.kernel.scheduler import reevaluation as moving
 from lease_manager.kernel.scheduler.image_transfer import ImageTransfers
-from lease_manager.kernel.scheduler.suspension import SuspendResume
-from lease_manager.kernel.slottable import Reservation
+from lease_manager.kernel.scheduler.plan_book import PlanBook
+from lease_manager.kernel.scheduler.reevaluator import Reevaluator
+from lease_manager.kernel.scheduler.seams import (
+    ArrivalAllocator,
+    Enactment,
+    LevelSetter,
+    PlannedBoots,
+    PowerGate,
+)
+from lease_manager.kernel.scheduler.settings import SchedulerSettings
+from lease_manager.kernel.scheduler.wait_queue import WaitQueue
 
 if TYPE_CHECKING:
     from lease_manager.kernel.slottable import SlotTable
@@ -81,6 +89,10 @@ LT = members(LeaseType)
 FUTURE_RESERVATIONS = {"off": 0, "aggressive": 1, "conservative": math.inf}
 
 
+#: the settings of a scheduler made without any
+DEFAULT_SETTINGS = SchedulerSettings()
+
+
 def max_future_reservations(backfilling: str, reservations: int = 1) -> float:
     """How many queued leases may hold a future reservation under a backfilling mode."""
     if backfilling == "intermediate":
@@ -88,93 +100,23 @@ def max_future_reservations(backfilling: str, reservations: int = 1) -> float:
     return FUTURE_RESERVATIONS[backfilling]
 
 
-class PowerGate(Protocol):
-    """A site's power cap, as the scheduler sees it (:class:`~lease_manager.energy.power_cap.
-    PowerCap`)."""
+def hook_emitters(emit: Callable[..., None] | None) -> tuple[
+        Callable[..., None], Callable[[str, Lease, float], None], Collection[str]]:
+    """From the run's hook relay (None: nobody listens): ``emit(hook, **kw)``; ``emit(hook,
+    lease=lease, now=now)`` for the hooks about one lease, called positionally where the
+    relay can (a :class:`~lease_manager.run.HookRelay`'s ``lease_hook``); and the hooks the
+    relay knows nobody implements (its ``muted``, kept up to date: the hottest emits are
+    skipped for these)."""
+    def silent(hook: str, **kw: Any) -> None:
+        return None
 
-    def admits(self, plan: Sequence[Reservation]) -> bool:
-        """Is there power for ``plan`` and for booting and keeping on its nodes?"""
+    relay = emit or silent
 
-    def refuses(self, lease: Lease) -> str | None:
-        """Why ``lease`` could never get the power it needs (None if it could)."""
+    def lease_hook(hook: str, lease: Lease, now: float) -> None:
+        relay(hook, lease=lease, now=now)
 
-    def least_draw(self, lease: Lease) -> np.ndarray:
-        """The least ``lease``'s reservations draw from the site-wide resources."""
-
-    @property
-    def boot_seconds(self) -> float:
-        """How long the site's slowest node takes to boot."""
-
-    def sync(self, now: float) -> None:
-        """Boot the nodes of the plans just made and hold the power they will draw."""
-
-
-class Malleability(Protocol):
-    """Makes arriving leases malleable (:class:`~lease_manager.kernel.reallocation.
-    Reallocation`)."""
-
-    def arrived(self, lease: Lease, now: float) -> str:
-        """Give ``lease`` its first allocation if the allocation policy makes it malleable
-        (why not, if it cannot run)."""
-
-
-class PlannedBoots(Protocol):
-    """The boots planned ahead for leases (:class:`~lease_manager.energy.node_states.
-    NodePowerStates`), as re-evaluation sees them."""
-
-    def own_boots(self, res: Reservation, now: float) -> list[Reservation]:
-        """The boots not begun by ``now`` that were planned for ``res`` (each ending at its
-        start, on one of its nodes)."""
-
-    def lift(self, boots: list[Reservation],
-             now: float) -> list[tuple[Reservation, float, float]]:
-        """Take ``boots`` out of the table (their nodes held off only until a boot started
-        now could end), so that the plan they were for can move; what to put back."""
-
-    def put_back(self, lifted: list[tuple[Reservation, float, float]]) -> None:
-        """Undo :meth:`lift` (the plan did not move)."""
-
-
-class LevelSetter(Protocol):
-    """Sets a lease's DVFS level and stretch (:class:`~lease_manager.energy.operating_points.
-    OperatingPoints`)."""
-
-    def __call__(self, lease: Lease, now: float) -> str:
-        """The operating-point policy's level for ``lease`` (why not, if it cannot have one)."""
-
-    def set_level(self, lease: Lease, level: int) -> str:
-        """Give ``lease`` ``level`` (why not, if it cannot have one)."""
-
-
-class Enactment:
-    """What the scheduler tells whoever carries leases out (a simulation, or a daemon's
-    backend). ``start`` is called when a lease's VMs start running in reservation ``res`` (first
-    start or after a resumption) with the time its work will end at the latest; ``suspend``
-    when a suspension begins; ``stop`` when the lease's work must end for good (it finished,
-    was cancelled or failed) or is thrown away (preempted without suspension)."""
-
-    def start(self, lease: Lease, res: Reservation, end: float) -> None:
-        """``lease``'s VMs run in ``res`` from now; its work ends at ``end`` at the latest."""
-
-    def suspend(self, lease: Lease, now: float) -> None:
-        """``lease``'s running work is suspended from ``now``."""
-
-    def stop(self, lease: Lease, now: float) -> None:
-        """``lease``'s work ends at ``now`` (any state it has is discarded)."""
-
-    def resize(self, lease: Lease, res: Reservation, end: float) -> None:
-        """Malleable ``lease``'s VMs run in ``res`` from now on, in place of its previous
-        reservation (VMs may have been added, removed or moved); its work ends at ``end`` at
-        the latest."""
-
-    #: whether :meth:`power_off` and :meth:`power_on` should be called (a replay needs none)
-    power_calls = False
-
-    def power_off(self, node: int, now: float) -> None:
-        """Node ``node`` starts shutting down at ``now`` (with a ``[power]`` model)."""
-
-    def power_on(self, node: int, now: float) -> None:
-        """Node ``node`` starts booting at ``now``, in time for a lease planned on it."""
+    return (relay, getattr(emit, "lease_hook", None) or lease_hook,
+            getattr(emit, "muted", frozenset()))
 
 
 class LeaseScheduler:
@@ -189,92 +131,42 @@ class LeaseScheduler:
                  admission: AdmissionPolicy, pricing: PricingPolicy, queue: QueuePolicy,
                  host_selection: HostSelectionPolicy,
                  preemption: PreemptionPolicy | None = None,
-                 backfilling: str = "aggressive", backfilling_reservations: int = 1,
-                 suspension: str = "all", suspend_resume: SuspendResume | None = None,
-                 shutdown: float = 0.0, migration_bandwidth: float | None = None,
-                 threshold_factor: float = 1.0, reevaluation: str = "auto",
+                 settings: SchedulerSettings = DEFAULT_SETTINGS,
+                 preparation: ImageTransfers | None = None,
                  enactment: Enactment | None = None,
                  emit: Callable[..., None] | None = None) -> None:
-        self.table = table
+        self.table, self.timeline = table, timeline
         #: what policies are shown of the table (its queries)
         self.table_view = table.view()
-        self.timeline = timeline
-        self.admission = admission
-        self.pricing = pricing
-        self.queue_policy = queue
-        self.host_selection = host_selection
-        self.preemption = preemption
-        self.backfilling = backfilling
-        self.max_future = max_future_reservations(backfilling, backfilling_reservations)
-        self.suspension = suspension
-        self.suspend_resume = suspend_resume or SuspendResume(None, 1.0, 1.0)
-        #: seconds to shut VMs down (added to non-AR reservations, carved out of ARs)
-        self.shutdown = shutdown
-        #: seconds added to the shutdown per VM (Haizea spends its enactment overhead there)
-        self.shutdown_per_vm = 0.0
-        #: whether a lease whose work ends early still spends its shutdown time (Haizea's
-        #: does not: its premature end removes the shutdown)
-        self.shutdown_after_early_end = True
-        #: plan best-effort leases as Haizea does (haizea_asap.py; with Haizea's model)
-        self.haizea_planning = False
+        self.admission, self.pricing, self.queue_policy = admission, pricing, queue
+        self.host_selection, self.preemption = host_selection, preemption
+        #: how it plans (one frozen value, never changed)
+        self.settings = settings
+        self.max_future = max_future_reservations(settings.backfilling,
+                                                  settings.backfilling_reservations)
         #: disk-image transfers before leases start (image_transfer.py; None: unmanaged)
-        self.preparation: ImageTransfers | None = None
-        #: the order an advance reservation takes its victims in (preemption.py)
-        self.preemption_order = "most-preemptable-first"
-        #: MB/s for moving memory images (None: suspended leases resume where they were)
-        self.migration_bandwidth = migration_bandwidth
-        #: a slot ending in a suspension must last (1 + factor) x (suspend + resume time)
-        self.threshold_factor = threshold_factor
-        #: a fixed shortest slot instead (Haizea's force-scheduling-threshold; None: factor)
-        self.forced_threshold: float | None = None
-        #: what happens to future reservations when resources free up early: ``move-earlier``
-        #: or ``compress`` (reevaluation.py), or Haizea's ``replan`` (replan.py); ``auto``
-        #: is the default of the backfilling mode and placement
-        self.reevaluation = replan.by_mode(reevaluation, backfilling, table.counted)
-        #: whether every lease's END event is known in advance (a replay), so that the leases
-        #: ending early at one instant can be taken in Haizea's order (replan.py)
-        self.predicted_ends = False
-        self._replanning = False
-        #: a re-plan is planning a suspended lease again (haizea_resumption.py)
-        self._replanning_lease = False
+        self.preparation = preparation
+        #: re-evaluation after early ends, in its mode (``auto`` resolved for the
+        #: backfilling mode and placement)
+        self.reeval = Reevaluator(self, replan.by_mode(settings.reevaluation,
+                                                       settings.backfilling, table.counted))
         self._enactment = enactment or Enactment()
-        self._emit = emit or (lambda hook, **kw: None)
-        #: ``_emit(hook, lease=lease, now=now)`` for the hooks about one lease, positionally
-        #: where the emitter can (a :class:`~lease_manager.run.HookRelay`)
-        self._emit_lease: Callable[[str, Lease, float], None] = getattr(
-            emit, "lease_hook", None) or (
-            lambda hook, lease, now: self._emit(hook, lease=lease, now=now))
-        #: hooks the emitter knows nobody implements (a :class:`~lease_manager.run.HookRelay`
-        #: keeps it up to date): the hottest emits are skipped for these
-        self._muted: Collection[str] = getattr(emit, "muted", frozenset())
-        #: QUEUED leases, in queue order
-        self.queue: list[Lease] = []
-        self._queue_keys: list[Any] = []
-        #: parallel to ``queue``: each lease's VM count and the id of its VM shape (-1: no
-        #: single shape, or a memory image to resume: room is not counted for it), so that a
-        #: cycle finds the leases that may start now with array operations
-        self._queue_counts: array[int] = array("q")
-        self._queue_shapes: array[int] = array("q")
-        #: and how long each would hold its reservation (constant while it is queued)
-        self._queue_lengths: array[float] = array("d")
-        #: how many queued leases have each shape id
-        self._shape_census: collections.Counter[int] = collections.Counter()
-        #: VM shape (``VMRequest.shape_key``) -> id, and each id's VM vector
-        self._shape_ids: dict[bytes, int] = {}
-        self._shape_vectors: list[Any] = []
+        self._emit, self._emit_lease, self._muted = hook_emitters(emit)
+        #: the wait queue (its one owner)
+        self.waiting = WaitQueue(queue.sort_key, self.length)
+        #: QUEUED leases, in queue order (a view of the wait queue's)
+        self.queue: Sequence[Lease] = self.waiting.leases
         #: HELD leases (held back by the queue policy), by id
         self.held: dict[int, Lease] = {}
-        #: leases whose plan has not started yet, in scheduling order
-        self.future: dict[int, Lease] = {}
-        #: ids of the leases in ``future`` that got their reservation from the queue (these
-        #: count against the backfilling mode's limit)
-        self._backfill_reserved: set[int] = set()
+        #: the plans that have not started, those counting against backfilling, and the
+        #: advance reservations' (their one owner)
+        self.plans = PlanBook()
+        #: leases whose plan has not started yet, by id, in scheduling order (a view)
+        self.future: Mapping[int, Lease] = self.plans.future
         #: leases running, suspending or resuming, by id
         self.running: dict[int, Lease] = {}
         #: leases that ended since :meth:`untie_ended` was last called
         self._ended: list[Lease] = []
-        #: ids of the advance reservations holding a plan (queued leases may run in front)
-        self._ars: set[int] = set()
         #: nodes that are off and could be booted, with the earliest time a lease could
         #: start on each (kept by the node power states; empty without them)
         self.bootable: dict[int, float] = {}
@@ -288,11 +180,25 @@ class LeaseScheduler:
         #: power states); a plan's own boots do not keep it from moving earlier
         self.planned_boots: PlannedBoots | None = None
         #: gives arriving leases their first allocation (with an allocation policy)
-        self.malleability: Malleability | None = None
+        self.malleability: ArrivalAllocator | None = None
         self._what_if_memo: tuple[tuple, tuple[int | None, float, float] | None] | None = None
-        self._reevaluate = False
         self._site_max: dict[Any, int] = {}
         self._restoring = False
+
+    @property
+    def backfilling(self) -> str:
+        """The backfilling mode (of :attr:`settings`)."""
+        return self.settings.backfilling
+
+    @property
+    def reevaluation(self) -> str:
+        """The re-evaluation mode that runs (``auto`` resolved)."""
+        return self.reeval.mode
+
+    @property
+    def _backfill_reserved(self) -> AbstractSet[int]:
+        """(Read by the daemon's dashboard until it reads ``plans.reserved``.)"""
+        return self.plans.reserved
 
     def active_leases(self) -> list[Lease]:
         """Every lease that is not finished: held, queued, planned or running."""
@@ -358,7 +264,7 @@ class LeaseScheduler:
         can): one that may preempt, or let a lease run in front of it and suspend, moves
         memory images of particular nodes."""
         if lease.type is not LT.ADVANCE_RESERVATION or (
-                self.suspension == "none"
+                self.settings.suspension == "none"
                 and (self.preemption is None or self.preemption.preempts_nothing)):
             return ""
         return ("an advance reservation that may preempt or suspend leases needs placement "
@@ -483,16 +389,18 @@ class LeaseScheduler:
             return lease.requested_duration
         # (remaining_requested and shutdown_of written out: a few calls per lease and cycle)
         remaining = lease.requested_duration - lease.work_done
-        if self.shutdown_per_vm:
-            return remaining * lease.stretch + (self.shutdown
-                                                + self.shutdown_per_vm * lease.vms.count)
-        return remaining * lease.stretch + self.shutdown
+        settings = self.settings
+        if settings.shutdown_per_vm:
+            return remaining * lease.stretch + (settings.shutdown
+                                                + settings.shutdown_per_vm * lease.vms.count)
+        return remaining * lease.stretch + settings.shutdown
 
     def shutdown_of(self, lease: Lease) -> float:
         """How long shutting ``lease``'s VMs down takes."""
-        if self.shutdown_per_vm:
-            return self.shutdown + self.shutdown_per_vm * lease.vms.count
-        return self.shutdown
+        settings = self.settings
+        if settings.shutdown_per_vm:
+            return settings.shutdown + settings.shutdown_per_vm * lease.vms.count
+        return settings.shutdown
 
     def work_end(self, lease: Lease, start: float) -> float:
         """When the lease, running from ``start``, really ends (work, then shutdown)."""
@@ -502,7 +410,7 @@ class LeaseScheduler:
                      else actual) - lease.work_done   # (min(actual, requested), as Lease's)
         work = remaining * lease.stretch
         shutdown = self.shutdown_of(lease)
-        if not self.shutdown_after_early_end and remaining < requested - lease.work_done:
+        if not self.settings.shutdown_after_early_end and remaining < requested - lease.work_done:
             shutdown = 0.0   # Haizea: a lease whose VMs end early ends then
         if (lease.type is LT.ADVANCE_RESERVATION
                 and work + shutdown >= lease.requested_duration):
@@ -520,7 +428,6 @@ class LeaseScheduler:
     _requeue = queue._requeue
     _dequeue = queue._dequeue
     _backfill_counted = queue._backfill_counted
-    _drop_future = queue._drop_future
     _may_reserve = queue._may_reserve
     _process_queue = queue._process_queue
     _backfill_now = queue._backfill_now
@@ -546,13 +453,10 @@ class LeaseScheduler:
     _migrated = suspension._migrated
 
     # re-evaluation after early ends (reevaluation.py; Haizea's re-plan in replan.py)
-    _reevaluate_future = replan.reevaluate
-    _move_future_earlier = reevaluation._reevaluate_future
-    _premature_end = replan._premature_end
     _replan_future = replan._replan_future
     _replan = replan._replan
-    _move_earlier = reevaluation._move_earlier
-    _move_resumption_earlier = reevaluation._move_resumption_earlier
+    _move_earlier = moving._move_earlier
+    _move_resumption_earlier = moving._move_resumption_earlier
 
     # events of planned and running leases, cancellation, failure (lifecycle.py)
     segment_started = lifecycle.segment_started
@@ -572,11 +476,11 @@ class LeaseScheduler:
     restore_planned = restore.restore_planned
     restore_queued = restore.restore_queued
 
-    # placing plans and adopting them (planning.py)
-    _place_at = planning._place_at
-    _pin = planning._pin
-    _find_slot = planning._find_slot
-    _commit = planning._commit
-    _refused_plan = planning._refused_plan
-    _start_at_once = planning._start_at_once
-    _adopt = planning._adopt
+    # placing plans and adopting them (placing.py)
+    _place_at = placing._place_at
+    _pin = placing._pin
+    _find_slot = placing._find_slot
+    _commit = placing._commit
+    _refused_plan = placing._refused_plan
+    _start_at_once = placing._start_at_once
+    _adopt = placing._adopt

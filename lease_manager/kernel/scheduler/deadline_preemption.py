@@ -38,7 +38,7 @@ def preempt_for_deadline(self: LeaseScheduler, lease: Lease, duration: float,
         if not victims:
             continue
         # a running victim suspends before the lease starts: plan around its suspension
-        ready = max((now + self.suspend_resume.suspend_time(v.reservations[0])
+        ready = max((now + self.settings.suspend_resume.suspend_time(v.reservations[0])
                      for v in victims if v.state is S.ACTIVE and v.reservations
                      and self._can_suspend(v)), default=now)
         if ready > start:

@@ -38,11 +38,11 @@ EK = members(EventKind)
 def threshold(self: LeaseScheduler, lease: Lease) -> float:
     """Haizea's scheduling threshold: the shortest time a lease that will be suspended must
     run (``__compute_scheduling_threshold``)."""
-    if self.forced_threshold is not None:
-        return self.forced_threshold
-    model: HaizeaSuspendResume = self.suspend_resume   # type: ignore[assignment]
+    if self.settings.forced_threshold is not None:
+        return self.settings.forced_threshold
+    model: HaizeaSuspendResume = self.settings.suspend_resume   # type: ignore[assignment]
     safe = model.estimate(lease, model.suspend_rate, model.suspend_override)
-    return safe + safe * self.threshold_factor
+    return safe + safe * self.settings.threshold_factor
 
 
 def _latest_fit(self: LeaseScheduler, node: int, need: np.ndarray, start: float,
@@ -137,7 +137,7 @@ def plan(self: LeaseScheduler, lease: Lease, now: float, allow_future: bool,
             if end - t < shortest:
                 continue
             vm = placement.reservation(lease, t, end)
-            suspend = self.suspend_resume.suspend_time(vm)
+            suspend = self.settings.suspend_resume.suspend_time(vm)
             if suspend > 0:
                 vm.end = end - suspend
                 return [vm, placement.reservation(lease, end - suspend, end,
@@ -177,7 +177,7 @@ def schedule_queued(self: LeaseScheduler, lease: Lease, now: float, allow_future
         return True   # it leaves the queue, rejected or failed
     self._move(lease, S.SCHEDULED, now)
     if in_future:
-        self._backfill_reserved.add(lease.id)
+        self.plans.reserve(lease.id)
     self._commit(lease, steps, now)
     tell_planned_preemption(self, lease, steps, now)
     return True

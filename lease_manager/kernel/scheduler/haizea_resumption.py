@@ -94,17 +94,17 @@ class HaizeaSuspendResume(SuspendResume):
 def resumption_plan(self: LeaseScheduler, lease: Lease, now: float,
                     allow_future: bool) -> list[Reservation] | None:
     """The plan resuming ``lease``, by the scheduler's suspension model."""
-    if not isinstance(self.suspend_resume, HaizeaSuspendResume):
+    if not isinstance(self.settings.suspend_resume, HaizeaSuspendResume):
         return suspension._resumption_plan(self, lease, now, allow_future)
     return _haizea_resumption(self, lease, now, allow_future)
 
 
 def _haizea_resumption(self: LeaseScheduler, lease: Lease, now: float,
                        allow_future: bool) -> list[Reservation] | None:
-    model = self.suspend_resume
+    model = self.settings.suspend_resume
     assert isinstance(model, HaizeaSuspendResume)
     image = lease.allocations[-1]
-    bandwidth = self.migration_bandwidth
+    bandwidth = self.settings.migration_bandwidth
     earliest = now
     if bandwidth is not None and model.memory_index is not None:
         per_node: dict[int, float] = {}
@@ -124,10 +124,12 @@ def _haizea_resumption(self: LeaseScheduler, lease: Lease, now: float,
     # Haizea's threshold for a suspended lease counts its resumption too, when the lease is
     # planned from the queue (not when a re-plan takes it off its plan)
     safe = model.estimate(lease, model.suspend_rate, model.suspend_override)
-    if not self._replanning_lease:
+    if not self.reeval.replanning_lease:
         safe += resume_estimate
-    shortest = 0.0 if strict else (self.forced_threshold if self.forced_threshold is not None
-                                   else safe + safe * self.threshold_factor)
+    settings = self.settings
+    shortest = 0.0 if strict else (settings.forced_threshold
+                                   if settings.forced_threshold is not None
+                                   else safe + safe * settings.threshold_factor)
     tries = [earliest] + (haizea_asap.future_starts(self, earliest) if allow_future else [])
     for start in tries:
         found = haizea_asap.haizea_map(self, lease, start, duration, only, strict)

@@ -214,7 +214,7 @@ def plan_asap(sched: LeaseScheduler, lease: Lease, now: float, allow_future: boo
     prep = sched.preparation
     assert prep is not None
     times, how, slot, transfer = prep.earliest(sched.table, lease, now)
-    if isinstance(sched.suspend_resume, HaizeaSuspendResume):   # Haizea's own planning
+    if isinstance(sched.settings.suspend_resume, HaizeaSuspendResume):   # Haizea's own planning
         found = haizea_asap.plan(sched, lease, now, allow_future, times)
         if found is None:
             return None
@@ -296,7 +296,7 @@ def schedule_queued(sched: LeaseScheduler, lease: Lease, now: float,
         return True   # it leaves the queue, rejected or failed
     sched._move(lease, S.SCHEDULED, now)
     if in_future:
-        sched._backfill_reserved.add(lease.id)
+        sched.plans.reserve(lease.id)
     sched._commit(lease, plan, now)
     haizea_asap.tell_planned_preemption(sched, lease, plan, now)
     return True

@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING
 from lease_manager.kernel.enum_members import members
 from lease_manager.kernel.events import EventKind
 from lease_manager.kernel.lease import Lease, LeaseState
-from lease_manager.kernel.scheduler.replan import AT_EACH_END
 from lease_manager.kernel.slottable import Reservation, ReservationKind
 
 if TYPE_CHECKING:
@@ -36,10 +35,10 @@ def segment_started(self: LeaseScheduler, res: Reservation, now: float) -> None:
         while lease.reservations[0] is not res:   # a resumption that is over
             lease.allocations.append(lease.reservations.pop(0))
         if lease.state is S.SCHEDULED:
-            self._drop_future(lease)
+            self.plans.drop(lease.id)
             if lease.start is None:
                 lease.start = now
-        self._backfill_reserved.discard(lease.id)   # (Haizea's: held until the VMs start)
+        self.plans.vms_started(lease.id)   # (Haizea's: held until the VMs start)
         if lease.suspended_at is not None:   # a resumption (taking time or not) is over
             lease.time_suspended += now - lease.suspended_at
             lease.suspended_at = None
@@ -62,10 +61,10 @@ def segment_started(self: LeaseScheduler, res: Reservation, now: float) -> None:
 def _leave_future(self: LeaseScheduler, lease: Lease) -> None:
     """A planned resumption begins: the lease is no longer planned. With Haizea's model its
     backfilling reservation counts until its VMs start, as Haizea's future leases do."""
-    if self.haizea_planning:
-        self.future.pop(lease.id, None)
+    if self.settings.haizea_planning:
+        self.plans.leave(lease.id)
     else:
-        self._drop_future(lease)
+        self.plans.drop(lease.id)
 
 
 def segment_ended(self: LeaseScheduler, res: Reservation, now: float) -> None:
@@ -101,12 +100,12 @@ def work_finished(self: LeaseScheduler, res: Reservation, now: float) -> None:
     if (lease is None or lease.state is not S.ACTIVE or not lease.reservations
             or lease.reservations[0] is not res or now > res.end):
         return
-    if now < res.end and self.reevaluation in AT_EACH_END and not self._replanning:
-        self._premature_end(res, now)   # re-plan or compress at once (replan.py)
+    if now < res.end and self.reeval.at_each_end and not self.reeval.replanning:
+        self.reeval.premature_end(res, now)   # re-plan or compress at once
         return
     if now < res.end:
         self.table.truncate(res, now)
-        self._reevaluate = True
+        self.reeval.request()
     for later in lease.reservations[1:]:   # a planned suspension it no longer needs
         self.table.remove(later)
     lease.allocations.append(res)
@@ -120,7 +119,7 @@ def work_finished(self: LeaseScheduler, res: Reservation, now: float) -> None:
 
 def _finish(self: LeaseScheduler, lease: Lease, state: LeaseState, now: float) -> None:
     lease.end = now
-    self._ars.discard(lease.id)
+    self.plans.drop_ar(lease.id)
     self.running.pop(lease.id, None)
     if lease.time_suspended > 0:
         lease.price = (lease.price or 0.0) + self.pricing.surcharge(lease,
@@ -200,9 +199,9 @@ def _end_early(self: LeaseScheduler, lease: Lease, now: float, reason: str,
                 self.table.truncate(res, now)
             lease.allocations.append(res)
     if lease.reservations:
-        self._reevaluate = True
+        self.reeval.request()
     lease.reservations = []
-    self._drop_future(lease)
+    self.plans.drop(lease.id)
     if state is S.NEW:
         self._move(lease, S.CANCELLED, now)
         lease.end = now

@@ -54,7 +54,7 @@ def _victims(self: LeaseScheduler, lease: Lease, start: float, duration: float,
             scored[other.id] = (score, other)
     chosen: list[Lease] = []
     released: list[Reservation] = []
-    haizea = self.preemption_order == "least-preemptable-first"   # Haizea's mapper's order
+    haizea = self.settings.preemption_order == "least-preemptable-first"   # Haizea's mapper's order
     for _, other in sorted(scored.values(), key=lambda item: (item[0] if haizea else -item[0],
                                                               item[1].id)):
         chosen.append(other)
@@ -81,8 +81,8 @@ def _estimates(self: LeaseScheduler, victim: Lease, at: float) -> tuple[float, f
     remaining = victim.remaining_requested
     if victim.state is S.ACTIVE and res.kind == K.VM:
         remaining -= max(0.0, min(at, res.end) - res.start)
-    return (remaining, self.suspend_resume.suspend_time(res),
-            self.suspend_resume.resume_time(res))
+    return (remaining, self.settings.suspend_resume.suspend_time(res),
+            self.settings.suspend_resume.resume_time(res))
 
 
 def _preempt_for(self: LeaseScheduler, lease: Lease, victims: list[Lease], start: float,
@@ -127,6 +127,14 @@ def _preempt_for(self: LeaseScheduler, lease: Lease, victims: list[Lease], start
     for victim in victims:
         if victim.type is not LT.DEADLINE:
             self._preempt(victim, start, now)
+    _move_deadline_victims(self, plans, stops, start, now)
+    return res
+
+
+def _move_deadline_victims(self: LeaseScheduler, plans: list[tuple[Lease, list[Reservation]]],
+                           stops: dict[int, float | None], start: float, now: float) -> None:
+    """Give each deadline victim its new ``plan`` (found by :func:`_preempt_for`): a planned
+    one anywhere, a running one after it stops working at ``stops[id]`` by ``start``."""
     for victim, plan in plans:
         if victim.state is S.SCHEDULED:
             _replan_deadline_victim(self, victim, plan, now)
@@ -145,7 +153,6 @@ def _preempt_for(self: LeaseScheduler, lease: Lease, victims: list[Lease], start
         for r in plan:
             self.table.add(r)
         victim.reservations.extend(plan)
-    return res
 
 
 def _stopping_segment(lease: Lease, start: float) -> Reservation | None | Literal[False]:
@@ -235,7 +242,7 @@ def _deadline_replan(self: LeaseScheduler, victim: Lease, start: float, now: flo
                  if r.kind == K.VM and r.start < stop)
     length = self.length(victim) - worked
     image = victim.reservations[0]
-    resume = self.suspend_resume.resume_time(image)
+    resume = self.settings.suspend_resume.resume_time(image)
     at = self.table.earliest_fit_on(image.nodes, image.amounts, resume + length, start,
                                     deadline - resume - length)
     if at is None:
@@ -256,8 +263,8 @@ def _suspension_for(self: LeaseScheduler, lease: Lease, by_start: float, now: fl
     unless given) if preempted for ``by_start``; None if it cannot suspend in time (it would
     be cancelled and requeued, losing its work)."""
     res = res if res is not None else lease.reservations[0]
-    suspend = self.suspend_resume.suspend_time(res) if self._can_suspend(lease) else None
-    if (suspend is not None and self.haizea_planning
+    suspend = self.settings.suspend_resume.suspend_time(res) if self._can_suspend(lease) else None
+    if (suspend is not None and self.settings.haizea_planning
             and by_start - res.start < haizea_asap.threshold(self, lease)):
         return None   # Haizea's can_suspend_at: it has not run long enough
     if suspend is None or by_start - suspend < max(now, res.start):
@@ -273,7 +280,7 @@ def _replan_deadline_victim(self: LeaseScheduler, lease: Lease, plan: list[Reser
     for res in lease.reservations:
         self.table.remove(res)
     lease.reservations = []
-    self._drop_future(lease)
+    self.plans.drop(lease.id)
     self._emit("lease_preempted", lease=lease, now=now)
     for res in plan:
         self.table.add(res)
@@ -283,12 +290,12 @@ def _replan_deadline_victim(self: LeaseScheduler, lease: Lease, plan: list[Reser
 def _preempt(self: LeaseScheduler, lease: Lease, by_start: float, now: float) -> None:
     """Make ``lease`` give up its resources from ``by_start`` on."""
     lease.preemptions += 1
-    self._ars.discard(lease.id)   # a third-party policy may preempt an AR
+    self.plans.drop_ar(lease.id)   # a third-party policy may preempt an AR
     if lease.state is S.SCHEDULED:    # not started: give up the plan, back to the queue
         for res in lease.reservations:
             self.table.remove(res)
         lease.reservations = []
-        self._drop_future(lease)
+        self.plans.drop(lease.id)
         self._move(lease, S.QUEUED, now)
         self._requeue(lease)
     else:                              # running

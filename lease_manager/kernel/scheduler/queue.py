@@ -7,7 +7,6 @@ lease may also run in front of an advance reservation and suspend before it."""
 from __future__ import annotations
 
 import math
-from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, cast
@@ -42,10 +41,8 @@ def cycle(self: LeaseScheduler, now: float) -> None:
         self._emit("scheduling_cycle_start", now=now)
     if self.held:
         self._release(self.queue_policy.release(tuple(self.held.values()), now), now)
-    if self._reevaluate:
-        self._reevaluate = False
-        if self.future:   # (nothing planned: nothing to move)
-            self._reevaluate_future(now)
+    if self.reeval.pending:
+        self.reeval.at_cycle(now)
     if self.queue:
         self._process_queue(now)
     if "scheduling_cycle_end" not in muted:
@@ -73,91 +70,43 @@ def _enqueue(self: LeaseScheduler, lease: Lease, now: float) -> None:
 
 def _requeue(self: LeaseScheduler, lease: Lease) -> None:
     """Put a QUEUED lease in the queue, where the queue policy orders it."""
-    key = self.queue_policy.sort_key(lease)
-    at = bisect_right(self._queue_keys, key)
-    self._queue_keys.insert(at, key)
-    self.queue.insert(at, lease)
-    shape_id = _shape_id(self, lease)
-    self._queue_counts.insert(at, lease.vms.count)
-    self._queue_shapes.insert(at, shape_id)
-    self._queue_lengths.insert(at, self.length(lease))
-    self._shape_census[shape_id] += 1
+    self.waiting.push(lease)
     lease.promised_start = None
 
 
 def _dequeue(self: LeaseScheduler, i: int) -> None:
     """Take ``queue[i]`` out of the queue (and of the arrays beside it)."""
-    del self.queue[i]
-    del self._queue_keys[i]
-    del self._queue_counts[i]
-    del self._queue_lengths[i]
-    self._shape_census[self._queue_shapes.pop(i)] -= 1
-
-
-def _shape_id(self: LeaseScheduler, lease: Lease) -> int:
-    """The id of the lease's single VM shape, or -1 (several shapes, or a memory image to
-    resume where it is: the site's room for the shape says nothing about it). A lease's VMs
-    and image do not change while it is queued."""
-    shape = lease.vms.shape_key
-    if shape is None or lease.image_nodes:
-        return -1
-    ids = self._shape_ids
-    shape_id = ids.get(shape)
-    if shape_id is None:
-        shape_id = ids[shape] = len(self._shape_vectors)
-        self._shape_vectors.append(lease.vms.vectors[0])
-    return shape_id
-
-
-def _drop_future(self: LeaseScheduler, lease: Lease) -> None:
-    self.future.pop(lease.id, None)
-    self._backfill_reserved.discard(lease.id)
+    self.waiting.pop_at(i)
 
 
 def _may_reserve(self: LeaseScheduler) -> bool:
-    return len(self._backfill_reserved) < self.max_future
+    return len(self.plans.reserved) < self.max_future
 
 
 def _process_queue(self: LeaseScheduler, now: float) -> None:
     """Schedule queued leases in order: while another future reservation is allowed, each
     lease in turn starts now or reserves; after that only leases that start now."""
     queue = self.queue
-    if not self.max_future and self.backfilling == "off":
+    if not self.max_future and self.settings.backfilling == "off":
         _start_from_head(self, now)
         return
     done: set[int] = set()
     n = len(queue)
     i = 0
-    while i < n and self._may_reserve():
+    reserved, most = self.plans.reserved, self.max_future
+    while i < n and len(reserved) < most:   # (_may_reserve)
         if self._schedule(queue[i], now, True):
             done.add(i)
         i += 1
-    if self.backfilling == "off":
+    if self.settings.backfilling == "off":
         while i < n and self._schedule(queue[i], now, False):   # the head blocks the rest
             done.add(i)
             i += 1
     elif i < n:
         done.update(self._backfill_counted(i, now) if self.table.counted and not self.bootable
                     else self._backfill_now(i, now))
-    census = self._shape_census
-    for j in done:
-        census[self._queue_shapes[j]] -= 1
-    if len(done) > FEW_DONE:
-        keep = [j for j in range(n) if j not in done]
-        self.queue = [queue[j] for j in keep]
-        keys, counts, shapes = self._queue_keys, self._queue_counts, self._queue_shapes
-        lengths = self._queue_lengths
-        self._queue_keys = [keys[j] for j in keep]
-        self._queue_counts = array("q", [counts[j] for j in keep])
-        self._queue_shapes = array("q", [shapes[j] for j in keep])
-        self._queue_lengths = array("d", [lengths[j] for j in keep])
-    elif done:   # a few leases left a long queue: delete them in place (a memmove each)
-        for j in sorted(done, reverse=True):
-            del queue[j]
-            del self._queue_keys[j]
-            del self._queue_counts[j]
-            del self._queue_shapes[j]
-            del self._queue_lengths[j]
+    if done:
+        self.waiting.pop_all(done, FEW_DONE)
 
 
 def _start_from_head(self: LeaseScheduler, now: float) -> None:
@@ -169,14 +118,7 @@ def _start_from_head(self: LeaseScheduler, now: float) -> None:
     while i < n and schedule(queue[i], now, False):   # the head blocks the rest
         i += 1
     if i:
-        census, shapes = self._shape_census, self._queue_shapes
-        for j in range(i):
-            census[shapes[j]] -= 1
-        del queue[:i]
-        del self._queue_keys[:i]
-        del self._queue_counts[:i]
-        del self._queue_shapes[:i]
-        del self._queue_lengths[:i]
+        self.waiting.pop_head(i)
 
 
 def _backfill_now(self: LeaseScheduler, first: int, now: float) -> list[int]:
@@ -203,7 +145,7 @@ def _backfill_now(self: LeaseScheduler, first: int, now: float) -> list[int]:
     # a boot begun now ends (a lease needing more neither starts now nor when booted)
     booted_room = -1.0   # (< 0: not known for the table as it is now)
     counted_boots = (self.bootable and table.counted and self.preparation is None
-                     and not self.haizea_planning)
+                     and not self.settings.haizea_planning)
     if counted_boots:
         booted_room = _room_until(cast("CountTable", table), now, self.boot_until)
         candidates: Iterable[int] = _fitting_by_count(self, first, booted_room)
@@ -252,10 +194,10 @@ def _backfill_counted(self: LeaseScheduler, first: int, now: float) -> list[int]
         return _backfill_counted_short(self, first, now, room)
     # only leases with room now can start now: look at those alone (views of the arrays
     # beside the queue, gone before anything can change the queue)
-    queued = np.frombuffer(self._queue_counts, dtype=np.int64)[first:]
+    queued = np.frombuffer(self.waiting.counts, dtype=np.int64)[first:]
     candidates = np.flatnonzero(queued <= room)
     counts = queued[candidates]
-    ends = np.frombuffer(self._queue_lengths, dtype=np.float64)[first:][candidates] + now
+    ends = np.frombuffer(self.waiting.lengths, dtype=np.float64)[first:][candidates] + now
     del queued
     started: list[int] = []
     p = 0   # candidates[p:] are left
@@ -279,7 +221,7 @@ def _backfill_counted_short(self: LeaseScheduler, first: int, now: float,
     """:func:`_backfill_counted` in plain Python, for a short queue: the same tests, one
     lease at a time, each asked of the table as it is then."""
     table = cast("CountTable", self.table)
-    counts, lengths, queue = self._queue_counts, self._queue_lengths, self.queue
+    counts, lengths, queue = self.waiting.counts, self.waiting.lengths, self.queue
     next_fitting = table.next_fitting
     started: list[int] = []
     n = len(queue)
@@ -301,7 +243,7 @@ def _room_until(table: CountTable, now: float, until: float) -> float:
 def _fitting_by_count(self: LeaseScheduler, first: int, room: float) -> list[int]:
     """Positions in ``queue[first:]`` of the leases of at most ``room`` VMs, and of those
     without a single shape or with a memory image (shape id -1)."""
-    queued, shape_ids = self._queue_counts, self._queue_shapes
+    queued, shape_ids = self.waiting.counts, self.waiting.shapes
     if len(self.queue) - first < SHORT_QUEUE:   # arrays cost more than they save
         return [k for k in range(first, len(self.queue))
                 if queued[k] <= room or shape_ids[k] < 0]
@@ -316,24 +258,24 @@ def _fitting_now(self: LeaseScheduler, first: int, now: float,
     """Positions in ``queue[first:]`` of the leases whose VM count the site has room for
     now (every lease without a single shape counts as fitting); fills ``room`` for the
     shapes it looked at. One array comparison instead of a call per queued lease."""
-    present = [shape_id for shape_id, n in self._shape_census.items() if n and shape_id >= 0]
+    present = [shape_id for shape_id, n in self.waiting.census.items() if n and shape_id >= 0]
     if not present:
         return list(range(first, len(self.queue)))
     rooms = {}
     for shape_id in present:     # (of the whole queue: the tail may lack some)
-        vector = self._shape_vectors[shape_id]
+        vector = self.waiting.shape_vectors[shape_id]
         rooms[shape_id] = room[vector.tobytes()] = self.table.room_at(vector, now)
     if len(self.queue) - first < SHORT_QUEUE:   # arrays cost more than they save
-        tail, queued = self._queue_shapes[first:], self._queue_counts[first:]
+        tail, queued = self.waiting.shapes[first:], self.waiting.counts[first:]
         return [first + k for k, shape_id in enumerate(tail)
                 if shape_id < 0 or queued[k] <= rooms[shape_id]]
-    by_id = np.full(len(self._shape_vectors) + 1, np.inf)   # the last entry: id -1
+    by_id = np.full(len(self.waiting.shape_vectors) + 1, np.inf)   # the last entry: id -1
     for shape_id, r in rooms.items():
         by_id[shape_id] = r
     # views of the arrays beside the queue (no copy); gone when this returns, before the
     # queue changes (an array exporting its buffer cannot be resized)
-    counts = np.frombuffer(self._queue_counts, dtype=np.int64)[first:]
-    shapes = np.frombuffer(self._queue_shapes, dtype=np.int64)[first:]
+    counts = np.frombuffer(self.waiting.counts, dtype=np.int64)[first:]
+    shapes = np.frombuffer(self.waiting.shapes, dtype=np.int64)[first:]
     fits = counts <= by_id[shapes]
     return (np.flatnonzero(fits) + first).tolist()
 
@@ -370,7 +312,7 @@ def _schedule(self: LeaseScheduler, lease: Lease, now: float, allow_future: bool
     if self.preparation is not None and not lease.image_nodes and \
             self.preparation.manages(lease):   # its disk image is sent first
         return image_transfer.schedule_queued(self, lease, now, allow_future)
-    if self.haizea_planning and not lease.image_nodes:   # Haizea's own planning
+    if self.settings.haizea_planning and not lease.image_nodes:   # Haizea's own planning
         return haizea_asap.schedule_queued(self, lease, now, allow_future)
     booted = False
     if lease.image_nodes:
@@ -397,7 +339,7 @@ def _schedule(self: LeaseScheduler, lease: Lease, now: float, allow_future: bool
     self._move(lease, S.SCHEDULED, now)
     first = plan[0]
     if first.start > now and not booted:
-        self._backfill_reserved.add(lease.id)
+        self.plans.reserve(lease.id)
     if START_AT_ONCE and len(plan) == 1 and first.start == now and first.kind == K.VM \
             and not first.pending and self.power is None and not lease.image_nodes:
         self._start_at_once(lease, plan, now)
@@ -435,7 +377,7 @@ def _run_until_a_reservation(self: LeaseScheduler, lease: Lease, now: float,
     Only if the lease may be suspended and the slot lasts at least (1 + F) x (suspend +
     resume time); the longest such slot ending at an AR's start is taken.
     """
-    if (not self._ars or not self._can_suspend(lease)
+    if (not self.plans.ars or not self._can_suspend(lease)
             or lease.type is not LT.BEST_EFFORT):
         return None
     ar_starts = sorted({r.start for r in self.table.reservations_between(now, now + length)
@@ -451,10 +393,10 @@ def _run_until_a_reservation(self: LeaseScheduler, lease: Lease, now: float,
     res = self._place_at(lease, now, best - now)
     if res is None:
         return None
-    suspend = self.suspend_resume.suspend_time(res)
-    resume = self.suspend_resume.resume_time(res)
-    threshold = (self.forced_threshold if self.forced_threshold is not None
-                 else (1 + self.threshold_factor) * (suspend + resume))
+    suspend = self.settings.suspend_resume.suspend_time(res)
+    resume = self.settings.suspend_resume.resume_time(res)
+    threshold = (self.settings.forced_threshold if self.settings.forced_threshold is not None
+                 else (1 + self.settings.threshold_factor) * (suspend + resume))
     if best - now < threshold or best - suspend <= now:
         return None
     run = Reservation(lease, now, best - suspend, res.nodes, res.amounts, None, K.VM,

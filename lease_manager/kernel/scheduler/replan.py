@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from lease_manager.kernel.enum_members import members
 from lease_manager.kernel.lease import Lease, LeaseState
-from lease_manager.kernel.scheduler import haizea_asap, image_transfer, reevaluation
+from lease_manager.kernel.scheduler import haizea_asap, image_transfer
 from lease_manager.kernel.slottable import Reservation, ReservationKind
 
 if TYPE_CHECKING:
@@ -49,50 +49,12 @@ def by_mode(reevaluation: str, backfilling: str, counted: bool) -> str:
     return AUTO.get((backfilling, counted), "move-earlier")
 
 
-def reevaluate(self: LeaseScheduler, now: float) -> None:
-    """Re-evaluate the future after resources were freed (a cancellation, or an early end in
-    the daemon), by the scheduler's ``reevaluation`` mode."""
-    if self.reevaluation == "replan":
-        self._replan_future(now)
-    elif self.reevaluation == "compress":
-        reevaluation.compress(self, now)
-    else:
-        self._move_future_earlier(now)
-
-
-def _premature_end(self: LeaseScheduler, res: Reservation, now: float) -> None:
-    """``res``'s lease finished at ``now``, before ``res`` ends: end it, and every other lease
-    a replay knows ends early at this instant, one by one in Haizea's order, re-planning (or
-    compressing) the future reservations after each."""
-    batch = [res]
-    if self.predicted_ends:   # a replay: the other leases ending early now are known
-        for lease in self.running.values():
-            other = lease.reservations[0] if lease.reservations else None
-            if (other is None or other is res or lease.state is not S.ACTIVE
-                    or other.kind != K.VM or not other.start <= now < other.end):
-                continue
-            if self.work_end(lease, other.start) == now:
-                batch.append(other)
-    batch.sort(key=lambda r: (r.end, r.id))
-    self._replanning = True
-    try:
-        for ended in batch:
-            self.work_finished(ended, now)
-            self._reevaluate = False
-            if self.reevaluation == "compress":
-                reevaluation.compress(self, now)
-            else:
-                self._replan_future(now)
-    finally:
-        self._replanning = False
-
-
 def _replan_future(self: LeaseScheduler, now: float) -> None:
     """Give up every backfilling reservation that has not started and plan each lease again,
     in scheduling order (Haizea's ``reevaluate_schedule``)."""
-    future = [lease for lease in self.future.values() if lease.id in self._backfill_reserved]
-    for lease in future:
-        if lease.id in self._backfill_reserved and lease.state is S.SCHEDULED:
+    plans = self.plans
+    for lease in plans.reserved_leases():
+        if lease.id in plans.reserved and lease.state is S.SCHEDULED:
             self._replan(lease, now)
 
 
@@ -103,22 +65,22 @@ def _replan(self: LeaseScheduler, lease: Lease, now: float) -> None:
     for old in lease.reservations:
         self.table.remove(old)
     lease.reservations = []
-    self._drop_future(lease)
+    self.plans.drop(lease.id)
     lease.promised_start = None
     allow_future = self._may_reserve()
     booted = False
     in_future: bool | None = None   # (known here only for a lease planned with its image)
     plan: list[Reservation] | None
     if lease.image_nodes:
-        self._replanning_lease = True   # (Haizea's threshold then omits the resumption)
+        self.reeval.replanning_lease = True   # (Haizea's threshold omits the resumption)
         try:
             plan = self._resumption_plan(lease, now, allow_future)
         finally:
-            self._replanning_lease = False
+            self.reeval.replanning_lease = False
     elif self.preparation is not None and self.preparation.manages(lease):
         found = image_transfer.plan_asap(self, lease, now, allow_future)
         plan, in_future = (None, False) if found is None else found
-    elif self.haizea_planning:
+    elif self.settings.haizea_planning:
         found = haizea_asap.plan(self, lease, now, allow_future)
         plan, in_future = (None, False) if found is None else found
     else:
@@ -142,5 +104,5 @@ def _replan(self: LeaseScheduler, lease: Lease, now: float) -> None:
         return
     reserved = in_future if in_future is not None else (plan[0].start > now and not booted)
     if reserved:
-        self._backfill_reserved.add(lease.id)
+        self.plans.reserve(lease.id)
     self._commit(lease, plan, now)

@@ -93,7 +93,7 @@ def _schedule_ar(self: LeaseScheduler, lease: Lease, now: float) -> None:
             return
         plan = prepared
     if self._commit(lease, plan, now):
-        self._ars.add(lease.id)
+        self.plans.add_ar(lease.id)
 
 
 def _make_room(self: LeaseScheduler, lease: Lease, slot: Callable[[], Reservation | None],

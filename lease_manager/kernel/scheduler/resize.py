@@ -22,10 +22,36 @@ from lease_manager.kernel.scheduler.transaction import PlanChange
 from lease_manager.kernel.slottable import ReservationKind
 
 if TYPE_CHECKING:
+    from lease_manager.kernel.malleable import Malleability
     from lease_manager.kernel.scheduler.core import LeaseScheduler
+    from lease_manager.kernel.slottable import Reservation
 
 S = members(LeaseState)
 K = members(ReservationKind)
+
+
+def _record(m: Malleability, new: Reservation, allocation: Allocation, now: float,
+            pause: float, migration_joules: float) -> None:
+    """Keep the resize to ``new`` in the lease's record of its allocations."""
+    m.rate = allocation.rate
+    m.segments[new.id] = (allocation.rate, now + pause)
+    m.history.append((now, len(new.nodes), allocation.vms.count, allocation.rate))
+    m.resizes += 1
+    if pause > 0:
+        m.migration_seconds += pause
+        m.migration_joules += migration_joules
+
+
+def _not_resizable(lease: Lease, now: float) -> str:
+    """Why ``lease`` cannot be resized now (empty if it can)."""
+    if lease.malleable is None:
+        return "not a malleable lease"
+    if (lease.state is not S.ACTIVE or len(lease.reservations) != 1
+            or lease.reservations[0].kind != K.VM or lease.reservations[0].start > now):
+        return f"not running in one allocation (state {lease.state.value})"
+    if now >= lease.reservations[0].end:
+        return "its reservation is over"
+    return ""
 
 
 def resize(self: LeaseScheduler, lease: Lease, now: float, allocation: Allocation, *,
@@ -36,14 +62,10 @@ def resize(self: LeaseScheduler, lease: Lease, now: float, allocation: Allocatio
     node gained or lost (GreenPar's ME(|n' - n|)), drawn evenly over the pause on the lease's
     new nodes."""
     m = lease.malleable
-    if m is None:
-        return "not a malleable lease"
-    if (lease.state is not S.ACTIVE or len(lease.reservations) != 1
-            or lease.reservations[0].kind != K.VM or lease.reservations[0].start > now):
-        return f"not running in one allocation (state {lease.state.value})"
+    why = _not_resizable(lease, now)
+    if why or m is None:
+        return why
     old = lease.reservations[0]
-    if now >= old.end:
-        return "its reservation is over"
     if migration_energy > 0 and migration_time <= 0:
         raise ValueError("migration energy needs a migration time to be drawn over")
     done = lease.work_done + progress(lease, old, now)
@@ -55,7 +77,7 @@ def resize(self: LeaseScheduler, lease: Lease, now: float, allocation: Allocatio
     order = np.concatenate([old.nodes, order[~np.isin(order, old.nodes)]])
     change = PlanChange(self.table)
     change.truncate(old, now)
-    rest = (lease.requested_duration - done) * stretch + self.shutdown
+    rest = (lease.requested_duration - done) * stretch + self.settings.shutdown
     placement = place(self.table, vms, now, now + rest, order)
     pause = 0.0
     if placement is not None and migration_time > 0 and _moves(placement.vm_nodes, old.vm_nodes):
@@ -82,17 +104,11 @@ def resize(self: LeaseScheduler, lease: Lease, now: float, allocation: Allocatio
     lease.work_done = done
     lease.vms = vms
     lease.stretch = stretch
-    m.rate = allocation.rate
-    m.segments[new.id] = (allocation.rate, now + pause)
-    m.history.append((now, len(new.nodes), vms.count, allocation.rate))
-    m.resizes += 1
-    if pause > 0:
-        m.migration_seconds += pause
-        m.migration_joules += migration_joules
+    _record(m, new, allocation, now, pause, migration_joules)
     if self.power is not None:
         self.power.sync(now)
     self._enactment.resize(lease, new, now + pause + (lease.remaining_actual * stretch)
-                           + self.shutdown)
+                           + self.settings.shutdown)
     self._emit("lease_resized", lease=lease, old_nodes=old_nodes, old_vms=old_vms, now=now)
     return ""
 

@@ -30,7 +30,7 @@ def restore_running(self: LeaseScheduler, lease: Lease, vm_nodes: tuple[int, ...
     if lease.type is LT.ADVANCE_RESERVATION:
         assert lease.start_request is not None, "an advance reservation has a start"
         end = lease.start_request + lease.requested_duration
-        self._ars.add(lease.id)
+        self.plans.add_ar(lease.id)
     else:
         end = now + self.length(lease)
     res = Placement.on_nodes(vm_nodes, lease.vms).reservation(lease, now, end)

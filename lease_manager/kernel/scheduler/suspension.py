@@ -62,9 +62,9 @@ class SuspendResume:
 
 
 def _can_suspend(self: LeaseScheduler, lease: Lease) -> bool:
-    if self.suspension == "none":
+    if self.settings.suspension == "none":
         return False
-    return self.suspension == "all" or lease.vms.count == 1
+    return self.settings.suspension == "all" or lease.vms.count == 1
 
 
 def _begin_suspension(self: LeaseScheduler, lease: Lease, now: float) -> None:
@@ -96,14 +96,14 @@ def _resumption_plan(self: LeaseScheduler, lease: Lease, now: float,
 def _resumption_plan_after(self: LeaseScheduler, lease: Lease, now: float, after: float,
                            allow_future: bool) -> list[Reservation] | None:
     image = lease.allocations[-1]
-    resume = self.suspend_resume.resume_time(image)
+    resume = self.settings.suspend_resume.resume_time(image)
     length = self.length(lease)
     not_after = None if allow_future else now
     start = self.table.earliest_fit_on(image.nodes, image.amounts, resume + length, after,
                                        not_after)
     best = None if start is None else (start, image.nodes, image.amounts, image.vm_nodes,
                                        image.vm_shape, 0.0)
-    if self.migration_bandwidth is not None:
+    if self.settings.migration_bandwidth is not None:
         moved = self._migrated(lease, image, resume + length, after,
                                start if start is not None else not_after)
         if moved is not None and (best is None or moved[0] < best[0]):
@@ -129,9 +129,9 @@ def _migrated(self: LeaseScheduler, lease: Lease, image: Reservation, rest: floa
               before: float | None) -> tuple | None:
     """The earliest placement anywhere (before ``before``) after moving the memory images
     of the VMs that change node: ``(start, nodes, amounts, vm_nodes, vm_shape, transfer)``."""
-    bandwidth = self.migration_bandwidth
+    bandwidth = self.settings.migration_bandwidth
     assert bandwidth is not None, "only called with migration on"
-    memory = self.suspend_resume.memory_index
+    memory = self.settings.suspend_resume.memory_index
     per_vm = lease.vms.per_vm()
     total = sum(float(v[memory]) for v in per_vm) if memory is not None else 0.0
     transfer_all = total / bandwidth

@@ -157,8 +157,7 @@ def _refused_plan(self: LeaseScheduler, lease: Lease, plan: list[Reservation],
         return False
     reason = f"planning gave it an impossible plan: {fault}"
     lease.reservations = []
-    self._drop_future(lease)
-    self._backfill_reserved.discard(lease.id)
+    self.plans.drop(lease.id)
     if lease.start is None and lease.state in (S.NEW, S.QUEUED):
         self.reject(lease, now, reason)
     else:
@@ -204,8 +203,7 @@ def _start_at_once(self: LeaseScheduler, lease: Lease, plan: list[Reservation],
     if suspends:
         self.timeline.push(res.end, EK.SEGMENT_END, res)
     lease_id = lease.id
-    self.future.pop(lease_id, None)
-    self._backfill_reserved.discard(lease_id)
+    self.plans.drop(lease_id)
     if lease.start is None:
         lease.start = now
     if lease.suspended_at is not None:
@@ -236,7 +234,7 @@ def _adopt(self: LeaseScheduler, lease: Lease, plan: list[Reservation], now: flo
                                     plan[0].start)
     if "lease_scheduled" not in self._muted:
         self._emit("lease_scheduled", lease=lease, now=now)
-    self.future[lease.id] = lease
+    self.plans.planned(lease)
     for res in plan:
         if res.start > now or (not start_now and res is plan[0]):
             self.timeline.push(res.start, EK.START, res)
