@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from lease_manager.kernel.lease import Lease
     from lease_manager.kernel.resources import NodeSet
     from lease_manager.kernel.scheduler import LeaseScheduler
+    from lease_manager.kernel.scheduler.seams import SteppedScheduler
     from lease_manager.kernel.slottable import Reservation
     from lease_manager.kernel.table_protocol import EngineTables
     from lease_manager.policies import SiteSelectionPolicy
@@ -386,3 +387,8 @@ def refuse_sites_in_the_daemon(config: Config) -> None:
         raise ConfigError(f"the daemon runs one site; this configuration has "
                           f"{len(config.sites)} ([site:NAME] sections)",
                           file=str(config.path) if config.path else None)
+
+
+if TYPE_CHECKING:   # mypy checks that SiteSchedulers has both of the scheduler's seams
+    def _sites(scheduler: SiteSchedulers) -> SteppedScheduler:
+        return scheduler

@@ -23,21 +23,6 @@ DECLARATIVE = frozenset({
     ("lease_manager/cli.py", "build_parser"),
     ("lease_manager/daemon/client.py", "add_client_commands"),
 })
-#: Offenders in files other helpers of issue 42 are shrinking on their own branches, as they
-#: stand on this branch: module paths (too many lines) and (path, function) pairs (too long).
-#: The lead empties this set as their changes are merged; an entry that no longer offends
-#: fails the test, so it cannot be forgotten.
-PENDING_OTHER_HELPERS: frozenset[str | tuple[str, str]] = frozenset({
-    # modules over 500 lines
-    "lease_manager/kernel/scheduler/core.py",
-    # functions over 60 lines
-    ("lease_manager/kernel/engine.py", "Engine.run"),
-    ("lease_manager/kernel/scheduler/core.py", "LeaseScheduler.__init__"),
-    ("lease_manager/kernel/scheduler/preemption.py", "_preempt_for"),
-    ("lease_manager/kernel/scheduler/resize.py", "resize"),
-})
-
-
 def modules() -> list[Path]:
     found = list((ROOT / "lease_manager").rglob("*.py"))
     found += (ROOT / "plugins").glob("*/lm_*/**/*.py")
@@ -78,15 +63,9 @@ def offenders() -> set[str | tuple[str, str]]:
 
 
 def test_no_module_or_function_is_too_long():
-    unexpected = offenders() - PENDING_OTHER_HELPERS
+    unexpected = offenders()
     assert not unexpected, (f"over {MODULE_LINES} lines a module or {FUNCTION_LINES} a "
                             f"function: {sorted(unexpected, key=str)}")
-
-
-def test_every_pending_entry_still_offends():
-    stale = PENDING_OTHER_HELPERS - offenders()
-    assert not stale, (f"delete from PENDING_OTHER_HELPERS, now short enough: "
-                       f"{sorted(stale, key=str)}")
 
 
 def test_every_declarative_table_exists():

@@ -207,7 +207,7 @@ class SiteView:
         rows: list[dict[str, Any]] = []
         waiting = [*sched.held.values(), *sched.queue[:QUEUE_SHOWN]]
         # the leases holding the reservations ahead that the backfilling mode counts
-        reserved = sorted(getattr(sched, "_backfill_reserved", ()))
+        reserved = sorted(sched.plans.reserved)
         for position, lease in enumerate(waiting[:QUEUE_SHOWN], 1):
             rows.append(self._row(lease, position,
                                   self._reason(lease, position, rooms, reserved, now)))

@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 
 class CountedCap:
     """A constant power cap as a bound on the VMs running at once (see the module
-    docstring); the scheduler's :class:`~lease_manager.kernel.scheduler.core.PowerGate`."""
+    docstring); the scheduler's :class:`~lease_manager.kernel.scheduler.seams.PowerGate`."""
 
     def __init__(self, model: PowerModel, watts: float, vector: np.ndarray,
                  capacity: np.ndarray, level: int) -> None:

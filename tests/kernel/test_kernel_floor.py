@@ -16,15 +16,6 @@ PACKAGE = Path(__file__).resolve().parents[2] / "lease_manager"
 KERNEL = PACKAGE / "kernel"
 #: the modules below the kernel, which it may import
 FLOOR = frozenset({"lease_manager.errors", "lease_manager.numbers"})
-#: (kernel module, what it imports) still above the kernel on this branch (issue 42). The
-#: lead deletes each entry once the change that removes it is merged; an entry that matches
-#: no import fails the test, so the list cannot outlive its reason.
-KNOWN_UPWARD = frozenset({
-    # moved by sched: the scheduler types its policies with lease_manager.kernel.policy_protocols
-    ("lease_manager.kernel.scheduler.core", "lease_manager.policies"),
-})
-
-
 def module_name(path: Path) -> str:
     parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
@@ -72,13 +63,8 @@ def upward_imports() -> set[tuple[str, str]]:
 
 
 def test_the_kernel_imports_nothing_above_it():
-    unexpected = sorted(upward_imports() - KNOWN_UPWARD)
+    unexpected = sorted(upward_imports())
     assert not unexpected, f"kernel modules import from above the kernel: {unexpected}"
-
-
-def test_every_known_exception_is_still_needed():
-    stale = sorted(KNOWN_UPWARD - upward_imports())
-    assert not stale, f"delete these entries of KNOWN_UPWARD, they match no import: {stale}"
 
 
 def test_the_floor_imports_only_the_floor():

@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Collection, Mapping, Sequence
-from collections.abc import Set as AbstractSet
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -75,14 +74,14 @@ from lease_manager.kernel.scheduler.settings import SchedulerSettings
 from lease_manager.kernel.scheduler.wait_queue import WaitQueue
 
 if TYPE_CHECKING:
-    from lease_manager.kernel.slottable import SlotTable
-    from lease_manager.policies import (
-        AdmissionPolicy,
-        HostSelectionPolicy,
-        PreemptionPolicy,
-        PricingPolicy,
-        QueuePolicy,
+    from lease_manager.kernel.policy_protocols import (
+        AdmissionProtocol,
+        HostSelectionProtocol,
+        PreemptionProtocol,
+        PricingProtocol,
+        QueueProtocol,
     )
+    from lease_manager.kernel.slottable import SlotTable
 
 S = members(LeaseState)
 LT = members(LeaseType)
@@ -104,7 +103,7 @@ def hook_emitters(emit: Callable[..., None] | None) -> tuple[
         Callable[..., None], Callable[[str, Lease, float], None], Collection[str]]:
     """From the run's hook relay (None: nobody listens): ``emit(hook, **kw)``; ``emit(hook,
     lease=lease, now=now)`` for the hooks about one lease, called positionally where the
-    relay can (a :class:`~lease_manager.run.HookRelay`'s ``lease_hook``); and the hooks the
+    relay can (a :class:`~lease_manager.plugins.HookRelay`'s ``lease_hook``); and the hooks the
     relay knows nobody implements (its ``muted``, kept up to date: the hottest emits are
     skipped for these)."""
     def silent(hook: str, **kw: Any) -> None:
@@ -128,9 +127,9 @@ class LeaseScheduler:
     """
 
     def __init__(self, table: SlotTable, timeline: Timeline, *,
-                 admission: AdmissionPolicy, pricing: PricingPolicy, queue: QueuePolicy,
-                 host_selection: HostSelectionPolicy,
-                 preemption: PreemptionPolicy | None = None,
+                 admission: AdmissionProtocol, pricing: PricingProtocol, queue: QueueProtocol,
+                 host_selection: HostSelectionProtocol,
+                 preemption: PreemptionProtocol | None = None,
                  settings: SchedulerSettings = DEFAULT_SETTINGS,
                  preparation: ImageTransfers | None = None,
                  enactment: Enactment | None = None,
@@ -194,11 +193,6 @@ class LeaseScheduler:
     def reevaluation(self) -> str:
         """The re-evaluation mode that runs (``auto`` resolved)."""
         return self.reeval.mode
-
-    @property
-    def _backfill_reserved(self) -> AbstractSet[int]:
-        """(Read by the daemon's dashboard until it reads ``plans.reserved``.)"""
-        return self.plans.reserved
 
     def active_leases(self) -> list[Lease]:
         """Every lease that is not finished: held, queued, planned or running."""

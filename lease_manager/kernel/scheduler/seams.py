@@ -1,8 +1,8 @@
 """The scheduler's seams: what plugins see of a scheduler (its leases, by where they are) and
 what the engine drives (:class:`~lease_manager.kernel.scheduler.LeaseScheduler` and
 :class:`~lease_manager.multisite.SiteSchedulers`, every site's as one, both have them; mypy
-checks it, below); what the scheduler asks of the energy parts and of the reallocation
-plugin; and what it tells whoever carries leases out (:class:`Enactment`)."""
+checks it, here and in multisite.py); what the scheduler asks of the energy parts and of the
+reallocation plugin; and what it tells whoever carries leases out (:class:`Enactment`)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,6 @@ if TYPE_CHECKING:
     from lease_manager.kernel.lease import Lease
     from lease_manager.kernel.scheduler.core import LeaseScheduler
     from lease_manager.kernel.slottable import Reservation
-    from lease_manager.multisite import SiteSchedulers
 
 
 class ScheduledLeases(Protocol):
@@ -88,7 +87,7 @@ class PowerGate(Protocol):
 
 
 class ArrivalAllocator(Protocol):
-    """Makes arriving leases malleable (:class:`~lease_manager.kernel.reallocation.
+    """Makes arriving leases malleable (:class:`~lease_manager.reallocation.
     Reallocation`)."""
 
     def arrived(self, lease: Lease, now: float) -> str:
@@ -155,9 +154,6 @@ class Enactment:
         """Node ``node`` starts booting at ``now``, in time for a lease planned on it."""
 
 
-if TYPE_CHECKING:   # both schedulers have both seams (mypy checks these)
+if TYPE_CHECKING:   # the scheduler has both seams (mypy checks it; multisite.py checks its own)
     def _one_site(scheduler: LeaseScheduler) -> SteppedScheduler:
-        return scheduler
-
-    def _sites(scheduler: SiteSchedulers) -> SteppedScheduler:
         return scheduler
