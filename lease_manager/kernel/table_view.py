@@ -86,24 +86,24 @@ class _NoPlan:
         self._table = table
 
     @staticmethod
-    def _refuse(query: str) -> NotImplementedError:
-        return NotImplementedError(f"{query}: with placement = at-start, nodes have no "
-                                   f"future plan")
+    def _refuse(reason: str = "with placement = at-start, nodes have no future plan"
+                ) -> NotImplementedError:
+        return NotImplementedError(reason)
 
     def change_points(self, after: float, until: float = math.inf,
                       node: int | None = None) -> list[float]:
         if node is not None:
-            raise self._refuse("change_points on a node")
+            raise self._refuse()
         return self._table.change_points(after, until)
 
     def next_start_on(self, node: int, after: float,
                       skip: frozenset[ReservationKind] = frozenset()) -> float:
-        raise self._refuse("next_start_on")
+        raise self._refuse()
 
     def earliest_fit_on(self, nodes: np.ndarray, amounts: np.ndarray, duration: float,
                         after: float, not_after: float | None = None) -> float | None:
-        raise self._refuse("earliest_fit_on")
+        raise self._refuse()
 
     def site_room(self, demands: Sequence[tuple[float, float, float]],
                   resource: int = 0) -> float:
-        raise self._refuse("site_room (placement = at-start takes no site-wide resources)")
+        raise self._refuse("placement = at-start takes no site-wide resources")
