@@ -292,9 +292,6 @@ class CountTable(CountFitting, CountPowerStates):
     def site_capacity_at(self, t: float) -> np.ndarray:
         return np.zeros(0)
 
-    #: (its name before the Table protocol's :meth:`move`)
-    move_pending = move
-
     def holds_counts_at(self, start: float) -> bool:
         """Whether a reservation starting at ``start`` holds a count of VMs and no nodes
         (:meth:`pin` gives it nodes when it starts): if it starts after now."""

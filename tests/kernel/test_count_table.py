@@ -778,12 +778,12 @@ def test_moving_a_pending_reservation_by_hand():
     t.add(pending(0, 5, 3))
     assert t.profile_lists(0) == ([0, 5, 10, 30, 40], [3, 6, 2, 4, 6])
     moved = pending(5, 25, 4)
-    t.move_pending(a, moved)
+    t.move(a, moved)
     assert t.profile_lists(0) == ([0, 5, 25, 30, 40], [3, 2, 6, 4, 6])
     assert a not in t and moved in t
     t.check()
     with pytest.raises(OvercommitError):
-        t.move_pending(moved, pending(2, 22, 4))
+        t.move(moved, pending(2, 22, 4))
     assert t.profile_lists(0) == ([0, 5, 25, 30, 40], [3, 2, 6, 4, 6]) and moved in t
     t.check()
 
@@ -800,7 +800,7 @@ class _Recorder:
 
 def test_moving_a_pending_reservation_is_remove_then_add():
     """On 150 seeded random plans, built twice: a planned reservation moved to a random
-    earlier (or overlapping, or later) interval by ``move_pending`` on one table and by
+    earlier (or overlapping, or later) interval by ``move`` on one table and by
     ``remove`` then ``add`` on the other leaves the same rows, breakpoints and references,
     reservations in the same order, the same ends to forget and the same changes recorded
     by a watch; where it does not fit, the same table as before (the two steps put it
@@ -818,7 +818,7 @@ def test_moving_a_pending_reservation_is_remove_then_add():
             new = pending(start, start + (old.end - old.start), old.pending)
             try:
                 if way == "fused":
-                    t.move_pending(old, new)
+                    t.move(old, new)
                 else:
                     t.remove(old)
                     try:

@@ -205,10 +205,9 @@ class LeaseScheduler:
     def submit(self, lease: Lease, now: float) -> None:
         """A lease arrives: admission, pricing, then the queue or its own slot."""
         self._emit_lease("lease_submitted", lease, now)
-        table = self.table
+        counted = self.table.counting()
         too_big = self.oversize_reason(lease) or (
-            table.counted and (table.refuses(lease)   # type: ignore[attr-defined]
-                               or self._uncounted_ar(lease)))
+            "" if counted is None else counted.refuses(lease) or self._uncounted_ar(lease))
         if too_big:
             self.reject(lease, now, too_big)
             return

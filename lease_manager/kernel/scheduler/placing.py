@@ -4,7 +4,7 @@ plan once it is in the slot table (the commit every re-planning path shares)."""
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -16,8 +16,8 @@ from lease_manager.kernel.mapper import Placement, place, reservation_one_per_no
 from lease_manager.kernel.slottable import Reservation, ReservationKind
 
 if TYPE_CHECKING:
-    from lease_manager.kernel.count_table import CountTable
     from lease_manager.kernel.scheduler.core import LeaseScheduler
+    from lease_manager.kernel.table_protocol import FreeNodes
 
 S = members(LeaseState)
 K = members(ReservationKind)
@@ -33,13 +33,13 @@ def _place_at(self: LeaseScheduler, lease: Lease, start: float,
     end = start + duration
     table = self.table
     res: Reservation | None
-    counted: CountTable | None = table if table.counted else None   # type: ignore[assignment]
-    if counted is not None and start > counted.now:
+    if table.holds_counts_at(start):
         return Reservation(lease, start, end, NO_NODES, NO_AMOUNTS, None, K.VM, (),
                            lease.vms.shape_key, lease.vms.count)
-    if counted is not None and _on_first_free(self, counted, lease.vms):
+    free = _first_free(self, lease.vms)
+    if free is not None:
         # _placement's, without making a Placement (one per lease that starts)
-        nodes = counted.first_free(lease.vms.count)
+        nodes = free.first_free(lease.vms.count)
         res = None if nodes is None else reservation_one_per_node(lease, start, end, nodes)
     else:
         placement = _placement(self, lease, start, end)
@@ -49,12 +49,13 @@ def _place_at(self: LeaseScheduler, lease: Lease, start: float,
     return res
 
 
-def _on_first_free(self: LeaseScheduler, counted: CountTable, demand: VMRequest) -> bool:
-    """Whether ``demand``, starting now on the table that counts VMs, goes on the first free
-    nodes, one VM on each: the table has one VM a node, of ``demand``'s one shape, and host
-    selection puts the nodes with a free slot first, by index."""
-    return (counted.one_per_node and demand.shape_key == counted.shape_key
-            and getattr(self.host_selection, "free_nodes_first", False))
+def _first_free(self: LeaseScheduler, demand: VMRequest) -> FreeNodes | None:
+    """The table's list of free nodes if ``demand``, starting now, goes on the first of
+    them, one VM on each: the table keeps one (one VM a node, of ``demand``'s one shape), and
+    host selection puts the nodes with a free slot first, by index."""
+    if not getattr(self.host_selection, "free_nodes_first", False):
+        return None
+    return self.table.free_node_list(demand)
 
 
 def _placement(self: LeaseScheduler, lease: Lease, start: float,
@@ -65,14 +66,13 @@ def _placement(self: LeaseScheduler, lease: Lease, start: float,
     table's list of them, without ordering every node."""
     table = self.table
     demand = lease.vms
-    if table.counted:
-        counted = cast("CountTable", table)
-        if start <= counted.now and _on_first_free(self, counted, demand):
-            nodes = counted.first_free(demand.count)
-            if nodes is None:
-                return None
-            return Placement.one_per_node(tuple(nodes), np.array(nodes, dtype=np.intp),
-                                          demand.vectors[0])
+    free = None if table.holds_counts_at(start) else _first_free(self, demand)
+    if free is not None:
+        nodes = free.first_free(demand.count)
+        if nodes is None:
+            return None
+        return Placement.one_per_node(tuple(nodes), np.array(nodes, dtype=np.intp),
+                                      demand.vectors[0])
     order = self.host_selection.order_hosts(lease, start, end, self.table_view)
     return place(table, demand, start, end, order)
 
@@ -85,7 +85,9 @@ def _pin(self: LeaseScheduler, res: Reservation, now: float) -> None:
     placement = _placement(self, lease, now, res.end)
     if placement is None:
         raise OvercommitError(f"{res!r} finds no nodes when it starts")
-    cast("CountTable", self.table).pin(res, placement)
+    counted = self.table.counting()
+    assert counted is not None   # (only a table that counts VMs holds pending ones)
+    counted.pin(res, placement)
 
 
 def _find_slot(self: LeaseScheduler, lease: Lease, duration: float, after: float,

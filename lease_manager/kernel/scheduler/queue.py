@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -19,8 +19,8 @@ from lease_manager.kernel.scheduler import haizea_asap, image_transfer
 from lease_manager.kernel.slottable import Reservation, ReservationKind
 
 if TYPE_CHECKING:
-    from lease_manager.kernel.count_table import CountTable
     from lease_manager.kernel.scheduler.core import LeaseScheduler
+    from lease_manager.kernel.table_protocol import CountProfile
 
 S = members(LeaseState)
 K = members(ReservationKind)
@@ -103,7 +103,8 @@ def _process_queue(self: LeaseScheduler, now: float) -> None:
             done.add(i)
             i += 1
     elif i < n:
-        done.update(self._backfill_counted(i, now) if self.table.counted and not self.bootable
+        counted = None if self.bootable else self.table.counting()
+        done.update(self._backfill_counted(counted, i, now) if counted is not None
                     else self._backfill_now(i, now))
     if done:
         self.waiting.pop_all(done, FEW_DONE)
@@ -144,10 +145,10 @@ def _backfill_now(self: LeaseScheduler, first: int, now: float) -> list[int]:
     # with nodes off, on a table that counts VMs: the most VMs that could start by the time
     # a boot begun now ends (a lease needing more neither starts now nor when booted)
     booted_room = -1.0   # (< 0: not known for the table as it is now)
-    counted_boots = (self.bootable and table.counted and self.preparation is None
-                     and not self.settings.haizea_planning)
-    if counted_boots:
-        booted_room = _room_until(cast("CountTable", table), now, self.boot_until)
+    counts = (table.counting() if self.bootable and self.preparation is None
+              and not self.settings.haizea_planning else None)
+    if counts is not None:
+        booted_room = _room_until(counts, now, self.boot_until)
         candidates: Iterable[int] = _fitting_by_count(self, first, booted_room)
     elif self.bootable:
         candidates = range(first, len(queue))
@@ -167,9 +168,9 @@ def _backfill_now(self: LeaseScheduler, first: int, now: float) -> list[int]:
             booted_room = -1.0
             if count > room_for(lease):
                 continue
-        if counted_boots and not lease.image_nodes:
+        if counts is not None and not lease.image_nodes:
             if booted_room < 0:
-                booted_room = _room_until(cast("CountTable", table), now, self.boot_until)
+                booted_room = _room_until(counts, now, self.boot_until)
             if count > booted_room:
                 continue   # (it would fail, and any lease it would cover skips here too)
         shape = None if lease.image_nodes else key   # answered from per-shape counts
@@ -182,16 +183,16 @@ def _backfill_now(self: LeaseScheduler, first: int, now: float) -> list[int]:
     return started
 
 
-def _backfill_counted(self: LeaseScheduler, first: int, now: float) -> list[int]:
+def _backfill_counted(self: LeaseScheduler, table: CountProfile, first: int,
+                      now: float) -> list[int]:
     """:func:`_backfill_now` on a table that counts VMs, where a lease fits now exactly when
     its VM count is at most the fewest free VM slots over its window: one array comparison
     over the rest of the queue finds the next lease that starts, until none is left."""
-    table = cast("CountTable", self.table)
     room = table.room_at(table.vector, now)
     if room < 1:   # (a lease has a VM at least: none starts now)
         return []
     if len(self.queue) - first < SHORT_QUEUE:   # arrays cost more than they save
-        return _backfill_counted_short(self, first, now, room)
+        return _backfill_counted_short(self, table, first, now, room)
     # only leases with room now can start now: look at those alone (views of the arrays
     # beside the queue, gone before anything can change the queue)
     queued = np.frombuffer(self.waiting.counts, dtype=np.int64)[first:]
@@ -216,11 +217,10 @@ def _backfill_counted(self: LeaseScheduler, first: int, now: float) -> list[int]
     return started
 
 
-def _backfill_counted_short(self: LeaseScheduler, first: int, now: float,
-                            room: float) -> list[int]:
+def _backfill_counted_short(self: LeaseScheduler, table: CountProfile, first: int,
+                            now: float, room: float) -> list[int]:
     """:func:`_backfill_counted` in plain Python, for a short queue: the same tests, one
     lease at a time, each asked of the table as it is then."""
-    table = cast("CountTable", self.table)
     counts, lengths, queue = self.waiting.counts, self.waiting.lengths, self.queue
     next_fitting = table.next_fitting
     started: list[int] = []
@@ -233,7 +233,7 @@ def _backfill_counted_short(self: LeaseScheduler, first: int, now: float,
     return started
 
 
-def _room_until(table: CountTable, now: float, until: float) -> float:
+def _room_until(table: CountProfile, now: float, until: float) -> float:
     """The most VM slots free at any start from ``now`` to ``until`` (the row holding now
     at least): a lease of more VMs fits at no start in between."""
     times, free = table.profile_lists(now)
@@ -360,7 +360,8 @@ def _start_when_booted(self: LeaseScheduler, lease: Lease, duration: float,
     if res is None:
         return None
     if res.pending:   # counted VMs: it waits for a boot if the nodes that are on cannot host it
-        counted = cast("CountTable", self.table)
+        counted = self.table.counting()
+        assert counted is not None   # (only a table that counts VMs holds pending ones)
         if counted.fits_without(res.pending, res.start, res.end):
             return None
         return res

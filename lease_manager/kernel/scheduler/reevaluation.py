@@ -7,14 +7,13 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from operator import attrgetter
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 from lease_manager.kernel.enum_members import members
 from lease_manager.kernel.lease import Lease, LeaseState, LeaseType
 from lease_manager.kernel.scheduler.transaction import PlanChange
 
 if TYPE_CHECKING:
-    from lease_manager.kernel.count_table import CountTable
     from lease_manager.kernel.scheduler.core import LeaseScheduler
     from lease_manager.kernel.slottable import SlotTable
 
@@ -143,12 +142,12 @@ def _move_earlier(self: LeaseScheduler, lease: Lease, now: float) -> bool:
             boots.put_back(lifted)
         return False
     placed = None
-    if table.counted and self.power is None and start > cast("CountTable", table).now:
+    if self.power is None and table.holds_counts_at(start):
         # a table that counts VMs places a plan that starts later as a count, without
         # looking at the table: the steps below, the table's two in one
         placed = self._place_at(lease, start, duration)
         if placed is not None and placed.pending:
-            cast("CountTable", table).move_pending(res, placed)
+            table.move(res, placed)
             self._adopt(lease, [placed], now)
             return True
     change = PlanChange(table)
