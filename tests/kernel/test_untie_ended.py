@@ -138,7 +138,7 @@ def test_a_lease_of_several_allocations_is_untied_only_if_none_is_kept(no_collec
     import numpy as np
 
     from lease_manager.kernel.reservation import Reservation
-    from lease_manager.kernel.scheduler.lifecycle import untie_ended
+    from lease_manager.kernel.scheduler.lifecycle import Lifecycle
 
     def ended_lease() -> Lease:
         lease = be(1, 1, HOUR, 0)
@@ -146,15 +146,16 @@ def test_a_lease_of_several_allocations_is_untied_only_if_none_is_kept(no_collec
                                          np.array([[1.0, 0.0]])) for k in range(parts)]
         return lease
 
-    sched = types.SimpleNamespace(_ended=[ended_lease()])
-    ref = weakref.ref(sched._ended[0])
-    untie_ended(sched)
-    assert ref() is None and sched._ended == []
+    life = Lifecycle(types.SimpleNamespace())
+    life.ended.append(ended_lease())
+    ref = weakref.ref(life.ended[0])
+    life.untie_ended()
+    assert ref() is None and life.ended == []
 
-    sched._ended.append(ended_lease())
-    ref = weakref.ref(sched._ended[0])
-    kept = sched._ended[0].allocations[-1]
-    untie_ended(sched)
+    life.ended.append(ended_lease())
+    ref = weakref.ref(life.ended[0])
+    kept = life.ended[0].allocations[-1]
+    life.untie_ended()
     assert ref() is not None and kept.lease is ref()
     assert all(res.lease is ref() for res in ref().allocations)
 
@@ -171,7 +172,7 @@ def test_every_site_of_a_multi_site_run_lets_its_ended_leases_go(no_collector):
     run.run()
     # (leases of 3 VMs fit neither 2-node site: rejected)
     assert (run.summary["leases_completed"], run.summary["leases_rejected"]) == (11, 5)
-    assert all(not site.scheduler._ended for site in run.sites)
+    assert all(not site.scheduler.lifecycle.ended for site in run.sites)
     del run
     assert all(ref() is None for ref in refs)
 
@@ -180,17 +181,16 @@ def test_the_ended_leases_waiting_are_bounded_within_a_step(monkeypatch):
     """Ten leases end at one instant; with room for three waiting, the scheduler lets them go
     as they pile up, before the step is over."""
     from lease_manager.kernel.scheduler import lifecycle
-    from lease_manager.kernel.scheduler.core import LeaseScheduler
 
     monkeypatch.setattr(lifecycle, "MAX_ENDED", 3)
     waiting: list[int] = []
-    untie = LeaseScheduler.untie_ended
+    untie = lifecycle.Lifecycle.untie_ended
 
     def counted(self):
-        waiting.append(len(self._ended))
+        waiting.append(len(self.ended))
         untie(self)
 
-    monkeypatch.setattr(LeaseScheduler, "untie_ended", counted)
+    monkeypatch.setattr(lifecycle.Lifecycle, "untie_ended", counted)
     _run(Plugins(entry_points=False), (be(i, 1, HOUR, 0) for i in range(1, 11)),
          "simulation.resources=10 CPU:1 Memory:1024")
     assert max(waiting) == 4 and sum(waiting) == 10

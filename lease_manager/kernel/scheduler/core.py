@@ -49,20 +49,20 @@ from lease_manager.kernel.lease import TRANSITIONS, Lease, LeaseState, LeaseType
 from lease_manager.kernel.mapper import place_on
 from lease_manager.kernel.scheduler import (
     haizea_resumption,
-    lifecycle,
     placing,
     preemption,
     queue,
     replan,
     reservations,
     resize,
-    restore,
     suspension,
 )
 from lease_manager.kernel.scheduler import reevaluation as moving
 from lease_manager.kernel.scheduler.image_transfer import ImageTransfers
+from lease_manager.kernel.scheduler.lifecycle import Lifecycle
 from lease_manager.kernel.scheduler.plan_book import PlanBook
 from lease_manager.kernel.scheduler.reevaluator import Reevaluator
+from lease_manager.kernel.scheduler.restore import Restorer
 from lease_manager.kernel.scheduler.seams import (
     ArrivalAllocator,
     Enactment,
@@ -81,7 +81,7 @@ if TYPE_CHECKING:
         PricingProtocol,
         QueueProtocol,
     )
-    from lease_manager.kernel.slottable import SlotTable
+    from lease_manager.kernel.slottable import Reservation, SlotTable
 
 S = members(LeaseState)
 LT = members(LeaseType)
@@ -164,8 +164,12 @@ class LeaseScheduler:
         self.future: Mapping[int, Lease] = self.plans.future
         #: leases running, suspending or resuming, by id
         self.running: dict[int, Lease] = {}
-        #: leases that ended since :meth:`untie_ended` was last called
-        self._ended: list[Lease] = []
+        #: its leases' events: segments start and end, work finishes, leases are cancelled
+        #: or fail; it owns the leases that ended (the engine's calls go straight to it)
+        self.lifecycle = life = Lifecycle(self)
+        self.segment_started, self.segment_ended = life.segment_started, life.segment_ended
+        self.work_finished, self.untie_ended = life.work_finished, life.untie_ended
+        self._finish = life.finish   # (transitional: the old name, for the other parts)
         #: nodes that are off and could be booted, with the earliest time a lease could
         #: start on each (kept by the node power states; empty without them)
         self.bootable: dict[int, float] = {}
@@ -182,7 +186,8 @@ class LeaseScheduler:
         self.malleability: ArrivalAllocator | None = None
         self._what_if_memo: tuple[tuple, tuple[int | None, float, float] | None] | None = None
         self._site_max: dict[Any, int] = {}
-        self._restoring = False
+        #: restoring leases after a daemon restart (restore.py)
+        self.restorer = Restorer(self)
 
     @property
     def backfilling(self) -> str:
@@ -354,7 +359,7 @@ class LeaseScheduler:
         self.reject(lease, now, reason)
 
     def reject(self, lease: Lease, now: float, reason: str) -> None:
-        if self._restoring:   # it was accepted before the restart: it fails, with the reason
+        if self.restorer.restoring:   # accepted before the restart: it fails, with the reason
             lease.reason = f"could not be planned again after a restart: {reason}"
             lease.end = now
             self._move(lease, S.FAILED, now)
@@ -451,23 +456,33 @@ class LeaseScheduler:
     _move_earlier = moving._move_earlier
     _move_resumption_earlier = moving._move_resumption_earlier
 
-    # events of planned and running leases, cancellation, failure (lifecycle.py)
-    segment_started = lifecycle.segment_started
-    segment_ended = lifecycle.segment_ended
-    work_finished = lifecycle.work_finished
-    _finish = lifecycle._finish
-    untie_ended = lifecycle.untie_ended
-    cancel = lifecycle.cancel
-    fail = lifecycle.fail
-    _end_early = lifecycle._end_early
+    def cancel(self, lease: Lease, now: float, reason: str = "cancelled") -> None:
+        """Cancel ``lease`` in whatever state it is (:meth:`Lifecycle.cancel
+        <lease_manager.kernel.scheduler.lifecycle.Lifecycle.cancel>`)."""
+        self.lifecycle.cancel(lease, now, reason)
+
+    def fail(self, lease: Lease, now: float, reason: str) -> None:
+        """``lease`` failed at ``now`` (:meth:`Lifecycle.fail
+        <lease_manager.kernel.scheduler.lifecycle.Lifecycle.fail>`)."""
+        self.lifecycle.fail(lease, now, reason)
 
     # resizing a running malleable lease (resize.py)
     resize = resize.resize
 
-    # restore after a daemon restart (restore.py)
-    restore_running = restore.restore_running
-    restore_planned = restore.restore_planned
-    restore_queued = restore.restore_queued
+    # restore after a daemon restart (restore.py's Restorer)
+    def restore_running(self, lease: Lease, vm_nodes: tuple[int, ...],
+                        now: float) -> Reservation:
+        """:meth:`Restorer.running <lease_manager.kernel.scheduler.restore.Restorer.running>`:
+        take back a lease found running after a restart."""
+        return self.restorer.running(lease, vm_nodes, now)
+
+    def restore_planned(self, lease: Lease, now: float) -> None:
+        """:meth:`Restorer.planned`: plan again a lease accepted before a restart."""
+        self.restorer.planned(lease, now)
+
+    def restore_queued(self, lease: Lease, image_nodes: tuple[int, ...] = ()) -> None:
+        """:meth:`Restorer.queued`: queue a lease queued (or held) before a restart."""
+        self.restorer.queued(lease, image_nodes)
 
     # placing plans and adopting them (placing.py)
     _place_at = placing._place_at
