@@ -53,7 +53,6 @@ from lease_manager.kernel.scheduler import (
     preemption,
     queue,
     replan,
-    reservations,
     resize,
     suspension,
 )
@@ -62,6 +61,7 @@ from lease_manager.kernel.scheduler.image_transfer import ImageTransfers
 from lease_manager.kernel.scheduler.lifecycle import Lifecycle
 from lease_manager.kernel.scheduler.plan_book import PlanBook
 from lease_manager.kernel.scheduler.reevaluator import Reevaluator
+from lease_manager.kernel.scheduler.reservations import OwnSlots
 from lease_manager.kernel.scheduler.restore import Restorer
 from lease_manager.kernel.scheduler.seams import (
     ArrivalAllocator,
@@ -186,6 +186,8 @@ class LeaseScheduler:
         self.malleability: ArrivalAllocator | None = None
         self._what_if_memo: tuple[tuple, tuple[int | None, float, float] | None] | None = None
         self._site_max: dict[Any, int] = {}
+        #: immediate, advance-reservation and deadline leases: a slot of their own at once
+        self.own_slots = OwnSlots(self)
         #: restoring leases after a daemon restart (restore.py)
         self.restorer = Restorer(self)
 
@@ -251,11 +253,11 @@ class LeaseScheduler:
             else:
                 self._enqueue(lease, now)
         elif kind is LT.IMMEDIATE:
-            self._schedule_immediate(lease, now)
+            self.own_slots.immediate(lease, now)
         elif kind is LT.ADVANCE_RESERVATION:
-            self._schedule_ar(lease, now)
+            self.own_slots.advance(lease, now)
         else:
-            self._schedule_deadline(lease, now)
+            self.own_slots.deadline(lease, now)
 
     def _uncounted_ar(self, lease: Lease) -> str:
         """Why a table that counts VMs cannot take advance reservation ``lease`` ('' if it
@@ -432,12 +434,6 @@ class LeaseScheduler:
     _schedule = queue._schedule
     _run_until_a_reservation = queue._run_until_a_reservation
     _start_when_booted = queue._start_when_booted
-
-    # leases with a slot of their own (reservations.py)
-    _schedule_immediate = reservations._schedule_immediate
-    _schedule_deadline = reservations._schedule_deadline
-    _schedule_ar = reservations._schedule_ar
-    _make_room = reservations._make_room
 
     # preemption (preemption.py)
     _victims = preemption._victims

@@ -12,6 +12,7 @@ from lease_manager.kernel.slottable import Reservation, ReservationKind
 
 if TYPE_CHECKING:
     from lease_manager.kernel.scheduler.plan_book import PlanBook
+    from lease_manager.kernel.scheduler.reservations import OwnSlots
     from lease_manager.kernel.scheduler.seams import Enactment
     from lease_manager.kernel.slottable import SlotTable
 
@@ -33,13 +34,12 @@ class RestoreHost(Protocol):
     def running(self) -> dict[int, Lease]: ...
     @property
     def _enactment(self) -> Enactment: ...
+    @property
+    def own_slots(self) -> OwnSlots: ...
     def length(self, lease: Lease) -> float: ...
     def work_end(self, lease: Lease, start: float) -> float: ...
     def _move(self, lease: Lease, state: LeaseState, now: float) -> None: ...
     def _enqueue(self, lease: Lease, now: float) -> None: ...
-    def _schedule_ar(self, lease: Lease, now: float) -> None: ...
-    def _schedule_immediate(self, lease: Lease, now: float) -> None: ...
-    def _schedule_deadline(self, lease: Lease, now: float) -> None: ...
 
 
 class Restorer:
@@ -88,11 +88,11 @@ class Restorer:
             if lease.type is LT.BEST_EFFORT:
                 sched._enqueue(lease, now)
             elif lease.type is LT.ADVANCE_RESERVATION:
-                sched._schedule_ar(lease, now)
+                sched.own_slots.advance(lease, now)
             elif lease.type is LT.IMMEDIATE:
-                sched._schedule_immediate(lease, now)
+                sched.own_slots.immediate(lease, now)
             else:
-                sched._schedule_deadline(lease, now)
+                sched.own_slots.deadline(lease, now)
         finally:
             self.restoring = False
 
