@@ -17,7 +17,6 @@ from lease_manager.kernel.lease import VMRequest
 from lease_manager.kernel.mapper import place
 from lease_manager.kernel.resources import parse_site
 from lease_manager.kernel.scheduler import reevaluation
-from lease_manager.kernel.scheduler.core import LeaseScheduler
 from lease_manager.kernel.slottable import Reservation, SlotTable
 from lease_manager.run import load_run
 
@@ -203,18 +202,18 @@ def test_move_test_stays_necessary_while_slots_are_taken():
 def test_reevaluation_with_the_test_moves_what_it_moves_without(tmp_path, monkeypatch,
                                                                 placement, mode, fewer):
     """Conservative backfilling on the first 2,500 jobs of the 30-day Blue trace: with the
-    test, re-evaluation (pass after pass, or compression's one pass) asks ``_move_earlier``
+    test, re-evaluation (pass after pass, or compression's one pass) asks ``move_earlier``
     about fewer leases (a third or less here with passes repeated, half or less with
     compression), and the schedule is the same, byte for byte, as when it asks about every
     planned lease."""
     calls = {"n": 0}
-    move_earlier = LeaseScheduler._move_earlier
+    move_earlier = reevaluation.EarlierMoves.move_earlier
 
     def counted(self, lease, now):
         calls["n"] += 1
         return move_earlier(self, lease, now)
 
-    monkeypatch.setattr(LeaseScheduler, "_move_earlier", counted)
+    monkeypatch.setattr(reevaluation.EarlierMoves, "move_earlier", counted)
     outputs, asked = [], []
     for many in (reevaluation.MANY_FUTURE, math.inf):
         monkeypatch.setattr(reevaluation, "MANY_FUTURE", many)

@@ -56,7 +56,6 @@ from lease_manager.kernel.scheduler import (
     resize,
     suspension,
 )
-from lease_manager.kernel.scheduler import reevaluation as moving
 from lease_manager.kernel.scheduler.image_transfer import ImageTransfers
 from lease_manager.kernel.scheduler.lifecycle import Lifecycle
 from lease_manager.kernel.scheduler.plan_book import PlanBook
@@ -445,12 +444,6 @@ class LeaseScheduler:
     _resumption_plan = haizea_resumption.resumption_plan   # (ours unless Haizea's model)
     _resumption_plan_after = suspension._resumption_plan_after
     _migrated = suspension._migrated
-
-    # re-evaluation after early ends (reevaluation.py; Haizea's re-plan in replan.py)
-    _replan_future = replan._replan_future
-    _replan = replan._replan
-    _move_earlier = moving._move_earlier
-    _move_resumption_earlier = moving._move_resumption_earlier
 
     def cancel(self, lease: Lease, now: float, reason: str = "cancelled") -> None:
         """Cancel ``lease`` in whatever state it is (:meth:`Lifecycle.cancel

@@ -25,10 +25,15 @@ class Reevaluator:
     """One scheduler's re-evaluation, in ``mode`` (``auto`` already resolved: see
     :func:`~lease_manager.kernel.scheduler.replan.by_mode`)."""
 
-    __slots__ = ("mode", "at_each_end", "pending", "replanning", "replanning_lease", "_sched")
+    __slots__ = ("mode", "at_each_end", "pending", "replanning", "replanning_lease", "moves",
+                 "replanner", "_sched")
 
     def __init__(self, sched: LeaseScheduler, mode: str) -> None:
         self._sched = sched
+        #: ``move-earlier`` and ``compress``
+        self.moves = reevaluation.EarlierMoves(sched)
+        #: ``replan`` (Haizea's)
+        self.replanner = replan.Replanner(sched)
         #: ``move-earlier``, ``compress`` or ``replan``
         self.mode = mode
         #: whether it runs at each premature end as it happens (``compress``, ``replan``);
@@ -55,11 +60,11 @@ class Reevaluator:
         """Re-evaluate the future after resources were freed (a cancellation, or an early end
         in the daemon), by the mode."""
         if self.mode == "replan":
-            replan._replan_future(self._sched, now)
+            self.replanner.replan_future(now)
         elif self.mode == "compress":
-            reevaluation.compress(self._sched, now)
+            self.moves.compress(now)
         else:
-            reevaluation._reevaluate_future(self._sched, now)
+            self.moves.reevaluate_future(now)
 
     def premature_end(self, res: Reservation, now: float) -> None:
         """``res``'s lease finished at ``now``, before ``res`` ends: end it, and every other
@@ -82,8 +87,8 @@ class Reevaluator:
                 sched.work_finished(ended, now)
                 self.pending = False
                 if self.mode == "compress":
-                    reevaluation.compress(sched, now)
+                    self.moves.compress(now)
                 else:
-                    replan._replan_future(sched, now)
+                    self.replanner.replan_future(now)
         finally:
             self.replanning = False

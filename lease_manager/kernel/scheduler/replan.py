@@ -49,60 +49,81 @@ def by_mode(reevaluation: str, backfilling: str, counted: bool) -> str:
     return AUTO.get((backfilling, counted), "move-earlier")
 
 
-def _replan_future(self: LeaseScheduler, now: float) -> None:
-    """Give up every backfilling reservation that has not started and plan each lease again,
-    in scheduling order (Haizea's ``reevaluate_schedule``)."""
-    plans = self.plans
-    for lease in plans.reserved_leases():
-        if lease.id in plans.reserved and lease.state is S.SCHEDULED:
-            self._replan(lease, now)
+class Replanner:
+    """One scheduler's ``replan`` re-evaluation (no state of its own: whether a suspended
+    lease is being planned again is the :class:`~lease_manager.kernel.scheduler.reevaluator.
+    Reevaluator`'s). It holds the scheduler itself, not a narrower Protocol: it hands the
+    scheduler on to image transfers and Haizea's planning, which still take all of it."""
 
+    __slots__ = ("_sched",)
 
-def _replan(self: LeaseScheduler, lease: Lease, now: float) -> None:
-    """Plan ``lease`` again from scratch at ``now``: now if it fits, else (as the backfilling
-    mode allows) at the earliest time it fits. Its old slot is free meanwhile, so a plan is
-    always found while it may reserve; if it may not (a third-party path), it is requeued."""
-    for old in lease.reservations:
-        self.table.remove(old)
-    lease.reservations = []
-    self.plans.drop(lease.id)
-    lease.promised_start = None
-    allow_future = self._may_reserve()
-    booted = False
-    in_future: bool | None = None   # (known here only for a lease planned with its image)
-    plan: list[Reservation] | None
-    if lease.image_nodes:
-        self.reeval.replanning_lease = True   # (Haizea's threshold omits the resumption)
-        try:
-            plan = self._resumption_plan(lease, now, allow_future)
-        finally:
-            self.reeval.replanning_lease = False
-    elif self.preparation is not None and self.preparation.manages(lease):
-        found = image_transfer.plan_asap(self, lease, now, allow_future)
-        plan, in_future = (None, False) if found is None else found
-    elif self.settings.haizea_planning:
-        found = haizea_asap.plan(self, lease, now, allow_future)
-        plan, in_future = (None, False) if found is None else found
-    else:
-        duration = self.length(lease)
+    def __init__(self, sched: LeaseScheduler) -> None:
+        self._sched = sched
+
+    def replan_future(self, now: float) -> None:
+        """Give up every backfilling reservation that has not started and plan each lease
+        again, in scheduling order (Haizea's ``reevaluate_schedule``)."""
+        plans = self._sched.plans
+        for lease in plans.reserved_leases():
+            if lease.id in plans.reserved and lease.state is S.SCHEDULED:
+                self.replan(lease, now)
+
+    def replan(self, lease: Lease, now: float) -> None:
+        """Plan ``lease`` again from scratch at ``now``: now if it fits, else (as the
+        backfilling mode allows) at the earliest time it fits. Its old slot is free meanwhile,
+        so a plan is always found while it may reserve; if it may not (a third-party path),
+        it is requeued."""
+        sched = self._sched
+        for old in lease.reservations:
+            sched.table.remove(old)
+        lease.reservations = []
+        sched.plans.drop(lease.id)
+        lease.promised_start = None
+        allow_future = sched._may_reserve()
+        booted = False
+        in_future: bool | None = None   # (known here only for a lease planned with its image)
+        plan: list[Reservation] | None
+        if lease.image_nodes:
+            sched.reeval.replanning_lease = True   # (Haizea's threshold omits the resumption)
+            try:
+                plan = sched._resumption_plan(lease, now, allow_future)
+            finally:
+                sched.reeval.replanning_lease = False
+        elif sched.preparation is not None and sched.preparation.manages(lease):
+            found = image_transfer.plan_asap(sched, lease, now, allow_future)
+            plan, in_future = (None, False) if found is None else found
+        elif sched.settings.haizea_planning:
+            found = haizea_asap.plan(sched, lease, now, allow_future)
+            plan, in_future = (None, False) if found is None else found
+        else:
+            plan, booted = self._plan_new(lease, now, allow_future)
+        if plan is None:
+            sched._move(lease, S.QUEUED, now)
+            sched._requeue(lease)
+            return
+        reserved = in_future if in_future is not None else (plan[0].start > now and not booted)
+        if reserved:
+            sched.plans.reserve(lease.id)
+        sched._commit(lease, plan, now)
+
+    def _plan_new(self, lease: Lease, now: float,
+                  allow_future: bool) -> tuple[list[Reservation] | None, bool]:
+        """A plan as the queue makes one (now, in front of an advance reservation, once
+        nodes are booted, or later if ``allow_future``), and whether it waits for a boot."""
+        sched = self._sched
+        duration = sched.length(lease)
         res: Reservation | None = None
         plan = None
-        if self.table.fits_at(lease.vms, duration, now):
-            res = self._place_at(lease, now, duration)
+        booted = False
+        if sched.table.fits_at(lease.vms, duration, now):
+            res = sched._place_at(lease, now, duration)
         if res is None:
-            plan = self._run_until_a_reservation(lease, now, duration)
-        if plan is None and res is None and self.bootable:
-            res = self._start_when_booted(lease, duration, now)
+            plan = sched._run_until_a_reservation(lease, now, duration)
+        if plan is None and res is None and sched.bootable:
+            res = sched._start_when_booted(lease, duration, now)
             booted = res is not None
         if plan is None and res is None and allow_future:
-            res = self._find_slot(lease, duration, now, None)
+            res = sched._find_slot(lease, duration, now, None)
         if plan is None and res is not None:
             plan = [res]
-    if plan is None:
-        self._move(lease, S.QUEUED, now)
-        self._requeue(lease)
-        return
-    reserved = in_future if in_future is not None else (plan[0].start > now and not booted)
-    if reserved:
-        self.plans.reserve(lease.id)
-    self._commit(lease, plan, now)
+        return plan, booted
