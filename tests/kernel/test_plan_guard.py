@@ -24,7 +24,7 @@ from lease_manager.kernel.lease import Lease, LeaseType, VMRequest
 from lease_manager.kernel.reservation import Reservation, ReservationKind
 from lease_manager.kernel.scheduler import haizea_asap, image_transfer
 from lease_manager.kernel.scheduler.core import LeaseScheduler
-from lease_manager.kernel.scheduler.placing import plan_fault
+from lease_manager.kernel.scheduler.placing import Placer, plan_fault
 
 from support import be, simulate
 
@@ -67,8 +67,8 @@ def test_plan_fault_names_what_is_wrong_with_a_plan():
 
 
 def _shift_place_at(monkeypatch, lease_id: int, fault: str, when=lambda start: True) -> None:
-    """Make ``_place_at`` answer lease ``lease_id`` with a reservation that has ``fault``."""
-    original = LeaseScheduler._place_at
+    """Make ``Placer.place_at`` answer lease ``lease_id`` with a reservation that has ``fault``."""
+    original = Placer.place_at
 
     def place_at(self, lease, start, duration):
         res = original(self, lease, start, duration)
@@ -81,7 +81,7 @@ def _shift_place_at(monkeypatch, lease_id: int, fault: str, when=lambda start: T
                 res.end = math.inf
         return res
 
-    monkeypatch.setattr(LeaseScheduler, "_place_at", place_at)
+    monkeypatch.setattr(Placer, "place_at", place_at)
 
 
 def _lease_under_test(kind: str) -> Lease:

@@ -11,7 +11,6 @@ import pytest
 
 from lease_manager.hookspecs import hookimpl
 from lease_manager.kernel.lease import Lease, LeaseType, VMRequest
-from lease_manager.kernel.scheduler.core import LeaseScheduler
 from lease_manager.plugins import Plugins
 
 from support import simulate
@@ -82,13 +81,13 @@ def test_starting_at_once_calls_the_hooks_of_the_general_commit(monkeypatch, pla
     for at_once in (True, False):
         monkeypatch.setattr(queue, "START_AT_ONCE", at_once)
         calls_at_once = []
-        real = placing._start_at_once
+        real = placing.Placer.start_at_once
 
         def counting(self, lease, plan, now, real=real, calls=calls_at_once):
             calls.append(lease.id)
             real(self, lease, plan, now)
 
-        monkeypatch.setattr(LeaseScheduler, "_start_at_once", counting)
+        monkeypatch.setattr(placing.Placer, "start_at_once", counting)
         runs = []
         for seed in (1, 2, 3):
             hooks = _Hooks()

@@ -49,7 +49,6 @@ from lease_manager.kernel.lease import TRANSITIONS, Lease, LeaseState, LeaseType
 from lease_manager.kernel.mapper import place_on
 from lease_manager.kernel.scheduler import (
     haizea_resumption,
-    placing,
     preemption,
     queue,
     replan,
@@ -58,6 +57,7 @@ from lease_manager.kernel.scheduler import (
 )
 from lease_manager.kernel.scheduler.image_transfer import ImageTransfers
 from lease_manager.kernel.scheduler.lifecycle import Lifecycle
+from lease_manager.kernel.scheduler.placing import Placer
 from lease_manager.kernel.scheduler.plan_book import PlanBook
 from lease_manager.kernel.scheduler.reevaluator import Reevaluator
 from lease_manager.kernel.scheduler.reservations import OwnSlots
@@ -169,6 +169,13 @@ class LeaseScheduler:
         self.segment_started, self.segment_ended = life.segment_started, life.segment_ended
         self.work_finished, self.untie_ended = life.work_finished, life.untie_ended
         self._finish = life.finish   # (transitional: the old name, for the other parts)
+        #: places plans and adopts them; the other parts call its methods by the names
+        #: below, set once here (no extra attribute hop on the per-lease path)
+        self.placer = placer = Placer(self)
+        self._place_at, self._find_slot = placer.place_at, placer.find_slot
+        self._commit, self._adopt = placer.commit, placer.adopt
+        self._refused_plan, self._start_at_once = placer.refused_plan, placer.start_at_once
+        self._pin = placer.pin
         #: nodes that are off and could be booted, with the earliest time a lease could
         #: start on each (kept by the node power states; empty without them)
         self.bootable: dict[int, float] = {}
@@ -472,12 +479,3 @@ class LeaseScheduler:
     def restore_queued(self, lease: Lease, image_nodes: tuple[int, ...] = ()) -> None:
         """:meth:`Restorer.queued`: queue a lease queued (or held) before a restart."""
         self.restorer.queued(lease, image_nodes)
-
-    # placing plans and adopting them (placing.py)
-    _place_at = placing._place_at
-    _pin = placing._pin
-    _find_slot = placing._find_slot
-    _commit = placing._commit
-    _refused_plan = placing._refused_plan
-    _start_at_once = placing._start_at_once
-    _adopt = placing._adopt
