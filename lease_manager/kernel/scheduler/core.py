@@ -50,7 +50,6 @@ from lease_manager.kernel.mapper import place_on
 from lease_manager.kernel.scheduler import (
     haizea_resumption,
     preemption,
-    queue,
     replan,
     resize,
     suspension,
@@ -59,6 +58,7 @@ from lease_manager.kernel.scheduler.image_transfer import ImageTransfers
 from lease_manager.kernel.scheduler.lifecycle import Lifecycle
 from lease_manager.kernel.scheduler.placing import Placer
 from lease_manager.kernel.scheduler.plan_book import PlanBook
+from lease_manager.kernel.scheduler.queue import Backfiller
 from lease_manager.kernel.scheduler.reevaluator import Reevaluator
 from lease_manager.kernel.scheduler.reservations import OwnSlots
 from lease_manager.kernel.scheduler.restore import Restorer
@@ -154,8 +154,6 @@ class LeaseScheduler:
         self.waiting = WaitQueue(queue.sort_key, self.length)
         #: QUEUED leases, in queue order (a view of the wait queue's)
         self.queue: Sequence[Lease] = self.waiting.leases
-        #: HELD leases (held back by the queue policy), by id
-        self.held: dict[int, Lease] = {}
         #: the plans that have not started, those counting against backfilling, and the
         #: advance reservations' (their one owner)
         self.plans = PlanBook()
@@ -163,19 +161,7 @@ class LeaseScheduler:
         self.future: Mapping[int, Lease] = self.plans.future
         #: leases running, suspending or resuming, by id
         self.running: dict[int, Lease] = {}
-        #: its leases' events: segments start and end, work finishes, leases are cancelled
-        #: or fail; it owns the leases that ended (the engine's calls go straight to it)
-        self.lifecycle = life = Lifecycle(self)
-        self.segment_started, self.segment_ended = life.segment_started, life.segment_ended
-        self.work_finished, self.untie_ended = life.work_finished, life.untie_ended
-        self._finish = life.finish   # (transitional: the old name, for the other parts)
-        #: places plans and adopts them; the other parts call its methods by the names
-        #: below, set once here (no extra attribute hop on the per-lease path)
-        self.placer = placer = Placer(self)
-        self._place_at, self._find_slot = placer.place_at, placer.find_slot
-        self._commit, self._adopt = placer.commit, placer.adopt
-        self._refused_plan, self._start_at_once = placer.refused_plan, placer.start_at_once
-        self._pin = placer.pin
+        self._compose()   # the scheduler's parts (collaborators), each with its own state
         #: nodes that are off and could be booted, with the earliest time a lease could
         #: start on each (kept by the node power states; empty without them)
         self.bootable: dict[int, float] = {}
@@ -192,6 +178,33 @@ class LeaseScheduler:
         self.malleability: ArrivalAllocator | None = None
         self._what_if_memo: tuple[tuple, tuple[int | None, float, float] | None] | None = None
         self._site_max: dict[Any, int] = {}
+
+    def _compose(self) -> None:
+        """Make the scheduler's parts. The engine's calls, and the calls the parts make of
+        one another on the per-lease path, are the parts' bound methods set here once (no
+        extra attribute hop per lease)."""
+        #: its leases' events: segments start and end, work finishes, leases are cancelled
+        #: or fail; it owns the leases that ended (the engine's calls go straight to it)
+        self.lifecycle = life = Lifecycle(self)
+        self.segment_started, self.segment_ended = life.segment_started, life.segment_ended
+        self.work_finished, self.untie_ended = life.work_finished, life.untie_ended
+        self._finish = life.finish   # (transitional: the old name, for the other parts)
+        #: places plans and adopts them; the other parts call its methods by the names
+        #: below, set once here (no extra attribute hop on the per-lease path)
+        self.placer: Placer = Placer(self)
+        placer = self.placer
+        self._place_at, self._find_slot = placer.place_at, placer.find_slot
+        self._commit, self._adopt = placer.commit, placer.adopt
+        self._refused_plan, self._start_at_once = placer.refused_plan, placer.start_at_once
+        self._pin = placer.pin
+        #: the cycle, the held and queued leases, backfilling (the engine's calls go straight
+        #: to it; ``_requeue`` is preemption's)
+        self.backfiller: Backfiller = Backfiller(self)
+        backfiller = self.backfiller
+        #: HELD leases (held back by the queue policy), by id (a view of the backfiller's)
+        self.held: Mapping[int, Lease] = backfiller.held
+        self.cycle, self.release_all_held = backfiller.cycle, backfiller.release_all_held
+        self._requeue = backfiller.requeue   # (transitional: the old name, for the other parts)
         #: immediate, advance-reservation and deadline leases: a slot of their own at once
         self.own_slots = OwnSlots(self)
         #: restoring leases after a daemon restart (restore.py)
@@ -254,10 +267,9 @@ class LeaseScheduler:
         kind = lease.type
         if kind is LT.BEST_EFFORT:
             if self.queue_policy.hold(lease, now):
-                self._move(lease, S.HELD, now)
-                self.held[lease.id] = lease
+                self.backfiller.hold(lease, now)
             else:
-                self._enqueue(lease, now)
+                self.backfiller.enqueue(lease, now)
         elif kind is LT.IMMEDIATE:
             self.own_slots.immediate(lease, now)
         elif kind is LT.ADVANCE_RESERVATION:
@@ -425,21 +437,6 @@ class LeaseScheduler:
         return start + (work + shutdown)
 
     # The scheduler's concerns, one module each; their functions are this class's methods.
-
-    # the scheduling cycle, the queue and backfilling (queue.py)
-    cycle = queue.cycle
-    release_all_held = queue.release_all_held
-    _release = queue._release
-    _enqueue = queue._enqueue
-    _requeue = queue._requeue
-    _dequeue = queue._dequeue
-    _backfill_counted = queue._backfill_counted
-    _may_reserve = queue._may_reserve
-    _process_queue = queue._process_queue
-    _backfill_now = queue._backfill_now
-    _schedule = queue._schedule
-    _run_until_a_reservation = queue._run_until_a_reservation
-    _start_when_booted = queue._start_when_booted
 
     # preemption (preemption.py)
     _victims = preemption._victims

@@ -168,7 +168,7 @@ def tell_planned_preemption(self: LeaseScheduler, lease: Lease, steps: list[Rese
 
 
 def schedule_queued(self: LeaseScheduler, lease: Lease, now: float, allow_future: bool) -> bool:
-    """Plan a queued lease Haizea's way (the queue's ``_schedule``)."""
+    """Plan a queued lease Haizea's way (the queue's ``Backfiller.schedule``)."""
     found = plan(self, lease, now, allow_future)
     if found is None:
         return False

@@ -239,7 +239,7 @@ def plan_asap(sched: LeaseScheduler, lease: Lease, now: float, allow_future: boo
         if sched.table.fits_at(lease.vms, duration, t):
             vm = _place_on(sched, lease, t, duration, allowed)
         if vm is None and len(allowed) == len(times):   # in front of an AR, then suspended
-            plan = sched._run_until_a_reservation(lease, t, duration)
+            plan = sched.backfiller.run_until_a_reservation(lease, t, duration)
             vm = None if plan is None else plan[0]
         if vm is not None:
             break
@@ -287,7 +287,7 @@ def prepare_exact(sched: LeaseScheduler, lease: Lease, vm: Reservation,
 
 def schedule_queued(sched: LeaseScheduler, lease: Lease, now: float,
                     allow_future: bool) -> bool:
-    """Plan a queued lease with its image transfer (the queue's ``_schedule``)."""
+    """Plan a queued lease with its image transfer (the queue's ``Backfiller.schedule``)."""
     found = plan_asap(sched, lease, now, allow_future)
     if found is None:
         return False

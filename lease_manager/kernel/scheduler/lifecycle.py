@@ -3,7 +3,6 @@ cancelled or fails. Timeline events of plans that have changed since are stale a
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from sys import getrefcount
 from typing import TYPE_CHECKING, Protocol
 
@@ -16,6 +15,7 @@ if TYPE_CHECKING:
     from lease_manager.kernel.events import Timeline
     from lease_manager.kernel.policy_protocols import PricingProtocol
     from lease_manager.kernel.scheduler.plan_book import PlanBook
+    from lease_manager.kernel.scheduler.queue import Backfiller
     from lease_manager.kernel.scheduler.reevaluator import Reevaluator
     from lease_manager.kernel.scheduler.seams import Enactment
     from lease_manager.kernel.scheduler.settings import SchedulerSettings
@@ -46,9 +46,7 @@ class LifecycleHost(Protocol):
     @property
     def reeval(self) -> Reevaluator: ...
     @property
-    def held(self) -> dict[int, Lease]: ...
-    @property
-    def queue(self) -> Sequence[Lease]: ...
+    def backfiller(self) -> Backfiller: ...
     @property
     def running(self) -> dict[int, Lease]: ...
     @property
@@ -60,8 +58,6 @@ class LifecycleHost(Protocol):
     def _begin_suspension(self, lease: Lease, now: float) -> None: ...
     def _adopt(self, lease: Lease, plan: list[Reservation], now: float, *,
                suspends: bool = False, start_now: bool = True) -> None: ...
-    def _requeue(self, lease: Lease) -> None: ...
-    def _dequeue(self, i: int) -> None: ...
 
 
 class Lifecycle:
@@ -149,7 +145,7 @@ class Lifecycle:
                 if later.kind == K.SUSPEND:
                     sched.timeline.push(later.end, EK.SEGMENT_END, later)
             return
-        sched._requeue(lease)
+        sched.backfiller.requeue(lease)
 
     def work_finished(self, res: Reservation, now: float) -> None:
         """The lease's work finished at ``now`` (END event of its running reservation)."""
@@ -242,10 +238,8 @@ class Lifecycle:
             return
         sched = self._sched
         lease.reason = reason
-        if state is S.HELD:
-            del sched.held[lease.id]
-        elif state is S.QUEUED:
-            sched._dequeue(next(i for i, l in enumerate(sched.queue) if l is lease))
+        if state is S.HELD or state is S.QUEUED:
+            sched.backfiller.withdraw(lease)
         for res in lease.reservations:
             if res.start >= now:
                 sched.table.remove(res)

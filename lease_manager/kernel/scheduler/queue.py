@@ -34,203 +34,380 @@ FEW_DONE = 32
 START_AT_ONCE = True
 
 
-def cycle(self: LeaseScheduler, now: float) -> None:
-    """One scheduling cycle at ``now`` (after the instant's ends, starts and arrivals)."""
-    muted = self._muted
-    if "scheduling_cycle_start" not in muted:
-        self._emit("scheduling_cycle_start", now=now)
-    if self.held:
-        self._release(self.queue_policy.release(tuple(self.held.values()), now), now)
-    if self.reeval.pending:
-        self.reeval.at_cycle(now)
-    if self.queue:
-        self._process_queue(now)
-    if "scheduling_cycle_end" not in muted:
-        self._emit("scheduling_cycle_end", now=now)
+class Backfiller:
+    """One scheduler's wait queue at work: the scheduling cycle, the held leases (its own),
+    the queue (its :class:`~lease_manager.kernel.scheduler.wait_queue.WaitQueue`), and
+    backfilling. The parts fixed at construction (the table, the settings, the plan book,
+    the placer's methods) it keeps itself, read once: the per-lease path asks the scheduler
+    only for what the energy parts change (nodes to boot, the power cap).
 
+    It holds the scheduler itself, not a narrower Protocol: it hands the scheduler on to
+    image transfers and Haizea's planning, which still take all of it."""
 
-def release_all_held(self: LeaseScheduler, now: float) -> int:
-    """Queue every held lease (the core's guarantee that no held lease is left behind)."""
-    count = len(self.held)
-    self._release(list(self.held.values()), now)
-    return count
+    __slots__ = ("held", "_sched", "_waiting", "_queue", "_table", "_counting", "_settings",
+                 "_plans", "_most", "_preparation", "_length", "_place_at", "_find_slot",
+                 "_refused_plan", "_commit", "_start_at_once")
 
+    def __init__(self, sched: LeaseScheduler) -> None:
+        self._sched = sched
+        #: HELD leases (held back by the queue policy), by id
+        self.held: dict[int, Lease] = {}
+        self._waiting = sched.waiting
+        self._queue = sched.waiting.leases
+        self._table = sched.table
+        #: the table as one that counts VMs (its profile of free VM slots), or None
+        self._counting: CountProfile | None = sched.table.counting()
+        self._settings = sched.settings
+        self._plans = sched.plans
+        #: how many queued leases may hold a future reservation
+        self._most = sched.max_future
+        self._preparation = sched.preparation
+        self._length = sched.length
+        placer = sched.placer
+        self._place_at, self._find_slot = placer.place_at, placer.find_slot
+        self._refused_plan, self._commit = placer.refused_plan, placer.commit
+        self._start_at_once = placer.start_at_once
 
-def _release(self: LeaseScheduler, leases: Iterable[Lease], now: float) -> None:
-    for lease in list(leases):
+    def cycle(self, now: float) -> None:
+        """One scheduling cycle at ``now`` (after the instant's ends, starts and arrivals)."""
+        sched = self._sched
+        muted = sched._muted
+        if "scheduling_cycle_start" not in muted:
+            sched._emit("scheduling_cycle_start", now=now)
+        if self.held:
+            self._release(sched.queue_policy.release(tuple(self.held.values()), now), now)
+        if sched.reeval.pending:
+            sched.reeval.at_cycle(now)
+        if self._queue:
+            self._process_queue(now)
+        if "scheduling_cycle_end" not in muted:
+            sched._emit("scheduling_cycle_end", now=now)
+
+    def hold(self, lease: Lease, now: float) -> None:
+        """The queue policy holds arriving ``lease`` back."""
+        self._sched._move(lease, S.HELD, now)
+        self.held[lease.id] = lease
+
+    def release_all_held(self, now: float) -> int:
+        """Queue every held lease (the core's guarantee that no held lease is left behind)."""
+        count = len(self.held)
+        self._release(list(self.held.values()), now)
+        return count
+
+    def _release(self, leases: Iterable[Lease], now: float) -> None:
+        for lease in list(leases):
+            if self.held.pop(lease.id, None) is None:
+                raise RuntimeError(f"queue policy released lease {lease.id}, which is not held")
+            self.enqueue(lease, now)
+
+    def enqueue(self, lease: Lease, now: float) -> None:
+        """``lease`` joins the queue (QUEUED)."""
+        self._sched._move(lease, S.QUEUED, now)
+        self.requeue(lease)
+
+    def requeue(self, lease: Lease) -> None:
+        """Put a QUEUED lease in the queue, where the queue policy orders it."""
+        self._waiting.push(lease)
+        lease.promised_start = None
+
+    def withdraw(self, lease: Lease) -> None:
+        """Take held or queued ``lease`` out (it was cancelled or failed)."""
         if self.held.pop(lease.id, None) is None:
-            raise RuntimeError(f"queue policy released lease {lease.id}, which is not held")
-        self._enqueue(lease, now)
+            self._waiting.pop_at(next(i for i, l in enumerate(self._queue) if l is lease))
 
+    def may_reserve(self) -> bool:
+        """Whether one more queued lease may get a future reservation."""
+        return len(self._plans.reserved) < self._most
 
-def _enqueue(self: LeaseScheduler, lease: Lease, now: float) -> None:
-    self._move(lease, S.QUEUED, now)
-    self._requeue(lease)
-
-
-def _requeue(self: LeaseScheduler, lease: Lease) -> None:
-    """Put a QUEUED lease in the queue, where the queue policy orders it."""
-    self.waiting.push(lease)
-    lease.promised_start = None
-
-
-def _dequeue(self: LeaseScheduler, i: int) -> None:
-    """Take ``queue[i]`` out of the queue (and of the arrays beside it)."""
-    self.waiting.pop_at(i)
-
-
-def _may_reserve(self: LeaseScheduler) -> bool:
-    return len(self.plans.reserved) < self.max_future
-
-
-def _process_queue(self: LeaseScheduler, now: float) -> None:
-    """Schedule queued leases in order: while another future reservation is allowed, each
-    lease in turn starts now or reserves; after that only leases that start now."""
-    queue = self.queue
-    if not self.max_future and self.settings.backfilling == "off":
-        _start_from_head(self, now)
-        return
-    done: set[int] = set()
-    n = len(queue)
-    i = 0
-    reserved, most = self.plans.reserved, self.max_future
-    while i < n and len(reserved) < most:   # (_may_reserve)
-        if self._schedule(queue[i], now, True):
-            done.add(i)
-        i += 1
-    if self.settings.backfilling == "off":
-        while i < n and self._schedule(queue[i], now, False):   # the head blocks the rest
-            done.add(i)
+    def _process_queue(self, now: float) -> None:
+        """Schedule queued leases in order: while another future reservation is allowed, each
+        lease in turn starts now or reserves; after that only leases that start now."""
+        queue = self._queue
+        most = self._most
+        if not most and self._settings.backfilling == "off":
+            self._start_from_head(now)
+            return
+        done: set[int] = set()
+        n = len(queue)
+        i = 0
+        reserved = self._plans.reserved
+        schedule = self.schedule
+        while i < n and len(reserved) < most:   # (may_reserve)
+            if schedule(queue[i], now, True):
+                done.add(i)
             i += 1
-    elif i < n:
-        counted = None if self.bootable else self.table.counting()
-        done.update(self._backfill_counted(counted, i, now) if counted is not None
-                    else self._backfill_now(i, now))
-    if done:
-        self.waiting.pop_all(done, FEW_DONE)
+        if self._settings.backfilling == "off":
+            while i < n and schedule(queue[i], now, False):   # the head blocks the rest
+                done.add(i)
+                i += 1
+        elif i < n:
+            counted = None if self._sched.bootable else self._counting
+            done.update(self._backfill_counted(counted, i, now) if counted is not None
+                        else self._backfill_now(i, now))
+        if done:
+            self._waiting.pop_all(done, FEW_DONE)
 
+    def _start_from_head(self, now: float) -> None:
+        """:meth:`_process_queue` without backfilling (FCFS): leases start in queue order
+        until one cannot, and those that started leave from the head of the queue."""
+        queue, schedule = self._queue, self.schedule
+        n = len(queue)
+        i = 0
+        while i < n and schedule(queue[i], now, False):   # the head blocks the rest
+            i += 1
+        if i:
+            self._waiting.pop_head(i)
 
-def _start_from_head(self: LeaseScheduler, now: float) -> None:
-    """:func:`_process_queue` without backfilling (FCFS): leases start in queue order until
-    one cannot, and those that started leave from the head of the queue."""
-    queue, schedule = self.queue, self._schedule
-    n = len(queue)
-    i = 0
-    while i < n and schedule(queue[i], now, False):   # the head blocks the rest
-        i += 1
-    if i:
-        self.waiting.pop_head(i)
+    def _backfill_now(self, first: int, now: float) -> list[int]:
+        """Start what can start now among ``queue[first:]``, in queue order.
 
+        While the table does not change, a lease of one VM shape cannot start now if it needs
+        more VMs than the site can host now, or at least as many VMs for at least as long as
+        one that just could not: such leases are passed over without asking the table.
+        """
+        sched, table, queue = self._sched, self._table, self._queue
+        room: dict[bytes | None, float] = {}
+        bootable = sched.bootable
 
-def _backfill_now(self: LeaseScheduler, first: int, now: float) -> list[int]:
-    """Start what can start now among ``queue[first:]``, in queue order.
+        def room_for(lease: Lease) -> float:
+            key = lease.vms.shape_key
+            if key is None or lease.image_nodes or bootable:
+                return math.inf   # (nodes that are off could host it once booted)
+            r = room.get(key)
+            if r is None:
+                r = room[key] = table.room_at(lease.vms.vectors[0], now)
+            return r
 
-    While the table does not change, a lease of one VM shape cannot start now if it needs
-    more VMs than the site can host now, or at least as many VMs for at least as long as
-    one that just could not: such leases are passed over without asking the table.
-    """
-    table = self.table
-    queue = self.queue
-    room: dict[bytes | None, float] = {}
-
-    def room_for(lease: Lease) -> float:
-        key = lease.vms.shape_key
-        if key is None or lease.image_nodes or self.bootable:
-            return math.inf   # (nodes that are off could host it once booted)
-        r = room.get(key)
-        if r is None:
-            r = room[key] = table.room_at(lease.vms.vectors[0], now)
-        return r
-
-    # with nodes off, on a table that counts VMs: the most VMs that could start by the time
-    # a boot begun now ends (a lease needing more neither starts now nor when booted)
-    booted_room = -1.0   # (< 0: not known for the table as it is now)
-    counts = (table.counting() if self.bootable and self.preparation is None
-              and not self.settings.haizea_planning else None)
-    if counts is not None:
-        booted_room = _room_until(counts, now, self.boot_until)
-        candidates: Iterable[int] = _fitting_by_count(self, first, booted_room)
-    elif self.bootable:
-        candidates = range(first, len(queue))
-    else:
-        candidates = _fitting_now(self, first, now, room)
-    started: list[int] = []
-    version = table.version
-    failed: dict[bytes, _Failures] = {}
-    for j in candidates:
-        lease = queue[j]
-        key = lease.vms.shape_key
-        count, duration = lease.vms.count, self.length(lease)
-        if table.version != version:   # something started: the room shrank
-            version = table.version
-            room.clear()
-            failed.clear()
-            booted_room = -1.0
-            if count > room_for(lease):
+        # with nodes off, on a table that counts VMs: the most VMs that could start by the time
+        # a boot begun now ends (a lease needing more neither starts now nor when booted)
+        booted_room = -1.0   # (< 0: not known for the table as it is now)
+        counts = (self._counting if bootable and self._preparation is None
+                  and not self._settings.haizea_planning else None)
+        if counts is not None:
+            booted_room = _room_until(counts, now, sched.boot_until)
+            candidates: Iterable[int] = self._fitting_by_count(first, booted_room)
+        elif bootable:
+            candidates = range(first, len(queue))
+        else:
+            candidates = self._fitting_now(first, now, room)
+        started: list[int] = []
+        version = table.version
+        failed: dict[bytes, _Failures] = {}
+        for j in candidates:
+            lease = queue[j]
+            key = lease.vms.shape_key
+            count, duration = lease.vms.count, self._length(lease)
+            if table.version != version:   # something started: the room shrank
+                version = table.version
+                room.clear()
+                failed.clear()
+                booted_room = -1.0
+                if count > room_for(lease):
+                    continue
+            if counts is not None and not lease.image_nodes:
+                if booted_room < 0:
+                    booted_room = _room_until(counts, now, sched.boot_until)
+                if count > booted_room:
+                    continue   # (it would fail, and any lease it would cover skips here too)
+            shape = None if lease.image_nodes else key   # answered from per-shape counts
+            if shape is not None and shape in failed and failed[shape].covers(count, duration):
                 continue
-        if counts is not None and not lease.image_nodes:
-            if booted_room < 0:
-                booted_room = _room_until(counts, now, self.boot_until)
-            if count > booted_room:
-                continue   # (it would fail, and any lease it would cover skips here too)
-        shape = None if lease.image_nodes else key   # answered from per-shape counts
-        if shape is not None and shape in failed and failed[shape].covers(count, duration):
-            continue
-        if self._schedule(lease, now, False):
-            started.append(j)
-        elif shape is not None:
-            failed.setdefault(shape, _Failures()).add(count, duration)
-    return started
+            if self.schedule(lease, now, False):
+                started.append(j)
+            elif shape is not None:
+                failed.setdefault(shape, _Failures()).add(count, duration)
+        return started
 
+    def _backfill_counted(self, table: CountProfile, first: int,
+                          now: float) -> list[int]:
+        """:meth:`_backfill_now` on a table that counts VMs, where a lease fits now exactly when
+        its VM count is at most the fewest free VM slots over its window: one array comparison
+        over the rest of the queue finds the next lease that starts, until none is left."""
+        room = table.room_at(table.vector, now)
+        if room < 1:   # (a lease has a VM at least: none starts now)
+            return []
+        if len(self._queue) - first < SHORT_QUEUE:   # arrays cost more than they save
+            return self._backfill_counted_short(table, first, now, room)
+        # only leases with room now can start now: look at those alone (views of the arrays
+        # beside the queue, gone before anything can change the queue)
+        queued = np.frombuffer(self._waiting.counts, dtype=np.int64)[first:]
+        candidates = np.flatnonzero(queued <= room)
+        counts = queued[candidates]
+        ends = np.frombuffer(self._waiting.lengths, dtype=np.float64)[first:][candidates] + now
+        del queued
+        started: list[int] = []
+        p = 0   # candidates[p:] are left
+        while p < len(counts):
+            times, free = table.profile(now)
+            least = np.minimum.accumulate(free)   # fewest free slots from now to each row's end
+            fits = counts[p:] <= least[np.searchsorted(times, ends[p:]) - 1]
+            hits = np.flatnonzero(fits)
+            if not hits.size:
+                break
+            j = p + int(hits[0])
+            at = first + int(candidates[j])
+            if self.schedule(self._queue[at], now, False):
+                started.append(at)
+            p = j + 1
+        return started
 
-def _backfill_counted(self: LeaseScheduler, table: CountProfile, first: int,
-                      now: float) -> list[int]:
-    """:func:`_backfill_now` on a table that counts VMs, where a lease fits now exactly when
-    its VM count is at most the fewest free VM slots over its window: one array comparison
-    over the rest of the queue finds the next lease that starts, until none is left."""
-    room = table.room_at(table.vector, now)
-    if room < 1:   # (a lease has a VM at least: none starts now)
-        return []
-    if len(self.queue) - first < SHORT_QUEUE:   # arrays cost more than they save
-        return _backfill_counted_short(self, table, first, now, room)
-    # only leases with room now can start now: look at those alone (views of the arrays
-    # beside the queue, gone before anything can change the queue)
-    queued = np.frombuffer(self.waiting.counts, dtype=np.int64)[first:]
-    candidates = np.flatnonzero(queued <= room)
-    counts = queued[candidates]
-    ends = np.frombuffer(self.waiting.lengths, dtype=np.float64)[first:][candidates] + now
-    del queued
-    started: list[int] = []
-    p = 0   # candidates[p:] are left
-    while p < len(counts):
-        times, free = table.profile(now)
-        least = np.minimum.accumulate(free)   # fewest free slots from now to each row's end
-        fits = counts[p:] <= least[np.searchsorted(times, ends[p:]) - 1]
-        hits = np.flatnonzero(fits)
-        if not hits.size:
-            break
-        j = p + int(hits[0])
-        at = first + int(candidates[j])
-        if self._schedule(self.queue[at], now, False):
-            started.append(at)
-        p = j + 1
-    return started
+    def _backfill_counted_short(self, table: CountProfile, first: int,
+                                now: float, room: float) -> list[int]:
+        """:meth:`_backfill_counted` in plain Python, for a short queue: the same tests, one
+        lease at a time, each asked of the table as it is then."""
+        counts, lengths, queue = self._waiting.counts, self._waiting.lengths, self._queue
+        next_fitting = table.next_fitting
+        started: list[int] = []
+        n = len(queue)
+        k = next_fitting(counts, lengths, first, now, room)
+        while k < n:
+            if self.schedule(queue[k], now, False):
+                started.append(k)
+            k = next_fitting(counts, lengths, k + 1, now, room)
+        return started
 
+    def _fitting_by_count(self, first: int, room: float) -> list[int]:
+        """Positions in ``queue[first:]`` of the leases of at most ``room`` VMs, and of those
+        without a single shape or with a memory image (shape id -1)."""
+        queued, shape_ids = self._waiting.counts, self._waiting.shapes
+        if len(self._queue) - first < SHORT_QUEUE:   # arrays cost more than they save
+            return [k for k in range(first, len(self._queue))
+                    if queued[k] <= room or shape_ids[k] < 0]
+        # views of the arrays beside the queue (see _fitting_now)
+        counts = np.frombuffer(queued, dtype=np.int64)[first:]
+        shapes = np.frombuffer(shape_ids, dtype=np.int64)[first:]
+        return (np.flatnonzero((counts <= room) | (shapes < 0)) + first).tolist()
 
-def _backfill_counted_short(self: LeaseScheduler, table: CountProfile, first: int,
-                            now: float, room: float) -> list[int]:
-    """:func:`_backfill_counted` in plain Python, for a short queue: the same tests, one
-    lease at a time, each asked of the table as it is then."""
-    counts, lengths, queue = self.waiting.counts, self.waiting.lengths, self.queue
-    next_fitting = table.next_fitting
-    started: list[int] = []
-    n = len(queue)
-    k = next_fitting(counts, lengths, first, now, room)
-    while k < n:
-        if self._schedule(queue[k], now, False):
-            started.append(k)
-        k = next_fitting(counts, lengths, k + 1, now, room)
-    return started
+    def _fitting_now(self, first: int, now: float,
+                     room: dict[bytes | None, float]) -> list[int]:
+        """Positions in ``queue[first:]`` of the leases whose VM count the site has room for
+        now (every lease without a single shape counts as fitting); fills ``room`` for the
+        shapes it looked at. One array comparison instead of a call per queued lease."""
+        waiting = self._waiting
+        present = [shape_id for shape_id, n in waiting.census.items() if n and shape_id >= 0]
+        if not present:
+            return list(range(first, len(self._queue)))
+        rooms = {}
+        for shape_id in present:     # (of the whole queue: the tail may lack some)
+            vector = waiting.shape_vectors[shape_id]
+            rooms[shape_id] = room[vector.tobytes()] = self._table.room_at(vector, now)
+        if len(self._queue) - first < SHORT_QUEUE:   # arrays cost more than they save
+            tail, queued = waiting.shapes[first:], waiting.counts[first:]
+            return [first + k for k, shape_id in enumerate(tail)
+                    if shape_id < 0 or queued[k] <= rooms[shape_id]]
+        by_id = np.full(len(waiting.shape_vectors) + 1, np.inf)   # the last entry: id -1
+        for shape_id, r in rooms.items():
+            by_id[shape_id] = r
+        # views of the arrays beside the queue (no copy); gone when this returns, before the
+        # queue changes (an array exporting its buffer cannot be resized)
+        counts = np.frombuffer(waiting.counts, dtype=np.int64)[first:]
+        shapes = np.frombuffer(waiting.shapes, dtype=np.int64)[first:]
+        fits = counts <= by_id[shapes]
+        return (np.flatnonzero(fits) + first).tolist()
+
+    def schedule(self, lease: Lease, now: float, allow_future: bool) -> bool:
+        """Plan a queued lease: now, or (if allowed) at the earliest time it fits."""
+        sched = self._sched
+        preparation = self._preparation
+        if preparation is not None and not lease.image_nodes and \
+                preparation.manages(lease):   # its disk image is sent first
+            return image_transfer.schedule_queued(sched, lease, now, allow_future)
+        if self._settings.haizea_planning and not lease.image_nodes:   # Haizea's own planning
+            return haizea_asap.schedule_queued(sched, lease, now, allow_future)
+        booted = False
+        if lease.image_nodes:
+            plan = sched._resumption_plan(lease, now, allow_future)
+        else:
+            duration = self._length(lease)
+            res = None
+            plan = None
+            if self._table.fits_at(lease.vms, duration, now):
+                res = self._place_at(lease, now, duration)
+            if res is None:
+                plan = self.run_until_a_reservation(lease, now, duration)
+            if plan is None and res is None and sched.bootable:
+                res = self.start_when_booted(lease, duration, now)
+                booted = res is not None
+            if plan is None and res is None and allow_future:
+                res = self._find_slot(lease, duration, now, None)
+            if plan is None:
+                plan = None if res is None else [res]
+        if plan is None:
+            return False
+        if self._refused_plan(lease, plan, now):
+            return True   # it leaves the queue, rejected or failed
+        sched._move(lease, S.SCHEDULED, now)
+        first = plan[0]
+        if first.start > now and not booted:
+            self._plans.reserve(lease.id)
+        if START_AT_ONCE and len(plan) == 1 and first.start == now and first.kind == K.VM \
+                and not first.pending and sched.power is None and not lease.image_nodes:
+            self._start_at_once(lease, plan, now)
+        else:
+            self._commit(lease, plan, now)
+        if plan[-1].end - plan[0].start < self._length(lease) and not lease.image_nodes:
+            # it runs in front of an AR and yields to it: a preemption planned from the start
+            lease.preemptions += 1
+            sched._emit("lease_preempted", lease=lease, now=now)
+        return True
+
+    def start_when_booted(self, lease: Lease, duration: float,
+                           now: float) -> Reservation | None:
+        """A slot that starts as soon as some nodes that are off could be booted (it counts as
+        starting now, not as a future reservation: the lease waits only for the boot)."""
+        sched = self._sched
+        res = self._find_slot(lease, duration, now, sched.boot_until)
+        if res is None:
+            return None
+        if res.pending:   # counted VMs: it waits for a boot if the nodes that are on cannot host it
+            counted = self._counting
+            assert counted is not None   # (only a table that counts VMs holds pending ones)
+            if counted.fits_without(res.pending, res.start, res.end):
+                return None
+            return res
+        bootable = sched.bootable
+        if not any(n in bootable for n in res.nodes.tolist()):
+            return None
+        return res
+
+    def run_until_a_reservation(self, lease: Lease, now: float,
+                                 length: float) -> list[Reservation] | None:
+        """Use the slot in front of an advance reservation: run now and suspend so that the
+        suspension ends when the reservation starts (Haizea's scheduling with suspension).
+
+        Only if the lease may be suspended and the slot lasts at least (1 + F) x (suspend +
+        resume time); the longest such slot ending at an AR's start is taken.
+        """
+        sched = self._sched
+        if (not self._plans.ars or not sched._can_suspend(lease)
+                or lease.type is not LT.BEST_EFFORT):
+            return None
+        table, settings = self._table, self._settings
+        ar_starts = sorted({r.start for r in table.reservations_between(now, now + length)
+                            if r.start > now and isinstance(r.lease, Lease)
+                            and r.lease.type is LT.ADVANCE_RESERVATION})
+        best = None
+        for end in ar_starts:
+            if not table.fits_at(lease.vms, end - now, now):
+                break
+            best = end
+        if best is None:
+            return None
+        res = self._place_at(lease, now, best - now)
+        if res is None:
+            return None
+        suspend = settings.suspend_resume.suspend_time(res)
+        resume = settings.suspend_resume.resume_time(res)
+        threshold = (settings.forced_threshold if settings.forced_threshold is not None
+                     else (1 + settings.threshold_factor) * (suspend + resume))
+        if best - now < threshold or best - suspend <= now:
+            return None
+        run = Reservation(lease, now, best - suspend, res.nodes, res.amounts, None, K.VM,
+                          res.vm_nodes, res.vm_shape)
+        if suspend == 0:
+            return [run]
+        return [run, Reservation(lease, best - suspend, best, res.nodes, res.amounts, None,
+                                 K.SUSPEND, res.vm_nodes, res.vm_shape)]
 
 
 def _room_until(table: CountProfile, now: float, until: float) -> float:
@@ -238,46 +415,6 @@ def _room_until(table: CountProfile, now: float, until: float) -> float:
     at least): a lease of more VMs fits at no start in between."""
     times, free = table.profile_lists(now)
     return float(max(free[:bisect_right(times, max(until, now))]))
-
-
-def _fitting_by_count(self: LeaseScheduler, first: int, room: float) -> list[int]:
-    """Positions in ``queue[first:]`` of the leases of at most ``room`` VMs, and of those
-    without a single shape or with a memory image (shape id -1)."""
-    queued, shape_ids = self.waiting.counts, self.waiting.shapes
-    if len(self.queue) - first < SHORT_QUEUE:   # arrays cost more than they save
-        return [k for k in range(first, len(self.queue))
-                if queued[k] <= room or shape_ids[k] < 0]
-    # views of the arrays beside the queue (see _fitting_now)
-    counts = np.frombuffer(queued, dtype=np.int64)[first:]
-    shapes = np.frombuffer(shape_ids, dtype=np.int64)[first:]
-    return (np.flatnonzero((counts <= room) | (shapes < 0)) + first).tolist()
-
-
-def _fitting_now(self: LeaseScheduler, first: int, now: float,
-                 room: dict[bytes | None, float]) -> list[int]:
-    """Positions in ``queue[first:]`` of the leases whose VM count the site has room for
-    now (every lease without a single shape counts as fitting); fills ``room`` for the
-    shapes it looked at. One array comparison instead of a call per queued lease."""
-    present = [shape_id for shape_id, n in self.waiting.census.items() if n and shape_id >= 0]
-    if not present:
-        return list(range(first, len(self.queue)))
-    rooms = {}
-    for shape_id in present:     # (of the whole queue: the tail may lack some)
-        vector = self.waiting.shape_vectors[shape_id]
-        rooms[shape_id] = room[vector.tobytes()] = self.table.room_at(vector, now)
-    if len(self.queue) - first < SHORT_QUEUE:   # arrays cost more than they save
-        tail, queued = self.waiting.shapes[first:], self.waiting.counts[first:]
-        return [first + k for k, shape_id in enumerate(tail)
-                if shape_id < 0 or queued[k] <= rooms[shape_id]]
-    by_id = np.full(len(self.waiting.shape_vectors) + 1, np.inf)   # the last entry: id -1
-    for shape_id, r in rooms.items():
-        by_id[shape_id] = r
-    # views of the arrays beside the queue (no copy); gone when this returns, before the
-    # queue changes (an array exporting its buffer cannot be resized)
-    counts = np.frombuffer(self.waiting.counts, dtype=np.int64)[first:]
-    shapes = np.frombuffer(self.waiting.shapes, dtype=np.int64)[first:]
-    fits = counts <= by_id[shapes]
-    return (np.flatnonzero(fits) + first).tolist()
 
 
 class _Failures:
@@ -305,104 +442,3 @@ class _Failures:
             end += 1          # failures it covers (as many VMs or more, as long or longer)
         self.counts[at:end] = [count]
         self.durations[at:end] = [duration]
-
-
-def _schedule(self: LeaseScheduler, lease: Lease, now: float, allow_future: bool) -> bool:
-    """Plan a queued lease: now, or (if allowed) at the earliest time it fits."""
-    if self.preparation is not None and not lease.image_nodes and \
-            self.preparation.manages(lease):   # its disk image is sent first
-        return image_transfer.schedule_queued(self, lease, now, allow_future)
-    if self.settings.haizea_planning and not lease.image_nodes:   # Haizea's own planning
-        return haizea_asap.schedule_queued(self, lease, now, allow_future)
-    booted = False
-    if lease.image_nodes:
-        plan = self._resumption_plan(lease, now, allow_future)
-    else:
-        duration = self.length(lease)
-        res = None
-        plan = None
-        if self.table.fits_at(lease.vms, duration, now):
-            res = self._place_at(lease, now, duration)
-        if res is None:
-            plan = self._run_until_a_reservation(lease, now, duration)
-        if plan is None and res is None and self.bootable:
-            res = self._start_when_booted(lease, duration, now)
-            booted = res is not None
-        if plan is None and res is None and allow_future:
-            res = self._find_slot(lease, duration, now, None)
-        if plan is None:
-            plan = None if res is None else [res]
-    if plan is None:
-        return False
-    if self._refused_plan(lease, plan, now):
-        return True   # it leaves the queue, rejected or failed
-    self._move(lease, S.SCHEDULED, now)
-    first = plan[0]
-    if first.start > now and not booted:
-        self.plans.reserve(lease.id)
-    if START_AT_ONCE and len(plan) == 1 and first.start == now and first.kind == K.VM \
-            and not first.pending and self.power is None and not lease.image_nodes:
-        self._start_at_once(lease, plan, now)
-    else:
-        self._commit(lease, plan, now)
-    if plan[-1].end - plan[0].start < self.length(lease) and not lease.image_nodes:
-        # it runs in front of an AR and yields to it: a preemption planned from the start
-        lease.preemptions += 1
-        self._emit("lease_preempted", lease=lease, now=now)
-    return True
-
-
-def _start_when_booted(self: LeaseScheduler, lease: Lease, duration: float,
-                       now: float) -> Reservation | None:
-    """A slot that starts as soon as some nodes that are off could be booted (it counts as
-    starting now, not as a future reservation: the lease waits only for the boot)."""
-    res = self._find_slot(lease, duration, now, self.boot_until)
-    if res is None:
-        return None
-    if res.pending:   # counted VMs: it waits for a boot if the nodes that are on cannot host it
-        counted = self.table.counting()
-        assert counted is not None   # (only a table that counts VMs holds pending ones)
-        if counted.fits_without(res.pending, res.start, res.end):
-            return None
-        return res
-    if not any(n in self.bootable for n in res.nodes.tolist()):
-        return None
-    return res
-
-
-def _run_until_a_reservation(self: LeaseScheduler, lease: Lease, now: float,
-                             length: float) -> list[Reservation] | None:
-    """Use the slot in front of an advance reservation: run now and suspend so that the
-    suspension ends when the reservation starts (Haizea's scheduling with suspension).
-
-    Only if the lease may be suspended and the slot lasts at least (1 + F) x (suspend +
-    resume time); the longest such slot ending at an AR's start is taken.
-    """
-    if (not self.plans.ars or not self._can_suspend(lease)
-            or lease.type is not LT.BEST_EFFORT):
-        return None
-    ar_starts = sorted({r.start for r in self.table.reservations_between(now, now + length)
-                        if r.start > now and isinstance(r.lease, Lease)
-                        and r.lease.type is LT.ADVANCE_RESERVATION})
-    best = None
-    for end in ar_starts:
-        if not self.table.fits_at(lease.vms, end - now, now):
-            break
-        best = end
-    if best is None:
-        return None
-    res = self._place_at(lease, now, best - now)
-    if res is None:
-        return None
-    suspend = self.settings.suspend_resume.suspend_time(res)
-    resume = self.settings.suspend_resume.resume_time(res)
-    threshold = (self.settings.forced_threshold if self.settings.forced_threshold is not None
-                 else (1 + self.settings.threshold_factor) * (suspend + resume))
-    if best - now < threshold or best - suspend <= now:
-        return None
-    run = Reservation(lease, now, best - suspend, res.nodes, res.amounts, None, K.VM,
-                      res.vm_nodes, res.vm_shape)
-    if suspend == 0:
-        return [run]
-    return [run, Reservation(lease, best - suspend, best, res.nodes, res.amounts, None,
-                             K.SUSPEND, res.vm_nodes, res.vm_shape)]

@@ -79,7 +79,7 @@ class Replanner:
         lease.reservations = []
         sched.plans.drop(lease.id)
         lease.promised_start = None
-        allow_future = sched._may_reserve()
+        allow_future = sched.backfiller.may_reserve()
         booted = False
         in_future: bool | None = None   # (known here only for a lease planned with its image)
         plan: list[Reservation] | None
@@ -99,7 +99,7 @@ class Replanner:
             plan, booted = self._plan_new(lease, now, allow_future)
         if plan is None:
             sched._move(lease, S.QUEUED, now)
-            sched._requeue(lease)
+            sched.backfiller.requeue(lease)
             return
         reserved = in_future if in_future is not None else (plan[0].start > now and not booted)
         if reserved:
@@ -118,9 +118,9 @@ class Replanner:
         if sched.table.fits_at(lease.vms, duration, now):
             res = sched._place_at(lease, now, duration)
         if res is None:
-            plan = sched._run_until_a_reservation(lease, now, duration)
+            plan = sched.backfiller.run_until_a_reservation(lease, now, duration)
         if plan is None and res is None and sched.bootable:
-            res = sched._start_when_booted(lease, duration, now)
+            res = sched.backfiller.start_when_booted(lease, duration, now)
             booted = res is not None
         if plan is None and res is None and allow_future:
             res = sched._find_slot(lease, duration, now, None)

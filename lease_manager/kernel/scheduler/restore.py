@@ -12,6 +12,7 @@ from lease_manager.kernel.slottable import Reservation, ReservationKind
 
 if TYPE_CHECKING:
     from lease_manager.kernel.scheduler.plan_book import PlanBook
+    from lease_manager.kernel.scheduler.queue import Backfiller
     from lease_manager.kernel.scheduler.reservations import OwnSlots
     from lease_manager.kernel.scheduler.seams import Enactment
     from lease_manager.kernel.slottable import SlotTable
@@ -39,7 +40,8 @@ class RestoreHost(Protocol):
     def length(self, lease: Lease) -> float: ...
     def work_end(self, lease: Lease, start: float) -> float: ...
     def _move(self, lease: Lease, state: LeaseState, now: float) -> None: ...
-    def _enqueue(self, lease: Lease, now: float) -> None: ...
+    @property
+    def backfiller(self) -> Backfiller: ...
 
 
 class Restorer:
@@ -86,7 +88,7 @@ class Restorer:
         self.restoring = True
         try:
             if lease.type is LT.BEST_EFFORT:
-                sched._enqueue(lease, now)
+                sched.backfiller.enqueue(lease, now)
             elif lease.type is LT.ADVANCE_RESERVATION:
                 sched.own_slots.advance(lease, now)
             elif lease.type is LT.IMMEDIATE:
@@ -104,4 +106,4 @@ class Restorer:
             image = Placement.on_nodes(image_nodes, lease.vms).reservation(
                 lease, lease.suspended_at or 0.0, lease.suspended_at or 0.0, kind=K.IMAGE)
             lease.allocations.append(image)
-        self._sched._enqueue(lease, lease.suspended_at or lease.submit)
+        self._sched.backfiller.enqueue(lease, lease.suspended_at or lease.submit)
