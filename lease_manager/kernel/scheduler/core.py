@@ -24,13 +24,14 @@ run), ``suspend``. Every re-planning path changes the slot table through one
 :class:`~lease_manager.kernel.scheduler.transaction.PlanChange` (rolled back if the new plan
 fails) and adopts a new plan through one method (``_adopt``: announce, timeline, start now).
 
-The scheduler is one class assembled from one mixin per concern: ``queue`` (the cycle, the queue
-and backfilling), ``reservations`` (immediate, advance-reservation and deadline leases),
-``preemption``, ``suspension`` (suspend, resume, migrate), ``reevaluation`` (moving plans earlier
-after early ends; ``replan``: Haizea's), ``lifecycle`` (segment and work events, cancellation,
-failure), ``restore`` (after a daemon restart) and ``placing`` (placing a plan and adopting
-it); Haizea's suspension model (``haizea_resumption``), image transfers (``image_transfer``)
-and deadline leases preempting (``deadline_preemption``) are modules of their own.
+The scheduler composes collaborators, each owning its own state: the wait queue
+(``WaitQueue``) and the cycle over it with backfilling (``Backfiller``, queue.py, which owns the
+held leases), the plan book (``PlanBook``), placing and adopting plans (``Placer``,
+placing.py), leases with a slot of their own (``OwnSlots``, reservations.py), re-evaluation
+(``Reevaluator``, with ``EarlierMoves`` and ``Replanner``), the leases' events (``Lifecycle``,
+which owns the ended leases) and restoring after a daemon restart (``Restorer``). Preemption,
+suspension (``suspension``, Haizea's model in ``haizea_resumption``), resizing, image transfers
+and deadline preemption are modules of their own.
 """
 
 
