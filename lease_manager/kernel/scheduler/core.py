@@ -41,13 +41,10 @@ import math
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from lease_manager.kernel.enum_members import members
 from lease_manager.kernel.events import Timeline
 from lease_manager.kernel.extra_attributes import USER_RATE
 from lease_manager.kernel.lease import TRANSITIONS, Lease, LeaseState, LeaseType
-from lease_manager.kernel.mapper import place_on
 from lease_manager.kernel.scheduler import (
     haizea_resumption,
     preemption,
@@ -71,7 +68,9 @@ from lease_manager.kernel.scheduler.seams import (
     PowerGate,
 )
 from lease_manager.kernel.scheduler.settings import SchedulerSettings
+from lease_manager.kernel.scheduler.site_size import SiteSize
 from lease_manager.kernel.scheduler.wait_queue import WaitQueue
+from lease_manager.kernel.scheduler.what_if import WhatIf
 
 if TYPE_CHECKING:
     from lease_manager.kernel.policy_protocols import (
@@ -177,8 +176,6 @@ class LeaseScheduler:
         self.planned_boots: PlannedBoots | None = None
         #: gives arriving leases their first allocation (with an allocation policy)
         self.malleability: ArrivalAllocator | None = None
-        self._what_if_memo: tuple[tuple, tuple[int | None, float, float] | None] | None = None
-        self._site_max: dict[Any, int] = {}
 
     def _compose(self) -> None:
         """Make the scheduler's parts. The engine's calls, and the calls the parts make of
@@ -210,6 +207,12 @@ class LeaseScheduler:
         self.own_slots = OwnSlots(self)
         #: restoring leases after a daemon restart (restore.py)
         self.restorer = Restorer(self)
+        #: whether a lease could ever fit the empty site (asked as each one arrives)
+        self.site_size = SiteSize(self.table)
+        self.oversize_reason = self.site_size.oversize_reason
+        #: where a lease would be planned, changing nothing (:meth:`WhatIf.__call__
+        #: <lease_manager.kernel.scheduler.what_if.WhatIf.__call__>`)
+        self.what_if = WhatIf(self)
 
     @property
     def backfilling(self) -> str:
@@ -288,90 +291,6 @@ class LeaseScheduler:
             return ""
         return ("an advance reservation that may preempt or suspend leases needs placement "
                 "= when-planned (or policy-preemption = no-preemption and suspension = none)")
-
-    def what_if(self, lease: Lease, now: float, level: int | None = None
-                ) -> tuple[int | None, float, float] | None:
-        """Where ``lease`` would be planned if it arrived now, changing nothing: its DVFS
-        level and its first reservation's start and end, at ``level`` if given, else at the
-        level the site's operating-point policy picks. None if the site cannot take it: too
-        large, or no slot that ends by its deadline (an immediate lease: no slot now; an
-        advance reservation: its interval is not free). Preemption and moving other leases
-        are not tried."""
-        if self.oversize_reason(lease):
-            return None
-        saved = lease.level, lease.stretch
-        try:
-            if self.operating_point is not None:
-                reason = (self.operating_point(lease, now) if level is None
-                          else self.operating_point.set_level(lease, level))
-                if reason:
-                    return None
-            length = self.length(lease)
-            after = now if lease.start_request is None else max(now, lease.start_request)
-            key = (lease.id, lease.type, lease.level, length, after, lease.deadline,
-                   self.table.version)
-            if self._what_if_memo is not None and self._what_if_memo[0] == key:
-                return self._what_if_memo[1]   # asked again at once (an operating point's try)
-            not_after: float | None = None
-            if lease.type is LT.IMMEDIATE or lease.type is LT.ADVANCE_RESERVATION:
-                not_after = after
-            if lease.deadline is not None:
-                latest = lease.deadline - length
-                not_after = latest if not_after is None else min(not_after, latest)
-                if latest < after:
-                    return None
-            answer: tuple[int | None, float, float] | None
-            if (self.power is None and len(lease.vms.counts) == 1
-                    and getattr(self.host_selection, "orders_every_node", False)):
-                # identical VMs on any nodes: the table's fit is exact, no mapper needed
-                start = self.table.earliest_fit(lease.vms, length, after, not_after=not_after)
-                answer = None if start is None else (lease.level, start, start + length)
-            else:
-                res = self._find_slot(lease, length, after, not_after)
-                answer = None if res is None else (lease.level, res.start, res.end)
-            self._what_if_memo = (key, answer)
-            return answer
-        finally:
-            lease.level, lease.stretch = saved
-
-    def oversize_reason(self, lease: Lease) -> str:
-        """Why the empty site could not host ``lease`` (empty if it could)."""
-        demand = lease.vms
-        if demand.vectors.shape[1] != self.table.capacity.shape[1]:
-            raise ValueError(f"lease {lease.id} gives {demand.vectors.shape[1]} resource amounts "
-                             f"per VM; the site has {self.table.capacity.shape[1]} resource types")
-        if len(demand.counts) == 1:
-            key = demand.shape_key
-            most = self._site_max.get(key)
-            if most is None:
-                most = self._site_max[key] = self._fits_per_node(demand.vectors[0]).sum()
-            if demand.count <= most:
-                return ""
-            return (f"larger than the site: {demand.count} VMs requested, the site can host "
-                    f"at most {most:g} of this size")
-        # Fail fast before placing VM by VM (50 sets of 1,000,000 VMs took 98 CPU-s and 7.7 GB
-        # in the mapper): no node holds more VMs than fit of its smallest shape, and each set
-        # alone must fit the site.
-        per_shape = np.array([self._fits_per_node(v) for v in demand.vectors])
-        for count, fits in zip(demand.counts, per_shape):
-            if count > fits.sum():
-                return (f"larger than the site: {count} VMs of one node set requested, the "
-                        f"site can host at most {fits.sum():g} of that size")
-        slots = per_shape.max(axis=0).sum()
-        if demand.count > slots:
-            return (f"larger than the site: {demand.count} VMs requested, the site can host "
-                    f"at most {slots:g} of its smallest size")
-        if place_on(self.table.capacity, demand, np.arange(len(self.table.capacity))) is None:
-            return "larger than the site: its VMs cannot all be placed even on empty nodes"
-        return ""
-
-    def _fits_per_node(self, vector: np.ndarray) -> np.ndarray:
-        """How many VMs of ``vector`` each empty node holds (inf for a VM needing nothing)."""
-        cap = self.table.capacity
-        pos = vector > 0
-        if not pos.any():
-            return np.full(len(cap), math.inf)
-        return np.floor((cap[:, pos] / vector[pos]).min(axis=1) + 1e-9)
 
     def refuse(self, lease: Lease, now: float, reason: str) -> None:
         """A lease arrives and is refused before any admission (a meta-scheduler found no
