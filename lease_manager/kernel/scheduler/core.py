@@ -48,19 +48,16 @@ from lease_manager.kernel.extra_attributes import USER_RATE
 from lease_manager.kernel.lease import TRANSITIONS, Lease, LeaseState, LeaseType
 from lease_manager.kernel.mapper import place_on
 from lease_manager.kernel.scheduler import (
-    haizea_resumption,
     lifecycle,
     placing,
-    preemption,
     queue,
     replan,
     reservations,
-    resize,
     restore,
-    suspension,
 )
 from lease_manager.kernel.scheduler import reevaluation as moving
 from lease_manager.kernel.scheduler.image_transfer import ImageTransfers
+from lease_manager.kernel.scheduler.interruptions import compose as compose_interruptions
 from lease_manager.kernel.scheduler.plan_book import PlanBook
 from lease_manager.kernel.scheduler.reevaluator import Reevaluator
 from lease_manager.kernel.scheduler.seams import (
@@ -74,6 +71,7 @@ from lease_manager.kernel.scheduler.settings import SchedulerSettings
 from lease_manager.kernel.scheduler.wait_queue import WaitQueue
 
 if TYPE_CHECKING:
+    from lease_manager.kernel.malleable import Allocation
     from lease_manager.kernel.policy_protocols import (
         AdmissionProtocol,
         HostSelectionProtocol,
@@ -81,7 +79,7 @@ if TYPE_CHECKING:
         PricingProtocol,
         QueueProtocol,
     )
-    from lease_manager.kernel.slottable import SlotTable
+    from lease_manager.kernel.slottable import Reservation, SlotTable
 
 S = members(LeaseState)
 LT = members(LeaseType)
@@ -160,6 +158,9 @@ class LeaseScheduler:
         #: the plans that have not started, those counting against backfilling, and the
         #: advance reservations' (their one owner)
         self.plans = PlanBook()
+        # collaborators: preemption, suspension, resize
+        self.suspender, self.preemptor, self.deadline_preemptor, self.resizer = \
+            compose_interruptions(self)
         #: leases whose plan has not started yet, by id, in scheduling order (a view)
         self.future: Mapping[int, Lease] = self.plans.future
         #: leases running, suspending or resuming, by id
@@ -435,16 +436,22 @@ class LeaseScheduler:
     _schedule_ar = reservations._schedule_ar
     _make_room = reservations._make_room
 
-    # preemption (preemption.py)
-    _victims = preemption._victims
-    _preempt = preemption._preempt
+    # preemption (preemption.py, deadline_preemption.py) and suspension, resumption,
+    # migration (suspension.py, haizea_resumption.py) are collaborators (interruptions.py);
+    # these aliases stay until the other modules call them (the lead's rename)
+    def _victims(self, lease: Lease, start: float, duration: float,
+                 now: float) -> list[Lease] | None:
+        return self.preemptor.victims(lease, start, duration, now)
 
-    # suspension, resumption, migration (suspension.py)
-    _can_suspend = suspension._can_suspend
-    _begin_suspension = suspension._begin_suspension
-    _resumption_plan = haizea_resumption.resumption_plan   # (ours unless Haizea's model)
-    _resumption_plan_after = suspension._resumption_plan_after
-    _migrated = suspension._migrated
+    def _can_suspend(self, lease: Lease) -> bool:
+        return self.suspender.can_suspend(lease)
+
+    def _begin_suspension(self, lease: Lease, now: float) -> None:
+        self.suspender.begin(lease, now)
+
+    def _resumption_plan(self, lease: Lease, now: float,
+                         allow_future: bool) -> list[Reservation] | None:
+        return self.suspender.resumption_plan(lease, now, allow_future)
 
     # re-evaluation after early ends (reevaluation.py; Haizea's re-plan in replan.py)
     _replan_future = replan._replan_future
@@ -463,7 +470,12 @@ class LeaseScheduler:
     _end_early = lifecycle._end_early
 
     # resizing a running malleable lease (resize.py)
-    resize = resize.resize
+    def resize(self, lease: Lease, now: float, allocation: Allocation, *,
+               migration_time: float = 0.0, migration_energy: float = 0.0) -> str:
+        """Give running malleable ``lease`` ``allocation`` from ``now`` on; return why not
+        (empty if done). See :meth:`~lease_manager.kernel.scheduler.resize.Resizer.resize`."""
+        return self.resizer.resize(lease, now, allocation, migration_time=migration_time,
+                                   migration_energy=migration_energy)
 
     # restore after a daemon restart (restore.py)
     restore_running = restore.restore_running
