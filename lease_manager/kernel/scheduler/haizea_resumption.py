@@ -114,7 +114,7 @@ class HaizeaSuspender(Suspender):
                          sched._enactment)
         self._sched = sched
 
-    def too_early(self, lease: Lease, ran: float) -> bool:
+    def _too_early(self, lease: Lease, ran: float) -> bool:
         """Haizea's ``can_suspend_at``: with Haizea's planning, a lease that has run less than
         the scheduling threshold in its segment may not suspend."""
         return (self._settings.haizea_planning

@@ -229,7 +229,7 @@ class Preemptor:
             lease.preemptions += 1
             self._emit("lease_preempted", lease=lease, now=now)
             return
-        suspend = self._suspension_for(lease, start, now, segment)
+        suspend = self._suspender.suspension_for(lease, start, now, segment)
         assert suspend, "checked by _victims"
         self._table.truncate(segment, start - suspend)
         last = Reservation(lease, start - suspend, start, segment.nodes, segment.amounts, None,
@@ -253,7 +253,7 @@ class Preemptor:
             return None
         if segment is None:
             return start
-        suspend = self._suspension_for(lease, start, now, segment)
+        suspend = self._suspender.suspension_for(lease, start, now, segment)
         if suspend is None:
             return CANCEL if segment is lease.reservations[0] else None
         return start - suspend
@@ -303,20 +303,6 @@ class Preemptor:
         plan.append(part(K.VM, at + resume, at + resume + length))
         return plan
 
-    def _suspension_for(self, lease: Lease, by_start: float, now: float,
-                        res: Reservation | None = None) -> float | None:
-        """How long running ``lease`` takes to suspend its VM segment ``res`` (its running one
-        unless given) if preempted for ``by_start``; None if it cannot suspend in time (it would
-        be cancelled and requeued, losing its work)."""
-        res = res if res is not None else lease.reservations[0]
-        suspend = (self._settings.suspend_resume.suspend_time(res)
-                   if self._suspender.can_suspend(lease) else None)
-        if suspend is not None and self._suspender.too_early(lease, by_start - res.start):
-            return None   # Haizea's can_suspend_at: it has not run long enough
-        if suspend is None or by_start - suspend < max(now, res.start):
-            return None
-        return suspend
-
     def _replan_deadline_victim(self, lease: Lease, plan: list[Reservation],
                                 now: float) -> None:
         """A planned deadline lease (or a running one just cancelled) gives up its plan for
@@ -344,7 +330,7 @@ class Preemptor:
             self._host._requeue(lease)
         else:                              # running
             res = lease.reservations[0]
-            suspend = self._suspension_for(lease, by_start, now)
+            suspend = self._suspender.suspension_for(lease, by_start, now)
             if suspend is not None:
                 stop = by_start - suspend
                 for later in lease.reservations[1:]:

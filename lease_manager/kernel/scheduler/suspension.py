@@ -102,9 +102,23 @@ class Suspender:
             return False
         return self._suspension == "all" or lease.vms.count == 1
 
-    def too_early(self, lease: Lease, ran: float) -> bool:
+    def suspension_for(self, lease: Lease, by_start: float, now: float,
+                       res: Reservation | None = None) -> float | None:
+        """How long running ``lease`` takes to suspend its VM segment ``res`` (its running one
+        unless given) if preempted for ``by_start``; None if it cannot suspend in time (it
+        would be cancelled and requeued, losing its work)."""
+        res = res if res is not None else lease.reservations[0]
+        suspend = (self._settings.suspend_resume.suspend_time(res)
+                   if self.can_suspend(lease) else None)
+        if suspend is not None and self._too_early(lease, by_start - res.start):
+            return None   # Haizea's can_suspend_at: it has not run long enough
+        if suspend is None or by_start - suspend < max(now, res.start):
+            return None
+        return suspend
+
+    def _too_early(self, lease: Lease, ran: float) -> bool:
         """Whether a lease that has run ``ran`` seconds in its segment is too young to suspend
-        (never in our model; Haizea's scheduling threshold in Haizea's)."""
+        (never in our model; Haizea's scheduling threshold with Haizea's planning)."""
         return False
 
     def begin(self, lease: Lease, now: float) -> None:
