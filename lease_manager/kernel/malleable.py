@@ -9,7 +9,7 @@ single-server seconds. The core keeps ``work_done`` in seconds at the reference 
 makes the lease take ``stretch = base_stretch x reference_rate / rate`` seconds per such second,
 the same way a DVFS level stretches a rigid lease (``base_stretch`` is that DVFS stretch).
 
-A resize (:func:`~lease_manager.kernel.scheduler.resize.resize`) truncates the running
+A resize (:meth:`~lease_manager.kernel.scheduler.resize.Resizer.resize`) truncates the running
 reservation at *now* and adds one with the new VMs from *now* on; when VMs move, the lease
 makes no progress for the migration time at the start of the new reservation and draws the
 migration energy over it. Every VM reservation's rate and migration pause are recorded

@@ -23,8 +23,8 @@ import pytest
 from lease_manager.kernel.lease import Lease, LeaseType, VMRequest
 from lease_manager.kernel.reservation import Reservation, ReservationKind
 from lease_manager.kernel.scheduler import haizea_asap, image_transfer
-from lease_manager.kernel.scheduler.core import LeaseScheduler
 from lease_manager.kernel.scheduler.placing import Placer, plan_fault
+from lease_manager.kernel.scheduler.suspension import Suspender
 
 from support import be, simulate
 
@@ -182,7 +182,7 @@ def test_an_impossible_resumption_fails_a_suspended_lease(monkeypatch):
         node 0  |#1 0-40|s 40-50|#2 50------100|     (#1's resumption refused at 50)
         node 1  |#1 0-40|s 40-50|#2 50------100|
     """
-    original = LeaseScheduler._resumption_plan
+    original = Suspender.resumption_plan
 
     def resumption_plan(self, lease, now, allow_future):
         plan = original(self, lease, now, allow_future)
@@ -190,7 +190,7 @@ def test_an_impossible_resumption_fails_a_suspended_lease(monkeypatch):
             plan[0].start = -74.0
         return plan
 
-    monkeypatch.setattr(LeaseScheduler, "_resumption_plan", resumption_plan)
+    monkeypatch.setattr(Suspender, "resumption_plan", resumption_plan)
     leases = [be(1, 2, 100, 0, memory=320),
               Lease(2, LeaseType.ADVANCE_RESERVATION, 10, VMRequest.uniform(2, [1, 0]), 50, 50,
                     start_request=50)]
@@ -216,7 +216,7 @@ def test_an_impossible_migration_fails_a_suspended_lease(monkeypatch):
         node 0  |#1 0-40|s 40-50|#2 50---100|#3 100-------------------400|
         node 1                  |#2 50---100|   (#1's migration here refused at 50)
     """
-    original = LeaseScheduler._resumption_plan
+    original = Suspender.resumption_plan
 
     def resumption_plan(self, lease, now, allow_future):
         plan = original(self, lease, now, allow_future)
@@ -226,7 +226,7 @@ def test_an_impossible_migration_fails_a_suspended_lease(monkeypatch):
             plan[0].start = -74.0
         return plan
 
-    monkeypatch.setattr(LeaseScheduler, "_resumption_plan", resumption_plan)
+    monkeypatch.setattr(Suspender, "resumption_plan", resumption_plan)
 
     def ar(lease_id, submit, vms, start, duration):
         return Lease(lease_id, LeaseType.ADVANCE_RESERVATION, submit,

@@ -29,9 +29,11 @@ The scheduler composes collaborators, each owning its own state: the wait queue
 held leases), the plan book (``PlanBook``), placing and adopting plans (``Placer``,
 placing.py), leases with a slot of their own (``OwnSlots``, reservations.py), re-evaluation
 (``Reevaluator``, with ``EarlierMoves`` and ``Replanner``), the leases' events (``Lifecycle``,
-which owns the ended leases) and restoring after a daemon restart (``Restorer``). Preemption,
-suspension (``suspension``, Haizea's model in ``haizea_resumption``), resizing, image transfers
-and deadline preemption are modules of their own.
+which owns the ended leases) and restoring after a daemon restart (``Restorer``). Suspension
+and resumption (``Suspender``, suspension.py; Haizea's model in haizea_resumption.py),
+preemption (``Preemptor``), deadline leases preempting (``DeadlinePreemptor``) and resizing
+(``Resizer``) are made together by ``interruptions.compose``. Image transfers
+(``ImageTransfers``) and Haizea's planning (haizea_asap.py) are modules of their own.
 """
 
 
@@ -45,14 +47,9 @@ from lease_manager.kernel.enum_members import members
 from lease_manager.kernel.events import Timeline
 from lease_manager.kernel.extra_attributes import USER_RATE
 from lease_manager.kernel.lease import TRANSITIONS, Lease, LeaseState, LeaseType
-from lease_manager.kernel.scheduler import (
-    haizea_resumption,
-    preemption,
-    replan,
-    resize,
-    suspension,
-)
+from lease_manager.kernel.scheduler import replan
 from lease_manager.kernel.scheduler.image_transfer import ImageTransfers
+from lease_manager.kernel.scheduler.interruptions import compose as compose_interruptions
 from lease_manager.kernel.scheduler.lifecycle import Lifecycle
 from lease_manager.kernel.scheduler.placing import Placer
 from lease_manager.kernel.scheduler.plan_book import PlanBook
@@ -73,6 +70,7 @@ from lease_manager.kernel.scheduler.wait_queue import WaitQueue
 from lease_manager.kernel.scheduler.what_if import WhatIf
 
 if TYPE_CHECKING:
+    from lease_manager.kernel.malleable import Allocation
     from lease_manager.kernel.policy_protocols import (
         AdmissionProtocol,
         HostSelectionProtocol,
@@ -157,6 +155,9 @@ class LeaseScheduler:
         #: the plans that have not started, those counting against backfilling, and the
         #: advance reservations' (their one owner)
         self.plans = PlanBook()
+        # collaborators: preemption, suspension, resize
+        self.suspender, self.preemptor, self.deadline_preemptor, self.resizer = \
+            compose_interruptions(self)
         #: leases whose plan has not started yet, by id, in scheduling order (a view)
         self.future: Mapping[int, Lease] = self.plans.future
         #: leases running, suspending or resuming, by id
@@ -356,18 +357,9 @@ class LeaseScheduler:
         # summed as length() is: a run of the whole request ends exactly with its reservation
         return start + (work + shutdown)
 
-    # The scheduler's concerns, one module each; their functions are this class's methods.
-
-    # preemption (preemption.py)
-    _victims = preemption._victims
-    _preempt = preemption._preempt
-
-    # suspension, resumption, migration (suspension.py)
-    _can_suspend = suspension._can_suspend
-    _begin_suspension = suspension._begin_suspension
-    _resumption_plan = haizea_resumption.resumption_plan   # (ours unless Haizea's model)
-    _resumption_plan_after = suspension._resumption_plan_after
-    _migrated = suspension._migrated
+    # The engine's, the daemon's and plugins' calls that the scheduler's parts answer
+    # (preemption, suspension and resizing are made in interruptions.py; the rest in
+    # _compose).
 
     def cancel(self, lease: Lease, now: float, reason: str = "cancelled") -> None:
         """Cancel ``lease`` in whatever state it is (:meth:`Lifecycle.cancel
@@ -380,7 +372,12 @@ class LeaseScheduler:
         self.lifecycle.fail(lease, now, reason)
 
     # resizing a running malleable lease (resize.py)
-    resize = resize.resize
+    def resize(self, lease: Lease, now: float, allocation: Allocation, *,
+               migration_time: float = 0.0, migration_energy: float = 0.0) -> str:
+        """Give running malleable ``lease`` ``allocation`` from ``now`` on; return why not
+        (empty if done). See :meth:`~lease_manager.kernel.scheduler.resize.Resizer.resize`."""
+        return self.resizer.resize(lease, now, allocation, migration_time=migration_time,
+                                   migration_energy=migration_energy)
 
     # restore after a daemon restart (restore.py's Restorer)
     def restore_running(self, lease: Lease, vm_nodes: tuple[int, ...],

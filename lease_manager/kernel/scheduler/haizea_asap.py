@@ -121,7 +121,7 @@ def plan(self: LeaseScheduler, lease: Lease, now: float, allow_future: bool,
     n = len(self.table.capacity)
     times = times if times is not None else dict.fromkeys(range(n), now)
     duration = self.length(lease)
-    strict = not self._can_suspend(lease)
+    strict = not self.suspender.can_suspend(lease)
     shortest = 0.0 if strict else threshold(self, lease)
     points = sorted(set(times.values()))
     tries: list[tuple[float, set[int] | None, bool]] = [

@@ -27,11 +27,12 @@ from typing import TYPE_CHECKING
 from lease_manager.kernel.enum_members import members
 from lease_manager.kernel.events import EventKind
 from lease_manager.kernel.lease import Lease
-from lease_manager.kernel.scheduler import haizea_asap, suspension
-from lease_manager.kernel.scheduler.suspension import SuspendResume
+from lease_manager.kernel.scheduler import haizea_asap
+from lease_manager.kernel.scheduler.suspension import Suspender, SuspendResume
 from lease_manager.kernel.slottable import Reservation, ReservationKind
 
 if TYPE_CHECKING:
+    from lease_manager.kernel.mapper import Placement
     from lease_manager.kernel.scheduler.core import LeaseScheduler
 
 K = members(ReservationKind)
@@ -91,53 +92,92 @@ class HaizeaSuspendResume(SuspendResume):
         return lease.vms.count * (_whole_seconds(memory / rate) + self.overhead)
 
 
-def resumption_plan(self: LeaseScheduler, lease: Lease, now: float,
-                    allow_future: bool) -> list[Reservation] | None:
-    """The plan resuming ``lease``, by the scheduler's suspension model."""
-    if not isinstance(self.settings.suspend_resume, HaizeaSuspendResume):
-        return suspension._resumption_plan(self, lease, now, allow_future)
-    return _haizea_resumption(self, lease, now, allow_future)
+def suspender_for(sched: LeaseScheduler) -> Suspender:
+    """The scheduler's suspensions and resumptions: Haizea's with its model or its planning,
+    else ours."""
+    settings = sched.settings
+    if settings.haizea_planning or isinstance(settings.suspend_resume, HaizeaSuspendResume):
+        return HaizeaSuspender(sched)
+    return Suspender(sched, settings, sched.table, sched.preparation, sched._enactment)
 
 
-def _haizea_resumption(self: LeaseScheduler, lease: Lease, now: float,
-                       allow_future: bool) -> list[Reservation] | None:
-    model = self.settings.suspend_resume
-    assert isinstance(model, HaizeaSuspendResume)
-    image = lease.allocations[-1]
-    bandwidth = self.settings.migration_bandwidth
-    earliest = now
-    if bandwidth is not None and model.memory_index is not None:
-        per_node: dict[int, float] = {}
-        per_vm = lease.vms.per_vm()
-        for i, node in enumerate(image.vm_nodes):
-            per_node[node] = per_node.get(node, 0.0) + float(per_vm[i][model.memory_index])
-        if not math.isinf(bandwidth):
-            earliest = now + _whole_seconds(max(per_node.values()) / bandwidth)
-            if self.preparation is not None:   # its disk images move too
-                earliest += self.preparation.migration_estimate(lease, image.vm_nodes,
-                                                                bandwidth)
-    length = self.length(lease)
-    resume_estimate = model.estimate(lease, model.resume_rate, model.resume_override)
-    duration = length + resume_estimate
-    only = None if bandwidth is not None else set(image.nodes.tolist())
-    strict = not self._can_suspend(lease)
-    # Haizea's threshold for a suspended lease counts its resumption too, when the lease is
-    # planned from the queue (not when a re-plan takes it off its plan)
-    safe = model.estimate(lease, model.suspend_rate, model.suspend_override)
-    if not self.reeval.replanning_lease:
-        safe += resume_estimate
-    settings = self.settings
-    shortest = 0.0 if strict else (settings.forced_threshold
-                                   if settings.forced_threshold is not None
-                                   else safe + safe * settings.threshold_factor)
-    tries = [earliest] + (haizea_asap.future_starts(self, earliest) if allow_future else [])
-    for start in tries:
-        found = haizea_asap.haizea_map(self, lease, start, duration, only, strict)
-        if found is None:
-            continue
-        placement, end = found
-        if end < start + duration and end - start < shortest:
-            continue
+class HaizeaSuspender(Suspender):
+    """Suspensions and resumptions as Haizea plans them (the module docstring), where the
+    scheduler has Haizea's model (its resumptions) or Haizea's planning (its scheduling
+    threshold). It keeps the whole scheduler: Haizea's mapper
+    (:mod:`~lease_manager.kernel.scheduler.haizea_asap`) takes it."""
+
+    __slots__ = ("_sched",)
+
+    def __init__(self, sched: LeaseScheduler) -> None:
+        super().__init__(sched, sched.settings, sched.table, sched.preparation,
+                         sched._enactment)
+        self._sched = sched
+
+    def _too_early(self, lease: Lease, ran: float) -> bool:
+        """Haizea's ``can_suspend_at``: with Haizea's planning, a lease that has run less than
+        the scheduling threshold in its segment may not suspend."""
+        return (self._settings.haizea_planning
+                and ran < haizea_asap.threshold(self._sched, lease))
+
+    def resumption_plan(self, lease: Lease, now: float,
+                        allow_future: bool) -> list[Reservation] | None:
+        """The plan resuming ``lease``: Haizea's with Haizea's model, else ours."""
+        if not isinstance(self._settings.suspend_resume, HaizeaSuspendResume):
+            return super().resumption_plan(lease, now, allow_future)
+        return self._haizea_resumption(lease, now, allow_future)
+
+    def _haizea_resumption(self, lease: Lease, now: float,
+                           allow_future: bool) -> list[Reservation] | None:
+        sched = self._sched
+        settings = self._settings
+        model = settings.suspend_resume
+        assert isinstance(model, HaizeaSuspendResume)
+        image = lease.allocations[-1]
+        bandwidth = settings.migration_bandwidth
+        earliest = now
+        if bandwidth is not None and model.memory_index is not None:
+            per_node: dict[int, float] = {}
+            per_vm = lease.vms.per_vm()
+            for i, node in enumerate(image.vm_nodes):
+                per_node[node] = per_node.get(node, 0.0) + float(per_vm[i][model.memory_index])
+            if not math.isinf(bandwidth):
+                earliest = now + _whole_seconds(max(per_node.values()) / bandwidth)
+                if self._preparation is not None:   # its disk images move too
+                    earliest += self._preparation.migration_estimate(lease, image.vm_nodes,
+                                                                     bandwidth)
+        length = sched.length(lease)
+        resume_estimate = model.estimate(lease, model.resume_rate, model.resume_override)
+        duration = length + resume_estimate
+        only = None if bandwidth is not None else set(image.nodes.tolist())
+        strict = not self.can_suspend(lease)
+        # Haizea's threshold for a suspended lease counts its resumption too, when the lease
+        # is planned from the queue (not when a re-plan takes it off its plan)
+        safe = model.estimate(lease, model.suspend_rate, model.suspend_override)
+        if not sched.reeval.replanning_lease:
+            safe += resume_estimate
+        shortest = 0.0 if strict else (settings.forced_threshold
+                                       if settings.forced_threshold is not None
+                                       else safe + safe * settings.threshold_factor)
+        tries = [earliest] + (haizea_asap.future_starts(sched, earliest) if allow_future
+                              else [])
+        for start in tries:
+            found = haizea_asap.haizea_map(sched, lease, start, duration, only, strict)
+            if found is None:
+                continue
+            placement, end = found
+            if end < start + duration and end - start < shortest:
+                continue
+            segments = self._segments(lease, placement, start, end, duration, length)
+            if segments is not None:
+                return segments
+        return None
+
+    def _segments(self, lease: Lease, placement: Placement, start: float, end: float,
+                  duration: float, length: float) -> list[Reservation] | None:
+        """The resumption's reservations for ``placement`` from ``start`` until ``end`` (its
+        whole rest, or until it suspends again), or None if it would not run at all."""
+        model = self._settings.suspend_resume
         resume = model.resume_time(placement.reservation(lease, start, start))
         segments = []
         if resume > 0:
@@ -149,23 +189,23 @@ def _haizea_resumption(self: LeaseScheduler, lease: Lease, now: float,
         vm = placement.reservation(lease, start + resume, end)   # then suspended again
         suspend = model.suspend_time(vm)
         if end - suspend <= start + resume:
-            continue
+            return None
         vm.end = end - suspend
         segments.append(vm)
         if suspend > 0:
             segments.append(placement.reservation(lease, end - suspend, end, kind=K.SUSPEND))
-        _tell_preemption_when_running(self, lease, vm, segments[-1])
+        self._tell_preemption_when_running(lease, vm, segments[-1])
         return segments
-    return None
 
+    def _tell_preemption_when_running(self, lease: Lease, vm: Reservation,
+                                      last: Reservation) -> None:
+        """A resumption planned to end in a suspension is a preemption planned from the
+        start: told once its VMs run, if the plan was adopted and still holds."""
+        sched = self._sched
 
-def _tell_preemption_when_running(self: LeaseScheduler, lease: Lease, vm: Reservation,
-                                  last: Reservation) -> None:
-    """A resumption planned to end in a suspension is a preemption planned from the start:
-    told once its VMs run, if the plan was adopted and still holds."""
-    def preempted(at: float) -> None:
-        if lease.holds(last) or last in lease.allocations:
-            lease.preemptions += 1
-            self._emit("lease_preempted", lease=lease, now=at)
+        def preempted(at: float) -> None:
+            if lease.holds(last) or last in lease.allocations:
+                lease.preemptions += 1
+                sched._emit("lease_preempted", lease=lease, now=at)
 
-    self.timeline.push(vm.start, EK.CALL, preempted)
+        sched.timeline.push(vm.start, EK.CALL, preempted)

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from lease_manager.kernel.scheduler.reevaluator import Reevaluator
     from lease_manager.kernel.scheduler.seams import Enactment
     from lease_manager.kernel.scheduler.settings import SchedulerSettings
+    from lease_manager.kernel.scheduler.suspension import Suspender
     from lease_manager.kernel.slottable import SlotTable
 
 S = members(LeaseState)
@@ -44,6 +45,8 @@ class LifecycleHost(Protocol):
     @property
     def plans(self) -> PlanBook: ...
     @property
+    def suspender(self) -> Suspender: ...
+    @property
     def reeval(self) -> Reevaluator: ...
     @property
     def backfiller(self) -> Backfiller: ...
@@ -55,7 +58,6 @@ class LifecycleHost(Protocol):
     def _move(self, lease: Lease, state: LeaseState, now: float) -> None: ...
     def _emit_lease(self, hook: str, lease: Lease, now: float) -> None: ...
     def _pin(self, res: Reservation, now: float) -> None: ...
-    def _begin_suspension(self, lease: Lease, now: float) -> None: ...
     def _adopt(self, lease: Lease, plan: list[Reservation], now: float, *,
                suspends: bool = False, start_now: bool = True) -> None: ...
 
@@ -108,7 +110,7 @@ class Lifecycle:
             sched._move(lease, S.RESUMING, now)
             sched.running[lease.id] = lease
         elif kind == K.SUSPEND and lease.state is S.ACTIVE:
-            sched._begin_suspension(lease, now)
+            sched.suspender.begin(lease, now)
 
     def _leave_future(self, lease: Lease) -> None:
         """A planned resumption begins: the lease is no longer planned. With Haizea's model
@@ -127,7 +129,7 @@ class Lifecycle:
             return
         sched = self._sched
         if res.kind == K.VM and lease.state is S.ACTIVE:   # a suspension taking no time
-            sched._begin_suspension(lease, now)
+            sched.suspender.begin(lease, now)
         if lease.state is not S.SUSPENDING:
             return
         done = lease.reservations.index(res) + 1

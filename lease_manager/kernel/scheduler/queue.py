@@ -316,7 +316,7 @@ class Backfiller:
             return haizea_asap.schedule_queued(sched, lease, now, allow_future)
         booted = False
         if lease.image_nodes:
-            plan = sched._resumption_plan(lease, now, allow_future)
+            plan = sched.suspender.resumption_plan(lease, now, allow_future)
         else:
             duration = self._length(lease)
             res = None
@@ -379,7 +379,7 @@ class Backfiller:
         resume time); the longest such slot ending at an AR's start is taken.
         """
         sched = self._sched
-        if (not self._plans.ars or not sched._can_suspend(lease)
+        if (not self._plans.ars or not sched.suspender.can_suspend(lease)
                 or lease.type is not LT.BEST_EFFORT):
             return None
         table, settings = self._table, self._settings

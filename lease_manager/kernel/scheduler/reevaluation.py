@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
 
     from lease_manager.kernel.scheduler.seams import PlannedBoots, PowerGate
+    from lease_manager.kernel.scheduler.suspension import Suspender
     from lease_manager.kernel.slottable import Reservation, SlotTable
 
 S = members(LeaseState)
@@ -49,8 +50,8 @@ class MoveHost(Protocol):
                    not_after: float | None, before: float = ...) -> Reservation | None: ...
     def _adopt(self, lease: Lease, plan: list[Reservation], now: float, *,
                suspends: bool = False, start_now: bool = True) -> None: ...
-    def _resumption_plan(self, lease: Lease, now: float,
-                         allow_future: bool) -> list[Reservation] | None: ...
+    @property
+    def suspender(self) -> Suspender: ...
 
 
 class EarlierMoves:
@@ -181,7 +182,7 @@ class EarlierMoves:
         change = PlanChange(self._sched.table)
         for res in old:
             change.remove(res)
-        plan = self._sched._resumption_plan(lease, now, True)
+        plan = self._sched.suspender.resumption_plan(lease, now, True)
         if plan is None or plan[0].start >= old[0].start:
             change.rollback()
             return False

@@ -86,7 +86,7 @@ class Replanner:
         if lease.image_nodes:
             sched.reeval.replanning_lease = True   # (Haizea's threshold omits the resumption)
             try:
-                plan = sched._resumption_plan(lease, now, allow_future)
+                plan = sched.suspender.resumption_plan(lease, now, allow_future)
             finally:
                 sched.reeval.replanning_lease = False
         elif sched.preparation is not None and sched.preparation.manages(lease):

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from lease_manager.kernel.enum_members import members
 from lease_manager.kernel.lease import Lease, LeaseType
-from lease_manager.kernel.scheduler import deadline_preemption, image_transfer, preemption
+from lease_manager.kernel.scheduler import image_transfer
 from lease_manager.kernel.scheduler.transaction import PlanChange
 from lease_manager.kernel.slottable import Reservation
 
@@ -68,8 +68,7 @@ class OwnSlots:
 
         res = slot() or self.make_room(lease, slot, earliest, deadline, now)
         if res is None and latest >= earliest:   # preempting what the policy allows
-            res = deadline_preemption.preempt_for_deadline(sched, lease, duration, earliest,
-                                                           latest, now)
+            res = sched.deadline_preemptor.preempt_for(lease, duration, earliest, latest, now)
         if res is None:
             sched.reject(lease, now, f"cannot finish by its deadline {deadline:g}")
             return
@@ -94,12 +93,12 @@ class OwnSlots:
 
         res = slot() or self.make_room(lease, slot, start, start + duration, now)
         if res is None:
-            victims = sched._victims(lease, start, duration, now)
+            victims = sched.preemptor.victims(lease, start, duration, now)
             if victims is None:
                 sched.reject(lease, now, "the requested interval is not free and no lease "
                                          "there may be preempted")
                 return
-            res = preemption._preempt_for(sched, lease, victims, start, duration, now)
+            res = sched.preemptor.preempt_for(lease, victims, start, duration, now)
             if res is None:   # several VM shapes, or a deadline victim with no slot left
                 sched.reject(lease, now, "the requested interval could not be freed")
                 return

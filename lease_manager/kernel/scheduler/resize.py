@@ -10,7 +10,8 @@ are and a grow adds nodes to them.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
@@ -23,8 +24,11 @@ from lease_manager.kernel.slottable import ReservationKind
 
 if TYPE_CHECKING:
     from lease_manager.kernel.malleable import Malleability
-    from lease_manager.kernel.scheduler.core import LeaseScheduler
-    from lease_manager.kernel.slottable import Reservation
+    from lease_manager.kernel.policy_protocols import HostSelectionProtocol
+    from lease_manager.kernel.scheduler.seams import Enactment, PowerGate
+    from lease_manager.kernel.scheduler.settings import SchedulerSettings
+    from lease_manager.kernel.slottable import Reservation, SlotTable
+    from lease_manager.kernel.table_view import SlotTableView
 
 S = members(LeaseState)
 K = members(ReservationKind)
@@ -54,63 +58,85 @@ def _not_resizable(lease: Lease, now: float) -> str:
     return ""
 
 
-def resize(self: LeaseScheduler, lease: Lease, now: float, allocation: Allocation, *,
-           migration_time: float = 0.0, migration_energy: float = 0.0) -> str:
-    """Give running malleable ``lease`` ``allocation`` from ``now`` on; return why not (empty
-    if done). ``migration_time``: seconds without progress at the start of the new allocation
-    when any VM changes node (or VMs are added or removed); ``migration_energy``: joules per
-    node gained or lost (GreenPar's ME(|n' - n|)), drawn evenly over the pause on the lease's
-    new nodes."""
-    m = lease.malleable
-    why = _not_resizable(lease, now)
-    if why or m is None:
-        return why
-    old = lease.reservations[0]
-    if migration_energy > 0 and migration_time <= 0:
-        raise ValueError("migration energy needs a migration time to be drawn over")
-    done = lease.work_done + progress(lease, old, now)
-    stretch = m.stretch_at(allocation.rate)
-    vms = allocation.vms
-    # VMs on the old nodes first: a shrink packs them there, a grow keeps them
-    order = np.asarray(self.host_selection.order_hosts(lease, now, old.end, self.table_view),
-                       dtype=np.intp)
-    order = np.concatenate([old.nodes, order[~np.isin(order, old.nodes)]])
-    change = PlanChange(self.table)
-    change.truncate(old, now)
-    rest = (lease.requested_duration - done) * stretch + self.settings.shutdown
-    placement = place(self.table, vms, now, now + rest, order)
-    pause = 0.0
-    if placement is not None and migration_time > 0 and _moves(placement.vm_nodes, old.vm_nodes):
-        # the migration pause lengthens the reservation: place it again for that long
-        placement = place(self.table, vms, now, now + migration_time + rest, order)
-        if placement is not None and _moves(placement.vm_nodes, old.vm_nodes):
-            pause = migration_time
-    if placement is None:
-        change.rollback()
-        return "the new allocation does not fit from now on"
-    new = placement.reservation(lease, now, now + pause + rest)
-    migration_joules = migration_energy * abs(len(new.nodes) - len(old.nodes)) if pause else 0.0
-    if migration_joules > 0:
-        new.overhead = (now + pause, migration_joules / pause)
-    if self.power is not None and not self.power.admits([new]):
-        change.rollback()
-        return "the power cap has no room for the new allocation"
-    change.add(new)
-    change.keep()
-    if old.end > old.start:
-        lease.allocations.append(old)
-    old_nodes, old_vms = len(old.nodes), lease.vms.count
-    lease.reservations = [new]
-    lease.work_done = done
-    lease.vms = vms
-    lease.stretch = stretch
-    _record(m, new, allocation, now, pause, migration_joules)
-    if self.power is not None:
-        self.power.sync(now)
-    self._enactment.resize(lease, new, now + pause + (lease.remaining_actual * stretch)
-                           + self.settings.shutdown)
-    self._emit("lease_resized", lease=lease, old_nodes=old_nodes, old_vms=old_vms, now=now)
-    return ""
+class CapHolder(Protocol):
+    """Who holds the site's power cap (the scheduler: the cap is attached after it is made)."""
+
+    @property
+    def power(self) -> PowerGate | None: ...
+
+
+class Resizer:
+    """Resizes one scheduler's running malleable leases (the scheduler's ``resize``)."""
+
+    __slots__ = ("_table", "_view", "_hosts", "_settings", "_enactment", "_emit", "_cap")
+
+    def __init__(self, table: SlotTable, view: SlotTableView, hosts: HostSelectionProtocol,
+                 settings: SchedulerSettings, enactment: Enactment,
+                 emit: Callable[..., None], cap: CapHolder) -> None:
+        self._table, self._view, self._hosts = table, view, hosts
+        self._settings, self._enactment, self._emit = settings, enactment, emit
+        self._cap = cap
+
+    def resize(self, lease: Lease, now: float, allocation: Allocation, *,
+               migration_time: float = 0.0, migration_energy: float = 0.0) -> str:
+        """Give running malleable ``lease`` ``allocation`` from ``now`` on; return why not
+        (empty if done). ``migration_time``: seconds without progress at the start of the new
+        allocation when any VM changes node (or VMs are added or removed);
+        ``migration_energy``: joules per node gained or lost (GreenPar's ME(|n' - n|)), drawn
+        evenly over the pause on the lease's new nodes."""
+        m = lease.malleable
+        why = _not_resizable(lease, now)
+        if why or m is None:
+            return why
+        old = lease.reservations[0]
+        if migration_energy > 0 and migration_time <= 0:
+            raise ValueError("migration energy needs a migration time to be drawn over")
+        done = lease.work_done + progress(lease, old, now)
+        stretch = m.stretch_at(allocation.rate)
+        vms = allocation.vms
+        # VMs on the old nodes first: a shrink packs them there, a grow keeps them
+        order = np.asarray(self._hosts.order_hosts(lease, now, old.end, self._view),
+                           dtype=np.intp)
+        order = np.concatenate([old.nodes, order[~np.isin(order, old.nodes)]])
+        power = self._cap.power
+        change = PlanChange(self._table)
+        change.truncate(old, now)
+        rest = (lease.requested_duration - done) * stretch + self._settings.shutdown
+        placement = place(self._table, vms, now, now + rest, order)
+        pause = 0.0
+        if (placement is not None and migration_time > 0
+                and _moves(placement.vm_nodes, old.vm_nodes)):
+            # the migration pause lengthens the reservation: place it again for that long
+            placement = place(self._table, vms, now, now + migration_time + rest, order)
+            if placement is not None and _moves(placement.vm_nodes, old.vm_nodes):
+                pause = migration_time
+        if placement is None:
+            change.rollback()
+            return "the new allocation does not fit from now on"
+        new = placement.reservation(lease, now, now + pause + rest)
+        migration_joules = (migration_energy * abs(len(new.nodes) - len(old.nodes)) if pause
+                            else 0.0)
+        if migration_joules > 0:
+            new.overhead = (now + pause, migration_joules / pause)
+        if power is not None and not power.admits([new]):
+            change.rollback()
+            return "the power cap has no room for the new allocation"
+        change.add(new)
+        change.keep()
+        if old.end > old.start:
+            lease.allocations.append(old)
+        old_nodes, old_vms = len(old.nodes), lease.vms.count
+        lease.reservations = [new]
+        lease.work_done = done
+        lease.vms = vms
+        lease.stretch = stretch
+        _record(m, new, allocation, now, pause, migration_joules)
+        if power is not None:
+            power.sync(now)
+        self._enactment.resize(lease, new, now + pause + (lease.remaining_actual * stretch)
+                               + self._settings.shutdown)
+        self._emit("lease_resized", lease=lease, old_nodes=old_nodes, old_vms=old_vms, now=now)
+        return ""
 
 
 def _moves(new: tuple[int, ...], old: tuple[int, ...]) -> bool:
