@@ -15,7 +15,10 @@ envelope scale:
   instance placed them) rather than from work after the best makespan;
 - when p_max and phi_max vary (Figs 4 and 5): the planner of least mean NM at each point, the
   genetic algorithm left out as in the paper, and each planner's mean NM over the grid; the
-  same map against C* x 0.95 (``MAP_FACTOR``), the C* a better planner would give.
+  same map against C* x 0.95 (``MAP_FACTOR``), the C* a better planner would give, or against
+  C* x each ``--map-factor F``; under each map, how many points each order wins (its list,
+  binary search and stripe planners together) in the paper's two areas, phi_max <= 75 W and
+  above (section 5.3.2).
 
 Each also gets a sensitivity table: every planner's mean NM and NM whole against C* times
 1, 0.95, 0.9, 0.8 and 0.7, as a better planner (the paper's GA) would lower it.
@@ -58,11 +61,12 @@ def number(value: Any) -> float | None:
     return out if math.isfinite(out) else None
 
 
-def read_runs(directory: Path) -> list[dict[str, Any]]:
-    """Every finished run with its planner, scale, lengths, p_max, phi_max and metrics."""
+def read_runs(directory: Path, factors: Sequence[float] = ()) -> list[dict[str, Any]]:
+    """Every finished run with its planner, scale, lengths, p_max, phi_max and metrics (NM
+    against C* times each factor of ``LOWERED`` and of ``factors`` too)."""
     results = results_with_nm(directory)
     unplaced = unplaced_nm(results, directory)
-    lowered = lowered_nm(results, directory)
+    lowered = lowered_nm(results, directory, factors)
     runs = []
     for row in results.done():
         planner = row.get("planning.policy-planner") or row.get("summary.planner") \
@@ -125,10 +129,12 @@ def unplaced_nm(results: Any, directory: Path) -> dict[str, float]:
 LOWERED = (1.0, 0.95, 0.9, 0.8, 0.7)
 
 
-def lowered_nm(results: Any, directory: Path) -> dict[str, dict[float, tuple[float, float]]]:
+def lowered_nm(results: Any, directory: Path, factors: Sequence[float] = ()
+               ) -> dict[str, dict[float, tuple[float, float]]]:
     """Each run's NM and NM whole (by run id) against its instance's C* times each factor of
-    ``LOWERED``: how a planner's NM grows as a better planner lowers C* (section 5.2's C* is
-    the best of all, the GA's in the paper)."""
+    ``LOWERED`` and of ``factors``: how a planner's NM grows as a better planner lowers C*
+    (section 5.2's C* is the best of all, the GA's in the paper)."""
+    every = sorted({*LOWERED, *factors}, reverse=True)
     tasks, groups = _tasks_by_instance(results, directory)
     out: dict[str, dict[float, tuple[float, float]]] = {}
     for run_ids in groups.values():
@@ -136,7 +142,7 @@ def lowered_nm(results: Any, directory: Path) -> dict[str, dict[float, tuple[flo
         best = min((-len(tasks[r].ran_ids), tasks[r].last_end) for r in run_ids)[1]
         for r in run_ids:
             out[r] = {f: (tasks[r].nm(best * f, counted), tasks[r].nm(best * f, counted, True))
-                      for f in LOWERED}
+                      for f in every}
     return out
 
 
@@ -148,7 +154,8 @@ MAP_FACTOR = 0.95
 def at_factor(runs: Sequence[dict[str, Any]], factor: float, whole: bool = False
               ) -> list[dict[str, Any]]:
     """The runs with ``nm`` replaced by their NM (``whole``: NM whole) against C* x
-    ``factor`` (a factor of ``LOWERED``); runs without per-task data are left out."""
+    ``factor`` (a factor of ``LOWERED`` or of :func:`read_runs`' ``factors``); runs without
+    per-task data are left out."""
     return [{**r, "nm": r["lowered"][factor][1 if whole else 0]}
             for r in runs if factor in r["lowered"]]
 
@@ -298,6 +305,34 @@ def grid_means(runs: Sequence[dict[str, Any]]) -> str:
             + table(["planner", "NM", "NM whole"], rows))
 
 
+#: the paper's two areas of Fig. 4 (section 5.3.2): phi_max <= 75 W, and above
+AREA_SPLIT = 75.0
+
+
+def order_of(planner: str) -> str:
+    """The order a planner sorts by (``bs-lpn`` and ``stripe-lpn``: ``lpn``)."""
+    return planner.removeprefix("bs-").removeprefix("stripe-")
+
+
+def order_wins(phis: Sequence[float], best: dict[tuple[float, float], str]) -> str:
+    """How many points of each area (phi_max <= ``AREA_SPLIT`` and above) each order wins; a
+    point tied between orders counts for each."""
+    out = []
+    for label, inside in ((f"phi_max <= {AREA_SPLIT:g}", lambda ph: ph <= AREA_SPLIT),
+                          (f"phi_max > {AREA_SPLIT:g}", lambda ph: ph > AREA_SPLIT)):
+        points = [names for (_, ph), names in best.items() if inside(ph)]
+        if not points:
+            continue
+        wins: dict[str, int] = defaultdict(int)
+        for names in points:
+            for order in {order_of(n) for n in names.split("/")}:
+                wins[order] += 1
+        tally = ", ".join(f"{o} {n}" for o, n in sorted(wins.items(), key=lambda kv: (-kv[1],
+                                                                                      kv[0])))
+        out.append(f"orders best, {label} ({len(points)} points): {tally}")
+    return "\n".join(out)
+
+
 def grid_text(pmaxes: Sequence[float], phis: Sequence[float],
               best: dict[tuple[float, float], str], label: str = "NM") -> str:
     rows = [[f"{ph:g}", *(best.get((pm, ph), "-") for pm in pmaxes)]
@@ -373,13 +408,22 @@ def main(argv: Sequence[str] | None = None) -> int:
                                      description=__doc__.splitlines()[0])
     parser.add_argument("dir", help="a sweep's output directory")
     parser.add_argument("--plots", action="store_true", help="draw DIR/plots/kassab-*.png")
+    parser.add_argument("--map-factor", type=float, action="append", metavar="F",
+                        help=f"draw the Figs 4-5 maps against C* x F, 0 < F <= 1 (repeatable; "
+                             f"default {MAP_FACTOR:g})")
     args = parser.parse_args(argv)
     directory = Path(args.dir)
+    map_factors = args.map_factor or [MAP_FACTOR]
+    bad = [f for f in map_factors if not 0 < f <= 1]
+    if bad:
+        print(f"lm-kassab-figures: error: --map-factor {bad[0]:g}: give a factor in (0, 1]",
+              file=sys.stderr)
+        return 2
     if not directory.is_dir():
         print(f"lm-kassab-figures: error: {directory}: no such directory", file=sys.stderr)
         return 2
     try:
-        runs = read_runs(directory)
+        runs = read_runs(directory, map_factors)
     except LeaseManagerError as exc:
         print(f"lm-kassab-figures: error: {exc}", file=sys.stderr)
         return 2
@@ -397,14 +441,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         if len({r["pmax"] for r in group}) > 1:
             pmaxes, phis, best = best_grid(group)
             print(grid_text(pmaxes, phis, best))
+            print(order_wins(phis, best))
             print()
-            print(grid_text(*best_grid(group, "nm_whole"), label="NM whole"))
+            whole_grid = best_grid(group, "nm_whole")
+            print(grid_text(*whole_grid, label="NM whole"))
+            print(order_wins(whole_grid[1], whole_grid[2]))
             print()
             print(grid_means(group))
-            for whole, name in ((False, "NM"), (True, "NM whole")):
-                print()
-                print(grid_text(*best_grid(at_factor(group, MAP_FACTOR, whole)),
-                                label=f"{name} against C* x {MAP_FACTOR:g}"))
+            for factor in map_factors:
+                for whole, name in ((False, "NM"), (True, "NM whole")):
+                    print()
+                    lowered = best_grid(at_factor(group, factor, whole))
+                    print(grid_text(*lowered, label=f"{name} against C* x {factor:g}"))
+                    print(order_wins(lowered[1], lowered[2]))
             print()
             print(lowered_text(group))
             if args.plots:

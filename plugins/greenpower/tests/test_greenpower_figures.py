@@ -91,6 +91,10 @@ def test_the_best_planner_grid_of_figs_4_and_5(tmp_path, capsys):
         1,000 W, C* x 0.95 = 4.75    both:  T2 and T3 1-5: 0.25 s x 25 W     NM 0.026
 
     so lptpn is best at p_max 10 under both readings, and 100 stays a tie.
+
+    Both phi_max (35 and 70) lie in the paper's lower area (<= 75 W). Orders best there (a
+    tie counts for each): at C* lpt 4 points, lptpn 2; against C* x 0.95 lptpn 4, lpt 2.
+    ``--map-factor 1`` draws the lowered maps against C* itself: the map at C* again.
     """
     (tmp_path / "tasks.csv").write_text("id,duration,watts\nT1,3,25\nT2,4,10\nT3,4,15\n"
                                         "T4,2,35\n")
@@ -129,5 +133,21 @@ def test_the_best_planner_grid_of_figs_4_and_5(tmp_path, capsys):
                 "phi\\p     10        100\n"
                 "   70  lptpn  lpt/lptpn\n"
                 "   35  lptpn  lpt/lptpn\n") in text
+    assert ("   35  lpt  lpt/lptpn\n"
+            "orders best, phi_max <= 75 (4 points): lpt 4, lptpn 2\n") in text
+    assert ("   35  lptpn  lpt/lptpn\n"
+            "orders best, phi_max <= 75 (4 points): lptpn 4, lpt 2\n") in text
+    assert "phi_max > 75" not in text
     assert (out / "plots" / "kassab-best-trace-x1.png").stat().st_size > 1000
     assert not (out / "plots" / "kassab-nm-trace-x1.png").exists()
+
+    assert main([str(out), "--map-factor", "1", "--map-factor", "0.95"]) == 0
+    text = capsys.readouterr().out
+    for factor, p10, tally in (("1", "lpt", "lpt 4, lptpn 2"), ("0.95", "lptpn", "lptpn 4, lpt 2")):
+        for name in ("NM", "NM whole"):
+            assert (f"planner of least mean {name} against C* x {factor} (GA left out), "
+                    "phi_max down, p_max across\n") in text
+        assert f"   35  {p10}  lpt/lptpn\norders best, phi_max <= 75 (4 points): {tally}\n" in text
+    assert main([str(out), "--map-factor", "0"]) == 2
+    assert capsys.readouterr().err == ("lm-kassab-figures: error: --map-factor 0: give a "
+                                       "factor in (0, 1]\n")
