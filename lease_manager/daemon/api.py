@@ -29,7 +29,7 @@ from lease_manager.daemon.lease_requests import (
 from lease_manager.daemon.lease_views import amounts_by_name, lease_view
 from lease_manager.daemon.refusals import DaemonStopping, HTTPError, check_vm_limits
 from lease_manager.daemon.request_bodies import requests_of_body
-from lease_manager.daemon.workers import ReusedThreadsMixin
+from lease_manager.daemon.workers import AcceptingWorkersMixin
 from lease_manager.errors import LeaseManagerError
 from lease_manager.kernel.lease import LeaseState
 from lease_manager.kernel.timeutil import format_instant
@@ -444,7 +444,7 @@ def _int_param(query: dict[str, list[str]], name: str, default: int, low: int, h
     return int(text)
 
 
-class _Server(GuardedServerMixin, ReusedThreadsMixin, HTTPServer):
+class _Server(GuardedServerMixin, AcceptingWorkersMixin, HTTPServer):
     allow_reuse_address = True
     request_queue_size = 64
 
@@ -462,9 +462,7 @@ def start_api(daemon: Daemon) -> tuple[_Server, str]:
         raise cfg.error("daemon", "port", f"cannot listen on {host}:{port}: "
                                           f"{exc.strerror}") from None
     server.start_guard(cfg.get("daemon", "max-connections"), cfg.get("daemon", "request-timeout"))
-    # a short poll interval: shutdown() waits for it, so the daemon stops promptly
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
-                              name="lm-api", daemon=True)
+    thread = threading.Thread(target=server.serve_forever, name="lm-api", daemon=True)
     thread.start()
     real_host, real_port = server.server_address[:2]
     real_host = str(real_host)   # an IP socket's address is text
