@@ -11,6 +11,7 @@ import hashlib
 import hmac
 import logging
 import re
+import socket
 from collections.abc import Sequence
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, HTTPServer
@@ -18,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
 
-from lease_manager.daemon.connections import GuardedServerMixin
+from lease_manager.daemon.connections import GuardedServerMixin, kernel_timed_files
 from lease_manager.daemon.dashboard_http import is_dashboard
 from lease_manager.daemon.dashboard_http import serve as serve_dashboard
 from lease_manager.daemon.json_text import indented
@@ -50,7 +51,9 @@ STATES = tuple(s.value for s in LeaseState)
 class Handler(BaseHTTPRequestHandler):
     server_version = "lease-manager"
     protocol_version = "HTTP/1.1"
-    timeout = 30            # seconds a client may take to send its request
+    timeout = None          # the socket's own: see io_timeout
+    #: seconds a read or a write of the connection may wait (timed by the kernel)
+    io_timeout = 30.0
     daemon: Daemon        # set on the subclass made for each server
     # An answer leaves in one write: unbuffered, the headers and the body went in two, and
     # on a kept-alive connection the body waited for the client's delayed acknowledgement of
@@ -58,6 +61,15 @@ class Handler(BaseHTTPRequestHandler):
     # is flushed at the end of each request (BaseHTTPRequestHandler.handle_one_request).
     wbufsize = 1 << 16
     disable_nagle_algorithm = True
+
+    def setup(self) -> None:
+        """As ``StreamRequestHandler.setup``, with the timeouts kept by the kernel (a Python
+        socket timeout polls before each read and write)."""
+        self.connection = self.request
+        if self.disable_nagle_algorithm:
+            self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, True)
+        self.rfile, self.wfile = kernel_timed_files(self.connection, self.io_timeout,
+                                                    self.rbufsize, self.wbufsize)
 
     def log_message(self, fmt: str, *args: Any) -> None:
         if not log.isEnabledFor(logging.DEBUG):   # (each request's line: built for nothing)
