@@ -11,7 +11,6 @@ import signal
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +47,46 @@ S = LeaseState
 #: pass 9999-12-31T23:59:59Z (``LAST_INSTANT``): a clock (or a stored anchor) that gets there
 #: sooner is refused; at the largest speed-up, 1e6, a day is about 2,700 years of schedule
 CLOCK_HORIZON = 86400.0
+
+
+class _Call:
+    """An API call's answer, handed from the engine thread to the API thread that waits for
+    it: one lock, released once the answer is in (a ``Future`` allocates two locks a call
+    and makes the woken thread take its condition's lock back from the engine)."""
+
+    __slots__ = ("_waiting", "_answer", "_error", "_set")
+
+    def __init__(self) -> None:
+        self._waiting = threading.Lock()
+        self._waiting.acquire()
+        self._answer: Any = None
+        self._error: BaseException | None = None
+        self._set = False
+
+    def done(self) -> bool:
+        return self._set
+
+    def set_result(self, answer: Any) -> None:
+        self._answer = answer
+        self._settle()
+
+    def set_exception(self, error: BaseException) -> None:
+        self._error = error
+        self._settle()
+
+    def _settle(self) -> None:
+        if not self._set:
+            self._set = True
+            self._waiting.release()
+
+    def result(self, timeout: float) -> Any:
+        """The answer (or the error raised), waiting ``timeout`` seconds at most for it
+        (``TimeoutError``)."""
+        if not self._waiting.acquire(timeout=timeout):
+            raise TimeoutError
+        if self._error is not None:
+            raise self._error
+        return self._answer
 
 
 class DaemonObserver:
@@ -130,9 +169,9 @@ class Daemon:
         self.driver: EnactmentDriver
         self.run = self._build_run()
         self.default_vm: Any = vm_vector(cfg, self.run.nodes)
-        self._pending: list[tuple[Future, Callable[[], Any]]] = []
-        #: futures of the API calls in flight (failed at once if the daemon stops)
-        self._calls: set[Future] = set()
+        self._pending: list[tuple[_Call, Callable[[], Any]]] = []
+        #: the API calls in flight (failed at once if the daemon stops)
+        self._calls: set[_Call] = set()
         #: live leases by id (finished ones leave when they end)
         self.leases: dict[int, Lease] = {}
         self._stopping: threading.Event = threading.Event()
@@ -242,11 +281,9 @@ class Daemon:
         callable it returns gives once the scheduling cycle after it is over."""
         if self._stopping.is_set():
             raise DaemonStopping("the daemon is stopping")
-        future: Future = Future()
+        future = _Call()
 
         def step(now: float) -> None:
-            if not future.set_running_or_notify_cancel():
-                return
             try:
                 answer = fn(now)
             except BaseException as exc:   # handed to the API thread, which reports it
