@@ -322,7 +322,9 @@ class Handler(BaseHTTPRequestHandler):
                     return lambda: known
             remember = (key, body_hash, single) if key is not None else None
             ids = [lease.id for lease in d.submit(requests, now, key=remember)]
-            return lambda: [lease_view(d.store.lease(i), self._names()) for i in ids]
+            # built on the engine thread right after the step's commit: its own connection
+            # reads what is committed, with the page cache a reader's would have dropped
+            return lambda: [lease_view(d.store.lease(i, d.store.db), self._names()) for i in ids]
 
         views = d.call(submit)
         if isinstance(views, tuple):   # another request with this key got there first
@@ -393,7 +395,7 @@ class Handler(BaseHTTPRequestHandler):
                     raise HTTPError(404, f"no lease {lease_id}")
                 raise HTTPError(409, f"lease {lease_id} is already {row['state']}")
             d.run.scheduler.cancel(lease, now, "cancelled by the user")
-            return lambda: lease_view(d.store.lease(lease_id), self._names())
+            return lambda: lease_view(d.store.lease(lease_id, d.store.db), self._names())
 
         return d.call(cancel)
 
