@@ -30,6 +30,7 @@ from lease_manager.daemon.lease_requests import (
 from lease_manager.daemon.lease_views import amounts_by_name, lease_view
 from lease_manager.daemon.refusals import DaemonStopping, HTTPError, check_vm_limits
 from lease_manager.daemon.request_bodies import requests_of_body
+from lease_manager.daemon.request_head import PlainRequestHeadMixin
 from lease_manager.daemon.workers import AcceptingWorkersMixin
 from lease_manager.errors import LeaseManagerError
 from lease_manager.kernel.lease import LeaseState
@@ -48,7 +49,7 @@ STATES = tuple(s.value for s in LeaseState)
 
 
 # ---------------------------------------------------------------------------- handler
-class Handler(BaseHTTPRequestHandler):
+class Handler(PlainRequestHeadMixin, BaseHTTPRequestHandler):
     server_version = "lease-manager"
     protocol_version = "HTTP/1.1"
     timeout = None          # the socket's own: see io_timeout
