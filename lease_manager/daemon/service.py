@@ -96,10 +96,17 @@ class DaemonObserver:
     def __init__(self, daemon: Daemon) -> None:
         self.daemon = daemon
 
+    def _before_change(self, lease: Lease) -> None:
+        """A lease whose start waits (:meth:`EnactmentDriver.flush`) gets it before its row
+        changes again: the backend's start always follows the row that says so."""
+        if lease.id in self.daemon.driver.deferred:
+            self.daemon.driver.flush()
+
     @hookimpl
     def lease_state_changed(self, ctx: RunContext, lease: Lease, old: LeaseState,
                             now: float) -> None:
         d = self.daemon
+        self._before_change(lease)
         d.view.changed(lease)
         fresh = (lease.state is S.ACTIVE and old is S.SCHEDULED and not lease.image_nodes
                  and not d.restoring)
@@ -110,6 +117,7 @@ class DaemonObserver:
     @hookimpl
     def lease_scheduled(self, ctx: RunContext, lease: Lease, now: float) -> None:
         d = self.daemon
+        self._before_change(lease)
         d.view.changed(lease)
         d.store.update(lease, now)
         if not d.restoring:
@@ -117,6 +125,7 @@ class DaemonObserver:
 
     @hookimpl
     def lease_preempted(self, ctx: RunContext, lease: Lease, now: float) -> None:
+        self._before_change(lease)
         self.daemon.view.changed(lease)
         self.daemon.store.update(lease, now)
         self.daemon.store.log(lease.id, now, lease.state.value, "preempted")
@@ -124,6 +133,7 @@ class DaemonObserver:
     @hookimpl
     def lease_resized(self, ctx: RunContext, lease: Lease, old_nodes: int, old_vms: int,
                       now: float) -> None:
+        self._before_change(lease)
         self.daemon.view.changed(lease)
         self.daemon.store.update(lease, now)
         self.daemon.store.log(lease.id, now, lease.state.value,
@@ -301,7 +311,9 @@ class Daemon:
 
     def _answer_pending(self) -> None:
         """Answer the calls of this step once their changes are durable: the step's changes
-        are one transaction (a group commit), committed here before the first answer."""
+        are one transaction (a group commit), committed here before the first answer (after
+        the cycle's starts, which share the commit before them)."""
+        self.driver.flush()
         self.store.commit()
         pending, self._pending = self._pending, []
         for future, answer in pending:
@@ -382,7 +394,8 @@ class Daemon:
         # and backend calls (_answer_pending, EnactmentDriver.durable) and at its end
         self.run.engine.before_step.insert(0, lambda now: self.store.group())
         self.store.checkpoint_in_background()
-        self.run.engine.after_step.append(lambda now: self.store.ungroup())
+        self.driver.defer_starts = True
+        self.run.engine.after_step.append(self._end_step)
         if ready is not None:
             ready(self)
         try:
@@ -427,9 +440,21 @@ class Daemon:
         self._lock.close()
         (self.state_dir / "daemon.json").unlink(missing_ok=True)
 
+    def _end_step(self, now: float) -> None:
+        """Hand the backend the starts still waiting, and commit the step."""
+        self.driver.flush()
+        self.store.ungroup()
+
     def _commit_quietly(self) -> None:
         """Keep what a step that failed had changed (as if each change were committed at
-        once), and go back to a transaction a change for the shutdown."""
+        once), and go back to a transaction a change for the shutdown. Starts a failed step
+        left waiting are not made: their rows say ``starting``, which a restart checks with
+        the backend, as after a crash."""
+        self.driver.defer_starts = False
+        if self.driver.deferred:
+            log.error("the last step failed before %d starts reached the backend",
+                      len(self.driver.deferred))
+            self.driver.deferred.clear()
         try:
             self.store.ungroup()
         except Exception as exc:    # the step's own error is the one to report
