@@ -132,7 +132,8 @@ def concurrent(n: int, clients: int, keep_alive: bool, sync: str = "normal"
         host, port = daemon.server.server_address[:2]
         before = resource.getrusage(resource.RUSAGE_SELF)
         done = subprocess.run(
-            [sys.executable, __file__, "--load", host, str(port), daemon.token, str(n),
+            # (the token in a word of its own: one that begins with "-" read as an option)
+        [sys.executable, __file__, "--load", host, str(port), f"token:{daemon.token}", str(n),
              str(clients), "keep" if keep_alive else "new"],
             capture_output=True, text=True, check=True)
         after = resource.getrusage(resource.RUSAGE_SELF)
@@ -241,6 +242,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.load:
         host, port, token, n, clients, way = args.load
+        token = token.removeprefix("token:")
         print(json.dumps(load(host, int(port), token, int(n), int(clients), way == "keep")))
         return
     profiles = profile_threads() if args.profile else []
