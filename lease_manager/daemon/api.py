@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import json
 import logging
 import re
+import socket
 from collections.abc import Sequence
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, HTTPServer
@@ -19,9 +19,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
 
-from lease_manager.daemon.connections import GuardedServerMixin
+from lease_manager.daemon.connections import GuardedServerMixin, kernel_timed_files
 from lease_manager.daemon.dashboard_http import is_dashboard
 from lease_manager.daemon.dashboard_http import serve as serve_dashboard
+from lease_manager.daemon.json_text import indented
 from lease_manager.daemon.lease_requests import (
     RequestError,
     workdir_field,
@@ -29,7 +30,8 @@ from lease_manager.daemon.lease_requests import (
 from lease_manager.daemon.lease_views import amounts_by_name, lease_view
 from lease_manager.daemon.refusals import DaemonStopping, HTTPError, check_vm_limits
 from lease_manager.daemon.request_bodies import requests_of_body
-from lease_manager.daemon.workers import ReusedThreadsMixin
+from lease_manager.daemon.request_head import PlainRequestHeadMixin
+from lease_manager.daemon.workers import AcceptingWorkersMixin
 from lease_manager.errors import LeaseManagerError
 from lease_manager.kernel.lease import LeaseState
 from lease_manager.kernel.timeutil import format_instant
@@ -47,10 +49,12 @@ STATES = tuple(s.value for s in LeaseState)
 
 
 # ---------------------------------------------------------------------------- handler
-class Handler(BaseHTTPRequestHandler):
+class Handler(PlainRequestHeadMixin, BaseHTTPRequestHandler):
     server_version = "lease-manager"
     protocol_version = "HTTP/1.1"
-    timeout = 30            # seconds a client may take to send its request
+    timeout = None          # the socket's own: see io_timeout
+    #: seconds a read or a write of the connection may wait (timed by the kernel)
+    io_timeout = 30.0
     daemon: Daemon        # set on the subclass made for each server
     # An answer leaves in one write: unbuffered, the headers and the body went in two, and
     # on a kept-alive connection the body waited for the client's delayed acknowledgement of
@@ -59,13 +63,24 @@ class Handler(BaseHTTPRequestHandler):
     wbufsize = 1 << 16
     disable_nagle_algorithm = True
 
+    def setup(self) -> None:
+        """As ``StreamRequestHandler.setup``, with the timeouts kept by the kernel (a Python
+        socket timeout polls before each read and write)."""
+        self.connection = self.request
+        if self.disable_nagle_algorithm:
+            self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, True)
+        self.rfile, self.wfile = kernel_timed_files(self.connection, self.io_timeout,
+                                                    self.rbufsize, self.wbufsize)
+
     def log_message(self, fmt: str, *args: Any) -> None:
+        if not log.isEnabledFor(logging.DEBUG):   # (each request's line: built for nothing)
+            return
         # a dashboard link's one-time code is never written to the log
         log.debug("%s %s", self.address_string(), _CODE.sub(r"\1<code>", fmt % args))
 
     # ----------------------------------------------------------------------- plumbing
     def _send(self, status: int, body: Any, headers: dict[str, str] | None = None) -> None:
-        data = json.dumps(body, indent=1).encode() + b"\n"
+        data = indented(body).encode() + b"\n"     # = json.dumps(body, indent=1), faster
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
@@ -308,7 +323,9 @@ class Handler(BaseHTTPRequestHandler):
                     return lambda: known
             remember = (key, body_hash, single) if key is not None else None
             ids = [lease.id for lease in d.submit(requests, now, key=remember)]
-            return lambda: [lease_view(d.store.lease(i), self._names()) for i in ids]
+            # built on the engine thread right after the step's commit: its own connection
+            # reads what is committed, with the page cache a reader's would have dropped
+            return lambda: [lease_view(d.store.lease(i, d.store.db), self._names()) for i in ids]
 
         views = d.call(submit)
         if isinstance(views, tuple):   # another request with this key got there first
@@ -379,7 +396,7 @@ class Handler(BaseHTTPRequestHandler):
                     raise HTTPError(404, f"no lease {lease_id}")
                 raise HTTPError(409, f"lease {lease_id} is already {row['state']}")
             d.run.scheduler.cancel(lease, now, "cancelled by the user")
-            return lambda: lease_view(d.store.lease(lease_id), self._names())
+            return lambda: lease_view(d.store.lease(lease_id, d.store.db), self._names())
 
         return d.call(cancel)
 
@@ -442,7 +459,7 @@ def _int_param(query: dict[str, list[str]], name: str, default: int, low: int, h
     return int(text)
 
 
-class _Server(GuardedServerMixin, ReusedThreadsMixin, HTTPServer):
+class _Server(GuardedServerMixin, AcceptingWorkersMixin, HTTPServer):
     allow_reuse_address = True
     request_queue_size = 64
 
@@ -460,9 +477,7 @@ def start_api(daemon: Daemon) -> tuple[_Server, str]:
         raise cfg.error("daemon", "port", f"cannot listen on {host}:{port}: "
                                           f"{exc.strerror}") from None
     server.start_guard(cfg.get("daemon", "max-connections"), cfg.get("daemon", "request-timeout"))
-    # a short poll interval: shutdown() waits for it, so the daemon stops promptly
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
-                              name="lm-api", daemon=True)
+    thread = threading.Thread(target=server.serve_forever, name="lm-api", daemon=True)
     thread.start()
     real_host, real_port = server.server_address[:2]
     real_host = str(real_host)   # an IP socket's address is text

@@ -17,9 +17,11 @@ timed out (the socket timeout counts from one byte to the next). Now:
 from __future__ import annotations
 
 import errno
+import io
 import logging
 import resource
 import socket
+import struct
 import threading
 import time
 from typing import Any
@@ -133,6 +135,43 @@ def accept_pausing(listener: socket.socket) -> tuple[socket.socket, Any]:
             log.warning("no file descriptor free for a new API connection: %s", exc.strerror)
             time.sleep(0.05)
         raise
+
+
+class _KernelTimedIO(socket.SocketIO):
+    """A connection's raw stream whose reads and writes time out in the kernel
+    (``SO_RCVTIMEO``/``SO_SNDTIMEO``): the EAGAIN that ends one raises ``TimeoutError``, as a
+    Python socket timeout does."""
+
+    def readinto(self, b: Any) -> int | None:
+        n = super().readinto(b)
+        if n is None:
+            self._timeout_occurred = True
+            raise TimeoutError("timed out")
+        return n
+
+    def write(self, b: Any) -> int | None:
+        n = super().write(b)
+        if n is None:
+            raise TimeoutError("timed out")
+        return n
+
+
+def kernel_timed_files(sock: socket.socket, seconds: float, read_buffer: int,
+                       write_buffer: int) -> tuple[io.BufferedReader, io.BufferedWriter]:
+    """``sock.makefile("rb")`` and ``("wb")``, each read and write ending in ``TimeoutError``
+    after ``seconds``, as with ``sock.settimeout(seconds)``, but timed by the kernel. A Python
+    socket timeout makes every read and write a ``poll()`` first, then the call: twice the
+    system calls, each one letting go of the interpreter lock and waiting to take it back (two
+    or three more a request on the API, more with a new connection each)."""
+    sock.settimeout(None)
+    whole = int(seconds)
+    timeval = struct.pack("ll", whole, int((seconds - whole) * 1e6))
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, timeval)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, timeval)
+    reader, writer = _KernelTimedIO(sock, "rb"), _KernelTimedIO(sock, "wb")
+    sock._io_refs += 2      # type: ignore[attr-defined]  # as makefile(): close() waits for them
+    return (io.BufferedReader(reader, read_buffer if read_buffer > 0 else io.DEFAULT_BUFFER_SIZE),
+            io.BufferedWriter(writer, write_buffer if write_buffer > 0 else io.DEFAULT_BUFFER_SIZE))
 
 
 class GuardedServerMixin:

@@ -48,6 +48,12 @@ class EnactmentDriver(Enactment):
         self.durable = durable
         #: while True, ``start`` only takes back work that is already running (a restart)
         self.adopting = False
+        #: while True, starts wait in :attr:`deferred` for :meth:`flush`: the starts of one
+        #: scheduling cycle then share one ``durable()`` (with ``sync = full``, one fsync
+        #: instead of one a start: the steps that started leases made the latency's tail)
+        self.defer_starts = False
+        #: starts decided and stored, not yet handed to the backend, in their order
+        self.deferred: dict[int, tuple[Lease, Reservation]] = {}
         types = run.nodes.types.names
         self._cpu = types.index("CPU") if "CPU" in types else None
         self._memory = types.index("Memory") if "Memory" in types else None
@@ -76,7 +82,27 @@ class EnactmentDriver(Enactment):
             self.run.timeline.push(end, EventKind.END, res)
         if self.adopting:
             return
+        if self.defer_starts:
+            self.deferred[lease.id] = (lease, res)
+            return
         self.durable()
+        self._start(lease, res)
+
+    def flush(self) -> None:
+        """Make what led to the deferred starts durable (one ``durable()``), then hand them
+        to the backend in their order. Called before any other backend call, before any
+        change to a lease whose start waits, before the step's answers and at its end: the
+        backend gets the same calls in the same order, each once its lease's row is stored
+        as started (``starting``: a restart asks the backend whether it took the work)."""
+        if not self.deferred:
+            return
+        self.durable()
+        while self.deferred:
+            lease_id = next(iter(self.deferred))
+            lease, res = self.deferred.pop(lease_id)
+            self._start(lease, res)
+
+    def _start(self, lease: Lease, res: Reservation) -> None:
         try:
             if self.backend.status(lease.id).state == "suspended":
                 self.backend.resume(lease.id)
@@ -89,6 +115,7 @@ class EnactmentDriver(Enactment):
     def resize(self, lease: Lease, res: Reservation, end: float) -> None:
         if end <= res.end and not math.isinf(end):
             self.run.timeline.push(end, EventKind.END, res)
+        self.flush()
         self.durable()
         try:
             self.backend.resize(self.work(lease, res))
@@ -96,6 +123,7 @@ class EnactmentDriver(Enactment):
             self._failed(lease, "resizing its work", exc)
 
     def suspend(self, lease: Lease, now: float) -> None:
+        self.flush()
         self.durable()
         try:
             self.backend.suspend(lease.id)
@@ -103,6 +131,7 @@ class EnactmentDriver(Enactment):
             self._failed(lease, "suspending its work", exc)
 
     def stop(self, lease: Lease, now: float) -> None:
+        self.flush()
         self.durable()
         try:
             self.backend.stop(lease.id)
@@ -113,6 +142,7 @@ class EnactmentDriver(Enactment):
     def release(self, lease: Lease) -> None:
         """A lease that had not started gave up its plan (preempted before it began): free
         what the backend booked for it."""
+        self.flush()
         self.durable()
         try:
             self.backend.stop(lease.id)
@@ -123,6 +153,7 @@ class EnactmentDriver(Enactment):
     power_calls = True
 
     def power_off(self, node: int, now: float) -> None:
+        self.flush()
         self.durable()
         try:
             self.backend.power_off(self.names[node])
@@ -130,6 +161,7 @@ class EnactmentDriver(Enactment):
             log.warning("switching node %s off failed: %s", self.names[node], exc)
 
     def power_on(self, node: int, now: float) -> None:
+        self.flush()
         self.durable()
         try:
             self.backend.power_on(self.names[node])
@@ -142,6 +174,7 @@ class EnactmentDriver(Enactment):
         first = next((r for r in lease.reservations if r.kind == "vm"), None)
         if first is None or first.start <= now:
             return
+        self.flush()
         self.durable()
         try:
             self.backend.prepare(self.work(lease, first))
@@ -155,6 +188,7 @@ class EnactmentDriver(Enactment):
         fails it, work found in the wrong running/suspended state is put right. A round that
         finds no file descriptor free is skipped (the next one tries again): it once stopped
         the daemon ("internal error: ... Too many open files")."""
+        self.flush()
         try:
             self._reconcile(now)
         except OSError as exc:

@@ -34,7 +34,6 @@ import os
 import threading
 import xmlrpc.client
 from pathlib import Path
-from socketserver import ThreadingMixIn
 from typing import TYPE_CHECKING, Any
 from xmlrpc.server import SimpleXMLRPCRequestHandler, SimpleXMLRPCServer
 
@@ -42,6 +41,7 @@ from lease_manager.daemon.connections import GuardedServerMixin
 from lease_manager.daemon.haizea_lease import lease_xml, request_of
 from lease_manager.daemon.lease_requests import RequestError, normalise
 from lease_manager.daemon.refusals import DaemonStopping, HTTPError, check_vm_limits
+from lease_manager.daemon.workers import AcceptingWorkersMixin
 
 if TYPE_CHECKING:
     from lease_manager.daemon.service import Daemon
@@ -215,11 +215,12 @@ class _Handler(SimpleXMLRPCRequestHandler):
         return super().decode_request_content(data)
 
     def log_message(self, fmt: str, *args: Any) -> None:
-        log.debug("%s %s", self.address_string(), fmt % args)
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("%s %s", self.address_string(), fmt % args)
 
 
-class _Server(GuardedServerMixin, ThreadingMixIn, SimpleXMLRPCServer):
-    daemon_threads = True
+class _Server(GuardedServerMixin, AcceptingWorkersMixin, SimpleXMLRPCServer):
+    worker_name = "lm-haizea-worker"
     allow_reuse_address = True
     request_queue_size = 64
     max_body: int
@@ -250,8 +251,7 @@ def start_haizea_rpc(daemon: Daemon) -> tuple[_Server, str]:
     for name in ("test_func", "create_lease", "cancel_lease", "get_leases", "get_lease",
                  "get_queue", "get_hosts", "notify_event"):
         server.register_function(getattr(rpc, name), name)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
-                              name="lm-haizea-rpc", daemon=True)
+    thread = threading.Thread(target=server.serve_forever, name="lm-haizea-rpc", daemon=True)
     thread.start()
     url = f"http://{HOST}:{server.server_address[1]}"
     log.info("Haizea XML-RPC endpoint on %s (loopback, the daemon's user only)", url)

@@ -11,7 +11,6 @@ import signal
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +49,46 @@ S = LeaseState
 CLOCK_HORIZON = 86400.0
 
 
+class _Call:
+    """An API call's answer, handed from the engine thread to the API thread that waits for
+    it: one lock, released once the answer is in (a ``Future`` allocates two locks a call
+    and makes the woken thread take its condition's lock back from the engine)."""
+
+    __slots__ = ("_waiting", "_answer", "_error", "_set")
+
+    def __init__(self) -> None:
+        self._waiting = threading.Lock()
+        self._waiting.acquire()
+        self._answer: Any = None
+        self._error: BaseException | None = None
+        self._set = False
+
+    def done(self) -> bool:
+        return self._set
+
+    def set_result(self, answer: Any) -> None:
+        self._answer = answer
+        self._settle()
+
+    def set_exception(self, error: BaseException) -> None:
+        self._error = error
+        self._settle()
+
+    def _settle(self) -> None:
+        if not self._set:
+            self._set = True
+            self._waiting.release()
+
+    def result(self, timeout: float) -> Any:
+        """The answer (or the error raised), waiting ``timeout`` seconds at most for it
+        (``TimeoutError``)."""
+        if not self._waiting.acquire(timeout=timeout):
+            raise TimeoutError
+        if self._error is not None:
+            raise self._error
+        return self._answer
+
+
 class DaemonObserver:
     """The daemon's own hook implementations (plugin ``lease_manager.daemon``): persist every
     change, answer API calls once the scheduling cycle that follows them is over."""
@@ -57,10 +96,17 @@ class DaemonObserver:
     def __init__(self, daemon: Daemon) -> None:
         self.daemon = daemon
 
+    def _before_change(self, lease: Lease) -> None:
+        """A lease whose start waits (:meth:`EnactmentDriver.flush`) gets it before its row
+        changes again: the backend's start always follows the row that says so."""
+        if lease.id in self.daemon.driver.deferred:
+            self.daemon.driver.flush()
+
     @hookimpl
     def lease_state_changed(self, ctx: RunContext, lease: Lease, old: LeaseState,
                             now: float) -> None:
         d = self.daemon
+        self._before_change(lease)
         d.view.changed(lease)
         fresh = (lease.state is S.ACTIVE and old is S.SCHEDULED and not lease.image_nodes
                  and not d.restoring)
@@ -71,6 +117,7 @@ class DaemonObserver:
     @hookimpl
     def lease_scheduled(self, ctx: RunContext, lease: Lease, now: float) -> None:
         d = self.daemon
+        self._before_change(lease)
         d.view.changed(lease)
         d.store.update(lease, now)
         if not d.restoring:
@@ -78,6 +125,7 @@ class DaemonObserver:
 
     @hookimpl
     def lease_preempted(self, ctx: RunContext, lease: Lease, now: float) -> None:
+        self._before_change(lease)
         self.daemon.view.changed(lease)
         self.daemon.store.update(lease, now)
         self.daemon.store.log(lease.id, now, lease.state.value, "preempted")
@@ -85,6 +133,7 @@ class DaemonObserver:
     @hookimpl
     def lease_resized(self, ctx: RunContext, lease: Lease, old_nodes: int, old_vms: int,
                       now: float) -> None:
+        self._before_change(lease)
         self.daemon.view.changed(lease)
         self.daemon.store.update(lease, now)
         self.daemon.store.log(lease.id, now, lease.state.value,
@@ -130,9 +179,9 @@ class Daemon:
         self.driver: EnactmentDriver
         self.run = self._build_run()
         self.default_vm: Any = vm_vector(cfg, self.run.nodes)
-        self._pending: list[tuple[Future, Callable[[], Any]]] = []
-        #: futures of the API calls in flight (failed at once if the daemon stops)
-        self._calls: set[Future] = set()
+        self._pending: list[tuple[_Call, Callable[[], Any]]] = []
+        #: the API calls in flight (failed at once if the daemon stops)
+        self._calls: set[_Call] = set()
         #: live leases by id (finished ones leave when they end)
         self.leases: dict[int, Lease] = {}
         self._stopping: threading.Event = threading.Event()
@@ -242,11 +291,9 @@ class Daemon:
         callable it returns gives once the scheduling cycle after it is over."""
         if self._stopping.is_set():
             raise DaemonStopping("the daemon is stopping")
-        future: Future = Future()
+        future = _Call()
 
         def step(now: float) -> None:
-            if not future.set_running_or_notify_cancel():
-                return
             try:
                 answer = fn(now)
             except BaseException as exc:   # handed to the API thread, which reports it
@@ -264,7 +311,9 @@ class Daemon:
 
     def _answer_pending(self) -> None:
         """Answer the calls of this step once their changes are durable: the step's changes
-        are one transaction (a group commit), committed here before the first answer."""
+        are one transaction (a group commit), committed here before the first answer (after
+        the cycle's starts, which share the commit before them)."""
+        self.driver.flush()
         self.store.commit()
         pending, self._pending = self._pending, []
         for future, answer in pending:
@@ -345,7 +394,8 @@ class Daemon:
         # and backend calls (_answer_pending, EnactmentDriver.durable) and at its end
         self.run.engine.before_step.insert(0, lambda now: self.store.group())
         self.store.checkpoint_in_background()
-        self.run.engine.after_step.append(lambda now: self.store.ungroup())
+        self.driver.defer_starts = True
+        self.run.engine.after_step.append(self._end_step)
         if ready is not None:
             ready(self)
         try:
@@ -390,9 +440,21 @@ class Daemon:
         self._lock.close()
         (self.state_dir / "daemon.json").unlink(missing_ok=True)
 
+    def _end_step(self, now: float) -> None:
+        """Hand the backend the starts still waiting, and commit the step."""
+        self.driver.flush()
+        self.store.ungroup()
+
     def _commit_quietly(self) -> None:
         """Keep what a step that failed had changed (as if each change were committed at
-        once), and go back to a transaction a change for the shutdown."""
+        once), and go back to a transaction a change for the shutdown. Starts a failed step
+        left waiting are not made: their rows say ``starting``, which a restart checks with
+        the backend, as after a crash."""
+        self.driver.defer_starts = False
+        if self.driver.deferred:
+            log.error("the last step failed before %d starts reached the backend",
+                      len(self.driver.deferred))
+            self.driver.deferred.clear()
         try:
             self.store.ungroup()
         except Exception as exc:    # the step's own error is the one to report

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from lease_manager.daemon.connections import ConnectionGuard, connection_cap
+from lease_manager.daemon.connections import ConnectionGuard, connection_cap, kernel_timed_files
 
 from daemon_support import ProcessDaemon, ThreadDaemon, wait_for, write_config
 
@@ -19,6 +19,29 @@ def pair() -> socket.socket:
     a, b = socket.socketpair()
     b.close()
     return a
+
+
+def test_a_connections_reads_and_writes_time_out_in_the_kernel_as_with_a_socket_timeout():
+    """The API's connections are blocking sockets whose reads and writes the kernel times out
+    (no poll before each): a read with nothing coming and a write nobody reads end in
+    TimeoutError, as with ``settimeout``; what did come is read whole."""
+    ours, theirs = socket.socketpair()
+    with ours, theirs:
+        reader, writer = kernel_timed_files(ours, 0.2, -1, 1 << 16)
+        assert ours.gettimeout() is None
+        theirs.sendall(b"GET / HTTP/1.1\r\n")
+        assert reader.readline() == b"GET / HTTP/1.1\r\n"
+        with pytest.raises(TimeoutError):
+            reader.readline()
+        with pytest.raises(TimeoutError):
+            while True:                     # until the socket buffers are full
+                writer.write(b"x" * 65536)
+                writer.flush()
+        reader.close()
+        with pytest.raises(TimeoutError):   # its buffer's flush times out too; still closed
+            writer.close()
+        ours.close()
+        assert ours.fileno() == -1          # the files let the socket go
 
 
 def test_the_guard_makes_room_from_the_longest_waiting_and_reaps_the_late():

@@ -114,3 +114,43 @@ def test_the_submissions_of_one_step_share_one_commit(tmp_path):
         assert statements.count("COMMIT") == 1, statements
         assert statements.count("BEGIN IMMEDIATE") == 1
 
+
+
+def test_the_starts_of_one_step_share_the_commit_before_them(tmp_path):
+    """Four submissions wait while the engine is busy; once free, one step takes them and
+    starts all four (the site has room). The backend gets each start with the lease's row,
+    read through a connection of its own, already active with a start recorded; the four
+    share one COMMIT before the first start, and one more comes before the answers (for the
+    backend's hand-overs): 2 in all, where a commit before each start gave 5."""
+    with ThreadDaemon(write_config(tmp_path, resources="4 CPU:1 Memory:1024")) as td:
+        d = td.daemon
+        plain_start = d.backend.start
+        seen: list[tuple] = []
+
+        def start(work):
+            db = sqlite3.connect(d.store.path)
+            try:
+                seen.append(db.execute("SELECT id, state, starting FROM leases WHERE id = ?",
+                                       (work.lease_id,)).fetchone())
+            finally:
+                db.close()
+            plain_start(work)
+
+        d.backend.start = start
+        gate = hold_the_engine(td)
+        views: list[dict] = []
+        clients = [threading.Thread(target=lambda: views.append(
+            td.client.submit({"duration": 60, "nodes": 1}))) for _ in range(4)]
+        for client in clients:
+            client.start()
+        wait_for_calls(td, 4)
+        statements: list[str] = []
+        d.store.db.set_trace_callback(statements.append)
+        gate.set()
+        for client in clients:
+            client.join(20)
+        d.store.db.set_trace_callback(None)
+        assert sorted(v["state"] for v in views) == ["active"] * 4
+        assert sorted(seen) == sorted((v["id"], "active", 1) for v in views)
+        assert statements.count("COMMIT") == 2, statements
+        assert all(d.store.lease(v["id"])["starting"] == 0 for v in views)   # handed over

@@ -1,75 +1,121 @@
-"""The API's threads serve one connection after another (a new thread only when none waits),
-and never hold a connection back: each one admitted is served at once."""
+"""The API's threads accept their own connections and serve one after another: the thread
+that accepts a connection serves it (no hand-over), one thread always waits in accept() (a
+connection never waits for a busy thread), at most ``idle_workers`` wait, and a shutdown ends
+the waiting ones."""
 
 from __future__ import annotations
 
+import socket
+import socketserver
 import threading
 from typing import Any
 
-from lease_manager.daemon.workers import ReusedThreadsMixin
+from lease_manager.daemon.workers import AcceptingWorkersMixin
 
 from daemon_support import wait_for
 
 
-class NoSockets:
-    def server_close(self) -> None:
-        pass
+class Handler(socketserver.StreamRequestHandler):
+    """Reads a name, records the thread serving it, waits for the name's event (set at once
+    unless a test holds it), answers ``ok``."""
+
+    server: Recording
+
+    def handle(self) -> None:
+        name = self.rfile.readline().strip().decode()
+        self.server.served[name] = threading.current_thread()
+        self.server.release.setdefault(name, threading.Event()).wait(20)
+        self.wfile.write(b"ok\n")
 
 
-class Recording(ReusedThreadsMixin, NoSockets):
-    """A server without sockets: a "connection" is a name, served by recording which thread
-    took it and then waiting for its own event (set at once unless a test holds it)."""
+class Recording(AcceptingWorkersMixin, socketserver.TCPServer):
+    allow_reuse_address = True
 
     def __init__(self, idle_workers: int) -> None:
-        super().__init__()
+        super().__init__(("127.0.0.1", 0), Handler)
         self.idle_workers = idle_workers
         self.served: dict[str, threading.Thread] = {}
         self.release: dict[str, threading.Event] = {}
-        self.closed: list[str] = []
+        self.accepted_by: list[threading.Thread] = []
+        self.thread = threading.Thread(target=self.serve_forever, daemon=True)
+        self.thread.start()
 
-    def serve(self, name: str, hold: bool = False) -> None:
-        self.release[name] = threading.Event()
+    def get_request(self) -> tuple[socket.socket, Any]:
+        request = super().get_request()
+        self.accepted_by.append(threading.current_thread())
+        return request
+
+    def open(self, name: str, hold: bool = False) -> socket.socket:
+        event = self.release.setdefault(name, threading.Event())
         if not hold:
-            self.release[name].set()
-        self.process_request(name, ("127.0.0.1", 0))
+            event.set()
+        conn = socket.create_connection(self.server_address, timeout=20)
+        conn.sendall(name.encode() + b"\n")
+        return conn
 
-    def finish_request(self, request: Any, client_address: Any) -> None:
-        self.served[request] = threading.current_thread()
-        self.release[request].wait(20)
+    def ask(self, name: str) -> None:
+        with self.open(name) as conn:
+            assert conn.makefile("rb").readline() == b"ok\n"
 
-    def shutdown_request(self, request: Any) -> None:
-        self.closed.append(request)
+    def stop(self) -> None:
+        self.shutdown()
+        self.server_close()
+        self.thread.join(20)
+        assert not self.thread.is_alive()
 
 
-def test_a_thread_done_with_its_connection_serves_the_next():
+def test_the_thread_that_accepts_a_connection_serves_it_and_then_the_next():
     server = Recording(idle_workers=4)
-    server.serve("a")
-    wait_for(lambda: server.idle == 1, what="a's thread waiting")
-    server.serve("b")
-    wait_for(lambda: "b" in server.closed, what="b served")
-    assert server.served["b"] is server.served["a"]
-    assert server.closed == ["a", "b"]
-    wait_for(lambda: server.idle == 1, what="the thread waiting again")
-    server.server_close()
-    server.served["a"].join(20)
-    assert not server.served["a"].is_alive()
+    try:
+        for i in range(20):
+            server.ask(f"c{i}")
+        serving = {server.served[f"c{i}"] for i in range(20)}
+        assert set(server.accepted_by) == serving      # no hand-over between threads
+        # not a thread per connection: one client at a time, so at most the thread closing
+        # the last connection, the one that took its place in accept(), and one more
+        assert len(serving) <= 3
+    finally:
+        server.stop()
 
 
 def test_a_connection_never_waits_for_a_busy_thread_and_at_most_idle_workers_stay():
-    """a is held (being answered): b gets a thread of its own at once, and is served while a
-    still is. Both released, one thread stays waiting (idle_workers=1), the other ends."""
+    """a and b are held (being answered): c is served at once all the same. Released, a's
+    and b's threads end (idle_workers=1: c's thread, or the one that took its place, waits)."""
     server = Recording(idle_workers=1)
-    server.serve("a", hold=True)
-    wait_for(lambda: "a" in server.served, what="a being served")
-    server.serve("b")
-    wait_for(lambda: "b" in server.closed, what="b served while a is")
-    assert server.served["b"] is not server.served["a"] and "a" not in server.closed
-    server.release["a"].set()
-    wait_for(lambda: "a" in server.closed, what="a served")
-    threads = (server.served["a"], server.served["b"])
-    wait_for(lambda: sum(t.is_alive() for t in threads) == 1, what="one thread ended")
-    assert server.idle == 1
-    server.server_close()
-    for thread in threads:
-        thread.join(20)
-        assert not thread.is_alive()
+    try:
+        held = [server.open("a", hold=True), server.open("b", hold=True)]
+        wait_for(lambda: "a" in server.served and "b" in server.served, what="a, b served")
+        server.ask("c")
+        assert len({server.served[n] for n in "abc"}) == 3
+        assert server.idle == 1
+        for name, conn in zip("ab", held):
+            server.release[name].set()
+            assert conn.makefile("rb").readline() == b"ok\n"
+            conn.close()
+        for name in "abc":
+            server.served[name].join(20)
+            assert not server.served[name].is_alive()
+        assert server.idle == 1
+    finally:
+        server.stop()
+
+
+def test_shutdown_ends_the_waiting_threads_and_leaves_a_served_connection_be():
+    server = Recording(idle_workers=8)
+    held = server.open("held", hold=True)
+    try:
+        wait_for(lambda: "held" in server.served, what="held served")
+        for i in range(3):
+            server.ask(f"c{i}")
+        waiting = [t for t in set(server.accepted_by) if t is not server.served["held"]]
+        server.stop()
+        assert server.idle == 0
+        for thread in waiting:
+            thread.join(20)
+            assert not thread.is_alive()
+        assert server.served["held"].is_alive()       # its client is still answered
+        server.release["held"].set()
+        assert held.makefile("rb").readline() == b"ok\n"
+    finally:
+        held.close()
+        server.release["held"].set()
