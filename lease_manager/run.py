@@ -13,27 +13,22 @@ import math
 import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from lease_manager import placement
 from lease_manager.config.schema import Config, load_config
 from lease_manager.context import RunContext
-from lease_manager.energy.counted_cap import CountedCap
 from lease_manager.energy.counted_states import CountedPowerStates
 from lease_manager.energy.energy_accounting import EnergyAccounting
 from lease_manager.energy.node_states import NodePowerStates
-from lease_manager.energy.operating_points import OperatingPoints
-from lease_manager.energy.power_model import (
-    PowerModel,
-    power_cap_from_config,
-    power_model_from_config,
-)
+from lease_manager.energy.power_model import PowerModel, power_model_from_config
+from lease_manager.energy.site_energy import EnergyParts, energy_accounting, energy_parts
 from lease_manager.errors import LeaseManagerError
 from lease_manager.kernel.clock import RealClock, SimulatedClock
 from lease_manager.kernel.count_table import CountTable
-from lease_manager.kernel.engine import Engine, ReplayEnactment
+from lease_manager.kernel.engine import Engine, ReplayEnactment, timeline_calls
 from lease_manager.kernel.events import Timeline
 from lease_manager.kernel.resources import NodeSet
 from lease_manager.kernel.scheduler import LeaseScheduler, SchedulerSettings, SuspendResume
@@ -104,18 +99,15 @@ class Run:
         self._hooks = HookRelay(self.plugins, self.ctx)
         self.enactment = (enactment(self) if enactment is not None
                           else ReplayEnactment(self.timeline))
-        tables = self._build_schedulers(config)
         self.clock = clock if clock is not None else _clock(config)
-        self._build_engine(config, tables, leases, serve)
-        if self.sites:
-            self.scheduler.origin = self.started_at   # site-selection cycles count from it
-        if self.sites:
-            self._build_sites_energy()
-        elif self.power is not None:
-            self._build_energy(config, self.power)
+        #: the clock's time as the run starts (node power states, malleable epochs and
+        #: site-selection cycles count from it)
+        self.started_at = self.clock.now()
+        for counted in self._counted:   # what nodes have free is kept for the clock's now
+            counted.set_now(self.started_at)
         self.reallocation: Reallocation | None = None
-        if config.get("malleable", "policy-allocation") != "none":
-            self._build_reallocation(config)
+        tables = self._build_schedulers(config)
+        self._build_engine(config, tables, leases, serve)
         # every plugin that adds leases.csv columns is registered by now
         self.accounting.add_columns(self._own.lease_columns(self.ctx))
         self.summary: dict[str, Any] = {}
@@ -125,6 +117,8 @@ class Run:
         plugins see."""
         #: the sites' tables that count VMs (``placement = at-start``)
         self._counted: list[CountTable] = []
+        #: the sites' node power states, stepped by the engine
+        self._stepped_states: list[NodePowerStates | CountedPowerStates] = []
         one_site = None if config.sites else site_nodes(config)
         #: the placement that runs, and why (``[scheduling] placement``, ``auto``'s choice)
         self.placement = placement.choose(config, self.plugins, serve=serve,
@@ -143,20 +137,41 @@ class Run:
                                  peek=None if serve else lambda: self.engine.peek_arrivals())
 
     def _build_schedulers(self, config: Config) -> Any:
-        """The scheduler (each site's, and the one that sends leases to them); return the
-        table, or tables, the engine advances."""
+        """The scheduler (each site's, and the one that sends leases to them), each built with
+        its energy parts and the reallocation plugin; return the table, or tables, the engine
+        advances."""
         if not self.sites:
-            self.scheduler: Any = self._build_scheduler(config)
+            parts = None
+            if self.power is not None:
+                parts = self._energy_parts(config, self.table, self.power,
+                                           self.policies["node-power"],
+                                           self.policies["operating-point"])
+                self.energy = self._account_energy(config, parts, None)
+                self.node_states = parts.states
+            if config.get("malleable", "policy-allocation") != "none":
+                self.reallocation = self._build_reallocation(config)
+            self.scheduler: Any = self._build_scheduler(config, self.table, parts,
+                                                        self.reallocation)
             self.ctx.scheduler.bind(self.scheduler)
             return self.table
+        sites_parts = []
         for site in self.sites:
-            site.scheduler = self._build_scheduler(site.config, site.table)
+            parts = (None if site.ctx.power is None
+                     else self._energy_parts(site.config, site.table, site.ctx.power,
+                                             site.node_power, site.operating_point))
+            site.scheduler = self._build_scheduler(site.config, site.table, parts)
             site.ctx.scheduler.bind(site.scheduler)
+            sites_parts.append(parts)
         selection = self._instantiate("site-selection",
                                       config.get("simulation", "policy-site-selection"))
         self.scheduler = SiteSchedulers(
             self.sites, selection, cycle=config.get("simulation", "site-selection-cycle"),
-            call_at=lambda time, fn: self.engine.call_at(time, fn), view=self.ctx.scheduler)
+            origin=self.started_at, call_at=lambda time, fn: self.engine.call_at(time, fn),
+            view=self.ctx.scheduler)
+        self._account_sites_energy(sites_parts)
+        if config.get("malleable", "policy-allocation") != "none":
+            raise config.error("malleable", "policy-allocation", "malleable leases need a "
+                               "run with one site")
         return SiteTables([site.table for site in self.sites])
 
     def _build_engine(self, config: Config, tables: Any, leases: Iterable[Lease] | None,
@@ -174,10 +189,16 @@ class Run:
         self.engine = Engine(self.scheduler, tables, self.timeline, self.clock, arrivals,
                              stop_when=config.get("simulation", "stop-when"),
                              runtime=config.get("simulation", "runtime"), serve=serve)
-        self.started_at = self.clock.now()
         for counted in self._counted:   # what nodes have free is kept for the clock's now
-            counted.set_now(self.started_at)
             self.engine.before_step.insert(0, counted.set_now)
+        for states in self._stepped_states:
+            self.engine.before_step.append(states.before_step)
+            self.engine.after_step.append(states.after_step)
+            self.engine.soft_wake.append(states.next_wake)
+            if states.cap is not None:
+                self.engine.wake_while_queued = True
+        if self.reallocation is not None:
+            self.engine.soft_wake.append(self.reallocation.next_wake)
 
     def _new_table(self, config: Config, nodes: NodeSet) -> SlotTable:
         """The site's slot table: one that counts VMs when the run's placement is at-start."""
@@ -189,22 +210,20 @@ class Run:
         self._counted.append(table)
         return table
 
-    def _build_reallocation(self, config: Config) -> None:
-        """Malleable leases: the allocation policy and what carries its decisions out."""
-        if self.sites:
-            raise config.error("malleable", "policy-allocation", "malleable leases need a "
-                               "run with one site")
+    def _build_reallocation(self, config: Config) -> Reallocation:
+        """Malleable leases: the allocation policy and what carries its decisions out (given
+        to the scheduler, which it serves)."""
         policy = self._instantiate("allocation", config.get("malleable", "policy-allocation"))
         try:
-            self.reallocation = Reallocation(
-                self.scheduler, policy, epoch=config.get("malleable", "epoch"),
+            reallocation = Reallocation(
+                policy, epoch=config.get("malleable", "epoch"),
                 migration_time=config.get("malleable", "migration-time"),
                 migration_energy=config.get("malleable", "migration-energy"),
                 origin=self.started_at)
         except ValueError as exc:
             raise config.error("malleable", "migration-energy", str(exc)) from None
-        self._register(self.reallocation, MALLEABLE_PLUGIN)
-        self.engine.soft_wake.append(self.reallocation.next_wake)
+        self._register(reallocation, MALLEABLE_PLUGIN)
+        return reallocation
 
     def _context(self, config: Config, nodes: NodeSet, table: SlotTable,
                  sites: Iterable[Site] = (),
@@ -219,85 +238,35 @@ class Run:
         table = self._new_table(config, nodes)
         return Site(name, config, nodes, table, self._context(config, nodes, table))
 
-    def _attach_energy(self, config: Config, table: SlotTable, model: PowerModel,
-                       scheduler: LeaseScheduler, node_power: Any, operating_point: Any,
-                       site: str | None) -> EnergyAccounting:
-        """One site's node power states (driven by the engine's steps), its operating points
-        and its energy accounting, registered as a plugin; ``site`` names it in a run with
-        several."""
-        states: Any
-        counted_cap = None
-        if table.counted:   # at-start: node states follow from the counts plans need
-            counted_cap = self._counted_cap(config, cast(CountTable, table), model)
-            states = CountedPowerStates(
-                cast(CountTable, table), model, node_power, origin=self.started_at,
-                initially_off=config.get("power", "initial-state") == "off",
-                scheduler=scheduler, enactment=self.enactment, call_at=self.engine.call_at)
-        else:
-            try:
-                states = NodePowerStates(
-                    table, model, node_power, origin=self.started_at,
-                    initially_off=config.get("power", "initial-state") == "off",
-                    scheduler=scheduler, enactment=self.enactment,
-                    call_at=self.engine.call_at,
-                    cap=(None if self.planning is not None
-                         else power_cap_from_config(config, model)))
-            except ValueError as exc:
-                raise config.error("power", "power-cap", str(exc)) from None
-        self.engine.before_step.append(states.before_step)
-        self.engine.after_step.append(states.after_step)
-        self.engine.soft_wake.append(states.next_wake)
-        if states.cap is not None:
-            self.engine.wake_while_queued = True
-        scheduler.operating_point = OperatingPoints(model, operating_point,
-                                                    config.get("power", "gamma"))
-        energy = (EnergyAccounting(model, states) if site is None
-                  else EnergyAccounting(model, states, site=site, only=site))
-        if self.planning is not None:   # the plan is checked against the envelope
-            energy.envelope = power_cap_from_config(config, model)
-        if counted_cap is not None:   # at-start: the counts hold the cap, checked as one
-            scheduler.power = counted_cap
-            energy.envelope = power_cap_from_config(config, model)
+    def _energy_parts(self, config: Config, table: SlotTable, model: PowerModel,
+                      node_power: Any, operating_point: Any) -> EnergyParts:
+        """One site's node power states (the engine steps them once it is built), power cap
+        and operating points, built before its scheduler."""
+        parts = energy_parts(config, table, model, node_power, operating_point,
+                             origin=self.started_at, enactment=self.enactment,
+                             call_at=timeline_calls(self.timeline),
+                             planned=self.planning is not None)
+        self._stepped_states.append(parts.states)
+        return parts
+
+    def _account_energy(self, config: Config, parts: EnergyParts,
+                        site: str | None) -> EnergyAccounting:
+        """One site's energy accounting, registered as a plugin; ``site`` names it in a run
+        with several."""
+        energy = energy_accounting(config, parts, planned=self.planning is not None, site=site)
         if site is None:
+            states = parts.states
             self.ctx.power_cap = (energy.envelope if self.planning is not None
-                                  or counted_cap is not None
+                                  or parts.counted_cap is not None
                                   else states.cap.cap if states.cap is not None else None)
         self._register(energy, ENERGY_PLUGIN if site is None else f"{ENERGY_PLUGIN}:{site}")
         return energy
 
-    def _counted_cap(self, config: Config, table: CountTable,
-                     model: PowerModel) -> CountedCap | None:
-        """At-start under a power cap (``placement`` lets it through only where the site's
-        power is a function of the VMs running): the cap as a bound on them, set on the
-        table (None without a cap)."""
-        series = power_cap_from_config(config, model)   # (constant, scaled)
-        if series is None:
-            return None
-        policy = config.get("power", "policy-operating-point")
-        cap = CountedCap(model, float(series.values[0]), table.vector, table.capacity,
-                         0 if policy == "lowest" else model.top_level)
-        try:
-            most = cap.vm_limit()
-        except ValueError as exc:
-            raise config.error("power", "power-cap", str(exc)) from None
-        if most is not None:
-            table.cap_vms(most)
-        return cap
-
-    def _build_energy(self, config: Config, model: PowerModel) -> None:
-        """The run's energy accounting (one site)."""
-        self.energy = energy = self._attach_energy(
-            config, self.table, model, self.scheduler, self.policies["node-power"],
-            self.policies["operating-point"], None)
-        self.node_states = energy.states
-
-    def _build_sites_energy(self) -> None:
+    def _account_sites_energy(self, sites_parts: list[EnergyParts | None]) -> None:
         """Each site's energy accounting (a run with several sites)."""
-        for site in self.sites:
-            if site.ctx.power is not None:
-                site.energy = self._attach_energy(site.config, site.table, site.ctx.power,
-                                                  site.scheduler, site.node_power,
-                                                  site.operating_point, site.name)
+        for site, parts in zip(self.sites, sites_parts):
+            if parts is not None:
+                site.energy = self._account_energy(site.config, parts, site.name)
         energy = None
         if any(site.energy is not None for site in self.sites):
             self.energy = energy = SitesEnergy(self.sites)   # type: ignore[assignment]
@@ -326,11 +295,10 @@ class Run:
                 self.policies[kind] = self._instantiate(kind,
                                                         config.get("power", f"policy-{kind}"))
 
-    def _build_scheduler(self, config: Config, table: SlotTable | None = None
-                         ) -> LeaseScheduler:
-        """The scheduler of ``table`` (the run's), with the run's policies, enactment and hook
-        relay."""
-        table = table if table is not None else self.table
+    def _build_scheduler(self, config: Config, table: SlotTable, energy: EnergyParts | None,
+                         allocator: Reallocation | None = None) -> LeaseScheduler:
+        """The scheduler of ``table``, with the run's policies, enactment and hook relay, the
+        site's ``energy`` parts (with a power model) and the reallocation plugin."""
         names = table.nodes.types.names
         model = (HaizeaSuspendResume if config.get("scheduling", "suspendresume-model")
                  == "haizea" else SuspendResume)
@@ -377,7 +345,10 @@ class Run:
             admission=self.policies["admission"], pricing=self.policies["pricing"],
             queue=self.policies["queue"], host_selection=self.policies["host-selection"],
             preemption=self.policies["preemption"], settings=settings,
-            preparation=preparation, enactment=self.enactment, emit=self._hooks)
+            preparation=preparation, enactment=self.enactment, emit=self._hooks,
+            boots=energy.states if energy else None, power=energy.power if energy else None,
+            planned_boots=energy.planned_boots if energy else None,
+            operating_point=energy.operating_point if energy else None, allocator=allocator)
 
     def _instantiate(self, kind: str, name: str, ctx: RunContext | None = None,
                      label: str = "") -> Any:

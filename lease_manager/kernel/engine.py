@@ -46,6 +46,17 @@ class ReplayEnactment(Enactment):
         self.start(lease, res, end)
 
 
+def timeline_calls(timeline: Timeline) -> Callable[[float, Callable[[float], None]], None]:
+    """``call_at(time, fn)`` on ``timeline``: what :meth:`Engine.call_at` does, for the parts
+    of a run built before its engine (the node power states)."""
+    push = timeline.push
+
+    def call_at(time: float, fn: Callable[[float], None]) -> None:
+        push(time, EventKind.CALL, fn)
+
+    return call_at
+
+
 class Engine:
     """Steps one site's scheduler through time until the stop condition holds."""
 

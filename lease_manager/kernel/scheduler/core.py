@@ -64,7 +64,9 @@ from lease_manager.kernel.scheduler.image_transfer import ImageTransfers
 from lease_manager.kernel.scheduler.plan_book import PlanBook
 from lease_manager.kernel.scheduler.reevaluator import Reevaluator
 from lease_manager.kernel.scheduler.seams import (
+    AllNodesOn,
     ArrivalAllocator,
+    BootableNodes,
     Enactment,
     LevelSetter,
     PlannedBoots,
@@ -133,7 +135,11 @@ class LeaseScheduler:
                  settings: SchedulerSettings = DEFAULT_SETTINGS,
                  preparation: ImageTransfers | None = None,
                  enactment: Enactment | None = None,
-                 emit: Callable[..., None] | None = None) -> None:
+                 emit: Callable[..., None] | None = None,
+                 boots: BootableNodes | None = None, power: PowerGate | None = None,
+                 planned_boots: PlannedBoots | None = None,
+                 operating_point: LevelSetter | None = None,
+                 allocator: ArrivalAllocator | None = None) -> None:
         self.table, self.timeline = table, timeline
         #: what policies are shown of the table (its queries)
         self.table_view = table.view()
@@ -166,23 +172,33 @@ class LeaseScheduler:
         self.running: dict[int, Lease] = {}
         #: leases that ended since :meth:`untie_ended` was last called
         self._ended: list[Lease] = []
-        #: nodes that are off and could be booted, with the earliest time a lease could
-        #: start on each (kept by the node power states; empty without them)
-        self.bootable: dict[int, float] = {}
-        #: the latest of those times
-        self.boot_until = -math.inf
+        #: the nodes that are off and could be booted (kept by the node power states; every
+        #: node is on without them)
+        self.boots: BootableNodes = boots if boots is not None else AllNodesOn()
+        #: those nodes, with the earliest time a lease could start on each (the states' own
+        #: mapping, kept up to date by them; empty without them)
+        self.bootable: Mapping[int, float] = self.boots.bootable
         #: sets a lease's DVFS level and stretch when it arrives (with a power model)
-        self.operating_point: LevelSetter | None = None
+        self.operating_point = operating_point
         #: the site's power cap, if it has one: plans are placed only where it has room
-        self.power: PowerGate | None = None
+        self.power = power
         #: the boots planned ahead for plans on nodes that are off (when-planned with node
         #: power states); a plan's own boots do not keep it from moving earlier
-        self.planned_boots: PlannedBoots | None = None
-        #: gives arriving leases their first allocation (with an allocation policy)
-        self.malleability: ArrivalAllocator | None = None
+        self.planned_boots = planned_boots
+        #: gives arriving leases their first allocation (with an allocation policy), and
+        #: serves it (it resizes leases through the scheduler)
+        self.malleability = allocator
+        if allocator is not None:
+            allocator.bind(self)
         self._what_if_memo: tuple[tuple, tuple[int | None, float, float] | None] | None = None
         self._site_max: dict[Any, int] = {}
         self._restoring = False
+
+    @property
+    def boot_until(self) -> float:
+        """The latest of the earliest starts on :attr:`bootable` nodes (-inf: none).
+        Transitional: read ``self.boots.boot_until``."""
+        return self.boots.boot_until
 
     @property
     def backfilling(self) -> str:

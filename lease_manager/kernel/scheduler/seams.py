@@ -2,10 +2,12 @@
 what the engine drives (:class:`~lease_manager.kernel.scheduler.LeaseScheduler` and
 :class:`~lease_manager.multisite.SiteSchedulers`, every site's as one, both have them; mypy
 checks it, here and in multisite.py); what the scheduler asks of the energy parts and of the
-reallocation plugin; and what it tells whoever carries leases out (:class:`Enactment`)."""
+reallocation plugin, all given to its constructor; and what it tells whoever carries leases
+out (:class:`Enactment`)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Protocol
 
@@ -13,6 +15,7 @@ if TYPE_CHECKING:
     import numpy as np
 
     from lease_manager.kernel.lease import Lease
+    from lease_manager.kernel.malleable import Allocation
     from lease_manager.kernel.scheduler.core import LeaseScheduler
     from lease_manager.kernel.slottable import Reservation
 
@@ -86,13 +89,52 @@ class PowerGate(Protocol):
         """Boot the nodes of the plans just made and hold the power they will draw."""
 
 
+class Resizing(Protocol):
+    """What the reallocation plugin asks of the scheduler it serves."""
+
+    def oversize_reason(self, lease: Lease) -> str:
+        """Why the empty site could not host ``lease`` (empty if it could)."""
+
+    def resize(self, lease: Lease, now: float, allocation: Allocation, *,
+               migration_time: float = 0.0, migration_energy: float = 0.0) -> str:
+        """Give running malleable ``lease`` ``allocation`` from ``now`` on (why not, if
+        refused)."""
+
+
 class ArrivalAllocator(Protocol):
     """Makes arriving leases malleable (:class:`~lease_manager.reallocation.
     Reallocation`)."""
 
+    def bind(self, scheduler: Resizing) -> None:
+        """Serve ``scheduler`` (the scheduler's constructor calls it, once: the two need each
+        other)."""
+
     def arrived(self, lease: Lease, now: float) -> str:
         """Give ``lease`` its first allocation if the allocation policy makes it malleable
         (why not, if it cannot run)."""
+
+
+class BootableNodes(Protocol):
+    """The nodes that are off and could be booted (:class:`~lease_manager.energy.node_states.
+    NodePowerStates`' and :class:`~lease_manager.energy.counted_states.CountedPowerStates`'),
+    kept up to date by them at every step."""
+
+    @property
+    def bootable(self) -> Mapping[int, float]:
+        """The nodes off with no boot planned, with the earliest time a lease could start on
+        each (one mapping, changed in place)."""
+
+    @property
+    def boot_until(self) -> float:
+        """The latest of those times (-inf: none)."""
+
+
+class AllNodesOn:
+    """:class:`BootableNodes` of a site without node power states: every node is on."""
+
+    def __init__(self) -> None:
+        self.bootable: dict[int, float] = {}
+        self.boot_until = -math.inf
 
 
 class PlannedBoots(Protocol):
