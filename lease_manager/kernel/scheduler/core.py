@@ -135,9 +135,8 @@ class LeaseScheduler:
                  settings: SchedulerSettings = DEFAULT_SETTINGS,
                  preparation: ImageTransfers | None = None,
                  enactment: Enactment | None = None,
-                 emit: Callable[..., None] | None = None,
-                 boots: BootableNodes | None = None, power: PowerGate | None = None,
-                 planned_boots: PlannedBoots | None = None,
+                 emit: Callable[..., None] | None = None, boots: BootableNodes | None = None,
+                 power: PowerGate | None = None, planned_boots: PlannedBoots | None = None,
                  operating_point: LevelSetter | None = None,
                  allocator: ArrivalAllocator | None = None) -> None:
         self.table, self.timeline = table, timeline
@@ -172,32 +171,26 @@ class LeaseScheduler:
         self.running: dict[int, Lease] = {}
         #: leases that ended since :meth:`untie_ended` was last called
         self._ended: list[Lease] = []
-        #: the nodes that are off and could be booted (kept by the node power states; every
-        #: node is on without them)
+        #: the nodes that are off and could be booted (the node power states'; none without)
         self.boots: BootableNodes = boots if boots is not None else AllNodesOn()
-        #: those nodes, with the earliest time a lease could start on each (the states' own
-        #: mapping, kept up to date by them; empty without them)
+        #: those nodes, and the earliest start on each (the states' dict, kept up to date)
         self.bootable: Mapping[int, float] = self.boots.bootable
         #: sets a lease's DVFS level and stretch when it arrives (with a power model)
         self.operating_point = operating_point
         #: the site's power cap, if it has one: plans are placed only where it has room
         self.power = power
-        #: the boots planned ahead for plans on nodes that are off (when-planned with node
-        #: power states); a plan's own boots do not keep it from moving earlier
+        #: boots planned ahead on off nodes (when-planned, no cap): lifted to move a plan
         self.planned_boots = planned_boots
-        #: gives arriving leases their first allocation (with an allocation policy), and
-        #: serves it (it resizes leases through the scheduler)
+        #: gives arriving leases their first allocation (with an allocation policy)
         self.malleability = allocator
         if allocator is not None:
-            allocator.bind(self)
+            allocator.bind(self)   # (it resizes leases through this scheduler)
         self._what_if_memo: tuple[tuple, tuple[int | None, float, float] | None] | None = None
         self._site_max: dict[Any, int] = {}
         self._restoring = False
 
     @property
-    def boot_until(self) -> float:
-        """The latest of the earliest starts on :attr:`bootable` nodes (-inf: none).
-        Transitional: read ``self.boots.boot_until``."""
+    def boot_until(self) -> float:   # (transitional: read ``self.boots.boot_until``)
         return self.boots.boot_until
 
     @property
