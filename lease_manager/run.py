@@ -13,7 +13,7 @@ import math
 import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -62,6 +62,8 @@ from lease_manager.workload.swf import SWFConversion, SWFReader, TraceStats
 if TYPE_CHECKING:
     from lease_manager.kernel.lease import Lease
     from lease_manager.kernel.scheduler import Enactment
+    from lease_manager.kernel.table_protocol import EngineTables, Table
+    from lease_manager.policies import NodePowerPolicy, OperatingPointPolicy
 
 
 class Run:
@@ -136,7 +138,7 @@ class Run:
         self.ctx = self._context(config, self.nodes, self.table, sites=self.sites,
                                  peek=None if serve else lambda: self.engine.peek_arrivals())
 
-    def _build_schedulers(self, config: Config) -> Any:
+    def _build_schedulers(self, config: Config) -> EngineTables:
         """The scheduler (each site's, and the one that sends leases to them), each built with
         its energy parts and the reallocation plugin; return the table, or tables, the engine
         advances."""
@@ -150,15 +152,18 @@ class Run:
                 self.node_states = parts.states
             if config.get("malleable", "policy-allocation") != "none":
                 self.reallocation = self._build_reallocation(config)
-            self.scheduler: Any = self._build_scheduler(config, self.table, parts,
-                                                        self.reallocation)
-            self.ctx.scheduler.bind(self.scheduler)
+            self._one_site = self._build_scheduler(config, self.table, parts, self.reallocation)
+            #: what the engine drives (:class:`SiteSchedulers` in a run with several sites)
+            self.scheduler: Any = self._one_site
+            self.ctx.scheduler.bind(self._one_site)
             return self.table
         sites_parts = []
         for site in self.sites:
-            parts = (None if site.ctx.power is None
-                     else self._energy_parts(site.config, site.table, site.ctx.power,
-                                             site.node_power, site.operating_point))
+            parts = None
+            if site.ctx.power is not None:
+                assert site.node_power is not None and site.operating_point is not None
+                parts = self._energy_parts(site.config, site.table, site.ctx.power,
+                                           site.node_power, site.operating_point)
             site.scheduler = self._build_scheduler(site.config, site.table, parts)
             site.ctx.scheduler.bind(site.scheduler)
             sites_parts.append(parts)
@@ -174,7 +179,7 @@ class Run:
                                "run with one site")
         return SiteTables([site.table for site in self.sites])
 
-    def _build_engine(self, config: Config, tables: Any, leases: Iterable[Lease] | None,
+    def _build_engine(self, config: Config, tables: EngineTables, leases: Iterable[Lease] | None,
                       serve: bool) -> None:
         """The engine, stepping the scheduler and ``tables`` through the arrivals (``leases``,
         or the trace's) on the run's clock."""
@@ -182,7 +187,7 @@ class Run:
             leases, self.trace_reader = trace_leases(config, self.nodes, self.trace_stats)
         strict = config.get("tracefile", "oversized") == "error"
         arrivals: Iterator[Lease] = checked(
-            leases, self.annotators, self.scheduler.oversize_reason if strict else None,
+            leases, self.annotators, self.site_scheduler.oversize_reason if strict else None,
             "requested processors" if self.trace_reader else "<nodes>")
         if self.planning is not None:
             arrivals = planned(arrivals, self.planning, config, self.power)
@@ -205,10 +210,11 @@ class Run:
         if not self.placement.at_start:
             return SlotTable(nodes)
         shape = self.placement.vm_shape   # an LWF trace's one VM shape
-        table: Any = CountTable(nodes, vm_vector(config, nodes) if shape is None else shape,
-                                origin=0.0)
+        table = CountTable(nodes, vm_vector(config, nodes) if shape is None else shape,
+                           origin=0.0)
         self._counted.append(table)
-        return table
+        # (the scheduler is typed on SlotTable; it asks a table whether it counts VMs)
+        return cast("SlotTable", table)
 
     def _build_reallocation(self, config: Config) -> Reallocation:
         """Malleable leases: the allocation policy and what carries its decisions out (given
@@ -225,7 +231,7 @@ class Run:
         self._register(reallocation, MALLEABLE_PLUGIN)
         return reallocation
 
-    def _context(self, config: Config, nodes: NodeSet, table: SlotTable,
+    def _context(self, config: Config, nodes: NodeSet, table: Table,
                  sites: Iterable[Site] = (),
                  peek: Callable[[], list[Lease]] | None = None) -> RunContext:
         return RunContext(config, nodes, table, self.metrics, lambda: self.clock.now(),
@@ -238,8 +244,9 @@ class Run:
         table = self._new_table(config, nodes)
         return Site(name, config, nodes, table, self._context(config, nodes, table))
 
-    def _energy_parts(self, config: Config, table: SlotTable, model: PowerModel,
-                      node_power: Any, operating_point: Any) -> EnergyParts:
+    def _energy_parts(self, config: Config, table: Table, model: PowerModel,
+                      node_power: NodePowerPolicy, operating_point: OperatingPointPolicy
+                      ) -> EnergyParts:
         """One site's node power states (the engine steps them once it is built), power cap
         and operating points, built before its scheduler."""
         parts = energy_parts(config, table, model, node_power, operating_point,
@@ -374,6 +381,15 @@ class Run:
     @property
     def now(self) -> float:
         return self.clock.now()
+
+    @property
+    def site_scheduler(self) -> LeaseScheduler:
+        """The scheduler of a run with one site (a daemon's), with its whole interface
+        (:attr:`scheduler` is what the engine drives)."""
+        if self.sites:
+            raise LeaseManagerError("a run with several sites has a scheduler per site "
+                                    "(run.sites[i].scheduler)")
+        return self._one_site
 
     def call_at(self, time: float, fn: Callable[[float], None]) -> None:
         """Call ``fn(now)`` at ``time`` (see :meth:`RunContext.call_at`)."""

@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from lease_manager.energy.power_model import PowerModel
     from lease_manager.energy.series import StepSeries
     from lease_manager.kernel.scheduler import Enactment
-    from lease_manager.kernel.slottable import SlotTable
+    from lease_manager.kernel.table_protocol import PlannedTable
     from lease_manager.policies import NodePowerPolicy
 
 K = ReservationKind
@@ -51,7 +51,7 @@ K = ReservationKind
 class NodePowerStates:
     """Keeps every node's power state in the slot table, driven by the engine's steps."""
 
-    def __init__(self, table: SlotTable, model: PowerModel, policy: NodePowerPolicy, *,
+    def __init__(self, table: PlannedTable, model: PowerModel, policy: NodePowerPolicy, *,
                  origin: float, initially_off: bool,
                  enactment: Enactment | None = None,
                  call_at: Callable[[float, Callable[[float], None]], None] | None = None,

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from lease_manager.kernel.count_table import CountTable
     from lease_manager.kernel.scheduler import Enactment
     from lease_manager.kernel.scheduler.seams import PlannedBoots, PowerGate
-    from lease_manager.kernel.slottable import SlotTable
+    from lease_manager.kernel.table_protocol import PlannedTable, Table
     from lease_manager.policies import NodePowerPolicy, OperatingPointPolicy
 
 
@@ -49,7 +49,7 @@ class EnergyParts:
         self.counted_cap = counted_cap
 
 
-def energy_parts(config: Config, table: SlotTable, model: PowerModel,
+def energy_parts(config: Config, table: Table, model: PowerModel,
                  node_power: NodePowerPolicy, operating_point: OperatingPointPolicy, *,
                  origin: float, enactment: Enactment,
                  call_at: Callable[[float, Callable[[float], None]], None],
@@ -71,8 +71,8 @@ def energy_parts(config: Config, table: SlotTable, model: PowerModel,
     else:
         try:
             states = NodePowerStates(
-                table, model, node_power, origin=origin, initially_off=initially_off,
-                enactment=enactment, call_at=call_at,
+                cast("PlannedTable", table), model, node_power, origin=origin,
+                initially_off=initially_off, enactment=enactment, call_at=call_at,
                 cap=None if planned else power_cap_from_config(config, model))
         except ValueError as exc:
             raise config.error("power", "power-cap", str(exc)) from None

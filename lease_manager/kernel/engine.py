@@ -21,7 +21,8 @@ if TYPE_CHECKING:
     from lease_manager.kernel.clock import Clock
     from lease_manager.kernel.lease import Lease
     from lease_manager.kernel.scheduler.seams import SteppedScheduler
-    from lease_manager.kernel.slottable import Reservation, SlotTable
+    from lease_manager.kernel.slottable import Reservation
+    from lease_manager.kernel.table_protocol import EngineTables
 
 EK = members(EventKind)
 
@@ -60,7 +61,7 @@ def timeline_calls(timeline: Timeline) -> Callable[[float, Callable[[float], Non
 class Engine:
     """Steps one site's scheduler through time until the stop condition holds."""
 
-    def __init__(self, scheduler: SteppedScheduler, table: SlotTable, timeline: Timeline,
+    def __init__(self, scheduler: SteppedScheduler, table: EngineTables, timeline: Timeline,
                  clock: Clock, arrivals: Iterable[Lease] = (), *,
                  stop_when: str = "all-leases-done", runtime: float = math.inf,
                  serve: bool = False) -> None:

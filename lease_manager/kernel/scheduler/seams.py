@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     import numpy as np
@@ -41,6 +41,17 @@ class ScheduledLeases(Protocol):
 
     def active_leases(self) -> list[Lease]:
         """Every lease that is not finished: held, queued, planned or running."""
+
+
+@runtime_checkable
+class WhatIf(Protocol):
+    """One site's scheduler, asked where a lease would be planned (not every site's together:
+    checked once, when a context's view is bound)."""
+
+    def what_if(self, lease: Lease, now: float, level: int | None = None
+                ) -> tuple[int | None, float, float] | None:
+        """Where ``lease`` would be planned if it arrived now, changing nothing: ``(level,
+        start, end)`` of its first reservation; None if it cannot be."""
 
 
 class SteppedScheduler(ScheduledLeases, Protocol):
