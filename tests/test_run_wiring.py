@@ -91,7 +91,7 @@ def test_the_reallocation_plugin_serves_the_scheduler_built_with_it():
     unbound = Reallocation(object(), epoch=60, migration_time=0,   # type: ignore[arg-type]
                            migration_energy=0)
     with pytest.raises(AssertionError, match="binds its allocator"):
-        print(unbound.scheduler)
+        _ = unbound.scheduler
 
 
 def test_site_selection_cycles_count_from_the_run_start():
@@ -118,6 +118,6 @@ def test_what_if_asks_one_sites_scheduler():
             run.ctx.scheduler.what_if(deadline, 0)
         assert run.ctx.sites["b"].scheduler.what_if(deadline, 0) == (None, 0, 100)
         with pytest.raises(LeaseManagerError, match="a scheduler per site"):
-            print(run.site_scheduler)
+            _ = run.site_scheduler
     with built("simulation.resources=1 CPU:1 Memory:1024") as run:
         assert run.ctx.scheduler.what_if(deadline, 0) == (None, 0, 100)
