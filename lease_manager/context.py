@@ -10,10 +10,13 @@ through what their hooks and policy methods return.
 from __future__ import annotations
 
 import zlib
-from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from types import MappingProxyType
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+from lease_manager.kernel.scheduler.seams import WhatIf
 
 if TYPE_CHECKING:
     from lease_manager.config.schema import Config
@@ -21,31 +24,51 @@ if TYPE_CHECKING:
     from lease_manager.energy.series import StepSeries
     from lease_manager.kernel.lease import Lease
     from lease_manager.kernel.resources import NodeSet
-    from lease_manager.kernel.scheduler import LeaseScheduler
-    from lease_manager.kernel.slottable import SlotTable
-    from lease_manager.multisite import SiteSchedulers
+    from lease_manager.kernel.scheduler.seams import ScheduledLeases
+    from lease_manager.kernel.table_protocol import Table
     from lease_manager.observers.metrics import Metrics
+
+
+class _NoLeases:
+    """The leases of a scheduler not built yet: none."""
+
+    queue: Sequence[Lease] = ()
+    held: Mapping[int, Lease] = MappingProxyType({})
+    future: Mapping[int, Lease] = held
+    running: Mapping[int, Lease] = held
+
+    def active_leases(self) -> list[Lease]:
+        return []
 
 
 class SchedulerView:
     """The scheduler's leases by where they are, as iterators and counts."""
 
-    def __init__(self, scheduler: LeaseScheduler | None = None) -> None:
-        self._s: Any = scheduler   # bound once the run has built its scheduler
+    def __init__(self, scheduler: ScheduledLeases | None = None) -> None:
+        self._s: ScheduledLeases = _NoLeases()   # bound once the run has built its scheduler
+        #: the scheduler's ``what_if`` (one site's; None: several sites, or none yet)
+        self._what_if: WhatIf | None = None
+        if scheduler is not None:
+            self.bind(scheduler)
 
-    def bind(self, scheduler: LeaseScheduler | SiteSchedulers) -> None:
+    def bind(self, scheduler: ScheduledLeases) -> None:
         """Show ``scheduler``, once, as it is built (``SiteSchedulers(view=...)`` calls this;
         the run calls it for a site's ``LeaseScheduler``): the policies a scheduler is built
         with are built with the context first."""
         self._s = scheduler
+        self._what_if = scheduler if isinstance(scheduler, WhatIf) else None
 
     def what_if(self, lease: Lease, now: float, level: int | None = None
                 ) -> tuple[int | None, float, float] | None:
         """Where ``lease`` would be planned if it arrived now, changing nothing: ``(level,
         start, end)`` of its first reservation, at DVFS ``level`` if given, else at the
         operating-point policy's; None if no slot ends by its deadline or it is too large
-        (see :meth:`LeaseScheduler.what_if`)."""
-        return self._s.what_if(lease, now, level)
+        (see :meth:`LeaseScheduler.what_if`). One site's: in a run with several, ask
+        ``ctx.sites[name].scheduler``."""
+        if self._what_if is None:
+            raise TypeError("what_if asks one site's scheduler; in a run with several sites, "
+                            "ask ctx.sites[name].scheduler")
+        return self._what_if.what_if(lease, now, level)
 
     def waiting(self) -> Iterator[Lease]:
         """Queued leases, in queue order."""
@@ -86,7 +109,7 @@ class SchedulerView:
 class RunContext:
     """A run as plugins see it (see the module docstring)."""
 
-    def __init__(self, config: Config, site: NodeSet, table: SlotTable, metrics: Metrics,
+    def __init__(self, config: Config, site: NodeSet, table: Table, metrics: Metrics,
                  clock_now: Callable[[], float],
                  call_at: Callable[[float, Callable[[float], None]], None], *,
                  sites: dict[str, RunContext] | None = None,

@@ -42,7 +42,11 @@ if TYPE_CHECKING:
     from lease_manager.kernel.scheduler.seams import SteppedScheduler
     from lease_manager.kernel.slottable import Reservation
     from lease_manager.kernel.table_protocol import EngineTables
-    from lease_manager.policies import SiteSelectionPolicy
+    from lease_manager.policies import (
+        NodePowerPolicy,
+        OperatingPointPolicy,
+        SiteSelectionPolicy,
+    )
 
 
 
@@ -55,11 +59,14 @@ class Site:
     nodes: NodeSet
     table: SlotTable
     ctx: RunContext
-    scheduler: Any = None            # its LeaseScheduler, once built
+    #: its node-power and operating-point policies (with a power model)
+    node_power: NodePowerPolicy | None = None
+    operating_point: OperatingPointPolicy | None = None
+    #: its scheduler (built with the site's energy parts, after the site's context and
+    #: policies), then its energy accounting and invariant checker
+    scheduler: LeaseScheduler = attrs.field(init=False)
     energy: EnergyAccounting | None = None
     invariants: InvariantChecker | None = None
-    node_power: Any = None           # its node-power and operating-point policies
-    operating_point: Any = None
 
 
 class SiteView:

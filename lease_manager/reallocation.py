@@ -22,7 +22,7 @@ from lease_manager.observers.leases_csv import LeaseColumns, format_field
 if TYPE_CHECKING:
     from lease_manager.context import RunContext
     from lease_manager.kernel.lease import Lease
-    from lease_manager.kernel.scheduler import LeaseScheduler
+    from lease_manager.kernel.scheduler.seams import Resizing
     from lease_manager.policies import AllocationPolicy
 
 #: the columns the run's ``leases.csv`` gets (:meth:`Reallocation.lease_columns`)
@@ -32,15 +32,16 @@ LEASE_COLUMNS = ("resizes", "allocations", "work_single_server")
 class Reallocation:
     """Asks an allocation policy and resizes leases as it says (see the module docstring)."""
 
-    def __init__(self, scheduler: LeaseScheduler, policy: AllocationPolicy, *,
-                 epoch: float, migration_time: float, migration_energy: float,
-                 origin: float = 0.0) -> None:
+    def __init__(self, policy: AllocationPolicy, *, epoch: float, migration_time: float,
+                 migration_energy: float, origin: float = 0.0) -> None:
+        """Built before the scheduler it serves, which is given it (``allocator=``) and
+        binds itself to it (:meth:`bind`)."""
         if migration_energy > 0 and migration_time <= 0:
             raise ValueError("a migration energy needs a migration time above 0 to be drawn "
                              "over")
         if not epoch > 0:
             raise ValueError("the epoch must be above 0 seconds")
-        self.scheduler = scheduler
+        self._scheduler: Resizing | None = None
         self.policy = policy
         self.epoch = epoch
         self.migration_time = migration_time
@@ -54,7 +55,19 @@ class Reallocation:
         self.refused = 0
         self.decisions = 0
         self.migration_joules = 0.0
-        scheduler.malleability = self
+
+    @property
+    def scheduler(self) -> Resizing:
+        """The scheduler served (once bound)."""
+        assert self._scheduler is not None, "the scheduler binds its allocator when built"
+        return self._scheduler
+
+    def bind(self, scheduler: Resizing) -> None:
+        """Serve ``scheduler``: its constructor calls this, once (the scheduler asks this
+        plugin about arrivals; this plugin resizes leases through the scheduler)."""
+        if self._scheduler is not None and self._scheduler is not scheduler:
+            raise ValueError("a reallocation plugin serves one scheduler")
+        self._scheduler = scheduler
 
     # ------------------------------------------------------------------------ arrivals
     def arrived(self, lease: Lease, now: float) -> str:

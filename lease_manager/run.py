@@ -20,20 +20,15 @@ import numpy as np
 from lease_manager import placement
 from lease_manager.config.schema import Config, load_config
 from lease_manager.context import RunContext
-from lease_manager.energy.counted_cap import CountedCap
 from lease_manager.energy.counted_states import CountedPowerStates
 from lease_manager.energy.energy_accounting import EnergyAccounting
 from lease_manager.energy.node_states import NodePowerStates
-from lease_manager.energy.operating_points import OperatingPoints
-from lease_manager.energy.power_model import (
-    PowerModel,
-    power_cap_from_config,
-    power_model_from_config,
-)
+from lease_manager.energy.power_model import PowerModel, power_model_from_config
+from lease_manager.energy.site_energy import EnergyParts, energy_accounting, energy_parts
 from lease_manager.errors import LeaseManagerError
 from lease_manager.kernel.clock import RealClock, SimulatedClock
 from lease_manager.kernel.count_table import CountTable
-from lease_manager.kernel.engine import Engine, ReplayEnactment
+from lease_manager.kernel.engine import Engine, ReplayEnactment, timeline_calls
 from lease_manager.kernel.events import Timeline
 from lease_manager.kernel.resources import NodeSet
 from lease_manager.kernel.scheduler import LeaseScheduler, SchedulerSettings, SuspendResume
@@ -67,6 +62,9 @@ from lease_manager.workload.swf import SWFConversion, SWFReader, TraceStats
 if TYPE_CHECKING:
     from lease_manager.kernel.lease import Lease
     from lease_manager.kernel.scheduler import Enactment
+    from lease_manager.kernel.scheduler.seams import SteppedScheduler
+    from lease_manager.kernel.table_protocol import EngineTables, Table
+    from lease_manager.policies import NodePowerPolicy, OperatingPointPolicy
 
 
 class Run:
@@ -104,18 +102,15 @@ class Run:
         self._hooks = HookRelay(self.plugins, self.ctx)
         self.enactment = (enactment(self) if enactment is not None
                           else ReplayEnactment(self.timeline))
-        tables = self._build_schedulers(config)
         self.clock = clock if clock is not None else _clock(config)
-        self._build_engine(config, tables, leases, serve)
-        if self.sites:
-            self.scheduler.origin = self.started_at   # site-selection cycles count from it
-        if self.sites:
-            self._build_sites_energy()
-        elif self.power is not None:
-            self._build_energy(config, self.power)
+        #: the clock's time as the run starts (node power states, malleable epochs and
+        #: site-selection cycles count from it)
+        self.started_at = self.clock.now()
+        for counted in self._counted:   # what nodes have free is kept for the clock's now
+            counted.set_now(self.started_at)
         self.reallocation: Reallocation | None = None
-        if config.get("malleable", "policy-allocation") != "none":
-            self._build_reallocation(config)
+        tables = self._build_schedulers(config)
+        self._build_engine(config, tables, leases, serve)
         # every plugin that adds leases.csv columns is registered by now
         self.accounting.add_columns(self._own.lease_columns(self.ctx))
         self.summary: dict[str, Any] = {}
@@ -125,6 +120,8 @@ class Run:
         plugins see."""
         #: the sites' tables that count VMs (``placement = at-start``)
         self._counted: list[CountTable] = []
+        #: the sites' node power states, stepped by the engine
+        self._stepped_states: list[NodePowerStates | CountedPowerStates] = []
         one_site = None if config.sites else site_nodes(config)
         #: the placement that runs, and why (``[scheduling] placement``, ``auto``'s choice)
         self.placement = placement.choose(config, self.plugins, serve=serve,
@@ -142,24 +139,48 @@ class Run:
         self.ctx = self._context(config, self.nodes, self.table, sites=self.sites,
                                  peek=None if serve else lambda: self.engine.peek_arrivals())
 
-    def _build_schedulers(self, config: Config) -> Any:
-        """The scheduler (each site's, and the one that sends leases to them); return the
-        table, or tables, the engine advances."""
+    def _build_schedulers(self, config: Config) -> EngineTables:
+        """The scheduler (each site's, and the one that sends leases to them), each built with
+        its energy parts and the reallocation plugin; return the table, or tables, the engine
+        advances."""
         if not self.sites:
-            self.scheduler: Any = self._build_scheduler(config)
-            self.ctx.scheduler.bind(self.scheduler)
+            parts = None
+            if self.power is not None:
+                parts = self._energy_parts(config, self.table, self.power,
+                                           self.policies["node-power"],
+                                           self.policies["operating-point"])
+                self.energy = self._account_energy(config, parts, None)
+                self.node_states = parts.states
+            if config.get("malleable", "policy-allocation") != "none":
+                self.reallocation = self._build_reallocation(config)
+            self._one_site = self._build_scheduler(config, self.table, parts, self.reallocation)
+            #: what the engine drives (:class:`SiteSchedulers` in a run with several sites)
+            self.scheduler: SteppedScheduler = self._one_site
+            self.ctx.scheduler.bind(self._one_site)
             return self.table
+        sites_parts = []
         for site in self.sites:
-            site.scheduler = self._build_scheduler(site.config, site.table)
+            parts = None
+            if site.ctx.power is not None:
+                assert site.node_power is not None and site.operating_point is not None
+                parts = self._energy_parts(site.config, site.table, site.ctx.power,
+                                           site.node_power, site.operating_point)
+            site.scheduler = self._build_scheduler(site.config, site.table, parts)
             site.ctx.scheduler.bind(site.scheduler)
+            sites_parts.append(parts)
         selection = self._instantiate("site-selection",
                                       config.get("simulation", "policy-site-selection"))
         self.scheduler = SiteSchedulers(
             self.sites, selection, cycle=config.get("simulation", "site-selection-cycle"),
-            call_at=lambda time, fn: self.engine.call_at(time, fn), view=self.ctx.scheduler)
+            origin=self.started_at, call_at=lambda time, fn: self.engine.call_at(time, fn),
+            view=self.ctx.scheduler)
+        self._account_sites_energy(sites_parts)
+        if config.get("malleable", "policy-allocation") != "none":
+            raise config.error("malleable", "policy-allocation", "malleable leases need a "
+                               "run with one site")
         return SiteTables([site.table for site in self.sites])
 
-    def _build_engine(self, config: Config, tables: Any, leases: Iterable[Lease] | None,
+    def _build_engine(self, config: Config, tables: EngineTables, leases: Iterable[Lease] | None,
                       serve: bool) -> None:
         """The engine, stepping the scheduler and ``tables`` through the arrivals (``leases``,
         or the trace's) on the run's clock."""
@@ -167,46 +188,51 @@ class Run:
             leases, self.trace_reader = trace_leases(config, self.nodes, self.trace_stats)
         strict = config.get("tracefile", "oversized") == "error"
         arrivals: Iterator[Lease] = checked(
-            leases, self.annotators, self.scheduler.oversize_reason if strict else None,
+            leases, self.annotators, self.site_scheduler.oversize_reason if strict else None,
             "requested processors" if self.trace_reader else "<nodes>")
         if self.planning is not None:
             arrivals = planned(arrivals, self.planning, config, self.power)
         self.engine = Engine(self.scheduler, tables, self.timeline, self.clock, arrivals,
                              stop_when=config.get("simulation", "stop-when"),
                              runtime=config.get("simulation", "runtime"), serve=serve)
-        self.started_at = self.clock.now()
         for counted in self._counted:   # what nodes have free is kept for the clock's now
-            counted.set_now(self.started_at)
             self.engine.before_step.insert(0, counted.set_now)
+        for states in self._stepped_states:
+            self.engine.before_step.append(states.before_step)
+            self.engine.after_step.append(states.after_step)
+            self.engine.soft_wake.append(states.next_wake)
+            if states.cap is not None:
+                self.engine.wake_while_queued = True
+        if self.reallocation is not None:
+            self.engine.soft_wake.append(self.reallocation.next_wake)
 
     def _new_table(self, config: Config, nodes: NodeSet) -> SlotTable:
         """The site's slot table: one that counts VMs when the run's placement is at-start."""
         if not self.placement.at_start:
             return SlotTable(nodes)
         shape = self.placement.vm_shape   # an LWF trace's one VM shape
-        table: Any = CountTable(nodes, vm_vector(config, nodes) if shape is None else shape,
-                                origin=0.0)
+        table = CountTable(nodes, vm_vector(config, nodes) if shape is None else shape,
+                           origin=0.0)
         self._counted.append(table)
-        return table
+        # (the scheduler is typed on SlotTable; it asks a table whether it counts VMs)
+        return cast("SlotTable", table)
 
-    def _build_reallocation(self, config: Config) -> None:
-        """Malleable leases: the allocation policy and what carries its decisions out."""
-        if self.sites:
-            raise config.error("malleable", "policy-allocation", "malleable leases need a "
-                               "run with one site")
+    def _build_reallocation(self, config: Config) -> Reallocation:
+        """Malleable leases: the allocation policy and what carries its decisions out (given
+        to the scheduler, which it serves)."""
         policy = self._instantiate("allocation", config.get("malleable", "policy-allocation"))
         try:
-            self.reallocation = Reallocation(
-                self.scheduler, policy, epoch=config.get("malleable", "epoch"),
+            reallocation = Reallocation(
+                policy, epoch=config.get("malleable", "epoch"),
                 migration_time=config.get("malleable", "migration-time"),
                 migration_energy=config.get("malleable", "migration-energy"),
                 origin=self.started_at)
         except ValueError as exc:
             raise config.error("malleable", "migration-energy", str(exc)) from None
-        self._register(self.reallocation, MALLEABLE_PLUGIN)
-        self.engine.soft_wake.append(self.reallocation.next_wake)
+        self._register(reallocation, MALLEABLE_PLUGIN)
+        return reallocation
 
-    def _context(self, config: Config, nodes: NodeSet, table: SlotTable,
+    def _context(self, config: Config, nodes: NodeSet, table: Table,
                  sites: Iterable[Site] = (),
                  peek: Callable[[], list[Lease]] | None = None) -> RunContext:
         return RunContext(config, nodes, table, self.metrics, lambda: self.clock.now(),
@@ -219,85 +245,36 @@ class Run:
         table = self._new_table(config, nodes)
         return Site(name, config, nodes, table, self._context(config, nodes, table))
 
-    def _attach_energy(self, config: Config, table: SlotTable, model: PowerModel,
-                       scheduler: LeaseScheduler, node_power: Any, operating_point: Any,
-                       site: str | None) -> EnergyAccounting:
-        """One site's node power states (driven by the engine's steps), its operating points
-        and its energy accounting, registered as a plugin; ``site`` names it in a run with
-        several."""
-        states: Any
-        counted_cap = None
-        if table.counted:   # at-start: node states follow from the counts plans need
-            counted_cap = self._counted_cap(config, cast(CountTable, table), model)
-            states = CountedPowerStates(
-                cast(CountTable, table), model, node_power, origin=self.started_at,
-                initially_off=config.get("power", "initial-state") == "off",
-                scheduler=scheduler, enactment=self.enactment, call_at=self.engine.call_at)
-        else:
-            try:
-                states = NodePowerStates(
-                    table, model, node_power, origin=self.started_at,
-                    initially_off=config.get("power", "initial-state") == "off",
-                    scheduler=scheduler, enactment=self.enactment,
-                    call_at=self.engine.call_at,
-                    cap=(None if self.planning is not None
-                         else power_cap_from_config(config, model)))
-            except ValueError as exc:
-                raise config.error("power", "power-cap", str(exc)) from None
-        self.engine.before_step.append(states.before_step)
-        self.engine.after_step.append(states.after_step)
-        self.engine.soft_wake.append(states.next_wake)
-        if states.cap is not None:
-            self.engine.wake_while_queued = True
-        scheduler.operating_point = OperatingPoints(model, operating_point,
-                                                    config.get("power", "gamma"))
-        energy = (EnergyAccounting(model, states) if site is None
-                  else EnergyAccounting(model, states, site=site, only=site))
-        if self.planning is not None:   # the plan is checked against the envelope
-            energy.envelope = power_cap_from_config(config, model)
-        if counted_cap is not None:   # at-start: the counts hold the cap, checked as one
-            scheduler.power = counted_cap
-            energy.envelope = power_cap_from_config(config, model)
+    def _energy_parts(self, config: Config, table: Table, model: PowerModel,
+                      node_power: NodePowerPolicy, operating_point: OperatingPointPolicy
+                      ) -> EnergyParts:
+        """One site's node power states (the engine steps them once it is built), power cap
+        and operating points, built before its scheduler."""
+        parts = energy_parts(config, table, model, node_power, operating_point,
+                             origin=self.started_at, enactment=self.enactment,
+                             call_at=timeline_calls(self.timeline),
+                             planned=self.planning is not None)
+        self._stepped_states.append(parts.states)
+        return parts
+
+    def _account_energy(self, config: Config, parts: EnergyParts,
+                        site: str | None) -> EnergyAccounting:
+        """One site's energy accounting, registered as a plugin; ``site`` names it in a run
+        with several."""
+        energy = energy_accounting(config, parts, planned=self.planning is not None, site=site)
         if site is None:
+            states = parts.states
             self.ctx.power_cap = (energy.envelope if self.planning is not None
-                                  or counted_cap is not None
+                                  or parts.counted_cap is not None
                                   else states.cap.cap if states.cap is not None else None)
         self._register(energy, ENERGY_PLUGIN if site is None else f"{ENERGY_PLUGIN}:{site}")
         return energy
 
-    def _counted_cap(self, config: Config, table: CountTable,
-                     model: PowerModel) -> CountedCap | None:
-        """At-start under a power cap (``placement`` lets it through only where the site's
-        power is a function of the VMs running): the cap as a bound on them, set on the
-        table (None without a cap)."""
-        series = power_cap_from_config(config, model)   # (constant, scaled)
-        if series is None:
-            return None
-        policy = config.get("power", "policy-operating-point")
-        cap = CountedCap(model, float(series.values[0]), table.vector, table.capacity,
-                         0 if policy == "lowest" else model.top_level)
-        try:
-            most = cap.vm_limit()
-        except ValueError as exc:
-            raise config.error("power", "power-cap", str(exc)) from None
-        if most is not None:
-            table.cap_vms(most)
-        return cap
-
-    def _build_energy(self, config: Config, model: PowerModel) -> None:
-        """The run's energy accounting (one site)."""
-        self.energy = energy = self._attach_energy(
-            config, self.table, model, self.scheduler, self.policies["node-power"],
-            self.policies["operating-point"], None)
-        self.node_states = energy.states
-
-    def _build_sites_energy(self) -> None:
+    def _account_sites_energy(self, sites_parts: list[EnergyParts | None]) -> None:
         """Each site's energy accounting (a run with several sites)."""
-        for site in self.sites:
-            if site.ctx.power is not None:
-                site.energy = self._attach_energy(site.config, site.table, site.ctx.power,
-                                                  site.scheduler, site.node_power,
-                                                  site.operating_point, site.name)
+        for site, parts in zip(self.sites, sites_parts):
+            if parts is not None:
+                site.energy = self._account_energy(site.config, parts, site.name)
         energy = None
         if any(site.energy is not None for site in self.sites):
             self.energy = energy = SitesEnergy(self.sites)   # type: ignore[assignment]
@@ -326,11 +303,10 @@ class Run:
                 self.policies[kind] = self._instantiate(kind,
                                                         config.get("power", f"policy-{kind}"))
 
-    def _build_scheduler(self, config: Config, table: SlotTable | None = None
-                         ) -> LeaseScheduler:
-        """The scheduler of ``table`` (the run's), with the run's policies, enactment and hook
-        relay."""
-        table = table if table is not None else self.table
+    def _build_scheduler(self, config: Config, table: SlotTable, energy: EnergyParts | None,
+                         allocator: Reallocation | None = None) -> LeaseScheduler:
+        """The scheduler of ``table``, with the run's policies, enactment and hook relay, the
+        site's ``energy`` parts (with a power model) and the reallocation plugin."""
         names = table.nodes.types.names
         model = (HaizeaSuspendResume if config.get("scheduling", "suspendresume-model")
                  == "haizea" else SuspendResume)
@@ -377,7 +353,10 @@ class Run:
             admission=self.policies["admission"], pricing=self.policies["pricing"],
             queue=self.policies["queue"], host_selection=self.policies["host-selection"],
             preemption=self.policies["preemption"], settings=settings,
-            preparation=preparation, enactment=self.enactment, emit=self._hooks)
+            preparation=preparation, enactment=self.enactment, emit=self._hooks,
+            boots=energy.states if energy else None, power=energy.power if energy else None,
+            planned_boots=energy.planned_boots if energy else None,
+            operating_point=energy.operating_point if energy else None, allocator=allocator)
 
     def _instantiate(self, kind: str, name: str, ctx: RunContext | None = None,
                      label: str = "") -> Any:
@@ -403,6 +382,15 @@ class Run:
     @property
     def now(self) -> float:
         return self.clock.now()
+
+    @property
+    def site_scheduler(self) -> LeaseScheduler:
+        """The scheduler of a run with one site (a daemon's), with its whole interface
+        (:attr:`scheduler` is what the engine drives)."""
+        if self.sites:
+            raise LeaseManagerError("a run with several sites has a scheduler per site "
+                                    "(run.sites[i].scheduler)")
+        return self._one_site
 
     def call_at(self, time: float, fn: Callable[[float], None]) -> None:
         """Call ``fn(now)`` at ``time`` (see :meth:`RunContext.call_at`)."""

@@ -395,7 +395,7 @@ class Handler(PlainRequestHeadMixin, BaseHTTPRequestHandler):
                 if row is None:
                     raise HTTPError(404, f"no lease {lease_id}")
                 raise HTTPError(409, f"lease {lease_id} is already {row['state']}")
-            d.run.scheduler.cancel(lease, now, "cancelled by the user")
+            d.run.site_scheduler.cancel(lease, now, "cancelled by the user")
             return lambda: lease_view(d.store.lease(lease_id, d.store.db), self._names())
 
         return d.call(cancel)
@@ -404,7 +404,7 @@ class Handler(PlainRequestHeadMixin, BaseHTTPRequestHandler):
         d = self.daemon
 
         def queue(now: float) -> Any:
-            sched = d.run.scheduler
+            sched = d.run.site_scheduler
             ids = [l.id for l in sched.held.values()] + [l.id for l in sched.queue]
             return lambda: ids
 
@@ -430,7 +430,7 @@ class Handler(PlainRequestHeadMixin, BaseHTTPRequestHandler):
             capacity = d.run.nodes.capacity
             free = d.run.table.free_at(now)
             on: dict[int, list[dict[str, Any]]] = {i: [] for i in shown}
-            for lease in d.run.scheduler.running.values():
+            for lease in d.run.site_scheduler.running.values():
                 res = lease.reservations[0] if lease.reservations else None
                 if res is None or not res.start <= now < res.end:
                     continue

@@ -118,7 +118,7 @@ class SiteView:
         states = getattr(self.daemon.run, "node_states", None)
         if states is None:
             return 0
-        bootable = self.daemon.run.scheduler.bootable
+        bootable = self.daemon.run.site_scheduler.bootable
         return hash(tuple((node, start, None if kind is K.OFF and node in bootable else end)
                           for node, kind, start, end in states.current(now)))
 
@@ -129,7 +129,7 @@ class SiteView:
         and ``node_bars`` (``[node, start, end, kind]`` of power states)."""
         if self._plan_key == version:
             return self._plan_json
-        sched = self.daemon.run.scheduler
+        sched = self.daemon.run.site_scheduler
         live = {**sched.future, **sched.running}
         for lease in (*sched.queue, *sched.held.values()):
             if lease.allocations:        # suspended, or requeued after running a while
@@ -194,7 +194,7 @@ class SiteView:
         states = getattr(self.daemon.run, "node_states", None)
         if states is None:
             return []
-        bootable = self.daemon.run.scheduler.bootable
+        bootable = self.daemon.run.site_scheduler.bootable
         return [[node, _t(start), None if kind is K.OFF and node in bootable else _t(end),
                  BAR_KIND[kind]] for node, kind, start, end in states.current(now)]
 
@@ -202,7 +202,7 @@ class SiteView:
     def queue(self, now: float) -> dict[str, Any]:
         """The leases waiting, in scheduling order (held, queued, then planned by start),
         each with why it waits; at most :data:`QUEUE_SHOWN` of them."""
-        sched = self.daemon.run.scheduler
+        sched = self.daemon.run.site_scheduler
         rooms: dict[bytes, float] = {}
         rows: list[dict[str, Any]] = []
         waiting = [*sched.held.values(), *sched.queue[:QUEUE_SHOWN]]
@@ -228,7 +228,7 @@ class SiteView:
 
     def _reason(self, lease: Lease, position: int, rooms: dict[bytes, float],
                 reserved: list[int], now: float) -> str:
-        sched = self.daemon.run.scheduler
+        sched = self.daemon.run.site_scheduler
         if lease.state is S.HELD:
             return "held back by the queue policy"
         names = self.daemon.driver.names
@@ -320,7 +320,7 @@ class SiteView:
         origin = run.started_at
         if self._profile is None or self._profile[0] != version or \
                 self._profile[1] < now + POWER_AHEAD:
-            sched = run.scheduler
+            sched = run.site_scheduler
             live = {**sched.future, **sched.running}
             cache = self._intervals
             for lease_id in [i for i in cache if i not in live]:

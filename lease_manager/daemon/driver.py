@@ -74,7 +74,7 @@ class EnactmentDriver(Enactment):
         reason = f"{action} failed: {exc}"
         log.warning("lease %s: %s", lease.id, reason)
         # not from inside the scheduler's own call: on the engine's next step
-        self.run.engine.post(lambda now: self.run.scheduler.fail(lease, now, reason))
+        self.run.engine.post(lambda now: self.run.site_scheduler.fail(lease, now, reason))
 
     # ------------------------------------------------------------- the scheduler's calls
     def start(self, lease: Lease, res: Reservation, end: float) -> None:
@@ -197,7 +197,7 @@ class EnactmentDriver(Enactment):
             log.warning("reconciliation skipped: %s", exc.strerror)
 
     def _reconcile(self, now: float) -> None:
-        sched = self.run.scheduler
+        sched = self.run.site_scheduler
         try:
             self.backend.refresh()
         except EnactmentError as exc:
@@ -212,7 +212,7 @@ class EnactmentDriver(Enactment):
                                        f"{': ' + status.detail if status.detail else ''})")
 
     def _reconcile_one(self, lease: Lease, now: float) -> None:
-        sched = self.run.scheduler
+        sched = self.run.site_scheduler
         status = self.backend.status(lease.id)
         state = status.state
         if lease.state is S.ACTIVE:

@@ -121,7 +121,7 @@ class HaizeaRPC:
                 fault = (Fault(404, f"no lease {number}") if row is None else
                          Fault(409, f"lease {number} is already {row['state']}"))
                 return lambda: fault
-            d.run.scheduler.cancel(lease, now, "cancelled by the user")
+            d.run.site_scheduler.cancel(lease, now, "cancelled by the user")
             return lambda: None
 
         fault = self._call(cancel)
@@ -152,7 +152,7 @@ class HaizeaRPC:
         d = self._ready()
 
         def queue(now: float) -> Any:
-            sched = d.run.scheduler
+            sched = d.run.site_scheduler
             ids = [lease.id for lease in sched.held.values()] + [lease.id for lease in
                                                                  sched.queue]
             return lambda: ids

@@ -29,7 +29,7 @@ class Restorer:
         self.store = daemon.store
         self.backend = daemon.backend
         self.driver = daemon.driver
-        self.scheduler = daemon.run.scheduler
+        self.scheduler = daemon.run.site_scheduler
         self.nodes = daemon.run.nodes
 
     def restore(self) -> dict[str, int]:

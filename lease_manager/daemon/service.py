@@ -337,7 +337,7 @@ class Daemon:
         self.store.insert(list(zip(leases, requests)), now, key=key)
         for lease in leases:
             self.leases[lease.id] = lease
-            self.run.scheduler.submit(lease, now)
+            self.run.site_scheduler.submit(lease, now)
         return leases
 
     def _note(self, lease_id: int, text: str) -> None:

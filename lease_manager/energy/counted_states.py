@@ -40,7 +40,7 @@ from lease_manager.kernel.reservation import Reservation, ReservationKind
 if TYPE_CHECKING:
     from lease_manager.energy.power_model import PowerModel
     from lease_manager.kernel.count_table import CountTable
-    from lease_manager.kernel.scheduler import Enactment, LeaseScheduler
+    from lease_manager.kernel.scheduler import Enactment
     from lease_manager.policies import NodePowerPolicy
 
 K = ReservationKind
@@ -59,7 +59,6 @@ class CountedPowerStates:
 
     def __init__(self, table: CountTable, model: PowerModel, policy: NodePowerPolicy, *,
                  origin: float, initially_off: bool,
-                 scheduler: LeaseScheduler | None = None,
                  enactment: Enactment | None = None,
                  call_at: Callable[[float, Callable[[float], None]], None] | None = None
                  ) -> None:
@@ -68,10 +67,11 @@ class CountedPowerStates:
         self.policy = policy
         self._enactment = enactment if enactment is not None and enactment.power_calls else None
         self._call_at = call_at
-        self.scheduler = scheduler
         #: off nodes with no boot (the values are when each became so: the scheduler reads
-        #: only which nodes are there, and ``boot_until``)
-        self.bootable: dict[int, float] = scheduler.bootable if scheduler is not None else {}
+        #: only which nodes are there, and ``boot_until``; one dict, changed in place)
+        self.bootable: dict[int, float] = {}
+        #: the latest end of the off nodes' holds (-inf: none), as of the last step
+        self.boot_until = -math.inf
         n = len(table.slots)
         self._on_seconds = [float(s) for s in model.on_seconds]
         self._off_seconds = [float(s) for s in model.off_seconds]
@@ -168,9 +168,8 @@ class CountedPowerStates:
         return self._checks[0] if self._checks else math.inf
 
     def _publish(self) -> None:
-        if self.scheduler is not None:
-            # (the largest key has the latest end: ends come first in a key)
-            self.scheduler.boot_until = max(self._waiting)[0] if self._waiting else -math.inf
+        # (the largest key has the latest end: ends come first in a key)
+        self.boot_until = max(self._waiting)[0] if self._waiting else -math.inf
 
     # ---------------------------------------------------------------------- mechanisms
     def _wait(self, node: int) -> None:

@@ -41,8 +41,8 @@ from lease_manager.kernel.reservation import POWER_KINDS, Reservation, Reservati
 if TYPE_CHECKING:
     from lease_manager.energy.power_model import PowerModel
     from lease_manager.energy.series import StepSeries
-    from lease_manager.kernel.scheduler import Enactment, LeaseScheduler
-    from lease_manager.kernel.slottable import SlotTable
+    from lease_manager.kernel.scheduler import Enactment
+    from lease_manager.kernel.table_protocol import PlannedTable
     from lease_manager.policies import NodePowerPolicy
 
 K = ReservationKind
@@ -51,9 +51,8 @@ K = ReservationKind
 class NodePowerStates:
     """Keeps every node's power state in the slot table, driven by the engine's steps."""
 
-    def __init__(self, table: SlotTable, model: PowerModel, policy: NodePowerPolicy, *,
+    def __init__(self, table: PlannedTable, model: PowerModel, policy: NodePowerPolicy, *,
                  origin: float, initially_off: bool,
-                 scheduler: LeaseScheduler | None = None,
                  enactment: Enactment | None = None,
                  call_at: Callable[[float, Callable[[float], None]], None] | None = None,
                  cap: StepSeries | None = None) -> None:
@@ -62,10 +61,11 @@ class NodePowerStates:
         #: be woken when a planned boot starts
         self._enactment = enactment if enactment is not None and enactment.power_calls else None
         self._call_at = call_at
-        #: told which nodes are off and could be booted (``bootable``, ``boot_until``)
-        self.scheduler = scheduler
-        #: nodes that are off with no boot planned, and the earliest start on each
-        self.bootable: dict[int, float] = scheduler.bootable if scheduler is not None else {}
+        #: nodes that are off with no boot planned, and the earliest start on each (the
+        #: scheduler's ``bootable``: one dict, changed in place)
+        self.bootable: dict[int, float] = {}
+        #: the latest of those starts (-inf: none), as of the last step
+        self.boot_until = -math.inf
         self.model = model
         self.policy = policy
         n = table.capacity.shape[0]
@@ -96,10 +96,6 @@ class NodePowerStates:
                 self._go_off(node, origin, origin, switching=False)
         if self.cap is not None:
             self.cap.start(origin)
-            if scheduler is not None:
-                scheduler.power = self.cap
-        elif scheduler is not None:
-            scheduler.planned_boots = self
 
     # ------------------------------------------------------------------------ the steps
     def before_step(self, now: float) -> None:
@@ -127,8 +123,7 @@ class NodePowerStates:
         self._touched.clear()
 
     def _publish(self) -> None:
-        if self.scheduler is not None:
-            self.scheduler.boot_until = max(self.bootable.values(), default=-math.inf)
+        self.boot_until = max(self.bootable.values(), default=-math.inf)
 
     def after_step(self, now: float) -> None:
         """Plan, move or cancel boots for the plans made in this step; finish boots that are

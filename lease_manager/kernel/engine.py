@@ -21,7 +21,8 @@ if TYPE_CHECKING:
     from lease_manager.kernel.clock import Clock
     from lease_manager.kernel.lease import Lease
     from lease_manager.kernel.scheduler.seams import SteppedScheduler
-    from lease_manager.kernel.slottable import Reservation, SlotTable
+    from lease_manager.kernel.slottable import Reservation
+    from lease_manager.kernel.table_protocol import EngineTables
 
 EK = members(EventKind)
 
@@ -46,10 +47,21 @@ class ReplayEnactment(Enactment):
         self.start(lease, res, end)
 
 
+def timeline_calls(timeline: Timeline) -> Callable[[float, Callable[[float], None]], None]:
+    """``call_at(time, fn)`` on ``timeline``: what :meth:`Engine.call_at` does, for the parts
+    of a run built before its engine (the node power states)."""
+    push = timeline.push
+
+    def call_at(time: float, fn: Callable[[float], None]) -> None:
+        push(time, EventKind.CALL, fn)
+
+    return call_at
+
+
 class Engine:
     """Steps one site's scheduler through time until the stop condition holds."""
 
-    def __init__(self, scheduler: SteppedScheduler, table: SlotTable, timeline: Timeline,
+    def __init__(self, scheduler: SteppedScheduler, table: EngineTables, timeline: Timeline,
                  clock: Clock, arrivals: Iterable[Lease] = (), *,
                  stop_when: str = "all-leases-done", runtime: float = math.inf,
                  serve: bool = False) -> None:

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from lease_manager.kernel.mapper import Placement
     from lease_manager.kernel.reservation import Reservation, ReservationKind
     from lease_manager.kernel.resources import NodeSet
+    from lease_manager.kernel.slot_rows import NodeSink
     from lease_manager.kernel.table_rows import ChangeWatch
     from lease_manager.kernel.table_view import SlotTableView
 
@@ -165,6 +166,8 @@ class PlannedTable(Table, PlannedQueries, Protocol):
     """A table that plans reservations on nodes, with site-wide resources (a power cap)."""
 
     site_draw: Callable[[Reservation], np.ndarray | None] | None
+    #: where the table records the nodes it changes (the node power states' set; None: not)
+    touched: NodeSink | None
 
     def extend(self, res: Reservation, new_end: float) -> None: ...
     def extend_all(self, group: Sequence[Reservation], new_end: float) -> None: ...

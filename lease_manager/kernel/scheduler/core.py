@@ -58,7 +58,9 @@ from lease_manager.kernel.scheduler.reevaluator import Reevaluator
 from lease_manager.kernel.scheduler.reservations import OwnSlots
 from lease_manager.kernel.scheduler.restore import Restorer
 from lease_manager.kernel.scheduler.seams import (
+    AllNodesOn,
     ArrivalAllocator,
+    BootableNodes,
     Enactment,
     LevelSetter,
     PlannedBoots,
@@ -130,7 +132,10 @@ class LeaseScheduler:
                  settings: SchedulerSettings = DEFAULT_SETTINGS,
                  preparation: ImageTransfers | None = None,
                  enactment: Enactment | None = None,
-                 emit: Callable[..., None] | None = None) -> None:
+                 emit: Callable[..., None] | None = None, boots: BootableNodes | None = None,
+                 power: PowerGate | None = None, planned_boots: PlannedBoots | None = None,
+                 operating_point: LevelSetter | None = None,
+                 allocator: ArrivalAllocator | None = None) -> None:
         self.table, self.timeline = table, timeline
         #: what policies are shown of the table (its queries)
         self.table_view = table.view()
@@ -162,21 +167,21 @@ class LeaseScheduler:
         self.future: Mapping[int, Lease] = self.plans.future
         #: leases running, suspending or resuming, by id
         self.running: dict[int, Lease] = {}
-        self._compose()   # the scheduler's parts (collaborators), each with its own state
-        #: nodes that are off and could be booted, with the earliest time a lease could
-        #: start on each (kept by the node power states; empty without them)
-        self.bootable: dict[int, float] = {}
-        #: the latest of those times
-        self.boot_until = -math.inf
+        #: the nodes that are off and could be booted (the node power states'; none without)
+        self.boots: BootableNodes = boots if boots is not None else AllNodesOn()
+        #: those nodes, and the earliest start on each (the states' dict, kept up to date)
+        self.bootable: Mapping[int, float] = self.boots.bootable
         #: sets a lease's DVFS level and stretch when it arrives (with a power model)
-        self.operating_point: LevelSetter | None = None
+        self.operating_point = operating_point
         #: the site's power cap, if it has one: plans are placed only where it has room
-        self.power: PowerGate | None = None
-        #: the boots planned ahead for plans on nodes that are off (when-planned with node
-        #: power states); a plan's own boots do not keep it from moving earlier
-        self.planned_boots: PlannedBoots | None = None
+        self.power = power
+        #: boots planned ahead on off nodes (when-planned, no cap): lifted to move a plan
+        self.planned_boots = planned_boots
         #: gives arriving leases their first allocation (with an allocation policy)
-        self.malleability: ArrivalAllocator | None = None
+        self.malleability = allocator
+        self._compose()   # the scheduler's parts (collaborators), each with its own state
+        if allocator is not None:
+            allocator.bind(self)   # (it resizes leases through this scheduler, once built)
 
     def _compose(self) -> None:
         """Make the scheduler's parts. The engine's calls, and the calls the parts make of

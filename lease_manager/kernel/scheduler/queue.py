@@ -184,7 +184,7 @@ class Backfiller:
         counts = (self._counting if bootable and self._preparation is None
                   and not self._settings.haizea_planning else None)
         if counts is not None:
-            booted_room = _room_until(counts, now, sched.boot_until)
+            booted_room = _room_until(counts, now, sched.boots.boot_until)
             candidates: Iterable[int] = self._fitting_by_count(first, booted_room)
         elif bootable:
             candidates = range(first, len(queue))
@@ -206,7 +206,7 @@ class Backfiller:
                     continue
             if counts is not None and not lease.image_nodes:
                 if booted_room < 0:
-                    booted_room = _room_until(counts, now, sched.boot_until)
+                    booted_room = _room_until(counts, now, sched.boots.boot_until)
                 if count > booted_room:
                     continue   # (it would fail, and any lease it would cover skips here too)
             shape = None if lease.image_nodes else key   # answered from per-shape counts
@@ -356,7 +356,7 @@ class Backfiller:
         """A slot that starts as soon as some nodes that are off could be booted (it counts as
         starting now, not as a future reservation: the lease waits only for the boot)."""
         sched = self._sched
-        res = self._find_slot(lease, duration, now, sched.boot_until)
+        res = self._find_slot(lease, duration, now, sched.boots.boot_until)
         if res is None:
             return None
         if res.pending:   # counted VMs: it waits for a boot if the nodes that are on cannot host it

@@ -2,17 +2,20 @@
 what the engine drives (:class:`~lease_manager.kernel.scheduler.LeaseScheduler` and
 :class:`~lease_manager.multisite.SiteSchedulers`, every site's as one, both have them; mypy
 checks it, here and in multisite.py); what the scheduler asks of the energy parts and of the
-reallocation plugin; and what it tells whoever carries leases out (:class:`Enactment`)."""
+reallocation plugin, all given to its constructor; and what it tells whoever carries leases
+out (:class:`Enactment`)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     import numpy as np
 
     from lease_manager.kernel.lease import Lease
+    from lease_manager.kernel.malleable import Allocation
     from lease_manager.kernel.scheduler.core import LeaseScheduler
     from lease_manager.kernel.slottable import Reservation
 
@@ -38,6 +41,17 @@ class ScheduledLeases(Protocol):
 
     def active_leases(self) -> list[Lease]:
         """Every lease that is not finished: held, queued, planned or running."""
+
+
+@runtime_checkable
+class WhatIf(Protocol):
+    """One site's scheduler, asked where a lease would be planned (not every site's together:
+    checked once, when a context's view is bound)."""
+
+    def what_if(self, lease: Lease, now: float, level: int | None = None
+                ) -> tuple[int | None, float, float] | None:
+        """Where ``lease`` would be planned if it arrived now, changing nothing: ``(level,
+        start, end)`` of its first reservation; None if it cannot be."""
 
 
 class SteppedScheduler(ScheduledLeases, Protocol):
@@ -86,13 +100,52 @@ class PowerGate(Protocol):
         """Boot the nodes of the plans just made and hold the power they will draw."""
 
 
+class Resizing(Protocol):
+    """What the reallocation plugin asks of the scheduler it serves."""
+
+    def oversize_reason(self, lease: Lease) -> str:
+        """Why the empty site could not host ``lease`` (empty if it could)."""
+
+    def resize(self, lease: Lease, now: float, allocation: Allocation, *,
+               migration_time: float = 0.0, migration_energy: float = 0.0) -> str:
+        """Give running malleable ``lease`` ``allocation`` from ``now`` on (why not, if
+        refused)."""
+
+
 class ArrivalAllocator(Protocol):
     """Makes arriving leases malleable (:class:`~lease_manager.reallocation.
     Reallocation`)."""
 
+    def bind(self, scheduler: Resizing) -> None:
+        """Serve ``scheduler`` (the scheduler's constructor calls it, once: the two need each
+        other)."""
+
     def arrived(self, lease: Lease, now: float) -> str:
         """Give ``lease`` its first allocation if the allocation policy makes it malleable
         (why not, if it cannot run)."""
+
+
+class BootableNodes(Protocol):
+    """The nodes that are off and could be booted (:class:`~lease_manager.energy.node_states.
+    NodePowerStates`' and :class:`~lease_manager.energy.counted_states.CountedPowerStates`'),
+    kept up to date by them at every step."""
+
+    @property
+    def bootable(self) -> Mapping[int, float]:
+        """The nodes off with no boot planned, with the earliest time a lease could start on
+        each (one mapping, changed in place)."""
+
+    @property
+    def boot_until(self) -> float:
+        """The latest of those times (-inf: none)."""
+
+
+class AllNodesOn:
+    """:class:`BootableNodes` of a site without node power states: every node is on."""
+
+    def __init__(self) -> None:
+        self.bootable: dict[int, float] = {}
+        self.boot_until = -math.inf
 
 
 class PlannedBoots(Protocol):

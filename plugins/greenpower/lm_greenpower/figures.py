@@ -403,6 +403,46 @@ def plot_grid(pmaxes: Sequence[float], phis: Sequence[float],
     plt.close(fig)
 
 
+def print_groups(runs: list[dict[str, Any]], directory: Path, map_factors: list[float],
+                 plots: bool) -> None:
+    """Print (and with ``plots`` draw) each group of runs of one task set and envelope scale:
+    the Figs 4-5 maps over a grid of p_max, else the phi sweep of Figs 2-3."""
+    groups: dict[tuple[str, float], list[dict[str, Any]]] = defaultdict(list)
+    for run in complete(runs):
+        groups[(run["lengths"], run["scale"])].append(run)
+    for (lengths, scale), group in sorted(groups.items()):
+        print(f"\n== {lengths} tasks, envelope x{scale:g} ==")
+        tag = f"{lengths}-x{scale:g}"
+        if len({r["pmax"] for r in group}) > 1:
+            pmaxes, phis, best = best_grid(group)
+            print(grid_text(pmaxes, phis, best))
+            print(order_wins(phis, best))
+            print()
+            whole_grid = best_grid(group, "nm_whole")
+            print(grid_text(*whole_grid, label="NM whole"))
+            print(order_wins(whole_grid[1], whole_grid[2]))
+            print()
+            print(grid_means(group))
+            for factor in map_factors:
+                for whole, name in ((False, "NM"), (True, "NM whole")):
+                    print()
+                    lowered = best_grid(at_factor(group, factor, whole))
+                    print(grid_text(*lowered, label=f"{name} against C* x {factor:g}"))
+                    print(order_wins(lowered[1], lowered[2]))
+            print()
+            print(lowered_text(group))
+            if plots:
+                plot_grid(pmaxes, phis, best, directory / "plots" / f"kassab-best-{tag}.png",
+                          f"best average NM, {lengths} tasks, envelope x{scale:g}")
+        else:
+            print(phi_sweep(group))
+            print()
+            print(lowered_text(group))
+            if plots:
+                plot_nm(group, directory / "plots" / f"kassab-nm-{tag}.png",
+                        f"average NM, {lengths} tasks, envelope x{scale:g}")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="lm-kassab-figures",
                                      description=__doc__.splitlines()[0])
@@ -432,40 +472,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"lm-kassab-figures: error: no finished planning runs with NM in {directory}",
               file=sys.stderr)
         return 2
-    groups: dict[tuple[str, float], list[dict[str, Any]]] = defaultdict(list)
-    for run in complete(runs):
-        groups[(run["lengths"], run["scale"])].append(run)
-    for (lengths, scale), group in sorted(groups.items()):
-        print(f"\n== {lengths} tasks, envelope x{scale:g} ==")
-        tag = f"{lengths}-x{scale:g}"
-        if len({r["pmax"] for r in group}) > 1:
-            pmaxes, phis, best = best_grid(group)
-            print(grid_text(pmaxes, phis, best))
-            print(order_wins(phis, best))
-            print()
-            whole_grid = best_grid(group, "nm_whole")
-            print(grid_text(*whole_grid, label="NM whole"))
-            print(order_wins(whole_grid[1], whole_grid[2]))
-            print()
-            print(grid_means(group))
-            for factor in map_factors:
-                for whole, name in ((False, "NM"), (True, "NM whole")):
-                    print()
-                    lowered = best_grid(at_factor(group, factor, whole))
-                    print(grid_text(*lowered, label=f"{name} against C* x {factor:g}"))
-                    print(order_wins(lowered[1], lowered[2]))
-            print()
-            print(lowered_text(group))
-            if args.plots:
-                plot_grid(pmaxes, phis, best, directory / "plots" / f"kassab-best-{tag}.png",
-                          f"best average NM, {lengths} tasks, envelope x{scale:g}")
-        else:
-            print(phi_sweep(group))
-            print()
-            print(lowered_text(group))
-            if args.plots:
-                plot_nm(group, directory / "plots" / f"kassab-nm-{tag}.png",
-                        f"average NM, {lengths} tasks, envelope x{scale:g}")
+    print_groups(runs, directory, map_factors, args.plots)
     if args.plots:
         print(f"\nplots in {directory / 'plots'}/")
     return 0
