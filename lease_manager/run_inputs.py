@@ -20,7 +20,6 @@ from lease_manager.energy.series import StepSeries
 from lease_manager.errors import TraceError
 from lease_manager.input_files import input_problem
 from lease_manager.kernel.resources import NodeSet, parse_amounts
-from lease_manager.workload.overheads import read_image_file, with_images, with_overheads
 from lease_manager.workload.swf import SWFConversion, SWFReader, TraceStats, swf_leases
 from lease_manager.workload.tasks import is_task_file, read_tasks
 from lease_manager.workload.trace_kind import is_lwf
@@ -108,9 +107,13 @@ def _with_haizea_inputs(cfg: Config, nodes: NodeSet, leases: Iterable[Lease]
         leases = merge_workloads(leases, read_lwf(injection, nodes.types).leases)
     imagefile = cfg.get("tracefile", "imagefile")
     if imagefile:   # Haizea's: disk images given to the leases in order
+        from lease_manager.workload.overheads import read_image_file, with_images
+
         leases = with_images(leases, read_image_file(imagefile))
     add, memory = cfg.get("tracefile", "add-overhead"), cfg.get("tracefile", "override-memory")
     if add != "none" or memory >= 0:   # Haizea's overheads (workload/overheads.py)
+        from lease_manager.workload.overheads import with_overheads
+
         names = nodes.types.names
         leases = with_overheads(
             leases, add=add, slowdown_percent=cfg.get("tracefile", "runtime-slowdown-overhead"),

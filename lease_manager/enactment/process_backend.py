@@ -61,7 +61,6 @@ from lease_manager.enactment.os_processes import (
     write_json,
 )
 from lease_manager.enactment.process_options import process_options
-from lease_manager.enactment.vm_processes import VmProcesses
 from lease_manager.hookspecs import hookimpl
 
 if TYPE_CHECKING:
@@ -93,6 +92,7 @@ class ProcessBackend(EnactmentBackend):
         # keeps the cgroup names of two daemons (two state folders) apart
         self.token = hashlib.sha1(str(self.root.resolve()).encode()).hexdigest()[:8]
         self._lock = threading.RLock()
+        from lease_manager.enactment.vm_processes import VmProcesses
         self.vms = VmProcesses()
         #: leases being stopped: lease id -> the timer that SIGKILLs them
         self._timers: dict[int, threading.Timer] = {}
