@@ -40,15 +40,6 @@ from lease_manager.kernel.scheduler import LeaseScheduler, SchedulerSettings, Su
 from lease_manager.kernel.scheduler.haizea_resumption import HaizeaSuspendResume
 from lease_manager.kernel.scheduler.image_transfer import ImageTransfers
 from lease_manager.kernel.slottable import SlotTable
-from lease_manager.multisite import (
-    Site,
-    SiteSchedulers,
-    SitesColumns,
-    SitesEnergy,
-    SiteTables,
-    build_site_power,
-    check_sites,
-)
 from lease_manager.observers.metrics import Metrics
 from lease_manager.plugins import (
     ENERGY_PLUGIN,
@@ -67,6 +58,7 @@ from lease_manager.workload.swf import SWFConversion, SWFReader, TraceStats
 if TYPE_CHECKING:
     from lease_manager.kernel.lease import Lease
     from lease_manager.kernel.scheduler import Enactment
+    from lease_manager.multisite import Site
 
 
 class Run:
@@ -132,6 +124,8 @@ class Run:
         #: the sites of a run with several (``[site:NAME]``; empty: one site)
         self.sites = [self._site(name) for name in config.sites]
         if self.sites:
+            from lease_manager.multisite import check_sites  # (several sites)
+
             check_sites(self.sites)
             self.nodes, self.table = self.sites[0].nodes, self.sites[0].table
         else:
@@ -154,6 +148,8 @@ class Run:
             site.ctx.scheduler.bind(site.scheduler)
         selection = self._instantiate("site-selection",
                                       config.get("simulation", "policy-site-selection"))
+        from lease_manager.multisite import SiteSchedulers, SiteTables  # (several sites)
+
         self.scheduler = SiteSchedulers(
             self.sites, selection, cycle=config.get("simulation", "site-selection-cycle"),
             call_at=lambda time, fn: self.engine.call_at(time, fn), view=self.ctx.scheduler)
@@ -217,6 +213,8 @@ class Run:
         config = self.config.for_site(name)
         nodes = site_nodes(config)
         table = self._new_table(config, nodes)
+        from lease_manager.multisite import Site
+
         return Site(name, config, nodes, table, self._context(config, nodes, table))
 
     def _attach_energy(self, config: Config, table: SlotTable, model: PowerModel,
@@ -293,6 +291,8 @@ class Run:
 
     def _build_sites_energy(self) -> None:
         """Each site's energy accounting (a run with several sites)."""
+        from lease_manager.multisite import SitesColumns, SitesEnergy
+
         for site in self.sites:
             if site.ctx.power is not None:
                 site.energy = self._attach_energy(site.config, site.table, site.ctx.power,
@@ -314,6 +314,8 @@ class Run:
         self.switches_logged = False
         self.energy = None
         if self.sites:
+            from lease_manager.multisite import build_site_power
+
             build_site_power(self.sites, self._instantiate)
             self.power = self.sites[0].ctx.power
             self.ctx.power = self.power

@@ -8,7 +8,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from lease_manager.multisite import sites_invariants
 from lease_manager.observers.accounting import Accounting
 from lease_manager.observers.invariants import InvariantChecker
 from lease_manager.plugins import (
@@ -81,6 +80,8 @@ class RunPlugins:
         invariants: InvariantChecker | SitesInvariants | None = None
         if config.get("accounting", "check-invariants"):
             if sites:
+                from lease_manager.multisite import sites_invariants
+
                 invariants = sites_invariants(sites, self.register)
             else:
                 invariants = InvariantChecker(nodes.capacity)
