@@ -18,8 +18,8 @@ import numpy as np
 
 from lease_manager.energy.lease_power import WATTS_ATTRIBUTE
 from lease_manager.kernel.lease import LeaseType
-from lease_manager.workload.lwf import is_lwf, read_lwf
 from lease_manager.workload.tasks import is_task_file
+from lease_manager.workload.trace_kind import is_lwf
 
 if TYPE_CHECKING:
     from lease_manager.config.schema import Config
@@ -130,6 +130,8 @@ def first_need(config: Config, plugins: Plugins, *, serve: bool, from_trace: boo
         if nodes is None:
             return need("LWF trace")
         ars: list[str] = []
+        from lease_manager.workload.lwf import read_lwf
+
         trace_leases = read_lwf(trace, nodes.types).leases
         vm_shape, why = lwf_shape(trace_leases, ars)
         if why:
@@ -222,6 +224,8 @@ def _injection_need(config: Config, plugins: Plugins, injection: str, nodes: Nod
 
         expected = vm_vector(config, nodes)
     ars: list[str] = []
+    from lease_manager.workload.lwf import read_lwf
+
     injected = read_lwf(injection, nodes.types).leases
     vm_shape, why = lwf_shape(injected, ars, expected)
     if why:

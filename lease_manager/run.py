@@ -35,15 +35,6 @@ from lease_manager.kernel.scheduler import LeaseScheduler, SchedulerSettings, Su
 from lease_manager.kernel.scheduler.haizea_resumption import HaizeaSuspendResume
 from lease_manager.kernel.scheduler.image_transfer import ImageTransfers
 from lease_manager.kernel.slottable import SlotTable
-from lease_manager.multisite import (
-    Site,
-    SiteSchedulers,
-    SitesColumns,
-    SitesEnergy,
-    SiteTables,
-    build_site_power,
-    check_sites,
-)
 from lease_manager.observers.metrics import Metrics
 from lease_manager.plugins import (
     ENERGY_PLUGIN,
@@ -64,6 +55,7 @@ if TYPE_CHECKING:
     from lease_manager.kernel.scheduler import Enactment
     from lease_manager.kernel.scheduler.seams import SteppedScheduler
     from lease_manager.kernel.table_protocol import EngineTables, Table
+    from lease_manager.multisite import Site
     from lease_manager.policies import NodePowerPolicy, OperatingPointPolicy
 
 
@@ -129,6 +121,7 @@ class Run:
         #: the sites of a run with several (``[site:NAME]``; empty: one site)
         self.sites = [self._site(name) for name in config.sites]
         if self.sites:
+            from lease_manager.multisite import check_sites
             check_sites(self.sites)
             self.nodes, self.table = self.sites[0].nodes, self.sites[0].table
         else:
@@ -170,6 +163,7 @@ class Run:
             sites_parts.append(parts)
         selection = self._instantiate("site-selection",
                                       config.get("simulation", "policy-site-selection"))
+        from lease_manager.multisite import SiteSchedulers
         self.scheduler = SiteSchedulers(
             self.sites, selection, cycle=config.get("simulation", "site-selection-cycle"),
             origin=self.started_at, call_at=lambda time, fn: self.engine.call_at(time, fn),
@@ -178,6 +172,7 @@ class Run:
         if config.get("malleable", "policy-allocation") != "none":
             raise config.error("malleable", "policy-allocation", "malleable leases need a "
                                "run with one site")
+        from lease_manager.multisite import SiteTables
         return SiteTables([site.table for site in self.sites])
 
     def _build_engine(self, config: Config, tables: EngineTables, leases: Iterable[Lease] | None,
@@ -243,6 +238,7 @@ class Run:
         config = self.config.for_site(name)
         nodes = site_nodes(config)
         table = self._new_table(config, nodes)
+        from lease_manager.multisite import Site
         return Site(name, config, nodes, table, self._context(config, nodes, table))
 
     def _energy_parts(self, config: Config, table: Table, model: PowerModel,
@@ -277,7 +273,9 @@ class Run:
                 site.energy = self._account_energy(site.config, parts, site.name)
         energy = None
         if any(site.energy is not None for site in self.sites):
+            from lease_manager.multisite import SitesEnergy
             self.energy = energy = SitesEnergy(self.sites)   # type: ignore[assignment]
+        from lease_manager.multisite import SitesColumns
         self._register(SitesColumns(energy), SITES_PLUGIN)
 
     def _build_policies(self, config: Config) -> None:
@@ -291,6 +289,7 @@ class Run:
         self.switches_logged = False
         self.energy = None
         if self.sites:
+            from lease_manager.multisite import build_site_power
             build_site_power(self.sites, self._instantiate)
             self.power = self.sites[0].ctx.power
             self.ctx.power = self.power

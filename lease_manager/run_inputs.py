@@ -20,10 +20,9 @@ from lease_manager.energy.series import StepSeries
 from lease_manager.errors import TraceError
 from lease_manager.input_files import input_problem
 from lease_manager.kernel.resources import NodeSet, parse_amounts
-from lease_manager.workload.lwf import is_lwf, read_lwf
-from lease_manager.workload.overheads import read_image_file, with_images, with_overheads
 from lease_manager.workload.swf import SWFConversion, SWFReader, TraceStats, swf_leases
 from lease_manager.workload.tasks import is_task_file, read_tasks
+from lease_manager.workload.trace_kind import is_lwf
 
 if TYPE_CHECKING:
     from lease_manager.config.schema import Config
@@ -65,6 +64,8 @@ def trace_leases(cfg: Config, nodes: NodeSet, stats: TraceStats
     path = _trace_path(cfg)
     reader = None
     if is_lwf(path):
+        from lease_manager.workload.lwf import read_lwf
+
         workload = read_lwf(path, nodes.types)
         stats.read = stats.replayed = len(workload.leases)
         leases: Iterable[Lease] = workload.leases
@@ -101,13 +102,18 @@ def _with_haizea_inputs(cfg: Config, nodes: NodeSet, leases: Iterable[Lease]
         if not Path(injection).is_file():
             raise cfg.error("tracefile", "injectionfile", f"file not found: {injection}")
         from lease_manager.workload.convert import merge_workloads
+        from lease_manager.workload.lwf import read_lwf
 
         leases = merge_workloads(leases, read_lwf(injection, nodes.types).leases)
     imagefile = cfg.get("tracefile", "imagefile")
     if imagefile:   # Haizea's: disk images given to the leases in order
+        from lease_manager.workload.overheads import read_image_file, with_images
+
         leases = with_images(leases, read_image_file(imagefile))
     add, memory = cfg.get("tracefile", "add-overhead"), cfg.get("tracefile", "override-memory")
     if add != "none" or memory >= 0:   # Haizea's overheads (workload/overheads.py)
+        from lease_manager.workload.overheads import with_overheads
+
         names = nodes.types.names
         leases = with_overheads(
             leases, add=add, slowdown_percent=cfg.get("tracefile", "runtime-slowdown-overhead"),

@@ -18,11 +18,11 @@ import numpy as np
 
 from lease_manager.errors import LeaseManagerError
 from lease_manager.observers.accounting import write_summary
-from lease_manager.observers.decisions import DECISIONS_FILE, DecisionLog
 from lease_manager.observers.invariants import stranded
 
 if TYPE_CHECKING:
     from lease_manager.kernel.lease import Lease
+    from lease_manager.observers.decisions import DecisionLog
     from lease_manager.run import Run
 
 
@@ -96,6 +96,8 @@ def write_outputs(run: Run, out: Path) -> Path:
     if run.energy is not None:
         run.energy.write(out)
     if run.decisions is not None:
+        from lease_manager.observers.decisions import DECISIONS_FILE
+
         log_node_switches(run, run.decisions)
         run.decisions.write(out / DECISIONS_FILE)
     return out

@@ -8,9 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from lease_manager.multisite import sites_invariants
 from lease_manager.observers.accounting import Accounting
-from lease_manager.observers.decisions import DecisionLog
 from lease_manager.observers.invariants import InvariantChecker
 from lease_manager.plugins import (
     ACCOUNTING_PLUGIN,
@@ -18,7 +16,6 @@ from lease_manager.plugins import (
     DECISIONS_PLUGIN,
     INVARIANTS_PLUGIN,
 )
-from lease_manager.policies.answers import guard
 
 if TYPE_CHECKING:
     from lease_manager.config.schema import Config
@@ -26,6 +23,7 @@ if TYPE_CHECKING:
     from lease_manager.energy.power_model import PowerModel
     from lease_manager.kernel.resources import NodeSet
     from lease_manager.multisite import Site, SitesInvariants
+    from lease_manager.observers.decisions import DecisionLog
     from lease_manager.observers.leases_csv import LeaseColumns
     from lease_manager.planning.mode import PlanningMode
     from lease_manager.plugins import Plugins
@@ -56,6 +54,8 @@ class RunPlugins:
         self.register(policy, f"run:{kind}:{name}{label}")
         if plugins.policies[kind][name][1] in BUILTIN_PLUGINS:
             return policy
+        from lease_manager.policies.answers import guard
+
         return guard(policy, kind, lambda: plugins.provider(kind, name))
 
     def policies(self, config: Config, ctx: RunContext
@@ -80,6 +80,8 @@ class RunPlugins:
         invariants: InvariantChecker | SitesInvariants | None = None
         if config.get("accounting", "check-invariants"):
             if sites:
+                from lease_manager.multisite import sites_invariants
+
                 invariants = sites_invariants(sites, self.register)
             else:
                 invariants = InvariantChecker(nodes.capacity)
@@ -88,6 +90,8 @@ class RunPlugins:
         self.register(accounting, ACCOUNTING_PLUGIN)
         decisions = None
         if config.get("accounting", "decision-log"):
+            from lease_manager.observers.decisions import DecisionLog
+
             decisions = DecisionLog()
             self.register(decisions, DECISIONS_PLUGIN)
         return invariants, accounting, decisions

@@ -131,10 +131,18 @@ sys.exit(code)
 #: what a default replay (etc/sample.ini, no power model) does not need to load: metadata and
 #: its email parser (plugins are found without them), logging, processes and signals (the
 #: daemon's backends), the statistics module, the offline planner, GreenPar's MILP, the
-#: hints of error messages (difflib), the other commands
+#: hints of error messages (difflib), the other commands, the backends' work values and
+#: their user switching, the LWF reader, the power profile (attrs classes, ~1 ms each to make),
+#: the process backend's VM processes, the decision log, the guard of a package's policies'
+#: answers, Haizea's workload overheads and the multi-site parts (modules a one-site replay
+#: does not use)
 NOT_LOADED = ("importlib.metadata", "email", "logging", "subprocess", "signal", "getpass",
               "statistics", "gzip", "importlib.resources", "lease_manager.plugin_template",
-              "lm_greenpar.milp", "difflib")
+              "lm_greenpar.milp", "difflib", "lease_manager.enactment.work",
+              "lease_manager.enactment.run_as", "lease_manager.workload.lwf",
+              "lease_manager.energy.power_profile", "lease_manager.enactment.vm_processes",
+              "lease_manager.observers.decisions", "lease_manager.policies.answers",
+              "lease_manager.workload.overheads", "lease_manager.multisite")
 NOT_LOADED_PACKAGES = ("lease_manager.daemon", "lease_manager.web", "lease_manager.planning",
                        "lease_manager.experiments.sweep", "lease_manager.experiments.report",
                        "lease_manager.experiments.plots", "lease_manager.config.haizea")

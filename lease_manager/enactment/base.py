@@ -17,8 +17,6 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar, overload
 
-import attrs
-
 from lease_manager.errors import LeaseManagerError
 
 if TYPE_CHECKING:
@@ -26,6 +24,22 @@ if TYPE_CHECKING:
 
     from lease_manager.context import RunContext
     from lease_manager.enactment.run_as import RunAs
+    from lease_manager.enactment.work import WORK_STATES as WORK_STATES
+    from lease_manager.enactment.work import VMWork as VMWork
+    from lease_manager.enactment.work import Work as Work
+    from lease_manager.enactment.work import WorkStatus as WorkStatus
+
+#: the values a backend is told and tells (attrs classes, made when first asked for: their
+#: methods are generated at import, ~3 M instructions each, which a replay does not need)
+_WORK_NAMES = ("VMWork", "Work", "WorkStatus", "WORK_STATES")
+
+
+def __getattr__(name: str) -> object:
+    if name in _WORK_NAMES:
+        from lease_manager.enactment import work
+
+        return getattr(work, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _log() -> logging.Logger:
@@ -38,57 +52,6 @@ def _log() -> logging.Logger:
 class EnactmentError(LeaseManagerError):
     """A backend could not carry out an action; the lease concerned is marked failed with
     this message as its reason."""
-
-
-@attrs.frozen
-class VMWork:
-    """One VM of a lease, placed on a node of the site."""
-
-    index: int          #: the VM's index within the lease (groups in order)
-    node: int           #: the site node it runs on (0-based)
-    node_name: str      #: that node's name for the backend (a Slurm node name, say)
-    cpu: float          #: the VM's CPU amount, in the site's units (0 if the site has no CPU)
-    memory: float       #: the VM's memory in MB (0 if the site has no Memory)
-
-
-@attrs.frozen
-class Work:
-    """What a backend must run for one lease over one stretch of its plan."""
-
-    lease_id: int
-    #: shell command each VM runs (``/bin/sh -c``); empty: the VMs just hold their resources
-    command: str
-    vms: tuple[VMWork, ...]
-    start: float        #: when this stretch starts
-    end: float          #: when its reservation ends: the work is stopped then at the latest
-    #: extra environment for the command (the daemon adds ``LM_LEASE_ID`` and friends)
-    env: Mapping[str, str] = attrs.field(factory=dict)
-    #: the folder the command runs in (checked by the daemon when the lease was requested);
-    #: None: the backend's own folder for the VM
-    workdir: str | None = None
-
-
-#: what a backend can say about a lease's work
-WORK_STATES = ("absent", "planned", "running", "suspended", "exited", "vanished")
-
-
-@attrs.frozen
-class WorkStatus:
-    """What a backend really sees of a lease's work.
-
-    ``absent``: it knows nothing of the lease (never started, or stopped and cleaned up);
-    ``planned``: prepared, not started; ``running``; ``suspended``; ``exited``: every VM's
-    command ended (``exit_code`` is the first non-zero code, else 0); ``vanished``: the work
-    was there and is gone without an exit code (killed behind the daemon's back).
-    """
-
-    state: str
-    exit_code: int | None = None
-    detail: str = ""
-
-    def __attrs_post_init__(self) -> None:
-        if self.state not in WORK_STATES:
-            raise ValueError(f"unknown work state {self.state!r}")
 
 
 class EnactmentBackend:

@@ -41,8 +41,6 @@ from typing import TYPE_CHECKING, Any
 from lease_manager.enactment.base import (
     EnactmentBackend,
     EnactmentError,
-    Work,
-    WorkStatus,
     clean_env,
     work_env,
 )
@@ -63,14 +61,13 @@ from lease_manager.enactment.os_processes import (
     write_json,
 )
 from lease_manager.enactment.process_options import process_options
-from lease_manager.enactment.run_as import DROP, resolve_run_as
-from lease_manager.enactment.vm_processes import VmProcesses
 from lease_manager.hookspecs import hookimpl
 
 if TYPE_CHECKING:
     import subprocess
 
     from lease_manager.context import RunContext
+    from lease_manager.enactment.work import Work, WorkStatus
 
 class ProcessBackend(EnactmentBackend):
     """Each VM of a lease is a local process running the lease's command."""
@@ -88,12 +85,14 @@ class ProcessBackend(EnactmentBackend):
         self.root = self.state_dir()
         self.work_root()            # refuses a work root in the state folder at start
         state = Path(config.get("daemon", "state-dir"))
+        from lease_manager.enactment.run_as import resolve_run_as  # (not at start-up)
         self.run_as = resolve_run_as(config.get("process", "run-as"),
                                      (state, Path(config.get("daemon", "token-file")
                                                   or state / "token")))
         # keeps the cgroup names of two daemons (two state folders) apart
         self.token = hashlib.sha1(str(self.root.resolve()).encode()).hexdigest()[:8]
         self._lock = threading.RLock()
+        from lease_manager.enactment.vm_processes import VmProcesses
         self.vms = VmProcesses()
         #: leases being stopped: lease id -> the timer that SIGKILLs them
         self._timers: dict[int, threading.Timer] = {}
@@ -230,6 +229,7 @@ class ProcessBackend(EnactmentBackend):
         drop = ["", "", ""]
         if self.run_as is not None:
             env.update(self.run_as.env())
+            from lease_manager.enactment.run_as import DROP
             drop = [sys.executable, DROP, self.run_as.ids()]
         # never the VM's folder of logs: that is in the state folder, next to the token
         cwd = self.lease_work_dir(work, vm, owner=self.run_as)
@@ -446,6 +446,8 @@ class ProcessBackend(EnactmentBackend):
         return sorted(ids)
 
     def status(self, lease_id: int) -> WorkStatus:
+        from lease_manager.enactment.work import WorkStatus
+
         with self._lock:
             record = self._load(lease_id)
             if record is None:

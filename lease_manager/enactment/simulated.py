@@ -15,11 +15,12 @@ import json
 import os
 from typing import TYPE_CHECKING
 
-from lease_manager.enactment.base import EnactmentBackend, EnactmentError, Work, WorkStatus
+from lease_manager.enactment.base import EnactmentBackend, EnactmentError
 from lease_manager.hookspecs import hookimpl
 
 if TYPE_CHECKING:
     from lease_manager.context import RunContext
+    from lease_manager.enactment.work import Work, WorkStatus
 
 
 #: the states of work kept in the state file
@@ -125,6 +126,8 @@ class SimulatedBackend(EnactmentBackend):
         return list(self.states)
 
     def status(self, lease_id: int) -> WorkStatus:
+        from lease_manager.enactment.work import WorkStatus
+
         return WorkStatus(self.states.get(lease_id, "absent"))
 
 

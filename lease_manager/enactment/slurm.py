@@ -91,8 +91,6 @@ import attrs
 from lease_manager.enactment.base import (
     EnactmentBackend,
     EnactmentError,
-    Work,
-    WorkStatus,
     node_names,
 )
 from lease_manager.enactment.slurm_commands import (
@@ -106,8 +104,8 @@ from lease_manager.enactment.slurm_options import slurm_options
 from lease_manager.hookspecs import hookimpl
 
 if TYPE_CHECKING:
-
     from lease_manager.context import RunContext
+    from lease_manager.enactment.work import Work, WorkStatus
 
 #: Slurm job states that mean the job is (about to be) running
 _LIVE = {"PENDING", "CONFIGURING", "RUNNING", "COMPLETING", "RESIZING", "REQUEUED",
@@ -432,6 +430,8 @@ class SlurmBackend(EnactmentBackend):
         return list(self.leases)
 
     def status(self, lease_id: int) -> WorkStatus:
+        from lease_manager.enactment.work import WorkStatus
+
         record = self.leases.get(lease_id, {})
         name = self._name(lease_id)
         job = self._job(lease_id)

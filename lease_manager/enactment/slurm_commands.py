@@ -15,10 +15,12 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from lease_manager.enactment.base import EnactmentError, Work, clean_env, work_env
+from lease_manager.enactment.base import EnactmentError, clean_env, work_env
 
 if TYPE_CHECKING:
     import subprocess
+
+    from lease_manager.enactment.work import Work
 
 
 def whole_seconds(t: float) -> int:

@@ -32,7 +32,6 @@ from lease_manager.energy.energy_files import (
     write_energy_files,
 )
 from lease_manager.energy.lease_power import lease_watts, vms_per_node
-from lease_manager.energy.power_profile import PowerProfile, step_profile
 from lease_manager.hookspecs import hookimpl
 from lease_manager.kernel.reservation import ReservationKind
 from lease_manager.observers.leases_csv import LeaseColumns
@@ -41,6 +40,7 @@ if TYPE_CHECKING:
     from lease_manager.context import RunContext
     from lease_manager.energy.node_states import NodePowerStates
     from lease_manager.energy.power_model import PowerModel
+    from lease_manager.energy.power_profile import PowerProfile
     from lease_manager.energy.series import StepSeries
     from lease_manager.kernel.lease import Lease
 
@@ -78,6 +78,7 @@ class EnergyAccounting:
         #: the last time a lease arrived or ended
         self.last_event = -float("inf")
         self.window = (0.0, 0.0)
+        from lease_manager.energy.power_profile import PowerProfile  # (not at start-up)
         self.profile = PowerProfile(np.zeros(0), np.zeros(0))
         self._state_rows: list[tuple[int, str, float, float]] = []
         #: the state rows' nodes, state indices (in :data:`NODE_STATES`), starts and ends
@@ -248,6 +249,7 @@ class EnergyAccounting:
             np.bincount(s_node, s_watts * (s_end - s_start), minlength=n)
             + np.bincount(l_node, l_watts * (l_end - l_start), minlength=n))
         self.node_energy = node_energy
+        from lease_manager.energy.power_profile import step_profile
         self.profile = step_profile(starts, ends, watts, start, end)
         self._tabulate(start, end)
 
@@ -301,6 +303,7 @@ class EnergyAccounting:
             parts_w.append(lease_watts_)
         starts = np.clip(np.concatenate(parts_s), start, end)
         ends = np.clip(np.concatenate(parts_e), start, end)
+        from lease_manager.energy.power_profile import step_profile
         return step_profile(starts, ends, np.concatenate(parts_w), start, end)
 
     def _tabulate(self, start: float, end: float) -> None:

@@ -36,7 +36,6 @@ from __future__ import annotations
 import functools
 import math
 import re
-import zlib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -52,6 +51,7 @@ from lease_manager.kernel.lease import Lease, LeaseType, VMRequest
 from lease_manager.kernel.resources import NodeSet, ResourceTypes
 from lease_manager.kernel.timeutil import MIN_DURATION, parse_duration
 from lease_manager.numbers import parse_float
+from lease_manager.workload.trace_kind import is_lwf as is_lwf
 
 if TYPE_CHECKING:
     import logging
@@ -104,20 +104,6 @@ def lwf_schema() -> etree.XMLSchema:
 
     ref = importlib.resources.files("lease_manager.workload").joinpath("schemas", "lwf.xsd")
     return etree.XMLSchema(etree.fromstring(ref.read_bytes()))
-
-
-def is_lwf(path: str | Path) -> bool:
-    """True if ``path`` looks like an XML (LWF) file rather than SWF: its first non-blank
-    character, after decompressing a ``.gz`` file, is ``<``."""
-    try:
-        with open(path, "rb") as fh:
-            data = fh.read(4096)
-        # the start of a .gz, decompressed as far as it goes (a truncated file too)
-        start = (zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(data, 512)
-                 if data[:2] == b"\x1f\x8b" else data[:512])
-    except (OSError, zlib.error):
-        return False
-    return start.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"<")
 
 
 # ----------------------------------------------------------------------------- reading

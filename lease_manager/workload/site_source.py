@@ -26,10 +26,11 @@ def is_site_reference(text: str) -> bool:
 def site_nodes(config: Config) -> NodeSet:
     """The nodes of the run's site (a :class:`~lease_manager.errors.ConfigError` or
     :class:`~lease_manager.errors.TraceError` naming the file when they cannot be read)."""
-    from lease_manager.workload.lwf import _site, is_lwf, read_lwf
-
     text = config.get("simulation", "resources").strip()
+    # the LWF reader loads only for a site it describes (an attrs class: ~1 ms to make)
     if text == IN_TRACEFILE:
+        from lease_manager.workload.lwf import is_lwf, read_lwf
+
         trace = config.get("tracefile", "tracefile")
         if not trace:
             raise config.error("simulation", "resources", "in-tracefile needs a trace file "
@@ -45,6 +46,8 @@ def site_nodes(config: Config) -> NodeSet:
         base = config.path.resolve().parent if config.path is not None else Path.cwd()
         path = base / name
         from lxml import etree  # here: a run whose nodes are given in the option never loads it
+
+        from lease_manager.workload.lwf import _site
 
         try:
             root = etree.parse(str(path), etree.XMLParser(resolve_entities=False,
