@@ -191,8 +191,8 @@ def _solver_options() -> list[Option]:
             new job starts as it asked). This limit is deterministic: the same problem gives
             the same plan on any machine. The default is about twice the most nodes a solve of
             `etc/greenpar.ini` needs (2,369 of its 118 solves), so that it does not bind there;
-            it does on harder days (0524: 8,016 nodes, 167 CPU-s, in one of its first 27
-            solves; README)."""),
+            it does on harder days (0524: 2 of its first 29 solves need more, 7,435 and 8,016
+            nodes; README)."""),
         Option("greenpar", "solve-time-limit", DURATION, 600.0, maximum=MAX_SECONDS, doc="""
             Aggressive: the longest one MILP solve may take (wall-clock seconds), a safety
             net behind `solve-node-limit`, set far above the time `etc/greenpar.ini`'s
