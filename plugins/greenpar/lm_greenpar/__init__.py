@@ -22,13 +22,28 @@ __version__ = "0.1.0"
 
 import math
 
-from lease_manager import DURATION, FLOAT, MAX_SECONDS, PATH, STRING, Option, OptionType, hookimpl
+from lease_manager import (
+    DURATION,
+    FLOAT,
+    INTEGER,
+    MAX_SECONDS,
+    PATH,
+    STRING,
+    Option,
+    OptionType,
+    hookimpl,
+)
 
 from .accounting import GreenParAccounting
 from .apps import GreenParApps
 from .heuristics import Baseline, Nebulous, Reactive
 from .optimizing import Aggressive, Offline
 from .speedups import SpeedupProfiles
+
+#: the largest node limit (HiGHS' ``mip_max_nodes`` is a 32-bit integer: at most 2**31 - 1)
+MAX_NODE_LIMIT = 10**9
+#: Aggressive's default node limit (see the option's doc and the README)
+SOLVE_NODE_LIMIT = 5_000
 
 __all__ = ["__version__", "Baseline", "Reactive", "Nebulous", "Aggressive", "Offline",
            "GreenParApps", "GreenParAccounting", "SpeedupProfiles", "APPS", "CORE_MAP"]
@@ -167,14 +182,35 @@ def _resizing_options() -> list[Option]:
 def _solver_options() -> list[Option]:
     """The MILP solves' limits."""
     return [
-        Option("greenpar", "solve-time-limit", DURATION, 30.0, maximum=MAX_SECONDS, doc="""
-            Aggressive: the longest one MILP solve may take (wall-clock seconds); a solve that
-            hits it uses the best plan found and is counted (`greenpar_solves_time_limited`).
-            A run none of whose solves hit a limit is reproducible; one whose solves do depends
-            on the machine's speed and load."""),
+        Option("greenpar", "solve-node-limit", INTEGER, SOLVE_NODE_LIMIT, minimum=0,
+               maximum=MAX_NODE_LIMIT, doc="""
+            Aggressive: the most branch-and-bound nodes one MILP solve may explore (HiGHS'
+            mip_max_nodes; 0: no limit). A solve that hits it uses
+            the best plan found and is counted (`greenpar_solves_node_limited`); if HiGHS has
+            found none, the solve counts as failed too and the policy keeps its last plan (a
+            new job starts as it asked). This limit is deterministic: the same problem gives
+            the same plan on any machine. The default is about twice the most nodes a solve of
+            `etc/greenpar.ini` needs (2,369 of its 118 solves), so that it does not bind there;
+            it does on harder days (0524: 2 of its first 29 solves need more, 7,435 and 8,016
+            nodes; README)."""),
+        Option("greenpar", "solve-time-limit", DURATION, 600.0, maximum=MAX_SECONDS, doc="""
+            Aggressive: the longest one MILP solve may take (wall-clock seconds), a safety
+            net behind `solve-node-limit`, set far above the time `etc/greenpar.ini`'s
+            solves take even on a loaded machine (at most 158 s at a load of 10 on 2 cores);
+            a solve that hits it uses the best plan found and is counted
+            (`greenpar_solves_time_limited`). Where it stops a solve depends on the machine's
+            speed and load: a run in which it binds says so (`greenpar_depends_on_machine` in
+            the summary, and a warning at the end)."""),
         Option("greenpar", "mip-gap", FLOAT, 0.01, minimum=0, maximum=1, doc="""
             Aggressive and Offline: a MILP solve stops once its plan is within this
             relative gap of the best possible (HiGHS' mip_rel_gap; 0.01: within 1%)."""),
+        Option("greenpar", "offline-node-limit", INTEGER, 0, minimum=0,
+               maximum=MAX_NODE_LIMIT, doc="""
+            Offline: the most branch-and-bound nodes its one MILP solve may explore (0: no
+            limit), as `solve-node-limit`. Set it for a
+            reproducible Offline run: without it, its solve of a whole day usually stops at
+            `offline-time-limit`, on the machine's speed and load."""),
         Option("greenpar", "offline-time-limit", DURATION, 600.0, maximum=MAX_SECONDS, doc="""
-            Offline: the longest its one MILP solve over the whole workload may take."""),
+            Offline: the longest its one MILP solve over the whole workload may take
+            (wall-clock seconds; machine-dependent, as `solve-time-limit`)."""),
     ]

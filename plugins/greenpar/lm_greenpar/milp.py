@@ -24,6 +24,13 @@ sum_o x[j,k,o]``.
 
 Pow(n) = P n (P = a busy server's watts minus a sleeping one's, ``base`` = all servers
 sleeping) and ME(n) = ME n are linear, as the paper's.
+
+Two limits stop a solve before HiGHS proves its plan within the gap. ``node_limit`` (HiGHS'
+``mip_max_nodes``, branch-and-bound nodes) is deterministic: the same problem and options
+give the same nodes, plan and status on any machine. ``time_limit`` (wall-clock seconds) is a
+safety net only: where it stops a solve depends on the machine's speed and load. Either way
+the solve returns the best plan found, if HiGHS has one (it may have none when a limit stops
+it early: the solution is then empty, as for an infeasible problem).
 """
 
 from __future__ import annotations
@@ -75,13 +82,15 @@ class Problem:
 class Solution:
     status: int                     #: scipy's: 0 optimal, 1 time limit, 2 infeasible...
     message: str
-    time_limited: bool
+    time_limited: bool              #: the wall-clock limit stopped it (machine-dependent)
     seconds: float
     objective: float
     #: per job key: VMs chosen, and servers in each epoch (0: not running)
     vms: dict[int, int]
     servers: dict[int, list[int]]
     slack: dict[int, float]
+    node_limited: bool = False      #: the node limit stopped it (deterministic)
+    nodes: int | None = None        #: branch-and-bound nodes HiGHS solved
 
     @property
     def ok(self) -> bool:
@@ -130,10 +139,10 @@ class _Model:
     def row(self, coefs: dict[int, float], lo: float, hi: float) -> None:
         self.rows.append((coefs, lo, hi))
 
-    def solve(self, time_limit: float, gap: float
-              ) -> tuple[int, str, np.ndarray | None, float]:
-        """HiGHS's result on the model (``scipy.optimize.milp``): its status, message,
-        values of the variables (None: no solution) and objective."""
+    def solve(self, time_limit: float, gap: float, node_limit: int | None = None):
+        """HiGHS's result on the model (``scipy.optimize.milp``'s ``OptimizeResult``: its
+        status, message, ``x``, the values of the variables (None: no solution), ``fun``,
+        the objective, and ``mip_node_count``)."""
         data: list[float] = []
         ri: list[int] = []
         ci: list[int] = []
@@ -151,16 +160,28 @@ class _Model:
         from scipy.optimize import Bounds, LinearConstraint, milp
 
         matrix = sparse.csr_array((data, (ri, ci)), shape=(len(self.rows), len(self.cols)))
-        result = milp(np.array(self.cols), constraints=LinearConstraint(matrix, lo, hi),
-                      integrality=np.array(self.integer), bounds=Bounds(self.lower, self.upper),
-                      options={"time_limit": max(time_limit, 0.1), "disp": False,
-                               "mip_rel_gap": gap})
-        return result.status, str(result.message), result.x, result.fun
+        options = {"time_limit": max(time_limit, 0.1), "disp": False, "mip_rel_gap": gap}
+        if node_limit is not None:
+            options["node_limit"] = int(node_limit)
+        return milp(np.array(self.cols), constraints=LinearConstraint(matrix, lo, hi),
+                    integrality=np.array(self.integer), bounds=Bounds(self.lower, self.upper),
+                    options=options)
 
 
-def solve(problem: Problem, jobs: Sequence[Job], time_limit: float, gap: float = 1e-4
-          ) -> Solution:
-    """Solve the MILP (see the module docstring) within ``time_limit`` seconds."""
+def stopped_by_node_limit(status: int, message: str, nodes: int | None,
+                          node_limit: int | None) -> bool:
+    """Whether HiGHS stopped at its node limit. scipy has no status of its own for it: HiGHS'
+    "Solution limit reached" (its model status 16, which ``mip_max_nodes`` gives) comes back
+    as scipy's status 4 ("not recognized") with HiGHS' words in the message."""
+    if node_limit is None or status in (0, 1, 2, 3):
+        return False
+    return "solution limit" in message.lower() or (nodes is not None and nodes >= node_limit)
+
+
+def solve(problem: Problem, jobs: Sequence[Job], time_limit: float, gap: float = 1e-4,
+          node_limit: int | None = None) -> Solution:
+    """Solve the MILP (see the module docstring) within ``node_limit`` branch-and-bound nodes
+    (None: no limit) and ``time_limit`` wall-clock seconds."""
     t_start = time.process_time()
     horizon = len(problem.green)
     lengths = np.full(horizon, problem.epoch)
@@ -173,11 +194,16 @@ def solve(problem: Problem, jobs: Sequence[Job], time_limit: float, gap: float =
     for job in jobs:
         xs[job.key], slack[job.key] = _add_job(model, problem, job, lengths, n_jobs)
     _add_epochs(model, problem, lengths)
-    status, message, x, objective = model.solve(time_limit, gap)
+    result = model.solve(time_limit, gap, node_limit)
+    status, message, x = int(result.status), str(result.message), result.x
+    nodes = getattr(result, "mip_node_count", None)
+    nodes = None if nodes is None else int(nodes)
     seconds = time.process_time() - t_start
     limited = status == 1
+    by_nodes = stopped_by_node_limit(status, message, nodes, node_limit)
     if x is None:
-        return Solution(status, message, limited, seconds, math.nan, {}, {}, {})
+        return Solution(status, message, limited, seconds, math.nan, {}, {}, {},
+                        node_limited=by_nodes, nodes=nodes)
     vms: dict[int, int] = {}
     plans: dict[int, list[int]] = {}
     for job in jobs:
@@ -189,8 +215,9 @@ def solve(problem: Problem, jobs: Sequence[Job], time_limit: float, gap: float =
                     vms.setdefault(job.key, v)
         plans[job.key] = plan
         vms.setdefault(job.key, job.options[0][1])
-    return Solution(status, message, limited, seconds, float(objective), vms, plans,
-                    {j: float(x[s]) for j, s in slack.items()})
+    return Solution(status, message, limited, seconds, float(result.fun), vms, plans,
+                    {j: float(x[s]) for j, s in slack.items()}, node_limited=by_nodes,
+                    nodes=nodes)
 
 
 def _add_job(model: _Model, problem: Problem, job: Job, lengths: np.ndarray, n_jobs: int

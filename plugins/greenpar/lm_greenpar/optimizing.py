@@ -6,8 +6,13 @@
   servers), every end and every new forecast, and in between follows its last plan at each
   epoch.
 - ``offline`` knows every job of the workload in advance (read ahead from the trace) and the
-  *actual* green production; it solves once, at the first arrival, with a longer time limit,
-  and follows that plan.
+  *actual* green production; it solves once, at the first arrival, with its own limits, and
+  follows that plan.
+
+Each solve stops at a node limit (deterministic) or, as a safety net, a wall-clock limit. A
+solve the wall-clock limit stopped makes the run's result depend on the machine's speed and
+load: the summary says so (``greenpar_depends_on_machine``) and the run ends with a warning
+on standard error.
 
 Both keep each job's cumulative SLA at every epoch (a plan cut short by migration pauses is
 topped up by the fewest servers that keep it), keep a job whose plan has ended at its last
@@ -18,6 +23,7 @@ no solution (a job that could not start at once).
 from __future__ import annotations
 
 import math
+import sys
 from typing import TYPE_CHECKING
 
 from lease_manager import Allocation, Lease, hookimpl
@@ -28,11 +34,12 @@ if TYPE_CHECKING:   # (the MILP module, with its attrs classes, loads when a pol
     from .milp import Job, Problem, Solution
 
 
-def solve(problem: Problem, jobs: list[Job], limit: float, gap: float) -> Solution:
+def solve(problem: Problem, jobs: list[Job], limit: float, gap: float,
+          node_limit: int | None = None) -> Solution:
     """:func:`.milp.solve` (its module loads with the first solve: start-up)."""
     from .milp import solve as milp_solve
 
-    return milp_solve(problem, jobs, limit, gap)
+    return milp_solve(problem, jobs, limit, gap, node_limit)
 
 
 class Optimizing(GreenParPolicy):
@@ -47,8 +54,12 @@ class Optimizing(GreenParPolicy):
         self.plan_t0 = 0.0
         self.plan: dict[int, list[int]] = {}
         self.plan_vms: dict[int, int] = {}
+        #: this policy's limits (set by each policy: its own options)
+        self.time_limit = math.inf
+        self.node_limit: int | None = None
         self.solves = 0
         self.limited = 0
+        self.node_limited = 0
         self.failed = 0
         self.solver_seconds = 0.0
         self.slack = 0.0
@@ -117,14 +128,16 @@ class Optimizing(GreenParPolicy):
                    sla_rate=self.sla_rate(lease), first=first, first_length=first_length,
                    slowdown=self.slowdown)
 
-    def run_solver(self, problem: Problem, jobs: list[Job], limit: float) -> Solution:
-        solution = solve(problem, jobs, limit, self.gap)
+    def run_solver(self, problem: Problem, jobs: list[Job]) -> Solution:
+        solution = solve(problem, jobs, self.time_limit, self.gap, self.node_limit)
         self.solves += 1
         self.solver_seconds += solution.seconds
         if solution.time_limited:
             self.limited += 1
             self.ctx.metrics.record("greenpar_time_limited_solve", self.ctx.now,
                                     solution.seconds)
+        if solution.node_limited:
+            self.node_limited += 1
         if not solution.ok:
             self.failed += 1
         else:
@@ -167,10 +180,23 @@ class Optimizing(GreenParPolicy):
         return self.decisions({l.id: (self.planned(l, now), l.vms.count) for l in running},
                               running, now)
 
+    def time_limit_option(self) -> str:
+        return "solve-time-limit"
+
+    @hookimpl
+    def run_finished(self):
+        if self.limited:
+            print(f"lm-greenpar: warning: {self.limited} of {self.solves} MILP solves hit the "
+                  f"wall-clock limit ([greenpar] {self.time_limit_option()} = "
+                  f"{self.time_limit:g} s): this run's results depend on the machine's speed "
+                  f"and load (greenpar_depends_on_machine)", file=sys.stderr)
+
     @hookimpl
     def collect_summary(self):
         return {**self.resize_summary(), "greenpar_solves": self.solves,
                 "greenpar_solves_time_limited": self.limited,
+                "greenpar_solves_node_limited": self.node_limited,
+                "greenpar_depends_on_machine": self.limited > 0,
                 "greenpar_solves_failed": self.failed,
                 "greenpar_solver_cpu_seconds": round(self.solver_seconds, 3),
                 "greenpar_sla_slack": self.slack,
@@ -185,7 +211,8 @@ class Aggressive(Optimizing):
 
     def __init__(self, ctx):
         super().__init__(ctx)
-        self.time_limit: float = ctx.config.get("greenpar", "solve-time-limit")
+        self.time_limit = ctx.config.get("greenpar", "solve-time-limit")
+        self.node_limit = ctx.config.get("greenpar", "solve-node-limit") or None
         self._new: list[Lease] = []
         self._new_at = -math.inf
 
@@ -200,8 +227,7 @@ class Aggressive(Optimizing):
         t0 = self.grid(now)
         first = t0 + self.epoch - now
         epochs = max(epochs_needed(j, self.epoch) for j in jobs)
-        solution = self.run_solver(self.problem(t0, first, epochs, now), jobs,
-                                   self.time_limit)
+        solution = self.run_solver(self.problem(t0, first, epochs, now), jobs)
         if solution.ok:
             # plan epoch k covers [t0 + k epoch, ...): the run's grid from t0
             self.adopt(t0, solution)
@@ -236,8 +262,12 @@ class Offline(Optimizing):
 
     def __init__(self, ctx):
         super().__init__(ctx)
-        self.time_limit: float = ctx.config.get("greenpar", "offline-time-limit")
+        self.time_limit = ctx.config.get("greenpar", "offline-time-limit")
+        self.node_limit = ctx.config.get("greenpar", "offline-node-limit") or None
         self.solved = False
+
+    def time_limit_option(self) -> str:
+        return "offline-time-limit"
 
     def solve_all(self, first: Lease, now: float) -> None:
         from .milp import epochs_needed
@@ -249,8 +279,7 @@ class Offline(Optimizing):
             k = math.floor(lease.submit / self.epoch + 1e-9)
             jobs.append(self.job_new(lease, k, (k + 1) * self.epoch - lease.submit))
         epochs = max(j.first + epochs_needed(j, self.epoch) for j in jobs)
-        solution = self.run_solver(self.problem(0.0, self.epoch, epochs, None), jobs,
-                                   self.time_limit)
+        solution = self.run_solver(self.problem(0.0, self.epoch, epochs, None), jobs)
         if solution.ok:
             self.adopt(0.0, solution)
 

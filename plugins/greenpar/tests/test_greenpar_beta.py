@@ -27,9 +27,9 @@ def test_a_run_time_hour_costs_beta_server_hours(tmp_path, monkeypatch):
     seen: list[float] = []
     solve = optimizing.solve
 
-    def spy(problem, jobs, limit, gap):
+    def spy(problem, jobs, limit, gap, node_limit=None):
         seen.append(problem.beta_cost)
-        return solve(problem, jobs, limit, gap)
+        return solve(problem, jobs, limit, gap, node_limit)
 
     monkeypatch.setattr(optimizing, "solve", spy)
     table = speedups(tmp_path / "sp.csv", TABLE)

@@ -74,3 +74,48 @@ def test_a_solve_that_hits_the_time_limit_says_so():
                       beta_cost=0.25)
     solution = solve(problem, jobs, time_limit=0.01, gap=0.0)
     assert solution.time_limited and solution.status == 1
+
+
+#: ONE and TWO where the green falls after epoch 1 and brown costs three times as much from
+#: epoch 1 on; the MILP needs branching to prove its optimum (5 nodes with scipy 1.17's HiGHS)
+BRANCHING = Problem(epoch=900, green=[500, 400, 100, 400], price=[0.1, 0.3, 0.3, 0.3],
+                    base_watts=50, server_watts=100, migration_joules=3600, capacity=6,
+                    beta_cost=0.04)
+
+
+def test_the_node_limit_stops_a_solve_deterministically():
+    """
+    Optimum (as enumeration finds it), 4 VMs each:
+    epoch      0 (500 W)   1 (400 W)   2 (100 W)   3 (400 W)
+    job 1      1 server    2           1           2      900 + 1,800 + 900 + 1,800 = 5,400
+    job 2      4 (SP 2.8)  -           -           -      2,520 >= 1,800
+    servers    5           2           1           2      migrations 4 x 3,600 J, 1 a epoch
+    brown J    48,600      0           48,600      0      (550 W x 900 s + 3,600 - 450,000;
+                                                           150 W x 900 s + 3,600 - 90,000)
+    $0.1 x 0.0135 kWh + $0.3 x 0.0135 kWh = $0.0054; run time 5 job-epochs x 0.25 h x
+    $0.04 / 2 = $0.025: objective $0.0304.
+
+    Stopped after 1 node, HiGHS' best plan (job 2 on 2 VMs):
+    job 1      4 servers   2           1           -      2,700 + 1,800 + 900 = 5,400
+    job 2      1           1           -           -      900 + 900 = 1,800
+    servers    5           3           1           0      migrations 2, 2, 1 servers
+    brown J    52,200      0           48,600      0      (550 W x 900 s + 7,200 - 450,000)
+    $0.00145 + $0.00405 + the same $0.025 = $0.0305.
+
+    The same limit gives the same plan every time (nodes, not seconds); 6 nodes let HiGHS
+    prove the optimum (a limit equal to the nodes it needs, 5, still stops it: the default
+    must be above every solve's node count)."""
+    cost, plans = enumerate_best(BRANCHING, [ONE, TWO])
+    assert cost == pytest.approx(0.0304)
+    first, again = (solve(BRANCHING, [ONE, TWO], time_limit=600, gap=0.0, node_limit=1)
+                    for _ in range(2))
+    assert first.node_limited and not first.time_limited and first.nodes == 1
+    assert first.servers == again.servers == {1: [4, 2, 1, 0], 2: [1, 1, 0, 0]}
+    assert first.vms == again.vms == {1: 4, 2: 2}
+    assert first.objective == again.objective == pytest.approx(0.0305)
+    assert first.slack == {1: pytest.approx(0), 2: pytest.approx(0)}
+    free = solve(BRANCHING, [ONE, TWO], time_limit=600, gap=0.0, node_limit=6)
+    assert free.status == 0 and not free.node_limited and free.nodes == 5
+    assert free.servers == plans and free.objective == pytest.approx(0.0304)
+    assert solve(BRANCHING, [ONE, TWO], time_limit=600, gap=0.0, node_limit=5).node_limited
+

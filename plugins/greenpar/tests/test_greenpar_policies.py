@@ -187,7 +187,7 @@ def test_aggressive_does_not_start_a_job_below_its_sla(tmp_path, table, monkeypa
     from lm_greenpar.milp import Solution
 
     for planned, started, unsafe in ((1, 2, 1), (4, 4, 0)):
-        def fake(problem, jobs, limit, gap, n=planned):
+        def fake(problem, jobs, limit, gap, node_limit=None, n=planned):
             return Solution(1, "time limit reached", True, 0.0, 0.0, {j.key: 4 for j in jobs},
                             {j.key: [n] * len(problem.green) for j in jobs}, {})
 

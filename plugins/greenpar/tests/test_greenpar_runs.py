@@ -60,6 +60,22 @@ def test_the_optimising_policies_report_their_solves(summaries):
         assert summaries[policy]["greenpar_solves_failed"] == 0
 
 
-def test_a_time_limited_solve_is_counted():
+def test_a_time_limited_solve_is_counted_and_the_run_says_it_depends_on_the_machine(capsys):
     s = run("offline", "greenpar.offline-time-limit=0.001", "greenpar.mip-gap=0").summary
     assert s["greenpar_solves_time_limited"] == 1
+    assert s["greenpar_depends_on_machine"] is True
+    lines = capsys.readouterr().err.splitlines()
+    assert lines == ["lm-greenpar: warning: 1 of 1 MILP solves hit the wall-clock limit "
+                     "([greenpar] offline-time-limit = 0.001 s): this run's results depend on "
+                     "the machine's speed and load (greenpar_depends_on_machine)"]
+
+
+def test_a_node_limited_solve_is_counted_and_the_run_does_not_depend_on_the_machine(capsys):
+    """Offline's one solve of the 7 jobs needs more than one node to prove its plan optimal
+    (gap 0): stopped at 1 node, it is counted, and the run stays reproducible."""
+    s = run("offline", "greenpar.offline-node-limit=1", "greenpar.mip-gap=0").summary
+    assert s["greenpar_solves_node_limited"] == 1 and s["greenpar_solves_failed"] == 0
+    assert s["greenpar_solves_time_limited"] == 0
+    assert s["greenpar_depends_on_machine"] is False
+    assert s["leases_completed"] == 7 and s["greenpar_sla_violations"] == 0
+    assert capsys.readouterr().err == ""
