@@ -32,7 +32,8 @@ def driver(backend):
     failed = []
     run = SimpleNamespace(nodes=parse_site("4 CPU:2 Memory:1024"), timeline=Timeline(),
                           engine=SimpleNamespace(post=posted.append),
-                          site_scheduler=SimpleNamespace(fail=lambda l, now, why: failed.append(why)))
+                          site_scheduler=SimpleNamespace(
+                              fail=lambda l, now, why: failed.append(why)))
     return EnactmentDriver(run, backend, ("a", "b", "c", "d")), run, posted, failed
 
 
