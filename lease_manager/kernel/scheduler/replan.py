@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING
 
 from lease_manager.kernel.enum_members import members
 from lease_manager.kernel.lease import Lease, LeaseState
-from lease_manager.kernel.scheduler import haizea_asap, image_transfer
 from lease_manager.kernel.slottable import Reservation, ReservationKind
 
 if TYPE_CHECKING:
@@ -89,11 +88,11 @@ class Replanner:
                 plan = sched.suspender.resumption_plan(lease, now, allow_future)
             finally:
                 sched.reeval.replanning_lease = False
-        elif sched.preparation is not None and sched.preparation.manages(lease):
-            found = image_transfer.plan_asap(sched, lease, now, allow_future)
+        elif sched.transfer_planner is not None and sched.transfer_planner.manages(lease):
+            found = sched.transfer_planner.plan_asap(lease, now, allow_future)
             plan, in_future = (None, False) if found is None else found
         elif sched.settings.haizea_planning:
-            found = haizea_asap.plan(sched, lease, now, allow_future)
+            found = sched.haizea_planner.plan(lease, now, allow_future)
             plan, in_future = (None, False) if found is None else found
         else:
             plan, booted = self._plan_new(lease, now, allow_future)

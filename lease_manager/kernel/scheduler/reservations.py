@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING
 
 from lease_manager.kernel.enum_members import members
 from lease_manager.kernel.lease import Lease, LeaseType
-from lease_manager.kernel.scheduler import image_transfer
 from lease_manager.kernel.scheduler.transaction import PlanChange
 from lease_manager.kernel.slottable import Reservation
 
@@ -34,8 +33,9 @@ class OwnSlots:
     def immediate(self, lease: Lease, now: float) -> None:
         """Start immediate ``lease`` now, or reject it."""
         sched = self._sched
-        if sched.preparation is not None and sched.preparation.manages(lease):
-            found = image_transfer.plan_asap(sched, lease, now, False)   # after its image
+        transfers = sched.transfer_planner
+        if transfers is not None and transfers.manages(lease):
+            found = transfers.plan_asap(lease, now, False)   # after its image
             if found is None:
                 sched.reject(lease, now, "no room once its image is sent (an immediate lease "
                                          "is never queued)")
@@ -103,9 +103,9 @@ class OwnSlots:
                 sched.reject(lease, now, "the requested interval could not be freed")
                 return
         plan = [res]
-        if sched.preparation is not None and sched.preparation.manages(lease):
-            # its image by its start
-            prepared = image_transfer.prepare_exact(sched, lease, res, now)
+        transfers = sched.transfer_planner
+        if transfers is not None and transfers.manages(lease):
+            prepared = transfers.prepare_exact(lease, res, now)   # its image by its start
             if isinstance(prepared, str):
                 sched.reject(lease, now, prepared)
                 return
