@@ -18,7 +18,7 @@ from lease_manager.kernel.lease import Lease, LeaseState, LeaseType
 from lease_manager.kernel.slottable import Reservation, ReservationKind
 
 if TYPE_CHECKING:
-    from lease_manager.kernel.scheduler.core import LeaseScheduler
+    from lease_manager.kernel.scheduler.queue_host import BackfillHost
     from lease_manager.kernel.table_protocol import CountProfile
 
 S = members(LeaseState)
@@ -38,16 +38,13 @@ class Backfiller:
     the queue (its :class:`~lease_manager.kernel.scheduler.wait_queue.WaitQueue`), and
     backfilling. The parts fixed at construction (the table, the settings, the plan book,
     the placer's methods) it keeps itself, read once: the per-lease path asks the scheduler
-    only for what the energy parts change (nodes to boot, the power cap).
-
-    It holds the scheduler itself, not a narrower Protocol: it hands the scheduler on to
-    image transfers and Haizea's planning, which still take all of it."""
+    only for what the energy parts change (nodes to boot, the power cap)."""
 
     __slots__ = ("held", "_sched", "_waiting", "_queue", "_table", "_counting", "_settings",
                  "_plans", "_most", "_transfers", "_haizea", "_length", "_place_at", "_find_slot",
                  "_refused_plan", "_commit", "_start_at_once")
 
-    def __init__(self, sched: LeaseScheduler) -> None:
+    def __init__(self, sched: BackfillHost) -> None:
         self._sched = sched
         #: HELD leases (held back by the queue policy), by id
         self.held: dict[int, Lease] = {}
