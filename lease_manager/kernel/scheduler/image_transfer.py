@@ -233,10 +233,8 @@ class TransferPlanner:
         #: Haizea's planning places the VMs (with Haizea's suspension model)
         self._haizea_plans = isinstance(settings.suspend_resume, HaizeaSuspendResume)
 
-    @staticmethod
-    def manages(lease: Lease) -> bool:
-        """Does ``lease`` need an image transferred (it names a disk image)?"""
-        return "disk-image" in lease.extra
+    #: does a lease need an image transferred (it names a disk image)?
+    manages = staticmethod(ImageTransfers.manages)
 
     def _place_on(self, lease: Lease, start: float, duration: float,
                   allowed: set[int] | None) -> Reservation | None:
