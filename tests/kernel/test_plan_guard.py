@@ -22,7 +22,8 @@ import pytest
 
 from lease_manager.kernel.lease import Lease, LeaseType, VMRequest
 from lease_manager.kernel.reservation import Reservation, ReservationKind
-from lease_manager.kernel.scheduler import haizea_asap, image_transfer
+from lease_manager.kernel.scheduler.haizea_asap import HaizeaPlanner
+from lease_manager.kernel.scheduler.image_transfer import TransferPlanner
 from lease_manager.kernel.scheduler.placing import Placer, plan_fault
 from lease_manager.kernel.scheduler.suspension import Suspender
 
@@ -132,17 +133,17 @@ def test_an_impossible_image_transfer_rejects_a_best_effort_lease(monkeypatch):
         node 0  |#1 0--------------100|
         node 1        |#3 20-------------120|     (#2 rejected at 10)
     """
-    original = image_transfer.plan_asap
+    original = TransferPlanner.plan_asap
 
-    def plan_asap(sched, lease, now, allow_future):
-        found = original(sched, lease, now, allow_future)
+    def plan_asap(self, lease, now, allow_future):
+        found = original(self, lease, now, allow_future)
         if found is not None and lease.id == 2:
             transfer = found[0][0]
             assert transfer.kind == ReservationKind.TRANSFER
             transfer.start, transfer.end = -70.0, 10.0
         return found
 
-    monkeypatch.setattr(image_transfer, "plan_asap", plan_asap)
+    monkeypatch.setattr(TransferPlanner, "plan_asap", plan_asap)
     two = be(2, 1, 50, 10)
     two.extra.update({"disk-image": "a", "disk-image-size": 1000})
     leases = [be(1, 1, 100, 0), two, be(3, 1, 100, 20)]
@@ -156,15 +157,15 @@ def test_an_impossible_image_transfer_rejects_a_best_effort_lease(monkeypatch):
 def test_an_impossible_plan_from_haizeas_planning_rejects_the_lease(monkeypatch):
     """Haizea's planning (``suspendresume-model = haizea``), the same case as the first
     test with #2's plan made empty: #2 rejected at 10, #3 runs 20-120 on node 1."""
-    original = haizea_asap.plan
+    original = HaizeaPlanner.plan
 
-    def plan(sched, lease, now, allow_future):
-        found = original(sched, lease, now, allow_future)
+    def plan(self, lease, now, allow_future):
+        found = original(self, lease, now, allow_future)
         if found is not None and lease.id == 2:
             found[0][-1].end = found[0][-1].start
         return found
 
-    monkeypatch.setattr(haizea_asap, "plan", plan)
+    monkeypatch.setattr(HaizeaPlanner, "plan", plan)
     leases = [be(1, 1, 100, 0), be(2, 1, 50, 10), be(3, 1, 100, 20)]
     simulate(leases, "scheduling.suspendresume-model=haizea", resources=TWO_NODES)
     assert leases[1].state.value == "rejected"

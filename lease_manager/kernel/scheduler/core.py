@@ -48,7 +48,8 @@ from lease_manager.kernel.events import Timeline
 from lease_manager.kernel.extra_attributes import USER_RATE
 from lease_manager.kernel.lease import TRANSITIONS, Lease, LeaseState, LeaseType
 from lease_manager.kernel.scheduler import replan
-from lease_manager.kernel.scheduler.image_transfer import ImageTransfers
+from lease_manager.kernel.scheduler.haizea_asap import HaizeaMapper, HaizeaPlanner
+from lease_manager.kernel.scheduler.image_transfer import ImageTransfers, TransferPlanner
 from lease_manager.kernel.scheduler.interruptions import compose as compose_interruptions
 from lease_manager.kernel.scheduler.lifecycle import Lifecycle
 from lease_manager.kernel.scheduler.placing import Placer
@@ -201,6 +202,14 @@ class LeaseScheduler:
         self._commit, self._adopt = placer.commit, placer.adopt
         self._refused_plan, self._start_at_once = placer.refused_plan, placer.start_at_once
         self._pin = placer.pin
+        #: Haizea's planning of best-effort leases (haizea_asap.py), and planning with disk
+        #: images sent first (image_transfer.py; None without image transfers)
+        self.haizea_planner: HaizeaPlanner = HaizeaPlanner(self, HaizeaMapper(
+            self.table, self.table_view, self.host_selection, self.settings))
+        self.transfer_planner: TransferPlanner | None = None
+        if self.preparation is not None:
+            self.transfer_planner = TransferPlanner(self, self.preparation,
+                                                    self.haizea_planner, self.settings)
         #: the cycle, the held and queued leases, backfilling (the engine's calls go straight
         #: to it; ``_requeue`` is preemption's)
         self.backfiller: Backfiller = Backfiller(self)

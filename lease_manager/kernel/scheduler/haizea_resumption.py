@@ -22,18 +22,26 @@ the reservation ends after the remaining work and the shutdown.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
 from lease_manager.kernel.enum_members import members
 from lease_manager.kernel.events import EventKind
 from lease_manager.kernel.lease import Lease
-from lease_manager.kernel.scheduler import haizea_asap
+from lease_manager.kernel.scheduler.haizea_asap import HaizeaMapper
 from lease_manager.kernel.scheduler.suspension import Suspender, SuspendResume
 from lease_manager.kernel.slottable import Reservation, ReservationKind
 
 if TYPE_CHECKING:
+    from lease_manager.kernel.events import Timeline
+    from lease_manager.kernel.lease import LeaseState
     from lease_manager.kernel.mapper import Placement
-    from lease_manager.kernel.scheduler.core import LeaseScheduler
+    from lease_manager.kernel.policy_protocols import HostSelectionProtocol
+    from lease_manager.kernel.scheduler.image_transfer import ImageTransfers
+    from lease_manager.kernel.scheduler.reevaluator import Reevaluator
+    from lease_manager.kernel.scheduler.seams import Enactment, PowerGate
+    from lease_manager.kernel.scheduler.settings import SchedulerSettings
+    from lease_manager.kernel.slottable import SlotTable
+    from lease_manager.kernel.table_view import SlotTableView
 
 K = members(ReservationKind)
 EK = members(EventKind)
@@ -92,7 +100,37 @@ class HaizeaSuspendResume(SuspendResume):
         return lease.vms.count * (_whole_seconds(memory / rate) + self.overhead)
 
 
-def suspender_for(sched: LeaseScheduler) -> Suspender:
+class HaizeaSuspenderHost(Protocol):
+    """What a :class:`HaizeaSuspender` asks of its scheduler (:class:`~lease_manager.kernel.
+    scheduler.LeaseScheduler`): what any suspender asks (:class:`~lease_manager.kernel.
+    scheduler.suspension.SuspensionHost`), the parts its mapper reads, whether a re-plan is
+    taking a lease off its plan (the re-evaluator's), the timeline and the hooks."""
+
+    @property
+    def table(self) -> SlotTable: ...
+    @property
+    def table_view(self) -> SlotTableView: ...
+    @property
+    def host_selection(self) -> HostSelectionProtocol: ...
+    @property
+    def settings(self) -> SchedulerSettings: ...
+    @property
+    def preparation(self) -> ImageTransfers | None: ...
+    @property
+    def timeline(self) -> Timeline: ...
+    @property
+    def reeval(self) -> Reevaluator: ...
+    @property
+    def power(self) -> PowerGate | None: ...
+    @property
+    def _enactment(self) -> Enactment: ...
+    def length(self, lease: Lease) -> float: ...
+    def _place_at(self, lease: Lease, start: float, duration: float) -> Reservation | None: ...
+    def _move(self, lease: Lease, state: LeaseState, now: float) -> None: ...
+    def _emit(self, hook: str, **kw: Any) -> None: ...
+
+
+def suspender_for(sched: HaizeaSuspenderHost) -> Suspender:
     """The scheduler's suspensions and resumptions: Haizea's with its model or its planning,
     else ours."""
     settings = sched.settings
@@ -104,21 +142,23 @@ def suspender_for(sched: LeaseScheduler) -> Suspender:
 class HaizeaSuspender(Suspender):
     """Suspensions and resumptions as Haizea plans them (the module docstring), where the
     scheduler has Haizea's model (its resumptions) or Haizea's planning (its scheduling
-    threshold). It keeps the whole scheduler: Haizea's mapper
-    (:mod:`~lease_manager.kernel.scheduler.haizea_asap`) takes it."""
+    threshold), with Haizea's mapper (:class:`~lease_manager.kernel.scheduler.haizea_asap.
+    HaizeaMapper`, its own)."""
 
-    __slots__ = ("_sched",)
+    __slots__ = ("_sched", "_mapper")
 
-    def __init__(self, sched: LeaseScheduler) -> None:
+    def __init__(self, sched: HaizeaSuspenderHost) -> None:
         super().__init__(sched, sched.settings, sched.table, sched.preparation,
                          sched._enactment)
         self._sched = sched
+        self._mapper = HaizeaMapper(sched.table, sched.table_view, sched.host_selection,
+                                    sched.settings)
 
     def _too_early(self, lease: Lease, ran: float) -> bool:
         """Haizea's ``can_suspend_at``: with Haizea's planning, a lease that has run less than
         the scheduling threshold in its segment may not suspend."""
         return (self._settings.haizea_planning
-                and ran < haizea_asap.threshold(self._sched, lease))
+                and ran < self._mapper.threshold(lease))
 
     def resumption_plan(self, lease: Lease, now: float,
                         allow_future: bool) -> list[Reservation] | None:
@@ -159,10 +199,10 @@ class HaizeaSuspender(Suspender):
         shortest = 0.0 if strict else (settings.forced_threshold
                                        if settings.forced_threshold is not None
                                        else safe + safe * settings.threshold_factor)
-        tries = [earliest] + (haizea_asap.future_starts(sched, earliest) if allow_future
-                              else [])
+        mapper = self._mapper
+        tries = [earliest] + (mapper.future_starts(earliest) if allow_future else [])
         for start in tries:
-            found = haizea_asap.haizea_map(sched, lease, start, duration, only, strict)
+            found = mapper.haizea_map(lease, start, duration, only, strict)
             if found is None:
                 continue
             placement, end = found

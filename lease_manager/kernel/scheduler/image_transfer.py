@@ -31,23 +31,27 @@ import collections
 import math
 from bisect import insort
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import attrs
 import numpy as np
 
 from lease_manager.kernel.enum_members import members
 from lease_manager.kernel.events import EventKind
-from lease_manager.kernel.lease import Lease, LeaseState
+from lease_manager.kernel.lease import Lease
 from lease_manager.kernel.mapper import place
-from lease_manager.kernel.scheduler import haizea_asap
 from lease_manager.kernel.scheduler.haizea_resumption import HaizeaSuspendResume
 from lease_manager.kernel.slottable import Reservation, ReservationKind
 
 if TYPE_CHECKING:
-    from lease_manager.kernel.scheduler.core import LeaseScheduler
+    from lease_manager.kernel.events import Timeline
+    from lease_manager.kernel.policy_protocols import HostSelectionProtocol
+    from lease_manager.kernel.scheduler.haizea_asap import HaizeaPlanner
+    from lease_manager.kernel.scheduler.queue import Backfiller
+    from lease_manager.kernel.scheduler.settings import SchedulerSettings
+    from lease_manager.kernel.slottable import SlotTable
+    from lease_manager.kernel.table_view import SlotTableView
 
-S = members(LeaseState)
 K = members(ReservationKind)
 EK = members(EventKind)
 
@@ -151,21 +155,22 @@ class ImageTransfers:
                             times[node], how[node] = t.end, "piggyback"
         return times, how, slot, duration
 
-    def transfer(self, sched: LeaseScheduler, lease: Lease, nodes: Sequence[int], start: float,
-                 duration: float) -> Reservation:
-        """A transfer of ``lease``'s image to ``nodes`` over ``[start, start + duration)``."""
+    def transfer(self, table: SlotTable, timeline: Timeline, lease: Lease,
+                 nodes: Sequence[int], start: float, duration: float) -> Reservation:
+        """A transfer of ``lease``'s image to ``nodes`` over ``[start, start + duration)`` in
+        ``table``; its end is put on ``timeline``."""
         nodes_array = np.array(sorted(set(nodes)), dtype=np.intp)
-        amounts = np.zeros((len(nodes_array), sched.table.capacity.shape[1]))
+        amounts = np.zeros((len(nodes_array), table.capacity.shape[1]))
         res = Reservation(lease, start, start + duration, nodes_array, amounts, None, K.TRANSFER)
         insort(self.transfers, Transfer(start, start + duration, lease.extra["disk-image"], res))
-        sched.timeline.push(start + duration, EK.CALL,
-                            lambda now, res=res: self._arrived(sched, res, now))
+        timeline.push(start + duration, EK.CALL,
+                      lambda now, res=res: self._arrived(table, res, now))
         return res
 
-    def _arrived(self, sched: LeaseScheduler, res: Reservation, now: float) -> None:
+    def _arrived(self, table: SlotTable, res: Reservation, now: float) -> None:
         """A transfer ended: with image caches, its nodes keep the image."""
         lease = res.lease
-        if lease is None or res not in sched.table or res.end != now:
+        if lease is None or res not in table or res.end != now:
             return   # cancelled or re-planned meanwhile
         self.completed += 1
         if lease.reservations and lease.reservations[0] is res:   # it is over: a record now
@@ -195,108 +200,134 @@ class ImageTransfers:
 
 
 # --------------------------------------------------------------------- scheduling with it
-def _place_on(sched: LeaseScheduler, lease: Lease, start: float, duration: float,
-              allowed: set[int] | None) -> Reservation | None:
-    order = sched.host_selection.order_hosts(lease, start, start + duration, sched.table_view)
-    if allowed is not None:
-        order = [node for node in np.asarray(order).tolist() if node in allowed]
-    placement = place(sched.table, lease.vms, start, start + duration, order)
-    return None if placement is None else placement.reservation(lease, start,
-                                                                start + duration)
+class TransferHost(Protocol):
+    """What planning with image transfers asks of the scheduler (:class:`~lease_manager.
+    kernel.scheduler.LeaseScheduler`). A back-reference: a plan it makes may run in front of
+    an advance reservation as the queue's plans do (the backfiller's)."""
+
+    @property
+    def table(self) -> SlotTable: ...
+    @property
+    def table_view(self) -> SlotTableView: ...
+    @property
+    def timeline(self) -> Timeline: ...
+    @property
+    def host_selection(self) -> HostSelectionProtocol: ...
+    @property
+    def backfiller(self) -> Backfiller: ...
+    def length(self, lease: Lease) -> float: ...
 
 
-def plan_asap(sched: LeaseScheduler, lease: Lease, now: float, allow_future: bool
-              ) -> tuple[list[Reservation], bool] | None:
-    """Haizea's best-effort and immediate planning with image transfers: try each distinct
-    earliest start with the nodes ready by then, then (if allowed) later starts on any node;
-    returns the plan (its transfer first, if it needs one) and whether it was made in the
-    future (a backfilling reservation)."""
-    prep = sched.preparation
-    assert prep is not None
-    times, how, slot, transfer = prep.earliest(sched.table, lease, now)
-    if isinstance(sched.settings.suspend_resume, HaizeaSuspendResume):   # Haizea's own planning
-        found = haizea_asap.plan(sched, lease, now, allow_future, times)
-        if found is None:
-            return None
-        steps, in_future = found
-        vm_nodes = steps[0].nodes.tolist()
+class TransferPlanner:
+    """One scheduler's planning of leases whose disk image is sent first (the module
+    docstring), over its :class:`ImageTransfers` (which own the repository's schedule and
+    the caches); with Haizea's planning, Haizea's ``planner`` places the VMs."""
+
+    __slots__ = ("_sched", "_prep", "_haizea", "_haizea_plans")
+
+    def __init__(self, sched: TransferHost, preparation: ImageTransfers,
+                 haizea: HaizeaPlanner, settings: SchedulerSettings) -> None:
+        self._sched = sched
+        self._prep = preparation
+        self._haizea = haizea
+        #: Haizea's planning places the VMs (with Haizea's suspension model)
+        self._haizea_plans = isinstance(settings.suspend_resume, HaizeaSuspendResume)
+
+    #: does a lease need an image transferred (it names a disk image)?
+    manages = staticmethod(ImageTransfers.manages)
+
+    def _place_on(self, lease: Lease, start: float, duration: float,
+                  allowed: set[int] | None) -> Reservation | None:
+        sched = self._sched
+        order = sched.host_selection.order_hosts(lease, start, start + duration,
+                                                 sched.table_view)
+        if allowed is not None:
+            order = [node for node in np.asarray(order).tolist() if node in allowed]
+        placement = place(sched.table, lease.vms, start, start + duration, order)
+        return None if placement is None else placement.reservation(lease, start,
+                                                                    start + duration)
+
+    def _with_transfer(self, lease: Lease, plan: list[Reservation], vm_nodes: list[int],
+                       how: dict[int, str], slot: float) -> list[Reservation]:
+        """``plan`` with its transfer first, to the nodes of ``vm_nodes`` that need one (at
+        ``slot``); the nodes that reuse a cached image use it now (the newest in cache)."""
+        prep = self._prep
         must = [node for node in vm_nodes if how[node] == "transfer"]
-        seconds = prep.transfer_time(lease) * (len(must) if prep.mechanism == "unicast"
-                                               else 1)
+        seconds = prep.transfer_time(lease) * (len(must) if prep.mechanism == "unicast" else 1)
         if must and seconds > 0:
-            steps.insert(0, prep.transfer(sched, lease, must, slot, seconds))
+            sched = self._sched
+            plan.insert(0, prep.transfer(sched.table, sched.timeline, lease, must, slot,
+                                         seconds))
         for node in vm_nodes:
             if how[node] == "reuse":
                 prep.caches[node].move_to_end(lease.extra["disk-image"])
-        return steps, in_future
-    duration = sched.length(lease)
-    points = sorted(set(times.values()))
-    vm = None
-    in_future = False
-    plan: list[Reservation] | None = None
-    for t in points:
-        allowed = {node for node, e in times.items() if e <= t}
-        if sched.table.fits_at(lease.vms, duration, t):
-            vm = _place_on(sched, lease, t, duration, allowed)
-        if vm is None and len(allowed) == len(times):   # in front of an AR, then suspended
-            plan = sched.backfiller.run_until_a_reservation(lease, t, duration)
-            vm = None if plan is None else plan[0]
-        if vm is not None:
-            break
-    if vm is None and allow_future:
-        for t in sched.table.iter_fit_starts(lease.vms, duration, points[-1]):
-            if t > points[-1]:
-                vm = _place_on(sched, lease, t, duration, None)
-                if vm is not None:
-                    in_future = True
-                    break
-    if vm is None:
-        return None
-    must = [node for node in vm.nodes.tolist() if how[node] == "transfer"]
-    plan = plan or [vm]
-    seconds = prep.transfer_time(lease) * (len(must) if prep.mechanism == "unicast" else 1)
-    if must and seconds > 0:
-        plan.insert(0, prep.transfer(sched, lease, must, slot, seconds))
-    for node in vm.nodes.tolist():
-        if how[node] == "reuse":
-            prep.caches[node].move_to_end(lease.extra["disk-image"])
-    return plan, in_future
+        return plan
 
+    def plan_asap(self, lease: Lease, now: float, allow_future: bool
+                  ) -> tuple[list[Reservation], bool] | None:
+        """Haizea's best-effort and immediate planning with image transfers: try each distinct
+        earliest start with the nodes ready by then, then (if allowed) later starts on any
+        node; returns the plan (its transfer first, if it needs one) and whether it was made
+        in the future (a backfilling reservation)."""
+        sched = self._sched
+        times, how, slot, _ = self._prep.earliest(sched.table, lease, now)
+        if self._haizea_plans:   # Haizea's own planning
+            found = self._haizea.plan(lease, now, allow_future, times)
+            if found is None:
+                return None
+            steps, in_future = found
+            return self._with_transfer(lease, steps, steps[0].nodes.tolist(), how,
+                                       slot), in_future
+        duration = sched.length(lease)
+        points = sorted(set(times.values()))
+        vm = None
+        in_future = False
+        plan: list[Reservation] | None = None
+        for t in points:
+            allowed = {node for node, e in times.items() if e <= t}
+            if sched.table.fits_at(lease.vms, duration, t):
+                vm = self._place_on(lease, t, duration, allowed)
+            if vm is None and len(allowed) == len(times):   # in front of an AR, then suspended
+                plan = sched.backfiller.run_until_a_reservation(lease, t, duration)
+                vm = None if plan is None else plan[0]
+            if vm is not None:
+                break
+        if vm is None and allow_future:
+            for t in sched.table.iter_fit_starts(lease.vms, duration, points[-1]):
+                if t > points[-1]:
+                    vm = self._place_on(lease, t, duration, None)
+                    if vm is not None:
+                        in_future = True
+                        break
+        if vm is None:
+            return None
+        return self._with_transfer(lease, plan or [vm], vm.nodes.tolist(), how,
+                                   slot), in_future
 
-def prepare_exact(sched: LeaseScheduler, lease: Lease, vm: Reservation,
-                  now: float) -> list[Reservation] | str:
-    """An advance reservation's plan: its image sent in the last free slot that ends when it
-    starts (Haizea's EDF), to the nodes that do not hold it; or, when that slot would begin
-    before ``now``, why the lease must be rejected (as Haizea 1.1 does: it once planned the
-    transfer in the past, or stopped the run with "reservation starts at -74.0, before the
-    horizon")."""
-    prep = sched.preparation
-    assert prep is not None
-    image = lease.extra["disk-image"]
-    must = [node for node in vm.nodes.tolist() if not prep.cached(node, image)]
-    seconds = prep.transfer_time(lease) * (len(must) if prep.mechanism == "unicast" else 1)
-    if not must or seconds <= 0:
-        return [vm]
-    start = prep.last_slot(sched.table, vm.start, seconds)
-    if not start >= now:
-        return (f"its image cannot reach its nodes by its start: the transfer takes "
-                f"{seconds:g} s, and the last free slot of the image repository before "
-                f"{vm.start:g} s would begin at {start:g} s, before now ({now:g} s)")
-    return [prep.transfer(sched, lease, must, start, seconds), vm]
+    def prepare_exact(self, lease: Lease, vm: Reservation,
+                      now: float) -> list[Reservation] | str:
+        """An advance reservation's plan: its image sent in the last free slot that ends when
+        it starts (Haizea's EDF), to the nodes that do not hold it; or, when that slot would
+        begin before ``now``, why the lease must be rejected (as Haizea 1.1 does: it once
+        planned the transfer in the past, or stopped the run with "reservation starts at
+        -74.0, before the horizon")."""
+        prep, sched = self._prep, self._sched
+        image = lease.extra["disk-image"]
+        must = [node for node in vm.nodes.tolist() if not prep.cached(node, image)]
+        seconds = prep.transfer_time(lease) * (len(must) if prep.mechanism == "unicast" else 1)
+        if not must or seconds <= 0:
+            return [vm]
+        start = prep.last_slot(sched.table, vm.start, seconds)
+        if not start >= now:
+            return (f"its image cannot reach its nodes by its start: the transfer takes "
+                    f"{seconds:g} s, and the last free slot of the image repository before "
+                    f"{vm.start:g} s would begin at {start:g} s, before now ({now:g} s)")
+        return [prep.transfer(sched.table, sched.timeline, lease, must, start, seconds), vm]
 
-
-def schedule_queued(sched: LeaseScheduler, lease: Lease, now: float,
-                    allow_future: bool) -> bool:
-    """Plan a queued lease with its image transfer (the queue's ``Backfiller.schedule``)."""
-    found = plan_asap(sched, lease, now, allow_future)
-    if found is None:
-        return False
-    plan, in_future = found
-    if sched._refused_plan(lease, plan, now):
-        return True   # it leaves the queue, rejected or failed
-    sched._move(lease, S.SCHEDULED, now)
-    if in_future:
-        sched.plans.reserve(lease.id)
-    sched._commit(lease, plan, now)
-    haizea_asap.tell_planned_preemption(sched, lease, plan, now)
-    return True
+    def schedule_queued(self, lease: Lease, now: float, allow_future: bool) -> bool:
+        """Plan a queued lease with its image transfer (the queue's ``Backfiller.schedule``)."""
+        found = self.plan_asap(lease, now, allow_future)
+        if found is None:
+            return False
+        self._haizea.adopt_queued(lease, *found, now)   # (and told if it will suspend)
+        return True

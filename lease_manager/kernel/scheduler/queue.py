@@ -15,11 +15,10 @@ import numpy as np
 
 from lease_manager.kernel.enum_members import members
 from lease_manager.kernel.lease import Lease, LeaseState, LeaseType
-from lease_manager.kernel.scheduler import haizea_asap, image_transfer
 from lease_manager.kernel.slottable import Reservation, ReservationKind
 
 if TYPE_CHECKING:
-    from lease_manager.kernel.scheduler.core import LeaseScheduler
+    from lease_manager.kernel.scheduler.queue_host import BackfillHost
     from lease_manager.kernel.table_protocol import CountProfile
 
 S = members(LeaseState)
@@ -39,16 +38,13 @@ class Backfiller:
     the queue (its :class:`~lease_manager.kernel.scheduler.wait_queue.WaitQueue`), and
     backfilling. The parts fixed at construction (the table, the settings, the plan book,
     the placer's methods) it keeps itself, read once: the per-lease path asks the scheduler
-    only for what the energy parts change (nodes to boot, the power cap).
-
-    It holds the scheduler itself, not a narrower Protocol: it hands the scheduler on to
-    image transfers and Haizea's planning, which still take all of it."""
+    only for what the energy parts change (nodes to boot, the power cap)."""
 
     __slots__ = ("held", "_sched", "_waiting", "_queue", "_table", "_counting", "_settings",
-                 "_plans", "_most", "_preparation", "_length", "_place_at", "_find_slot",
+                 "_plans", "_most", "_transfers", "_haizea", "_length", "_place_at", "_find_slot",
                  "_refused_plan", "_commit", "_start_at_once")
 
-    def __init__(self, sched: LeaseScheduler) -> None:
+    def __init__(self, sched: BackfillHost) -> None:
         self._sched = sched
         #: HELD leases (held back by the queue policy), by id
         self.held: dict[int, Lease] = {}
@@ -61,7 +57,9 @@ class Backfiller:
         self._plans = sched.plans
         #: how many queued leases may hold a future reservation
         self._most = sched.max_future
-        self._preparation = sched.preparation
+        #: planning with disk images sent first (None without), Haizea's planning
+        self._transfers = sched.transfer_planner
+        self._haizea = sched.haizea_planner
         self._length = sched.length
         placer = sched.placer
         self._place_at, self._find_slot = placer.place_at, placer.find_slot
@@ -181,7 +179,7 @@ class Backfiller:
         # with nodes off, on a table that counts VMs: the most VMs that could start by the time
         # a boot begun now ends (a lease needing more neither starts now nor when booted)
         booted_room = -1.0   # (< 0: not known for the table as it is now)
-        counts = (self._counting if bootable and self._preparation is None
+        counts = (self._counting if bootable and self._transfers is None
                   and not self._settings.haizea_planning else None)
         if counts is not None:
             booted_room = _room_until(counts, now, sched.boots.boot_until)
@@ -308,12 +306,12 @@ class Backfiller:
     def schedule(self, lease: Lease, now: float, allow_future: bool) -> bool:
         """Plan a queued lease: now, or (if allowed) at the earliest time it fits."""
         sched = self._sched
-        preparation = self._preparation
-        if preparation is not None and not lease.image_nodes and \
-                preparation.manages(lease):   # its disk image is sent first
-            return image_transfer.schedule_queued(sched, lease, now, allow_future)
+        transfers = self._transfers
+        if transfers is not None and not lease.image_nodes and \
+                transfers.manages(lease):   # its disk image is sent first
+            return transfers.schedule_queued(lease, now, allow_future)
         if self._settings.haizea_planning and not lease.image_nodes:   # Haizea's own planning
-            return haizea_asap.schedule_queued(sched, lease, now, allow_future)
+            return self._haizea.schedule_queued(lease, now, allow_future)
         booted = False
         if lease.image_nodes:
             plan = sched.suspender.resumption_plan(lease, now, allow_future)

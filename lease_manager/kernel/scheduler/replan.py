@@ -17,15 +17,23 @@ several future reservations (``conservative``), re-planning one can push another
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from lease_manager.kernel.enum_members import members
 from lease_manager.kernel.lease import Lease, LeaseState
-from lease_manager.kernel.scheduler import haizea_asap, image_transfer
 from lease_manager.kernel.slottable import Reservation, ReservationKind
 
 if TYPE_CHECKING:
-    from lease_manager.kernel.scheduler.core import LeaseScheduler
+    from collections.abc import Mapping
+
+    from lease_manager.kernel.scheduler.haizea_asap import HaizeaPlanner
+    from lease_manager.kernel.scheduler.image_transfer import TransferPlanner
+    from lease_manager.kernel.scheduler.plan_book import PlanBook
+    from lease_manager.kernel.scheduler.queue import Backfiller
+    from lease_manager.kernel.scheduler.reevaluator import Reevaluator
+    from lease_manager.kernel.scheduler.settings import SchedulerSettings
+    from lease_manager.kernel.scheduler.suspension import Suspender
+    from lease_manager.kernel.slottable import SlotTable
 
 S = members(LeaseState)
 K = members(ReservationKind)
@@ -49,15 +57,46 @@ def by_mode(reevaluation: str, backfilling: str, counted: bool) -> str:
     return AUTO.get((backfilling, counted), "move-earlier")
 
 
+class ReplanHost(Protocol):
+    """What Haizea's re-plan asks of the scheduler (:class:`~lease_manager.kernel.scheduler.
+    LeaseScheduler`). A back-reference: a re-planned lease is planned as the queue plans it
+    (the backfiller's, the suspender's, image transfers' and Haizea's planning) and adopted
+    as every plan is."""
+
+    @property
+    def table(self) -> SlotTable: ...
+    @property
+    def settings(self) -> SchedulerSettings: ...
+    @property
+    def plans(self) -> PlanBook: ...
+    @property
+    def backfiller(self) -> Backfiller: ...
+    @property
+    def reeval(self) -> Reevaluator: ...
+    @property
+    def suspender(self) -> Suspender: ...
+    @property
+    def transfer_planner(self) -> TransferPlanner | None: ...
+    @property
+    def haizea_planner(self) -> HaizeaPlanner: ...
+    @property
+    def bootable(self) -> Mapping[int, float]: ...
+    def length(self, lease: Lease) -> float: ...
+    def _move(self, lease: Lease, state: LeaseState, now: float) -> None: ...
+    def _commit(self, lease: Lease, plan: list[Reservation], now: float) -> bool: ...
+    def _place_at(self, lease: Lease, start: float, duration: float) -> Reservation | None: ...
+    def _find_slot(self, lease: Lease, duration: float, after: float,
+                   not_after: float | None, before: float = ...) -> Reservation | None: ...
+
+
 class Replanner:
     """One scheduler's ``replan`` re-evaluation (no state of its own: whether a suspended
     lease is being planned again is the :class:`~lease_manager.kernel.scheduler.reevaluator.
-    Reevaluator`'s). It holds the scheduler itself, not a narrower Protocol: it hands the
-    scheduler on to image transfers and Haizea's planning, which still take all of it."""
+    Reevaluator`'s)."""
 
     __slots__ = ("_sched",)
 
-    def __init__(self, sched: LeaseScheduler) -> None:
+    def __init__(self, sched: ReplanHost) -> None:
         self._sched = sched
 
     def replan_future(self, now: float) -> None:
@@ -89,11 +128,11 @@ class Replanner:
                 plan = sched.suspender.resumption_plan(lease, now, allow_future)
             finally:
                 sched.reeval.replanning_lease = False
-        elif sched.preparation is not None and sched.preparation.manages(lease):
-            found = image_transfer.plan_asap(sched, lease, now, allow_future)
+        elif sched.transfer_planner is not None and sched.transfer_planner.manages(lease):
+            found = sched.transfer_planner.plan_asap(lease, now, allow_future)
             plan, in_future = (None, False) if found is None else found
         elif sched.settings.haizea_planning:
-            found = haizea_asap.plan(sched, lease, now, allow_future)
+            found = sched.haizea_planner.plan(lease, now, allow_future)
             plan, in_future = (None, False) if found is None else found
         else:
             plan, booted = self._plan_new(lease, now, allow_future)

@@ -4,38 +4,67 @@ that ends by the deadline, moving other deadline leases within their slack if ne
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Protocol
 
 from lease_manager.kernel.enum_members import members
 from lease_manager.kernel.lease import Lease, LeaseType
-from lease_manager.kernel.scheduler import image_transfer
 from lease_manager.kernel.scheduler.transaction import PlanChange
 from lease_manager.kernel.slottable import Reservation
 
 if TYPE_CHECKING:
-    from lease_manager.kernel.scheduler.core import LeaseScheduler
+    from lease_manager.kernel.scheduler.deadline_preemption import DeadlinePreemptor
+    from lease_manager.kernel.scheduler.image_transfer import TransferPlanner
+    from lease_manager.kernel.scheduler.plan_book import PlanBook
+    from lease_manager.kernel.scheduler.preemption import Preemptor
+    from lease_manager.kernel.slottable import SlotTable
 
 LT = members(LeaseType)
 
 
+class OwnSlotsHost(Protocol):
+    """What planning leases with a slot of their own asks of the scheduler (:class:`~lease_
+    manager.kernel.scheduler.LeaseScheduler`). A back-reference: such a lease is placed,
+    preempted for, rejected and adopted as the scheduler's other parts do it."""
+
+    @property
+    def table(self) -> SlotTable: ...
+    @property
+    def plans(self) -> PlanBook: ...
+    @property
+    def future(self) -> Mapping[int, Lease]: ...
+    @property
+    def preemptor(self) -> Preemptor: ...
+    @property
+    def deadline_preemptor(self) -> DeadlinePreemptor: ...
+    @property
+    def transfer_planner(self) -> TransferPlanner | None: ...
+    def length(self, lease: Lease) -> float: ...
+    def shutdown_of(self, lease: Lease) -> float: ...
+    def reject(self, lease: Lease, now: float, reason: str) -> None: ...
+    def _commit(self, lease: Lease, plan: list[Reservation], now: float) -> bool: ...
+    def _adopt(self, lease: Lease, plan: list[Reservation], now: float, *,
+               suspends: bool = False, start_now: bool = True) -> None: ...
+    def _place_at(self, lease: Lease, start: float, duration: float) -> Reservation | None: ...
+    def _find_slot(self, lease: Lease, duration: float, after: float,
+                   not_after: float | None, before: float = ...) -> Reservation | None: ...
+
+
 class OwnSlots:
     """One scheduler's planning of the leases that are never queued: each gets a slot of its
-    own at once, or is rejected. It owns no state (the plans are the plan book's).
-
-    It holds the scheduler itself, not a narrower Protocol: it hands the scheduler on to
-    image transfers, preemption and deadline preemption, which still take all of it."""
+    own at once, or is rejected. It owns no state (the plans are the plan book's)."""
 
     __slots__ = ("_sched",)
 
-    def __init__(self, sched: LeaseScheduler) -> None:
+    def __init__(self, sched: OwnSlotsHost) -> None:
         self._sched = sched
 
     def immediate(self, lease: Lease, now: float) -> None:
         """Start immediate ``lease`` now, or reject it."""
         sched = self._sched
-        if sched.preparation is not None and sched.preparation.manages(lease):
-            found = image_transfer.plan_asap(sched, lease, now, False)   # after its image
+        transfers = sched.transfer_planner
+        if transfers is not None and transfers.manages(lease):
+            found = transfers.plan_asap(lease, now, False)   # after its image
             if found is None:
                 sched.reject(lease, now, "no room once its image is sent (an immediate lease "
                                          "is never queued)")
@@ -103,9 +132,9 @@ class OwnSlots:
                 sched.reject(lease, now, "the requested interval could not be freed")
                 return
         plan = [res]
-        if sched.preparation is not None and sched.preparation.manages(lease):
-            # its image by its start
-            prepared = image_transfer.prepare_exact(sched, lease, res, now)
+        transfers = sched.transfer_planner
+        if transfers is not None and transfers.manages(lease):
+            prepared = transfers.prepare_exact(lease, res, now)   # its image by its start
             if isinstance(prepared, str):
                 sched.reject(lease, now, prepared)
                 return
