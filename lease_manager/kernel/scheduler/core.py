@@ -33,7 +33,8 @@ which owns the ended leases) and restoring after a daemon restart (``Restorer``)
 and resumption (``Suspender``, suspension.py; Haizea's model in haizea_resumption.py),
 preemption (``Preemptor``), deadline leases preempting (``DeadlinePreemptor``) and resizing
 (``Resizer``) are made together by ``interruptions.compose``. Image transfers
-(``ImageTransfers``) and Haizea's planning (haizea_asap.py) are modules of their own.
+(``ImageTransfers``, planned by ``TransferPlanner``) and Haizea's planning (``HaizeaPlanner``
+with its ``HaizeaMapper``, haizea_asap.py) are collaborators too, made in ``_compose``.
 """
 
 

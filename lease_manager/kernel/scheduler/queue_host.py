@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from lease_manager.kernel.scheduler.placing import Placer
     from lease_manager.kernel.scheduler.plan_book import PlanBook
     from lease_manager.kernel.scheduler.reevaluator import Reevaluator
-    from lease_manager.kernel.scheduler.seams import PowerGate
+    from lease_manager.kernel.scheduler.seams import BootableNodes, PowerGate
     from lease_manager.kernel.scheduler.settings import SchedulerSettings
     from lease_manager.kernel.scheduler.suspension import Suspender
     from lease_manager.kernel.scheduler.wait_queue import WaitQueue
@@ -52,7 +52,7 @@ class BackfillHost(Protocol):
     @property
     def bootable(self) -> Mapping[int, float]: ...
     @property
-    def boot_until(self) -> float: ...
+    def boots(self) -> BootableNodes: ...
     @property
     def power(self) -> PowerGate | None: ...
     @property
