@@ -88,6 +88,26 @@ def wait_for_calls(td: ThreadDaemon, count: int) -> None:
     wait_for(posted, what=f"{count} API calls to wait for the engine")
 
 
+def four_submissions_in_one_step(td: ThreadDaemon) -> tuple[list[dict], list[str]]:
+    """Submit four one-node leases while the engine is held, then free it so that one step
+    takes all four; return their answers and the SQL statements run meanwhile."""
+    d = td.daemon
+    gate = hold_the_engine(td)
+    views: list[dict] = []
+    clients = [threading.Thread(target=lambda: views.append(
+        td.client.submit({"duration": 60, "nodes": 1}))) for _ in range(4)]
+    for client in clients:
+        client.start()
+    wait_for_calls(td, 4)
+    statements: list[str] = []
+    d.store.db.set_trace_callback(statements.append)
+    gate.set()
+    for client in clients:
+        client.join(20)
+    d.store.db.set_trace_callback(None)
+    return views, statements
+
+
 def test_the_submissions_of_one_step_share_one_commit(tmp_path):
     """Four submissions wait while the engine is busy (a call that holds it); once it is
     free, one step takes the four: one COMMIT, before the four answers (the old daemon
@@ -95,21 +115,8 @@ def test_the_submissions_of_one_step_share_one_commit(tmp_path):
     off, so the four only queue (a start would commit before its backend call)."""
     config = write_config(tmp_path)
     with ThreadDaemon(config, "scheduling.backfilling=off") as td:
-        d = td.daemon
         assert td.client.submit({"duration": 3600, "nodes": 2})["state"] == "active"
-        gate = hold_the_engine(td)
-        views: list[dict] = []
-        clients = [threading.Thread(target=lambda: views.append(
-            td.client.submit({"duration": 60, "nodes": 1}))) for _ in range(4)]
-        for client in clients:
-            client.start()
-        wait_for_calls(td, 4)
-        statements: list[str] = []
-        d.store.db.set_trace_callback(statements.append)
-        gate.set()
-        for client in clients:
-            client.join(20)
-        d.store.db.set_trace_callback(None)
+        views, statements = four_submissions_in_one_step(td)
         assert sorted(v["state"] for v in views) == ["queued"] * 4
         assert statements.count("COMMIT") == 1, statements
         assert statements.count("BEGIN IMMEDIATE") == 1
@@ -137,19 +144,7 @@ def test_the_starts_of_one_step_share_the_commit_before_them(tmp_path):
             plain_start(work)
 
         d.backend.start = start
-        gate = hold_the_engine(td)
-        views: list[dict] = []
-        clients = [threading.Thread(target=lambda: views.append(
-            td.client.submit({"duration": 60, "nodes": 1}))) for _ in range(4)]
-        for client in clients:
-            client.start()
-        wait_for_calls(td, 4)
-        statements: list[str] = []
-        d.store.db.set_trace_callback(statements.append)
-        gate.set()
-        for client in clients:
-            client.join(20)
-        d.store.db.set_trace_callback(None)
+        views, statements = four_submissions_in_one_step(td)
         assert sorted(v["state"] for v in views) == ["active"] * 4
         assert sorted(seen) == sorted((v["id"], "active", 1) for v in views)
         assert statements.count("COMMIT") == 2, statements
