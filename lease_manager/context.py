@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from lease_manager.kernel.scheduler.seams import WhatIf
+from lease_manager.kernel.scheduler.seams import WhatIfScheduler
 
 if TYPE_CHECKING:
     from lease_manager.config.schema import Config
@@ -47,7 +47,7 @@ class SchedulerView:
     def __init__(self, scheduler: ScheduledLeases | None = None) -> None:
         self._s: ScheduledLeases = _NoLeases()   # bound once the run has built its scheduler
         #: the scheduler's ``what_if`` (one site's; None: several sites, or none yet)
-        self._what_if: WhatIf | None = None
+        self._what_if: WhatIfScheduler | None = None
         if scheduler is not None:
             self.bind(scheduler)
 
@@ -56,7 +56,7 @@ class SchedulerView:
         the run calls it for a site's ``LeaseScheduler``): the policies a scheduler is built
         with are built with the context first."""
         self._s = scheduler
-        self._what_if = scheduler if isinstance(scheduler, WhatIf) else None
+        self._what_if = scheduler if isinstance(scheduler, WhatIfScheduler) else None
 
     def what_if(self, lease: Lease, now: float, level: int | None = None
                 ) -> tuple[int | None, float, float] | None:
@@ -113,7 +113,8 @@ class RunContext:
                  clock_now: Callable[[], float],
                  call_at: Callable[[float, Callable[[float], None]], None], *,
                  sites: dict[str, RunContext] | None = None,
-                 peek: Callable[[], list[Lease]] | None = None) -> None:
+                 peek: Callable[[], list[Lease]] | None = None,
+                 power: PowerModel | None = None) -> None:
         #: the run's configuration (``ctx.config.get(section, option)``)
         self.config = config
         #: the site's nodes: ``site.types.names``, ``site.capacity`` (nodes x types), ``site.total``
@@ -129,7 +130,7 @@ class RunContext:
         self._rngs: dict[str, np.random.Generator] = {}
         #: the site's power model (``[power]``; None without one): levels ``ghz``, ``full``
         #: and ``idle`` watts per node, ``top_level``, switching times and watts
-        self.power: PowerModel | None = None
+        self.power = power
         #: the site's power envelope (``[power] power-cap``: watts over time, as
         #: ``power_cap.times`` and ``power_cap.values``, each value holding until the next
         #: time; None without a cap)

@@ -24,7 +24,6 @@ import attrs
 import numpy as np
 
 from lease_manager.energy.energy_accounting import WATTS_COLUMN, write_energy_files
-from lease_manager.energy.power_model import power_model_from_config
 from lease_manager.errors import ConfigError
 from lease_manager.hookspecs import hookimpl
 from lease_manager.kernel.slottable import SlotTable
@@ -359,16 +358,15 @@ class SitesInvariants:
 
 
 def build_site_power(sites: Sequence[Site], instantiate: Callable[..., Any]) -> None:
-    """Each site's power model (in its context) and its own node-power and operating-point
-    policies, built with its context by ``instantiate(kind, name, ctx, label)``."""
-    models = [power_model_from_config(site.config, site.nodes) for site in sites]
+    """Each site's own node-power and operating-point policies (with a power model, in its
+    context), built with its context by ``instantiate(kind, name, ctx, label)``."""
+    models = [site.ctx.power for site in sites]
     if any(m is None for m in models) and any(m is not None for m in models):
         site = sites[[m is None for m in models].index(True)]
         raise site.config.error("power", "pstates", f"site {site.name!r} has no power "
                                 f"model and others have one (give every site one, or "
                                 f"none)")
     for site, model in zip(sites, models):
-        site.ctx.power = model
         if model is None:
             continue
         for kind in ("node-power", "operating-point"):

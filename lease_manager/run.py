@@ -124,12 +124,15 @@ class Run:
             from lease_manager.multisite import check_sites
             check_sites(self.sites)
             self.nodes, self.table = self.sites[0].nodes, self.sites[0].table
+            #: the ``[power]`` model (None: no energy accounting; the first site's with several)
+            self.power = self.sites[0].ctx.power
         else:
             assert one_site is not None
             self.nodes = one_site
             self.table = self._new_table(config, self.nodes)
+            self.power = power_model_from_config(config, self.nodes)
         #: what plugins see of this run (a replay's workload is read ahead)
-        self.ctx = self._context(config, self.nodes, self.table, sites=self.sites,
+        self.ctx = self._context(config, self.nodes, self.table, self.power, sites=self.sites,
                                  peek=None if serve else lambda: self.engine.peek_arrivals())
 
     def _build_schedulers(self, config: Config) -> EngineTables:
@@ -227,19 +230,21 @@ class Run:
         self._register(reallocation, MALLEABLE_PLUGIN)
         return reallocation
 
-    def _context(self, config: Config, nodes: NodeSet, table: Table,
+    def _context(self, config: Config, nodes: NodeSet, table: Table, power: PowerModel | None,
                  sites: Iterable[Site] = (),
                  peek: Callable[[], list[Lease]] | None = None) -> RunContext:
         return RunContext(config, nodes, table, self.metrics, lambda: self.clock.now(),
                           lambda time, fn: self.engine.call_at(time, fn),
-                          sites={site.name: site.ctx for site in sites}, peek=peek)
+                          sites={site.name: site.ctx for site in sites}, peek=peek,
+                          power=power)
 
     def _site(self, name: str) -> Site:
         config = self.config.for_site(name)
         nodes = site_nodes(config)
         table = self._new_table(config, nodes)
         from lease_manager.multisite import Site
-        return Site(name, config, nodes, table, self._context(config, nodes, table))
+        power = power_model_from_config(config, nodes)
+        return Site(name, config, nodes, table, self._context(config, nodes, table, power))
 
     def _energy_parts(self, config: Config, table: Table, model: PowerModel,
                       node_power: NodePowerPolicy, operating_point: OperatingPointPolicy
@@ -291,12 +296,7 @@ class Run:
         if self.sites:
             from lease_manager.multisite import build_site_power
             build_site_power(self.sites, self._instantiate)
-            self.power = self.sites[0].ctx.power
-            self.ctx.power = self.power
             return
-        #: the ``[power]`` model (None: no energy accounting)
-        self.power = power_model_from_config(config, self.nodes)
-        self.ctx.power = self.power
         if self.power is not None:
             for kind in ("node-power", "operating-point"):
                 self.policies[kind] = self._instantiate(kind,

@@ -57,7 +57,7 @@ class EnergyAccounting:
     """Power and energy of one site (a per-run plugin, ``lease_manager.energy``)."""
 
     def __init__(self, model: PowerModel, states: NodePowerStates, site: str = "site",
-                 *, only: str | None = None) -> None:
+                 *, only: str | None = None, envelope: StepSeries | None = None) -> None:
         self.model = model
         self.states = states
         self.site = site
@@ -95,7 +95,7 @@ class EnergyAccounting:
         self.node_energy: np.ndarray = np.zeros(0)
         #: an envelope the power is checked against when the slot table holds no cap (a planned
         #: run: the planner kept the plan under it)
-        self.envelope: StepSeries | None = None
+        self.envelope = envelope
 
     # ------------------------------------------------------------------------- leases
     def _pieces(self, lease: Lease) -> list[tuple[np.ndarray, float, float, float,

@@ -109,10 +109,10 @@ def energy_accounting(config: Config, parts: EnergyParts, *, planned: bool,
     model = parts.model
     # (the counted states have the interface of the node states that the accounting reads)
     states = cast("NodePowerStates", parts.states)
-    energy = (EnergyAccounting(model, states) if site is None
-              else EnergyAccounting(model, states, site=site, only=site))
-    if planned:   # the plan is checked against the envelope
-        energy.envelope = power_cap_from_config(config, model)
-    if parts.counted_cap is not None:   # at-start: the counts hold the cap, checked as one
-        energy.envelope = power_cap_from_config(config, model)
-    return energy
+    # with a plan made offline (``planned``), or at-start's cap held by the counts, the power
+    # is checked against the envelope as a whole
+    envelope = (power_cap_from_config(config, model)
+                if planned or parts.counted_cap is not None else None)
+    if site is None:
+        return EnergyAccounting(model, states, envelope=envelope)
+    return EnergyAccounting(model, states, site=site, only=site, envelope=envelope)

@@ -44,7 +44,7 @@ class ScheduledLeases(Protocol):
 
 
 @runtime_checkable
-class WhatIf(Protocol):
+class WhatIfScheduler(Protocol):
     """One site's scheduler, asked where a lease would be planned (not every site's together:
     checked once, when a context's view is bound)."""
 
