@@ -114,7 +114,7 @@ class RunContext:
                  call_at: Callable[[float, Callable[[float], None]], None], *,
                  sites: dict[str, RunContext] | None = None,
                  peek: Callable[[], list[Lease]] | None = None,
-                 power: PowerModel | None = None) -> None:
+                 power: PowerModel | None = None, power_cap: StepSeries | None = None) -> None:
         #: the run's configuration (``ctx.config.get(section, option)``)
         self.config = config
         #: the site's nodes: ``site.types.names``, ``site.capacity`` (nodes x types), ``site.total``
@@ -134,7 +134,7 @@ class RunContext:
         #: the site's power envelope (``[power] power-cap``: watts over time, as
         #: ``power_cap.times`` and ``power_cap.values``, each value holding until the next
         #: time; None without a cap)
-        self.power_cap: StepSeries | None = None
+        self.power_cap = power_cap
         #: in a run with several sites, each site's own context by name (its configuration,
         #: nodes, slot table, power model and leases); empty in a run with one site
         self.sites: dict[str, RunContext] = sites if sites is not None else {}

@@ -23,7 +23,11 @@ from lease_manager.context import RunContext
 from lease_manager.energy.counted_states import CountedPowerStates
 from lease_manager.energy.energy_accounting import EnergyAccounting
 from lease_manager.energy.node_states import NodePowerStates
-from lease_manager.energy.power_model import PowerModel, power_model_from_config
+from lease_manager.energy.power_model import (
+    PowerModel,
+    power_cap_from_config,
+    power_model_from_config,
+)
 from lease_manager.energy.site_energy import EnergyParts, energy_accounting, energy_parts
 from lease_manager.errors import LeaseManagerError
 from lease_manager.kernel.clock import RealClock, SimulatedClock
@@ -51,6 +55,7 @@ from lease_manager.workload.site_source import site_nodes
 from lease_manager.workload.swf import SWFConversion, SWFReader, TraceStats
 
 if TYPE_CHECKING:
+    from lease_manager.energy.series import StepSeries
     from lease_manager.kernel.lease import Lease
     from lease_manager.kernel.scheduler import Enactment
     from lease_manager.kernel.scheduler.seams import SteppedScheduler
@@ -131,8 +136,13 @@ class Run:
             self.nodes = one_site
             self.table = self._new_table(config, self.nodes)
             self.power = power_model_from_config(config, self.nodes)
+        # the envelope that the node states, at-start's cap or an offline plan keep to (each
+        # builds the same values from the configuration); with several sites, none
+        cap = (power_cap_from_config(config, self.power)
+               if not self.sites and self.power is not None else None)
         #: what plugins see of this run (a replay's workload is read ahead)
-        self.ctx = self._context(config, self.nodes, self.table, self.power, sites=self.sites,
+        self.ctx = self._context(config, self.nodes, self.table, self.power, cap,
+                                 sites=self.sites,
                                  peek=None if serve else lambda: self.engine.peek_arrivals())
 
     def _build_schedulers(self, config: Config) -> EngineTables:
@@ -231,12 +241,12 @@ class Run:
         return reallocation
 
     def _context(self, config: Config, nodes: NodeSet, table: Table, power: PowerModel | None,
-                 sites: Iterable[Site] = (),
+                 power_cap: StepSeries | None = None, sites: Iterable[Site] = (),
                  peek: Callable[[], list[Lease]] | None = None) -> RunContext:
         return RunContext(config, nodes, table, self.metrics, lambda: self.clock.now(),
                           lambda time, fn: self.engine.call_at(time, fn),
                           sites={site.name: site.ctx for site in sites}, peek=peek,
-                          power=power)
+                          power=power, power_cap=power_cap)
 
     def _site(self, name: str) -> Site:
         config = self.config.for_site(name)
@@ -263,11 +273,6 @@ class Run:
         """One site's energy accounting, registered as a plugin; ``site`` names it in a run
         with several."""
         energy = energy_accounting(config, parts, planned=self.planning is not None, site=site)
-        if site is None:
-            states = parts.states
-            self.ctx.power_cap = (energy.envelope if self.planning is not None
-                                  or parts.counted_cap is not None
-                                  else states.cap.cap if states.cap is not None else None)
         self._register(energy, ENERGY_PLUGIN if site is None else f"{ENERGY_PLUGIN}:{site}")
         return energy
 

@@ -12,6 +12,7 @@ from lease_manager.errors import LeaseManagerError
 from lease_manager.kernel.clock import SimulatedClock
 from lease_manager.kernel.lease import Lease, LeaseType, VMRequest
 from lease_manager.plugins import Plugins
+from lease_manager.policies.host_selection import NoPolicy
 from lease_manager.reallocation import Reallocation
 from lease_manager.run import Run
 
@@ -121,3 +122,46 @@ def test_what_if_asks_one_sites_scheduler():
             _ = run.site_scheduler
     with built("simulation.resources=1 CPU:1 Memory:1024") as run:
         assert run.ctx.scheduler.what_if(deadline, 0) == (None, 0, 100)
+
+
+class SeesTheEnvelope(NoPolicy):
+    """Host selection that notes what the context holds when it is built (with the run's
+    other policies, before any energy part)."""
+
+    name = "sees-the-envelope"
+    seen: list = []
+
+    def __init__(self, ctx):
+        super().__init__(ctx)
+        SeesTheEnvelope.seen.append((ctx.power, ctx.power_cap))
+
+
+def test_the_context_is_built_with_the_power_model_and_the_envelope():
+    """The context plugins get holds the power model and the site's envelope from its
+    construction, so a policy sees them when it is built (they used to be set once the energy
+    parts existed, after the policies): a 500 W cap, the values the node states' cap keeps
+    to; without a cap, none; with several sites, the run's context has no envelope of its
+    own."""
+    class Registers:
+        @hookimpl
+        def register_policies(self):
+            return [SeesTheEnvelope]
+
+    plugins = Plugins(entry_points=False, extra=[Registers()])
+    config = load_config(None, plugins.schema,
+                         ["simulation.resources=2 CPU:1 Memory:1024", *POWER,
+                          "power.power-cap=500",
+                          "scheduling.policy-host-selection=sees-the-envelope"])
+    SeesTheEnvelope.seen.clear()
+    with Run(config, plugins, leases=[]) as run:
+        (power, cap_seen), = SeesTheEnvelope.seen
+        assert power is run.power is not None and cap_seen is run.ctx.power_cap
+        assert run.ctx.power is run.power is not None
+        cap = run.node_states.cap
+        assert cap is not None and run.ctx.power_cap is not None
+        assert list(run.ctx.power_cap.values) == list(cap.cap.values) == [500.0]
+    with built("simulation.resources=2 CPU:1 Memory:1024", *POWER) as run:
+        assert run.ctx.power is not None and run.ctx.power_cap is None
+    with built(*SITES, *POWER, "power.power-cap=500") as run:
+        assert run.ctx.power_cap is None
+        assert all(site.ctx.power is not None for site in run.sites)
