@@ -46,26 +46,33 @@ def test_a_group_is_one_transaction_and_a_failed_change_leaves_alone(tmp_path):
     store.close()
 
 
+def rows_at_each_start(td: ThreadDaemon) -> list[tuple]:
+    """Make the daemon's backend note, at each start it is asked for, the lease's row as a
+    connection of its own reads it (what is committed): ``(id, state, starting)``."""
+    daemon = td.daemon
+    plain_start = daemon.backend.start
+    seen: list[tuple] = []
+
+    def start(work):
+        db = sqlite3.connect(daemon.store.path)
+        try:
+            seen.append(db.execute("SELECT id, state, starting FROM leases WHERE id = ?",
+                                   (work.lease_id,)).fetchone())
+        finally:
+            db.close()
+        plain_start(work)
+
+    daemon.backend.start = start
+    return seen
+
+
 def test_the_backend_gets_a_start_only_once_it_is_stored(tmp_path):
     """When the backend is told to start a lease's work, the lease's row, read through a
     connection of its own, already says it is active with a start recorded (``starting``):
     a daemon killed right after the start finds it on restart. Grouped and not committed,
     the row would not be there at all."""
     with ThreadDaemon(write_config(tmp_path)) as td:
-        backend = td.daemon.backend
-        plain_start = backend.start
-        seen: list[tuple] = []
-
-        def start(work):
-            db = sqlite3.connect(td.daemon.store.path)
-            try:
-                seen.append(db.execute("SELECT id, state, starting FROM leases WHERE id = ?",
-                                       (work.lease_id,)).fetchone())
-            finally:
-                db.close()
-            plain_start(work)
-
-        backend.start = start
+        seen = rows_at_each_start(td)
         view = td.client.submit({"duration": 600, "nodes": 1})
         assert view["state"] == "active"
         assert seen == [(view["id"], "active", 1)]
@@ -131,19 +138,7 @@ def test_the_starts_of_one_step_share_the_commit_before_them(tmp_path):
     backend's hand-overs): 2 in all, where a commit before each start gave 5."""
     with ThreadDaemon(write_config(tmp_path, resources="4 CPU:1 Memory:1024")) as td:
         d = td.daemon
-        plain_start = d.backend.start
-        seen: list[tuple] = []
-
-        def start(work):
-            db = sqlite3.connect(d.store.path)
-            try:
-                seen.append(db.execute("SELECT id, state, starting FROM leases WHERE id = ?",
-                                       (work.lease_id,)).fetchone())
-            finally:
-                db.close()
-            plain_start(work)
-
-        d.backend.start = start
+        seen = rows_at_each_start(td)
         views, statements = four_submissions_in_one_step(td)
         assert sorted(v["state"] for v in views) == ["active"] * 4
         assert sorted(seen) == sorted((v["id"], "active", 1) for v in views)
