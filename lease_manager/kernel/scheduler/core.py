@@ -194,7 +194,7 @@ class LeaseScheduler:
         self.lifecycle = life = Lifecycle(self)
         self.segment_started, self.segment_ended = life.segment_started, life.segment_ended
         self.work_finished, self.untie_ended = life.work_finished, life.untie_ended
-        self._finish = life.finish   # (transitional: the old name, for the other parts)
+        self._finish = life.finish   # (the name the other parts call it by, in one hop)
         #: places plans and adopts them; the other parts call its methods by the names
         #: below, set once here (no extra attribute hop on the per-lease path)
         self.placer: Placer = Placer(self)
@@ -218,7 +218,7 @@ class LeaseScheduler:
         #: HELD leases (held back by the queue policy), by id (a view of the backfiller's)
         self.held: Mapping[int, Lease] = backfiller.held
         self.cycle, self.release_all_held = backfiller.cycle, backfiller.release_all_held
-        self._requeue = backfiller.requeue   # (transitional: the old name, for the other parts)
+        self._requeue = backfiller.requeue   # (the name preemption calls it by, in one hop)
         #: immediate, advance-reservation and deadline leases: a slot of their own at once
         self.own_slots = OwnSlots(self)
         #: restoring leases after a daemon restart (restore.py)
