@@ -33,21 +33,28 @@ def _locate(text: str) -> dict[tuple[str, str], int]:
     return lines
 
 
+def _file_text(path: Path, what: str, cannot_read: str) -> str:
+    """The text of input file ``path`` (``what`` names its kind in messages), or a
+    :class:`ConfigError` naming the file: not a regular readable file, not found, or not
+    readable (``cannot_read``, then the reason)."""
+    problem = input_problem(path)
+    if problem:
+        raise ConfigError(f"the {what} {problem}", file=str(path))
+    try:
+        return path.read_text()
+    except FileNotFoundError:
+        raise ConfigError(f"{what} not found", file=str(path)) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{cannot_read}: {exc}", file=str(path)) from None
+
+
 def read_ini(path: Path, what: str) -> tuple[configparser.ConfigParser,
                                              dict[tuple[str, str], int]]:
     """Parse an ini file; return the parser and the line of every ``[section]`` and option.
 
     Syntax errors are :class:`ConfigError` naming the file and line (``what`` names the kind
     of file in messages: "configuration file", "sweep file")."""
-    problem = input_problem(path)
-    if problem:
-        raise ConfigError(f"the {what} {problem}", file=str(path))
-    try:
-        text = path.read_text()
-    except FileNotFoundError:
-        raise ConfigError(f"{what} not found", file=str(path)) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read {what}: {exc}", file=str(path)) from None
+    text = _file_text(path, what, f"cannot read {what}")
     too_long = long_line(text.splitlines())
     if too_long:
         raise ConfigError(long_line_message(), file=str(path), line=too_long)
@@ -75,16 +82,7 @@ def read_sites_file(path: Path, schema: Schema) -> dict[tuple[str, str], tuple[s
     """A CSV file of sites (``[simulation] sites-file``): a header ``name,OPTION,...`` naming
     options a ``[site:NAME]`` section may set, then one row per site. Returns the raw
     ``(section, option) -> (text, "FILE:LINE")`` entries (empty cells set nothing)."""
-
-    problem = input_problem(path)
-    if problem:
-        raise ConfigError(f"the sites file {problem}", file=str(path))
-    try:
-        text = path.read_text()
-    except FileNotFoundError:
-        raise ConfigError("sites file not found", file=str(path)) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read the sites file: {exc}", file=str(path)) from None
+    text = _file_text(path, "sites file", "cannot read the sites file")
     rows = list(csv_rows(text.splitlines(),
                          lambda message, line: ConfigError(message, file=str(path), line=line)))
     if not rows or not rows[0] or rows[0][0].strip().lower() != "name":
