@@ -148,6 +148,20 @@ class Store:
             raise
         self.db.execute("COMMIT")
 
+    def _execute_change(self, sql: str, args: tuple[Any, ...]) -> None:
+        """A change of one statement: as ``with transaction(): execute(sql, args)``, but in a
+        group without the savepoint around it. SQLite undoes a statement that fails as a
+        whole (its statement journal), so the savepoint added nothing to it but two calls
+        into SQLite, each letting go of the interpreter lock on the engine thread (a
+        submission that starts at once makes three such changes)."""
+        if not self._grouped:
+            with self.transaction():
+                self.db.execute(sql, args)
+            return
+        if not self.db.in_transaction:
+            self.db.execute("BEGIN IMMEDIATE")
+        self.db.execute(sql, args)
+
     def group(self) -> None:
         """From now on, changes accumulate in one transaction until :meth:`commit` (a group
         commit: a daemon's engine step commits once, not once a change). Whoever groups must
@@ -225,8 +239,7 @@ class Store:
         return None if row is None else row[0]
 
     def set_meta(self, key: str, value: str) -> None:
-        with self.transaction():
-            self.db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
+        self._execute_change("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
 
     # ------------------------------------------------------------------- idempotency keys
     def recall_key(self, key: str, db: sqlite3.Connection | None = None
@@ -276,35 +289,35 @@ class Store:
         """Write where ``lease`` stands now; with ``old``, also log the state change. With
         ``started``, its work starts afresh: the row counts the start and is marked
         ``starting`` until :meth:`handed_over` says the backend took the work."""
+        row = ("UPDATE leases SET state = ?, start = ?, end = ?, reason = ?, price = ?, "
+               "work_done = ?, suspended_at = ?, time_suspended = ?, preemptions = ?, "
+               "suspensions = ?, starts = starts + ?, starting = MAX(starting, ?), "
+               "image_nodes = ?, plan = ?, updated = ? WHERE id = ?",
+               (lease.state.value, lease.start, lease.end, lease.reason, lease.price,
+                lease.work_done, lease.suspended_at, lease.time_suspended, lease.preemptions,
+                lease.suspensions, int(started), int(started),
+                json.dumps(list(lease.image_nodes)), json.dumps(plan_of(lease)), now,
+                lease.id))
+        if old is None:
+            self._execute_change(*row)
+            return
         with self.transaction():
-            self.db.execute(
-                "UPDATE leases SET state = ?, start = ?, end = ?, reason = ?, price = ?, "
-                "work_done = ?, suspended_at = ?, time_suspended = ?, preemptions = ?, "
-                "suspensions = ?, starts = starts + ?, starting = MAX(starting, ?), "
-                "image_nodes = ?, plan = ?, updated = ? WHERE id = ?",
-                (lease.state.value, lease.start, lease.end, lease.reason, lease.price,
-                 lease.work_done, lease.suspended_at, lease.time_suspended, lease.preemptions,
-                 lease.suspensions, int(started), int(started),
-                 json.dumps(list(lease.image_nodes)), json.dumps(plan_of(lease)), now,
-                 lease.id))
-            if old is not None:
-                self.db.execute("INSERT INTO events (lease_id, time, old, new, detail) "
-                                "VALUES (?, ?, ?, ?, ?)",
-                                (lease.id, now, old, lease.state.value, detail or lease.reason))
+            self.db.execute(*row)
+            self.db.execute("INSERT INTO events (lease_id, time, old, new, detail) "
+                            "VALUES (?, ?, ?, ?, ?)",
+                            (lease.id, now, old, lease.state.value, detail or lease.reason))
 
     def handed_over(self, lease_id: int) -> None:
         """The backend took the work of the lease's recorded start."""
-        with self.transaction():
-            self.db.execute("UPDATE leases SET starting = 0 WHERE id = ? AND starting = 1",
-                            (lease_id,))
+        self._execute_change("UPDATE leases SET starting = 0 WHERE id = ? AND starting = 1",
+                             (lease_id,))
 
     def unstart(self, lease_id: int, now: float) -> None:
         """Take back a recorded start whose work the backend never got (the daemon stopped in
         between): it is not counted, and a lease that never ran has no start time."""
-        with self.transaction():
-            self.db.execute("UPDATE leases SET starts = MAX(starts - 1, 0), starting = 0, "
-                            "start = CASE WHEN starts <= 1 THEN NULL ELSE start END, "
-                            "updated = ? WHERE id = ?", (now, lease_id))
+        self._execute_change("UPDATE leases SET starts = MAX(starts - 1, 0), starting = 0, "
+                             "start = CASE WHEN starts <= 1 THEN NULL ELSE start END, "
+                             "updated = ? WHERE id = ?", (now, lease_id))
 
     def end(self, lease_id: int, old: str, state: str, reason: str, now: float) -> None:
         """Put a lease the scheduler no longer holds in a final state (its work ended while
@@ -317,9 +330,8 @@ class Store:
 
     def log(self, lease_id: int, now: float, state: str, detail: str) -> None:
         """Log something that happened to a lease without a change of state."""
-        with self.transaction():
-            self.db.execute("INSERT INTO events (lease_id, time, old, new, detail) "
-                            "VALUES (?, ?, ?, ?, ?)", (lease_id, now, state, state, detail))
+        self._execute_change("INSERT INTO events (lease_id, time, old, new, detail) "
+                             "VALUES (?, ?, ?, ?, ?)", (lease_id, now, state, state, detail))
 
     # ----------------------------------------------------------------------------- reads
     def unfinished(self) -> Iterator[sqlite3.Row]:

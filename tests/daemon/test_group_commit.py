@@ -46,6 +46,38 @@ def test_a_group_is_one_transaction_and_a_failed_change_leaves_alone(tmp_path):
     store.close()
 
 
+def test_a_change_of_one_statement_takes_no_savepoint_and_fails_alone(tmp_path):
+    """In a group, a change of one statement (a meta value, a log line) is no savepoint: SQLite
+    undoes a failed statement whole. One that fails (a log line of a lease that does not
+    exist: a foreign key) leaves nothing, and the group's other changes are kept; a change of
+    two statements (a lease put in a final state: its row and its log line) still takes its
+    savepoint."""
+    store = Store(tmp_path / "leases.db")
+    store.db.execute("INSERT INTO leases (id, request, type, state, submit, updated) "
+                     "VALUES (1, '{}', 'best-effort', 'queued', 0, 0)")
+    statements: list[str] = []
+    store.db.set_trace_callback(statements.append)
+    store.group()
+    store.set_meta("a", "1")
+    with pytest.raises(sqlite3.IntegrityError):
+        store.log(99, 0.0, "queued", "of no lease")
+    store.log(1, 0.0, "queued", "noted")
+    assert statements[0] == "BEGIN IMMEDIATE" and len(statements) == 4   # and 3 changes
+    assert not [s for s in statements if s.startswith(("SAVEPOINT", "RELEASE", "ROLLBACK"))]
+    store.end(1, "queued", "done", "finished", 0.0)
+    assert [s for s in statements if s.startswith(("SAVEPOINT", "RELEASE"))] == \
+        ["SAVEPOINT change", "RELEASE change"]
+    store.commit()
+    assert committed_meta(store.path).get("a") == "1"
+    db = sqlite3.connect(store.path)
+    assert db.execute("SELECT lease_id, detail FROM events ORDER BY seq").fetchall() == \
+        [(1, "noted"), (1, "finished")]
+    assert db.execute("SELECT state FROM leases").fetchall() == [("done",)]
+    db.close()
+    store.ungroup()
+    store.close()
+
+
 def rows_at_each_start(td: ThreadDaemon) -> list[tuple]:
     """Make the daemon's backend note, at each start it is asked for, the lease's row as a
     connection of its own reads it (what is committed): ``(id, state, starting)``."""
