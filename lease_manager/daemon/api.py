@@ -103,7 +103,9 @@ class Handler(PlainRequestHeadMixin, BaseHTTPRequestHandler):
         try:
             super().finish()         # flushes what is buffered for a client that may be gone
         except (BrokenPipeError, ConnectionResetError):
-            pass                     # it went, or the reaper shut it: nothing to tell it
+            return                   # it went, or the reaper shut it: nothing to tell it
+        if getattr(self, "raw_requestline", None) == b"":   # the client closed it first
+            self.server.guard.ended_by_client(self.connection)  # type: ignore[attr-defined]
 
     def _answering(self) -> None:
         """The whole request is in: the request timeout stops counting."""
