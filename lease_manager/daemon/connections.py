@@ -207,7 +207,7 @@ class GuardedServerMixin:
 
     def process_request(self, request: Any, client_address: Any) -> None:
         if not self.guard.admit(request):
-            self.shutdown_request(request)  # type: ignore[attr-defined]
+            self.shutdown_request(request)
             return
         super().process_request(request, client_address)  # type: ignore[misc]
 
