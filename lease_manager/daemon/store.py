@@ -100,6 +100,8 @@ class Store:
         self.sync = sync
         #: changes wait for :meth:`commit` (see :meth:`group`)
         self._grouped = False
+        #: a change in the group since the last commit other than a hand-over mark
+        self._shown = False
         self._checkpoints: tuple[threading.Thread, threading.Event] | None = None
         self._local = threading.local()
         self.db = self._connect()
@@ -131,6 +133,7 @@ class Store:
         if self._grouped:
             if not self.db.in_transaction:
                 self.db.execute("BEGIN IMMEDIATE")
+            self._shown = True
             self.db.execute("SAVEPOINT change")
             try:
                 yield
@@ -148,18 +151,20 @@ class Store:
             raise
         self.db.execute("COMMIT")
 
-    def _execute_change(self, sql: str, args: tuple[Any, ...]) -> None:
+    def _execute_change(self, sql: str, args: tuple[Any, ...], *, shown: bool = True) -> None:
         """A change of one statement: as ``with transaction(): execute(sql, args)``, but in a
         group without the savepoint around it. SQLite undoes a statement that fails as a
         whole (its statement journal), so the savepoint added nothing to it but two calls
         into SQLite, each letting go of the interpreter lock on the engine thread (a
-        submission that starts at once makes three such changes)."""
+        submission that starts at once makes three such changes). ``shown=False``: a change
+        no answer shows (see :meth:`commit_shown`)."""
         if not self._grouped:
             with self.transaction():
                 self.db.execute(sql, args)
             return
         if not self.db.in_transaction:
             self.db.execute("BEGIN IMMEDIATE")
+        self._shown = self._shown or shown
         self.db.execute(sql, args)
 
     def group(self) -> None:
@@ -172,6 +177,16 @@ class Store:
         """Make the grouped changes so far durable (nothing to do if there are none)."""
         if self.db.in_transaction:
             self.db.execute("COMMIT")
+        self._shown = False
+
+    def commit_shown(self) -> None:
+        """:meth:`commit`, unless the group's only changes since the last commit are
+        hand-over marks (:meth:`handed_over`), which no answer shows: those wait for the next
+        commit (a crash before it leaves the lease's row ``starting``, which a restart checks
+        with the backend, as after a crash between a start and its mark). A step that starts
+        leases answers after one commit then, not two (two fsyncs with ``sync = full``)."""
+        if self._shown:
+            self.commit()
 
     def ungroup(self) -> None:
         """:meth:`commit`, and each change is a transaction of its own again (if the commit
@@ -180,6 +195,7 @@ class Store:
         try:
             self.commit()
         except BaseException:
+            self._shown = False
             if self.db.in_transaction:
                 self.db.execute("ROLLBACK")
             raise
@@ -308,9 +324,10 @@ class Store:
                             (lease.id, now, old, lease.state.value, detail or lease.reason))
 
     def handed_over(self, lease_id: int) -> None:
-        """The backend took the work of the lease's recorded start."""
+        """The backend took the work of the lease's recorded start (a mark no answer shows:
+        :meth:`commit_shown`)."""
         self._execute_change("UPDATE leases SET starting = 0 WHERE id = ? AND starting = 1",
-                             (lease_id,))
+                             (lease_id,), shown=False)
 
     def unstart(self, lease_id: int, now: float) -> None:
         """Take back a recorded start whose work the backend never got (the daemon stopped in

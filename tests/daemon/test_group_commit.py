@@ -143,6 +143,7 @@ def four_submissions_in_one_step(td: ThreadDaemon) -> tuple[list[dict], list[str
     gate.set()
     for client in clients:
         client.join(20)
+    d.call(lambda now: lambda: None)    # a step after theirs: theirs is over (no change)
     d.store.db.set_trace_callback(None)
     return views, statements
 
@@ -166,13 +167,31 @@ def test_the_starts_of_one_step_share_the_commit_before_them(tmp_path):
     """Four submissions wait while the engine is busy; once free, one step takes them and
     starts all four (the site has room). The backend gets each start with the lease's row,
     read through a connection of its own, already active with a start recorded; the four
-    share one COMMIT before the first start, and one more comes before the answers (for the
-    backend's hand-overs): 2 in all, where a commit before each start gave 5."""
+    share one COMMIT before the first start, and one more comes at the step's end, for the
+    backend's hand-over marks: 2 in all, where a commit before each start gave 5. The
+    answers, which show no mark, leave between the two: after one commit, not two (so
+    after one fsync with ``sync = full``)."""
     with ThreadDaemon(write_config(tmp_path, resources="4 CPU:1 Memory:1024")) as td:
         d = td.daemon
         seen = rows_at_each_start(td)
+        answered = threading.Event()
+        plain_answer = d._answer_pending
+
+        def answer_pending() -> None:
+            plain_answer()
+            if d.store.db.in_transaction:      # (the step with the four: marks uncommitted)
+                d.store.db.execute("SELECT 'answered'")
+                answered.set()
+
+        d._answer_pending = answer_pending
         views, statements = four_submissions_in_one_step(td)
+        assert answered.is_set()
         assert sorted(v["state"] for v in views) == ["active"] * 4
         assert sorted(seen) == sorted((v["id"], "active", 1) for v in views)
         assert statements.count("COMMIT") == 2, statements
+        marks = [i for i, s in enumerate(statements) if s.startswith("UPDATE leases SET "
+                                                                     "starting = 0")]
+        answers, commits = statements.index("SELECT 'answered'"), \
+            [i for i, s in enumerate(statements) if s == "COMMIT"]
+        assert len(marks) == 4 and commits[0] < marks[0] and marks[-1] < answers < commits[1]
         assert all(d.store.lease(v["id"])["starting"] == 0 for v in views)   # handed over
