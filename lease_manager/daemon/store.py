@@ -102,6 +102,8 @@ class Store:
         self._grouped = False
         #: a change in the group since the last commit other than a hand-over mark
         self._shown = False
+        #: the id the next lease inserted gets (None: to be read from the table)
+        self._next_id: int | None = None
         self._checkpoints: tuple[threading.Thread, threading.Event] | None = None
         self._local = threading.local()
         self.db = self._connect()
@@ -176,7 +178,11 @@ class Store:
     def commit(self) -> None:
         """Make the grouped changes so far durable (nothing to do if there are none)."""
         if self.db.in_transaction:
-            self.db.execute("COMMIT")
+            try:
+                self.db.execute("COMMIT")
+            except BaseException:
+                self._next_id = None    # (what a failed commit kept is the table's to say)
+                raise
         self._shown = False
 
     def commit_shown(self) -> None:
@@ -196,6 +202,7 @@ class Store:
             self.commit()
         except BaseException:
             self._shown = False
+            self._next_id = None        # (the group's leases may be gone with it)
             if self.db.in_transaction:
                 self.db.execute("ROLLBACK")
             raise
@@ -277,8 +284,13 @@ class Store:
 
     # ---------------------------------------------------------------------------- writes
     def next_id(self) -> int:
-        row = self.db.execute("SELECT COALESCE(MAX(id), 0) FROM leases").fetchone()
-        return int(row[0]) + 1
+        """The id the next lease inserted gets: read from the table once, then kept by
+        :meth:`insert` (the engine's connection is the only writer), which saves a query, a
+        release of the interpreter lock on the engine thread, a submission."""
+        if self._next_id is None:
+            row = self.db.execute("SELECT COALESCE(MAX(id), 0) FROM leases").fetchone()
+            self._next_id = int(row[0]) + 1
+        return self._next_id
 
     def insert(self, leases: list[tuple[Lease, dict[str, Any]]], now: float, *,
                key: tuple[str, str, bool] | None = None) -> None:
@@ -299,6 +311,8 @@ class Store:
                 self.db.execute("INSERT OR REPLACE INTO idempotency VALUES (?, ?, ?, ?, ?)",
                                 (name, body_hash, json.dumps([lease.id for lease, _ in leases]),
                                  int(single), now))
+        if leases and self._next_id is not None:
+            self._next_id = max(self._next_id, max(lease.id for lease, _ in leases) + 1)
 
     def update(self, lease: Lease, now: float, *, old: str | None = None,
                detail: str = "", started: bool = False) -> None:

@@ -78,6 +78,42 @@ def test_a_change_of_one_statement_takes_no_savepoint_and_fails_alone(tmp_path):
     store.close()
 
 
+def test_the_next_lease_id_is_read_once_then_kept(tmp_path, monkeypatch):
+    """``next_id`` reads the table once; each insert moves it on (no query); an insert that
+    fails leaves it; a group whose commit fails (rolled back) makes it read the table again."""
+    from types import SimpleNamespace
+
+    from lease_manager.kernel.lease import LeaseState, LeaseType
+
+    def lease(i: int) -> SimpleNamespace:
+        return SimpleNamespace(id=i, type=LeaseType.BEST_EFFORT, state=LeaseState.QUEUED,
+                               submit=0.0)
+
+    store = Store(tmp_path / "leases.db")
+    statements: list[str] = []
+    store.db.set_trace_callback(statements.append)
+    assert store.next_id() == 1 and len(statements) == 1
+    store.group()
+    store.insert([(lease(1), {}), (lease(2), {})], 0.0)
+    with pytest.raises(sqlite3.IntegrityError):
+        store.insert([(lease(3), {}), (lease(2), {})], 0.0)    # id 2 is taken: all undone
+    assert store.next_id() == 3
+    store.commit()
+    store.insert([(lease(3), {})], 0.0)
+    assert store.next_id() == 4
+    assert [s for s in statements if s.startswith("SELECT")] == [statements[0]]
+
+    def failing_commit() -> None:
+        raise sqlite3.OperationalError("disk I/O error")
+
+    monkeypatch.setattr(store, "commit", failing_commit)
+    with pytest.raises(sqlite3.OperationalError):
+        store.ungroup()                  # lease 3 is rolled back with its group
+    monkeypatch.undo()
+    assert store.next_id() == 3 and statements[-1].startswith("SELECT")
+    store.close()
+
+
 def rows_at_each_start(td: ThreadDaemon) -> list[tuple]:
     """Make the daemon's backend note, at each start it is asked for, the lease's row as a
     connection of its own reads it (what is committed): ``(id, state, starting)``."""
