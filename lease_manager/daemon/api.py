@@ -103,7 +103,9 @@ class Handler(PlainRequestHeadMixin, BaseHTTPRequestHandler):
         try:
             super().finish()         # flushes what is buffered for a client that may be gone
         except (BrokenPipeError, ConnectionResetError):
-            pass                     # it went, or the reaper shut it: nothing to tell it
+            return                   # it went, or the reaper shut it: nothing to tell it
+        if getattr(self, "raw_requestline", None) == b"":   # the client closed it first
+            self.server.guard.ended_by_client(self.connection)  # type: ignore[attr-defined]
 
     def _answering(self) -> None:
         """The whole request is in: the request timeout stops counting."""
@@ -112,8 +114,8 @@ class Handler(PlainRequestHeadMixin, BaseHTTPRequestHandler):
     def _handle(self, method: str) -> None:
         self._body_read = False
         self._reply_headers: dict[str, str] | None = None
-        if self.headers.get("Content-Length", "0").strip() in ("", "0") and \
-                not self.headers.get("Transfer-Encoding"):
+        if self.header("Content-Length", "0").strip() in ("", "0") and \
+                not self.header("Transfer-Encoding"):
             self._answering()
         try:
             url = urlsplit(self.path)
@@ -192,12 +194,12 @@ class Handler(PlainRequestHeadMixin, BaseHTTPRequestHandler):
         left of the body must not be taken for the next request. A body of bounded size is
         read and dropped first (closing on unread data resets the connection, and the client
         would lose the answer)."""
-        if self._body_read or not (self.headers.get("Content-Length", "0").strip() != "0"
-                                   or self.headers.get("Transfer-Encoding")):
+        if self._body_read or not (self.header("Content-Length", "0").strip() != "0"
+                                   or self.header("Transfer-Encoding")):
             return
         self.close_connection = True
-        text = self.headers.get("Content-Length", "").strip()
-        if self.headers.get("Transfer-Encoding") or not text.isdigit():
+        text = self.header("Content-Length", "").strip()
+        if self.header("Transfer-Encoding") or not text.isdigit():
             return
         left = int(text)
         if left > self.DRAIN_FACTOR * self.daemon.config.get("daemon", "max-body"):
@@ -213,7 +215,7 @@ class Handler(PlainRequestHeadMixin, BaseHTTPRequestHandler):
         self._body_read = True
 
     def _authorise(self) -> None:
-        header = self.headers.get("Authorization", "")
+        header = self.header("Authorization", "")
         scheme, _, token = header.partition(" ")
         if scheme.lower() != "bearer" or not token.strip():
             raise HTTPError(401, "a bearer token is required (Authorization: Bearer TOKEN)",
@@ -222,9 +224,9 @@ class Handler(PlainRequestHeadMixin, BaseHTTPRequestHandler):
             raise HTTPError(401, "the token is wrong", headers={"WWW-Authenticate": "Bearer"})
 
     def _body(self) -> bytes:
-        if self.headers.get("Transfer-Encoding"):
+        if self.header("Transfer-Encoding"):
             raise HTTPError(411, "send the body with a Content-Length, not chunked")
-        length_text = self.headers.get("Content-Length")
+        length_text = self.header("Content-Length")
         if length_text is None:
             self.close_connection = True    # whatever follows is not to be read as a request
             raise HTTPError(411, "a Content-Length is required")
@@ -281,7 +283,7 @@ class Handler(PlainRequestHeadMixin, BaseHTTPRequestHandler):
     # Longer than ~50 lines on purpose: one request's path from body to answer (JSON, list or LWF),
     # each step a few lines.
     def _idempotency_key(self) -> str | None:
-        key = self.headers.get(IDEMPOTENCY_HEADER)
+        key = self.header(IDEMPOTENCY_HEADER)
         if key is None:
             return None
         if not (1 <= len(key) <= 200 and key.isascii() and key.isprintable()):
@@ -304,7 +306,7 @@ class Handler(PlainRequestHeadMixin, BaseHTTPRequestHandler):
     def _submit(self, query: dict[str, list[str]]) -> tuple[int, Any]:
         d = self.daemon
         data = self._body()
-        kind = self.headers.get("Content-Type", "application/json").split(";")[0].strip()
+        kind = self.header("Content-Type", "application/json").split(";")[0].strip()
         key = self._idempotency_key()
         body_hash = hashlib.sha256(kind.encode() + b"\0" + data).hexdigest()
         if key is not None:

@@ -49,6 +49,8 @@ class ConnectionGuard:
         self._lock = threading.Lock()
         #: open connection -> when it began waiting for its current request (None: answered)
         self._waiting: dict[socket.socket, float | None] = {}
+        #: connections whose client closed them first, their handler done with them
+        self._ended: set[socket.socket] = set()
         self._stop = threading.Event()
         self.shut = 0                    #: connections shut down for being late or evicted
         self.refused = 0                 #: connections closed at once (every one busy)
@@ -77,6 +79,18 @@ class ConnectionGuard:
     def closed(self, sock: socket.socket) -> None:
         with self._lock:
             self._waiting.pop(sock, None)
+            self._ended.discard(sock)
+
+    def ended_by_client(self, sock: socket.socket) -> None:
+        """The client closed ``sock`` (its handler read the end) and the handler closed its
+        files: nothing is left to send or to read."""
+        with self._lock:
+            if sock in self._waiting:
+                self._ended.add(sock)
+
+    def is_ended_by_client(self, sock: socket.socket) -> bool:
+        with self._lock:
+            return sock in self._ended
 
     # ------------------------------------------------------------------ the handler's side
     def waiting(self, sock: socket.socket) -> None:
@@ -163,7 +177,8 @@ def kernel_timed_files(sock: socket.socket, seconds: float, read_buffer: int,
     socket timeout makes every read and write a ``poll()`` first, then the call: twice the
     system calls, each one letting go of the interpreter lock and waiting to take it back (two
     or three more a request on the API, more with a new connection each)."""
-    sock.settimeout(None)
+    if sock.gettimeout() is not None:   # (an accepted socket is blocking already, and
+        sock.settimeout(None)           # settimeout is an ioctl that lets go of the lock)
     whole = int(seconds)
     timeval = struct.pack("ll", whole, int((seconds - whole) * 1e6))
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, timeval)
@@ -192,9 +207,20 @@ class GuardedServerMixin:
 
     def process_request(self, request: Any, client_address: Any) -> None:
         if not self.guard.admit(request):
-            self.shutdown_request(request)  # type: ignore[attr-defined]
+            self.shutdown_request(request)
             return
         super().process_request(request, client_address)  # type: ignore[misc]
+
+    def shutdown_request(self, request: Any) -> None:
+        """As ``socketserver``'s (``shutdown(SHUT_WR)``, then close), but a connection its
+        client closed first is only closed: its files are closed, so the close sends the end
+        at once, as the shutdown did (with a new connection a request, that is every
+        connection: the shutdown was one more system call each, letting go of the interpreter
+        lock)."""
+        if self.guard.is_ended_by_client(request):
+            self.close_request(request)
+            return
+        super().shutdown_request(request)  # type: ignore[misc]
 
     def close_request(self, request: Any) -> None:
         self.guard.closed(request)

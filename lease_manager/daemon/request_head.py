@@ -14,7 +14,7 @@ attributes, in a third of the time. Anything else goes to the standard library's
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, overload
 
 #: method, a path that does not start with ``//`` (the standard library rewrites those), and
 #: HTTP/1.1
@@ -33,8 +33,27 @@ class PlainRequestHeadMixin:
     rfile: Any
     protocol_version: str
     MessageClass: Any
+    headers: Any
+    #: a plain head's headers, by lower-case name: the first value of each (None: not plain)
+    _first_values: dict[str, str] | None = None
+
+    @overload
+    def header(self, name: str) -> str | None: ...
+
+    @overload
+    def header(self, name: str, default: str) -> str: ...
+
+    def header(self, name: str, default: str | None = None) -> str | None:
+        """``self.headers.get(name, default)``, looked up at once for a plain head (the
+        message's ``get`` lowers the name of every header at each call: some 50 calls of
+        ``str.lower`` a submission)."""
+        values = self._first_values
+        if values is None:
+            return self.headers.get(name, default)
+        return values.get(name.lower(), default)
 
     def parse_request(self) -> bool:
+        self._first_values = None
         parsed = self._parse_plain_head()
         if parsed is None:
             return super().parse_request()  # type: ignore[misc]
@@ -50,8 +69,12 @@ class PlainRequestHeadMixin:
         if head is None:
             return None
         headers = self.MessageClass()
-        for name, value in _LINE.findall(head.group()):
-            headers.set_raw(name.decode("ascii"), value.decode("ascii"))
+        first: dict[str, str] = {}
+        for raw_name, raw_value in _LINE.findall(head.group()):
+            # (compat32's get gives a printable ASCII value as it was set)
+            name, value = raw_name.decode("ascii"), raw_value.decode("ascii")
+            headers.set_raw(name, value)
+            first.setdefault(name.lower(), value)
         headers.set_payload("")
         self.rfile.read(head.end())
         self.command = line.group(1).decode("ascii")
@@ -59,8 +82,9 @@ class PlainRequestHeadMixin:
         self.request_version = "HTTP/1.1"
         self.requestline = self.raw_requestline.decode("ascii").rstrip("\r\n")
         self.headers = headers
+        self._first_values = first
         # what parse_request does after the headers, for an HTTP/1.1 request
-        self.close_connection = headers.get("Connection", "").lower() == "close"
-        if headers.get("Expect", "").lower() == "100-continue":
+        self.close_connection = first.get("connection", "").lower() == "close"
+        if first.get("expect", "").lower() == "100-continue":
             return bool(self.handle_expect_100())  # type: ignore[attr-defined]
         return True

@@ -312,9 +312,11 @@ class Daemon:
     def _answer_pending(self) -> None:
         """Answer the calls of this step once their changes are durable: the step's changes
         are one transaction (a group commit), committed here before the first answer (after
-        the cycle's starts, which share the commit before them)."""
+        the cycle's starts, which share the commit before them). The backend's hand-over
+        marks of those starts, which no answer shows, are committed at the step's end, after
+        the answers (:meth:`Store.commit_shown`)."""
         self.driver.flush()
-        self.store.commit()
+        self.store.commit_shown()
         pending, self._pending = self._pending, []
         for future, answer in pending:
             try:

@@ -100,6 +100,10 @@ class Store:
         self.sync = sync
         #: changes wait for :meth:`commit` (see :meth:`group`)
         self._grouped = False
+        #: a change in the group since the last commit other than a hand-over mark
+        self._shown = False
+        #: the id the next lease inserted gets (None: to be read from the table)
+        self._next_id: int | None = None
         self._checkpoints: tuple[threading.Thread, threading.Event] | None = None
         self._local = threading.local()
         self.db = self._connect()
@@ -131,6 +135,7 @@ class Store:
         if self._grouped:
             if not self.db.in_transaction:
                 self.db.execute("BEGIN IMMEDIATE")
+            self._shown = True
             self.db.execute("SAVEPOINT change")
             try:
                 yield
@@ -148,6 +153,22 @@ class Store:
             raise
         self.db.execute("COMMIT")
 
+    def _execute_change(self, sql: str, args: tuple[Any, ...], *, shown: bool = True) -> None:
+        """A change of one statement: as ``with transaction(): execute(sql, args)``, but in a
+        group without the savepoint around it. SQLite undoes a statement that fails as a
+        whole (its statement journal), so the savepoint added nothing to it but two calls
+        into SQLite, each letting go of the interpreter lock on the engine thread (a
+        submission that starts at once makes three such changes). ``shown=False``: a change
+        no answer shows (see :meth:`commit_shown`)."""
+        if not self._grouped:
+            with self.transaction():
+                self.db.execute(sql, args)
+            return
+        if not self.db.in_transaction:
+            self.db.execute("BEGIN IMMEDIATE")
+        self._shown = self._shown or shown
+        self.db.execute(sql, args)
+
     def group(self) -> None:
         """From now on, changes accumulate in one transaction until :meth:`commit` (a group
         commit: a daemon's engine step commits once, not once a change). Whoever groups must
@@ -157,7 +178,21 @@ class Store:
     def commit(self) -> None:
         """Make the grouped changes so far durable (nothing to do if there are none)."""
         if self.db.in_transaction:
-            self.db.execute("COMMIT")
+            try:
+                self.db.execute("COMMIT")
+            except BaseException:
+                self._next_id = None    # (what a failed commit kept is the table's to say)
+                raise
+        self._shown = False
+
+    def commit_shown(self) -> None:
+        """:meth:`commit`, unless the group's only changes since the last commit are
+        hand-over marks (:meth:`handed_over`), which no answer shows: those wait for the next
+        commit (a crash before it leaves the lease's row ``starting``, which a restart checks
+        with the backend, as after a crash between a start and its mark). A step that starts
+        leases answers after one commit then, not two (two fsyncs with ``sync = full``)."""
+        if self._shown:
+            self.commit()
 
     def ungroup(self) -> None:
         """:meth:`commit`, and each change is a transaction of its own again (if the commit
@@ -166,6 +201,8 @@ class Store:
         try:
             self.commit()
         except BaseException:
+            self._shown = False
+            self._next_id = None        # (the group's leases may be gone with it)
             if self.db.in_transaction:
                 self.db.execute("ROLLBACK")
             raise
@@ -225,8 +262,7 @@ class Store:
         return None if row is None else row[0]
 
     def set_meta(self, key: str, value: str) -> None:
-        with self.transaction():
-            self.db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
+        self._execute_change("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
 
     # ------------------------------------------------------------------- idempotency keys
     def recall_key(self, key: str, db: sqlite3.Connection | None = None
@@ -248,8 +284,13 @@ class Store:
 
     # ---------------------------------------------------------------------------- writes
     def next_id(self) -> int:
-        row = self.db.execute("SELECT COALESCE(MAX(id), 0) FROM leases").fetchone()
-        return int(row[0]) + 1
+        """The id the next lease inserted gets: read from the table once, then kept by
+        :meth:`insert` (the engine's connection is the only writer), which saves a query, a
+        release of the interpreter lock on the engine thread, a submission."""
+        if self._next_id is None:
+            row = self.db.execute("SELECT COALESCE(MAX(id), 0) FROM leases").fetchone()
+            self._next_id = int(row[0]) + 1
+        return self._next_id
 
     def insert(self, leases: list[tuple[Lease, dict[str, Any]]], now: float, *,
                key: tuple[str, str, bool] | None = None) -> None:
@@ -270,41 +311,44 @@ class Store:
                 self.db.execute("INSERT OR REPLACE INTO idempotency VALUES (?, ?, ?, ?, ?)",
                                 (name, body_hash, json.dumps([lease.id for lease, _ in leases]),
                                  int(single), now))
+        if leases and self._next_id is not None:
+            self._next_id = max(self._next_id, max(lease.id for lease, _ in leases) + 1)
 
     def update(self, lease: Lease, now: float, *, old: str | None = None,
                detail: str = "", started: bool = False) -> None:
         """Write where ``lease`` stands now; with ``old``, also log the state change. With
         ``started``, its work starts afresh: the row counts the start and is marked
         ``starting`` until :meth:`handed_over` says the backend took the work."""
+        row = ("UPDATE leases SET state = ?, start = ?, end = ?, reason = ?, price = ?, "
+               "work_done = ?, suspended_at = ?, time_suspended = ?, preemptions = ?, "
+               "suspensions = ?, starts = starts + ?, starting = MAX(starting, ?), "
+               "image_nodes = ?, plan = ?, updated = ? WHERE id = ?",
+               (lease.state.value, lease.start, lease.end, lease.reason, lease.price,
+                lease.work_done, lease.suspended_at, lease.time_suspended, lease.preemptions,
+                lease.suspensions, int(started), int(started),
+                json.dumps(list(lease.image_nodes)), json.dumps(plan_of(lease)), now,
+                lease.id))
+        if old is None:
+            self._execute_change(*row)
+            return
         with self.transaction():
-            self.db.execute(
-                "UPDATE leases SET state = ?, start = ?, end = ?, reason = ?, price = ?, "
-                "work_done = ?, suspended_at = ?, time_suspended = ?, preemptions = ?, "
-                "suspensions = ?, starts = starts + ?, starting = MAX(starting, ?), "
-                "image_nodes = ?, plan = ?, updated = ? WHERE id = ?",
-                (lease.state.value, lease.start, lease.end, lease.reason, lease.price,
-                 lease.work_done, lease.suspended_at, lease.time_suspended, lease.preemptions,
-                 lease.suspensions, int(started), int(started),
-                 json.dumps(list(lease.image_nodes)), json.dumps(plan_of(lease)), now,
-                 lease.id))
-            if old is not None:
-                self.db.execute("INSERT INTO events (lease_id, time, old, new, detail) "
-                                "VALUES (?, ?, ?, ?, ?)",
-                                (lease.id, now, old, lease.state.value, detail or lease.reason))
+            self.db.execute(*row)
+            self.db.execute("INSERT INTO events (lease_id, time, old, new, detail) "
+                            "VALUES (?, ?, ?, ?, ?)",
+                            (lease.id, now, old, lease.state.value, detail or lease.reason))
 
     def handed_over(self, lease_id: int) -> None:
-        """The backend took the work of the lease's recorded start."""
-        with self.transaction():
-            self.db.execute("UPDATE leases SET starting = 0 WHERE id = ? AND starting = 1",
-                            (lease_id,))
+        """The backend took the work of the lease's recorded start (a mark no answer shows:
+        :meth:`commit_shown`)."""
+        self._execute_change("UPDATE leases SET starting = 0 WHERE id = ? AND starting = 1",
+                             (lease_id,), shown=False)
 
     def unstart(self, lease_id: int, now: float) -> None:
         """Take back a recorded start whose work the backend never got (the daemon stopped in
         between): it is not counted, and a lease that never ran has no start time."""
-        with self.transaction():
-            self.db.execute("UPDATE leases SET starts = MAX(starts - 1, 0), starting = 0, "
-                            "start = CASE WHEN starts <= 1 THEN NULL ELSE start END, "
-                            "updated = ? WHERE id = ?", (now, lease_id))
+        self._execute_change("UPDATE leases SET starts = MAX(starts - 1, 0), starting = 0, "
+                             "start = CASE WHEN starts <= 1 THEN NULL ELSE start END, "
+                             "updated = ? WHERE id = ?", (now, lease_id))
 
     def end(self, lease_id: int, old: str, state: str, reason: str, now: float) -> None:
         """Put a lease the scheduler no longer holds in a final state (its work ended while
@@ -317,9 +361,8 @@ class Store:
 
     def log(self, lease_id: int, now: float, state: str, detail: str) -> None:
         """Log something that happened to a lease without a change of state."""
-        with self.transaction():
-            self.db.execute("INSERT INTO events (lease_id, time, old, new, detail) "
-                            "VALUES (?, ?, ?, ?, ?)", (lease_id, now, state, state, detail))
+        self._execute_change("INSERT INTO events (lease_id, time, old, new, detail) "
+                             "VALUES (?, ?, ?, ?, ?)", (lease_id, now, state, state, detail))
 
     # ----------------------------------------------------------------------------- reads
     def unfinished(self) -> Iterator[sqlite3.Row]:

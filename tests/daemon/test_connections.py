@@ -4,6 +4,8 @@ made its reconciliation fail with EMFILE, and the daemon exited)."""
 
 from __future__ import annotations
 
+import http.client
+import json
 import select
 import socket
 import time
@@ -120,6 +122,44 @@ def test_a_full_house_of_idle_connections_makes_room_for_a_client(tmp_path):
         assert td.client.submit({"duration": 60})["state"] in ("active", "queued")
         for sock in idle:
             sock.close()
+
+
+def test_a_connection_its_client_closed_first_is_closed_without_a_shutdown(tmp_path,
+                                                                           monkeypatch):
+    """With a connection a request, the client reads its answer and closes: the daemon's
+    handler reads that end, and the connection is only closed (the close sends the end; a
+    shutdown before it was one more system call a connection). A connection the daemon
+    closes first (the client asked ``Connection: close``) is still shut down, then closed,
+    and the client reads the whole answer, then the end."""
+    config = write_config(tmp_path)
+    with ThreadDaemon(config) as td:
+        server = td.daemon.server
+        port = server.server_address[1]
+        shut: list[int] = []
+        plain = socket.socket.shutdown
+
+        def shutdown(sock: socket.socket, how: int) -> None:
+            try:
+                ours = sock.getsockname()[1] == port
+            except OSError:
+                ours = False
+            if ours:
+                shut.append(how)
+            plain(sock, how)
+
+        monkeypatch.setattr(socket.socket, "shutdown", shutdown)
+        for headers, shutdowns in (({}, []), ({"Connection": "close"}, [socket.SHUT_WR])):
+            conn = http.client.HTTPConnection(*server.server_address[:2], timeout=20)
+            conn.request("GET", "/v1/health", headers=headers)
+            answer = conn.getresponse()
+            assert answer.status == 200 and json.loads(answer.read())["status"] == "ok"
+            if headers:
+                assert conn.sock is None or conn.sock.recv(1) == b""   # the daemon's end
+            conn.close()
+            wait_for(lambda: server.guard.open == 0, 20, what="the connection to be closed")
+            assert shut == shutdowns
+            assert not server.guard._ended       # nothing is kept of a closed connection
+            shut.clear()
 
 
 @pytest.mark.long

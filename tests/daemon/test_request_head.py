@@ -80,6 +80,27 @@ def test_every_head_parses_as_the_standard_librarys():
     assert Ours.fast > 1500     # the plain heads did take the short way
 
 
+def test_a_header_is_looked_up_as_the_message_gives_it():
+    """``header(name)`` gives what ``headers.get(name)`` gives, for every name of each head
+    (any case) and for names it lacks, whichever way the head was read."""
+    rng = random.Random(4408)
+    Ours.fast = 0
+    names = NAMES + [n.upper() for n in NAMES] + ["Absent", "host"]
+    for _ in range(1500):
+        handler = Ours.__new__(Ours)
+        handler.rfile = io.BufferedReader(io.BytesIO(random_request(rng)))
+        handler.wfile = io.BytesIO()
+        handler.client_address = ("127.0.0.1", 1)
+        handler.request_version = "HTTP/1.1"
+        handler.raw_requestline = handler.rfile.readline(65537)
+        if not handler.parse_request():
+            continue
+        for name in names:
+            assert handler.header(name) == handler.headers.get(name), name
+            assert handler.header(name, "none") == handler.headers.get(name, "none"), name
+    assert Ours.fast > 750
+
+
 def test_a_head_not_yet_all_read_is_left_to_the_standard_library():
     """Only what is already buffered is looked at: a head cut short there is read the long
     way (here the buffer holds 16 bytes at a time)."""

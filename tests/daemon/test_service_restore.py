@@ -115,6 +115,9 @@ def test_a_start_is_marked_until_the_backend_takes_its_work(config, tmp_path):
     with ThreadDaemon(config) as d:
         lease = d.client.submit({"duration": 5000})
         assert lease["state"] == "active"
+        # the mark is committed at the end of the step that answered (after its answers):
+        # a call in a later step comes after it
+        d.daemon.call(lambda now: lambda: None)
         row = _row(tmp_path, lease["id"])
         assert (row["starts"], row["starting"]) == (1, 0)
         assert ("start", lease["id"]) in d.daemon.backend.log
