@@ -223,11 +223,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not runs:
         print(f"lm-garg-figures: error: no finished runs in {directory}", file=sys.stderr)
         return 2
+    printed = False
     for metric in args.metric or METRICS:
         for x in args.by or ("share", "rate"):
             data = series(runs, metric, x)
-            if not any(len(points) > 1 for points in data.values()):
+            # a default axis along which nothing varies is left out; a named one is printed
+            if not data or (not args.by and not any(len(p) > 1 for p in data.values())):
                 continue
+            printed = True
             print(f"\n{LABELS.get(metric, metric)}, by {TITLES[x]}")
             print(table(data, x))
             if args.plots:
@@ -235,10 +238,17 @@ def main(argv: Sequence[str] | None = None) -> int:
                      directory / "plots" / f"garg-{metric.removeprefix('garg_')}-by-{x}.png")
     for x in args.by or ("share", "rate"):
         shares = site_shares(runs, x)
-        if len({p for _, p in shares}) > 1:
+        if len({p for _, p in shares}) > (0 if args.by else 1):
             print(f"\neach site's share of the work executed / of the energy cost (%), by "
                   f"{TITLES[x]}")
             print(shares_table(shares, x))
+            printed = True
+    if not printed:
+        axes = ", ".join(args.by or ("share", "rate"))
+        print(f"lm-garg-figures: error: nothing to show in {directory}: no metric asked for "
+              f"has two points along {axes} (--by AXIS shows an axis of one point too)",
+              file=sys.stderr)
+        return 2
     return 0
 
 

@@ -111,3 +111,23 @@ def test_the_carbon_bounds_site_mix_is_a_line_of_its_own(tmp_path, capsys):
         "    gmce / our-dvs        20    50.0 / 50.0  50.0 / 50.0",
         "    gmce / our-dvs        40  100.0 / 100.0            -",
         "     gmp / our-dvs        20    50.0 / 50.0  50.0 / 50.0"]
+
+
+def test_an_axis_of_one_point_is_shown_when_named_and_said_when_not(tmp_path, capsys):
+    """Fig. 8 at one spread only (sd 0.2): with ``--by carbon-sd`` its one point is printed;
+    by default (share and rate: one point each here) nothing varies, and that is said in one
+    line instead of printing nothing and exiting 0."""
+    sites = ("new-york", "pennsylvania", "california", "ohio", "north-carolina", "texas",
+             "france", "australia")
+    fake_run(tmp_path, "gmp-sd0.2", 1,
+             ["dvfs.urgent-share=0.4", "simulation.policy-site-selection=gmp",
+              *(f"site:{s}.carbon-rate=normal:0.2:0.2" for s in sites)],
+             garg_profit_per_cpu_hour=0.25)
+    assert main([str(tmp_path), "--metric", "garg_profit_per_cpu_hour",
+                 "--by", "carbon-sd"]) == 0
+    out = capsys.readouterr().out
+    assert "by spread of the carbon rates" in out
+    assert out.split("\n")[2:4] == ["carbon sd  gmp / our-dvs", "      0.2           0.25"]
+    assert main([str(tmp_path), "--metric", "garg_profit_per_cpu_hour"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("lm-garg-figures: error: nothing to show in ") and "\n" not in err
