@@ -7,13 +7,15 @@ scheduler asks about, the rows keep how many such VMs each could host on the who
 state and its bookkeeping; :class:`~lease_manager.kernel.fitting.SlotFitting` asks it where
 VMs fit and :class:`~lease_manager.kernel.slottable.SlotTable` changes it.
 
-The rows are only as wide as the nodes reservations have used: they keep columns for nodes
-``[0, width)``, ``width`` past the highest node any reservation has held in the table (it
-grows by doubling, and never shrinks). Every node from ``width`` on is at its full capacity in
-every row, so what the rows say of it is :attr:`SlotRows.capacity`, kept once: a million idle
-nodes cost no row. Per-node answers (:meth:`SlotRows.free_at`, :meth:`SlotRows.min_free`) are
-given for every node; the fit queries count those nodes with a shape's ``tail_total``. (VM
-counts are whole numbers in floating point, so adding them in parts gives the same sums.)
+On a large site the rows are only as wide as the nodes reservations have used: they keep
+columns for nodes ``[0, width)``, ``width`` past the highest node any reservation has held in
+the table (it grows by doubling, and never shrinks; a site of a few thousand nodes has rows of
+every node from the start, :data:`DENSE_ROW_BYTES`). Every node from ``width`` on is at its
+full capacity in every row, so what the rows say of it is :attr:`SlotRows.capacity`, kept once:
+a million idle nodes cost no row. Per-node answers (:meth:`SlotRows.free_at`,
+:meth:`SlotRows.min_free`) are given for every node; the fit queries count those nodes with a
+shape's ``tail_total``. (VM counts are whole numbers in floating point, so adding them in parts
+gives the same sums.)
 """
 
 from __future__ import annotations
@@ -75,8 +77,12 @@ class _Shape:
 
 #: the most bytes the slot table's first pool of rows may reserve (it doubles when full)
 POOL_BYTES = 64 << 20
-#: the rows' first width in nodes (a smaller site's rows are as wide as it from the start)
+#: the rows' first width in nodes on a site whose rows of every node would cost more than
+#: :data:`DENSE_ROW_BYTES` each
 FIRST_WIDTH = 64
+#: a site whose row of every node costs at most this many bytes (3,276 nodes of two resource
+#: types) has rows of every node from the start: no answer is padded and nothing widens
+DENSE_ROW_BYTES = 64 << 10
 
 
 def _pool_size(n_nodes: int, n_types: int) -> int:
@@ -90,8 +96,10 @@ def _pool_size(n_nodes: int, n_types: int) -> int:
 class SlotRows(TableRows):
     """The rows of a slot table and their bookkeeping (see the module's docstring)."""
 
-    #: the rows' first width in nodes (a test sets a larger one to make rows of every node)
+    #: the rows' first width in nodes, and the most bytes a row of every node may cost to be
+    #: kept from the start (tests change them to make rows narrow or of every node)
     first_width = FIRST_WIDTH
+    dense_row_bytes = DENSE_ROW_BYTES
 
     def __init__(self, nodes: NodeSet, *, site_resources: Mapping[str, float] | None = None,
                  origin: float = 0.0) -> None:
@@ -103,7 +111,8 @@ class SlotRows(TableRows):
         site_cap = np.array([float(v) for v in (site_resources or {}).values()])
         self._n_nodes = n_nodes
         #: the nodes the rows keep columns for: ``[0, _width)`` (see the module's docstring)
-        self._width = min(n_nodes, self.first_width)
+        self._width = (n_nodes if n_nodes * (8 * n_types + 4) <= self.dense_row_bytes
+                       else min(n_nodes, self.first_width))
         slots = _pool_size(self._width, n_types)
         self._free = np.empty((slots, self._width, n_types))
         self._nres = np.zeros((slots, self._width), dtype=np.int32)

@@ -1,9 +1,11 @@
 """The slot table's rows keep columns only for the nodes reservations have used (its width).
 
 Every node past the width is free all the time; the table answers for it from the site's
-capacities. These tests check, by hand and against a table whose rows hold every node from
-the start (``first_width`` larger than the site), that the answers are the same, bit for bit,
-and that the rows stay narrow when reservations keep to the first nodes.
+capacities (a site of a few thousand nodes has rows of every node from the start; the tests use
+:class:`NarrowTable` to make small sites' rows narrow). These tests check, by hand and against
+a table whose rows hold every node from the start (``first_width`` larger than the site), that
+the answers are the same, bit for bit, and that the rows stay narrow when reservations keep to
+the first nodes.
 """
 
 from __future__ import annotations
@@ -18,13 +20,20 @@ from lease_manager.errors import OvercommitError
 from lease_manager.kernel.lease import VMRequest
 from lease_manager.kernel.mapper import place
 from lease_manager.kernel.resources import parse_site
-from lease_manager.kernel.slot_rows import FIRST_WIDTH
+from lease_manager.kernel.slot_rows import DENSE_ROW_BYTES, FIRST_WIDTH
 from lease_manager.kernel.slottable import Reservation, SlotTable
 
 FULL = [2.0, 1024.0]
 HALF = [1.0, 512.0]
 VM = np.array(HALF)
 INF = math.inf
+
+
+class NarrowTable(SlotTable):
+    """A slot table whose rows start 64 nodes wide whatever the site (a site of a few
+    thousand nodes has rows of every node from the start otherwise)."""
+
+    dense_row_bytes = 0
 
 
 class DenseTable(SlotTable):
@@ -59,7 +68,7 @@ def test_rows_stay_narrow_and_answer_for_every_node_by_hand():
     to 501 (the larger of 501 and twice 64); ending C leaves them 501 wide.
     """
     site = parse_site("1000 CPU:2 Memory:1024")
-    t, dense = SlotTable(site), DenseTable(site)
+    t, dense = NarrowTable(site), DenseTable(site)
     for table in (t, dense):
         table.add(res(0, 10, [0, 1], [FULL, FULL]))
         table.add(res(5, 20, [2], [HALF]))
@@ -113,6 +122,15 @@ def test_rows_stay_narrow_and_answer_for_every_node_by_hand():
         np.testing.assert_array_equal(t.capacity_lasts_until(s, e),
                                       dense.capacity_lasts_until(s, e))
         np.testing.assert_array_equal(t.lease_counts_at(s), dense.lease_counts_at(s))
+
+
+def test_rows_of_a_site_of_a_few_thousand_nodes_hold_every_node():
+    """A row of every node of 3,276 nodes of two types costs 3,276 x 20 = 65,520 bytes, at
+    most ``DENSE_ROW_BYTES`` (65,536): the rows hold every node from the start. One more
+    node and they start 64 wide."""
+    assert DENSE_ROW_BYTES == 65_536
+    assert SlotTable(parse_site("3276 CPU:2 Memory:1024")).width == 3276
+    assert SlotTable(parse_site("3277 CPU:2 Memory:1024")).width == 64
 
 
 def test_a_million_idle_nodes_cost_no_rows():
@@ -233,7 +251,7 @@ def test_narrow_rows_answer_as_rows_of_every_node(seed):
     """The same random changes and questions on a table with narrow rows and on one whose
     rows hold every node give the same answers, bit for bit; the narrow rows were narrower
     than the site most of the time and grew when a reservation landed past them."""
-    narrow, widths = replay(SlotTable, seed, 120)
+    narrow, widths = replay(NarrowTable, seed, 120)
     dense, dense_widths = replay(DenseTable, seed, 120)
     assert narrow == dense
     assert set(dense_widths) == {300}
