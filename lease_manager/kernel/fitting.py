@@ -118,8 +118,10 @@ class SlotFitting(SlotRows):
         prev_blocked = prev_blocked_rows.tolist()
         single = len(groups) == 1
         per_row: list[np.ndarray] = []   # per group: VMs per node and row, rows k0:k_end
-        needs: list[float] = []   # per group: what the rows' nodes must host (the later
-        # nodes host tail_total)
+        # per group: the VMs the rows' nodes must host (the nodes past them host tail_total)
+        needs: Sequence[float] = demand.counts
+        if self._width < self._n_nodes:
+            needs = [count - shape.tail_total for shape, count in groups]
 
         def window_fits(i: int, j: int) -> bool:
             if prev_blocked[j - 1] >= i:
@@ -130,7 +132,6 @@ class SlotFitting(SlotRows):
                 per_row.extend(self._freed_window_fits(shape, k0, k_end, slots, freed,
                                                        bool(released))
                                for shape, _ in groups)
-                needs.extend(count - shape.tail_total for shape, count in groups)
             return all(np.add.reduce(np.minimum.reduce(fits[i:j])) >= need
                        for fits, need in zip(per_row, needs))
 
