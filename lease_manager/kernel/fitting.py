@@ -27,7 +27,11 @@ __all__ = ["EPS", "MAX_SHAPES", "SlotFitting"]
 
 
 class SlotFitting(SlotRows):
-    """Where and when VMs fit on the slot table's rows (its queries that fit VMs)."""
+    """Where and when VMs fit on the slot table's rows (its queries that fit VMs).
+
+    Per-node VM counts are over the rows' nodes (:attr:`~SlotRows.width`); a sum over the
+    site adds the shape's ``tail_total``, what the nodes past them host.
+    """
 
     def _window_fits(self, shape: _Shape, ks: int, ke: int) -> np.ndarray:
         """Per-node VM counts of ``shape`` in rows ``ks:ke`` (cached while the table is unchanged:
@@ -59,8 +63,12 @@ class SlotFitting(SlotRows):
         shape = self._shape(vector)
         # one row, or free capacity only grows over the window: the first row is the least
         if ke - ks == 1 or not self.starts_within(start, end):
-            return self._window_fits(shape, ks, ks + 1)[0]
-        return self._least_fits(shape, ks, ke)[1].min(axis=0)
+            fits = self._window_fits(shape, ks, ks + 1)[0]
+        else:
+            fits = self._least_fits(shape, ks, ke)[1].min(axis=0)
+        if self._width == self._n_nodes:
+            return fits
+        return self._every_node(fits, shape.fits(self.capacity[self._width:]))
 
 
     def _least_fits(self, shape: _Shape, ks: int, ke: int) -> tuple[list[int], np.ndarray]:
@@ -110,6 +118,10 @@ class SlotFitting(SlotRows):
         prev_blocked = prev_blocked_rows.tolist()
         single = len(groups) == 1
         per_row: list[np.ndarray] = []   # per group: VMs per node and row, rows k0:k_end
+        # per group: the VMs the rows' nodes must host (the nodes past them host tail_total)
+        needs: Sequence[float] = demand.counts
+        if self._width < self._n_nodes:
+            needs = [count - shape.tail_total for shape, count in groups]
 
         def window_fits(i: int, j: int) -> bool:
             if prev_blocked[j - 1] >= i:
@@ -120,8 +132,8 @@ class SlotFitting(SlotRows):
                 per_row.extend(self._freed_window_fits(shape, k0, k_end, slots, freed,
                                                        bool(released))
                                for shape, _ in groups)
-            return all(np.add.reduce(np.minimum.reduce(fits[i:j])) >= count
-                       for fits, (_, count) in zip(per_row, groups))
+            return all(np.add.reduce(np.minimum.reduce(fits[i:j])) >= need
+                       for fits, need in zip(per_row, needs))
 
         j = k_rows if infinite else bisect_left(times, after + duration, k0 + 1, k_end) - k0
         if window_fits(0, j):
@@ -221,7 +233,8 @@ class SlotFitting(SlotRows):
                 # (no reservation starts): the first row is the least
                 one_row = j - k0 == 1 or not self.starts_within(t, t + duration)
             if one_row:   # (np.add.reduce is what .sum() calls, without its wrapper)
-                if np.add.reduce(self._window_fits(shape, k0, k0 + 1)[0]) < count:
+                if np.add.reduce(self._window_fits(shape, k0, k0 + 1)[0]) < \
+                        count - shape.tail_total:
                     return False
             elif self._cum_fits(shape, k0)[j - k0 - 1] < count:
                 return False
@@ -237,9 +250,11 @@ class SlotFitting(SlotRows):
         if hit is None or hit[0] != self._version:
             n = len(self._t)
             rows, fits = self._least_fits(shape, k0, n)   # (a node's least is at one of these)
-            least = np.minimum.accumulate(fits, axis=0).sum(axis=1).tolist()
+            least = np.minimum.accumulate(fits, axis=0).sum(axis=1)
+            if shape.tail_total:
+                least += shape.tail_total
             cum: list[float] = []
-            for value, first, stop in zip(least, rows, rows[1:] + [n]):
+            for value, first, stop in zip(least.tolist(), rows, rows[1:] + [n]):
                 cum += [value] * (stop - first)
             if len(self._cum_cache) > MAX_SHAPES:
                 self._cum_cache.clear()
@@ -275,7 +290,10 @@ class SlotFitting(SlotRows):
             a, b = max(a, lo), min(b, hi)
             if b > a:
                 free[a - lo:b - lo, res.nodes] += res.amounts
-        return shape.fits(free).sum(axis=1)
+        totals = shape.fits(free).sum(axis=1)
+        if shape.tail_total:
+            totals += shape.tail_total
+        return totals
 
 
     def earliest_fit_on(self, nodes: np.ndarray, amounts: np.ndarray, duration: float,

@@ -6,6 +6,16 @@ scheduler asks about, the rows keep how many such VMs each could host on the who
 *totals*, :class:`_Shape`), updated as reservations come and go. :class:`SlotRows` is that
 state and its bookkeeping; :class:`~lease_manager.kernel.fitting.SlotFitting` asks it where
 VMs fit and :class:`~lease_manager.kernel.slottable.SlotTable` changes it.
+
+On a large site the rows are only as wide as the nodes reservations have used: they keep
+columns for nodes ``[0, width)``, ``width`` past the highest node any reservation has held in
+the table (it grows by doubling, and never shrinks; a site of a few thousand nodes has rows of
+every node from the start, :data:`DENSE_ROW_BYTES`). Every node from ``width`` on is at its
+full capacity in every row, so what the rows say of it is :attr:`SlotRows.capacity`, kept once:
+a million idle nodes cost no row. Per-node answers (:meth:`SlotRows.free_at`,
+:meth:`SlotRows.min_free`) are given for every node; the fit queries count those nodes with a
+shape's ``tail_total``. (VM counts are whole numbers in floating point, so adding them in parts
+gives the same sums.)
 """
 
 from __future__ import annotations
@@ -38,7 +48,7 @@ class _Shape:
     """A VM shape the table keeps totals for: ``totals[slot]`` = VMs the site hosts there."""
 
     __slots__ = ("vector", "resources", "scale", "totals", "row_totals", "row_totals_version",
-                 "_pairs")
+                 "tail_total", "_pairs")
 
     def __init__(self, vector: np.ndarray, capacity_slots: int) -> None:
         self.vector = vector
@@ -49,6 +59,8 @@ class _Shape:
         self.totals = np.zeros(capacity_slots)
         self.row_totals = self.totals[:0]
         self.row_totals_version = -1
+        #: VMs the nodes past the rows' width host (all free, always): set by the rows
+        self.tail_total = 0.0
 
     def fits(self, free: np.ndarray) -> np.ndarray:
         """How many VMs fit in each cell of ``free`` (``(..., resources)`` -> ``(...)``)."""
@@ -65,18 +77,29 @@ class _Shape:
 
 #: the most bytes the slot table's first pool of rows may reserve (it doubles when full)
 POOL_BYTES = 64 << 20
+#: the rows' first width in nodes on a site whose rows of every node would cost more than
+#: :data:`DENSE_ROW_BYTES` each
+FIRST_WIDTH = 64
+#: a site whose row of every node costs at most this many bytes (3,276 nodes of two resource
+#: types) has rows of every node from the start: no answer is padded and nothing widens
+DENSE_ROW_BYTES = 64 << 10
 
 
 def _pool_size(n_nodes: int, n_types: int) -> int:
-    """How many rows the first pool holds: 64, or fewer on a site so large that 64 rows would
-    reserve more than :data:`POOL_BYTES` (64 rows of a million nodes were 1.3 GB of address
-    space before the first lease: under a 1.5 GB ``ulimit -v`` a one-lease run failed)."""
+    """How many rows the first pool holds: 64, or fewer on rows so wide (``n_nodes``) that 64
+    of them would reserve more than :data:`POOL_BYTES` (64 rows of a million nodes were 1.3 GB
+    of address space: under a 1.5 GB ``ulimit -v`` a one-lease run failed)."""
     row = n_nodes * (8 * n_types + 4)
     return max(4, min(64, POOL_BYTES // max(row, 1)))
 
 
 class SlotRows(TableRows):
     """The rows of a slot table and their bookkeeping (see the module's docstring)."""
+
+    #: the rows' first width in nodes, and the most bytes a row of every node may cost to be
+    #: kept from the start (tests change them to make rows narrow or of every node)
+    first_width = FIRST_WIDTH
+    dense_row_bytes = DENSE_ROW_BYTES
 
     def __init__(self, nodes: NodeSet, *, site_resources: Mapping[str, float] | None = None,
                  origin: float = 0.0) -> None:
@@ -86,13 +109,17 @@ class SlotRows(TableRows):
         n_nodes, n_types = self.capacity.shape
         self.site_resources: tuple[str, ...] = tuple(site_resources or ())
         site_cap = np.array([float(v) for v in (site_resources or {}).values()])
-        slots = _pool_size(n_nodes, n_types)
-        self._free = np.empty((slots, n_nodes, n_types))
-        self._nres = np.zeros((slots, n_nodes), dtype=np.int32)
+        self._n_nodes = n_nodes
+        #: the nodes the rows keep columns for: ``[0, _width)`` (see the module's docstring)
+        self._width = (n_nodes if n_nodes * (8 * n_types + 4) <= self.dense_row_bytes
+                       else min(n_nodes, self.first_width))
+        slots = _pool_size(self._width, n_types)
+        self._free = np.empty((slots, self._width, n_types))
+        self._nres = np.zeros((slots, self._width), dtype=np.int32)
         self._site = np.empty((slots, len(self.site_resources)))
         self._site_cap = np.empty((slots, len(self.site_resources)))
         self._spare: list[int] = list(range(slots - 1, 0, -1))
-        self._free[0] = self.capacity
+        self._free[0] = self.capacity[:self._width]
         self._nres[0] = 0
         self._site[0] = site_cap
         self._site_cap[0] = site_cap
@@ -127,6 +154,46 @@ class SlotRows(TableRows):
         del held[rid]
         if not held:
             del self._by_node[node]
+
+    @property
+    def width(self) -> int:
+        """How many nodes (the first ones) the rows keep columns for; every later node is
+        free all the time."""
+        return self._width
+
+    def _widen(self, top: int) -> None:
+        """Make the rows keep columns for nodes ``[0, top)`` at least: twice as many as now,
+        or ``top``, at most every node. The live rows move to a new pool (spare slots are
+        not copied), in time order."""
+        n_nodes, n_types = self.capacity.shape
+        width = min(n_nodes, max(top, 2 * self._width))
+        old = self._width
+        live = self._slots(0, len(self._t))
+        n = len(live)
+        slots = max(n + 1, _pool_size(width, n_types))
+        free = np.empty((slots, width, n_types))
+        free[:n, :old] = self._free[live]
+        free[:n, old:] = self.capacity[old:width]
+        nres = np.zeros((slots, width), dtype=np.int32)
+        nres[:n, :old] = self._nres[live]
+        self._free, self._nres = free, nres
+        for name in ("_site", "_site_cap"):
+            a = getattr(self, name)
+            moved = np.empty((slots,) + a.shape[1:], dtype=a.dtype)
+            moved[:n] = a[live]
+            setattr(self, name, moved)
+        self._width = width
+        tail = self.capacity[width:]
+        for shape in self._shapes.values():
+            totals = np.zeros(slots)
+            totals[:n] = shape.totals[live]
+            shape.totals = totals
+            shape.tail_total = float(shape.fits(tail).sum())
+        self._slot = list(range(n))
+        self._spare = list(range(slots - 1, n - 1, -1))
+        self._window_cache.clear()
+        self._cum_cache.clear()
+        self._version += 1
 
     def _new_slot(self) -> int:
         if not self._spare:
@@ -219,13 +286,28 @@ class SlotRows(TableRows):
                 self._shapes.pop(next(iter(self._shapes)))
             shape = _Shape(vector.copy(), self._free.shape[0])
             live = self._slots(0, len(self._t))
-            shape.totals[live] = shape.fits(self._free[live]).sum(axis=1)
+            shape.tail_total = float(shape.fits(self.capacity[self._width:]).sum())
+            shape.totals[live] = shape.fits(self._free[live]).sum(axis=1) + shape.tail_total
             self._shapes[key] = shape
         return shape
 
+    def _every_node(self, narrow: np.ndarray, past: np.ndarray | float) -> np.ndarray:
+        """``narrow`` (an answer for the rows' nodes, along the first axis) for every node,
+        the later ones' answer being ``past``; ``narrow`` itself (not a copy) when the rows
+        hold every node."""
+        if self._width == self._n_nodes:
+            return narrow
+        out = np.empty((self._n_nodes,) + narrow.shape[1:], dtype=narrow.dtype)
+        out[:self._width] = narrow
+        out[self._width:] = past
+        return out
+
     def free_at(self, t: float) -> np.ndarray:
         """Free capacity of every node at ``t``: shape (nodes, resource types)."""
-        return self._free[self._slot[self._row(t)]].copy()
+        row = self._free[self._slot[self._row(t)]]
+        if self._width == self._n_nodes:
+            return row.copy()
+        return self._every_node(row, self.capacity[self._width:])
 
     def min_free(self, start: float, end: float) -> np.ndarray:
         """Free capacity of every node all through ``[start, end)``: shape (nodes, types)."""
@@ -233,7 +315,8 @@ class SlotRows(TableRows):
             return self.free_at(start)
         self._check_known(start)
         ks, ke = self._span(start, end)
-        return self._free[self._slots(ks, ke)].min(axis=0)
+        return self._every_node(self._free[self._slots(ks, ke)].min(axis=0),
+                                self.capacity[self._width:])
 
 
     def starts_within(self, after: float, before: float) -> bool:

@@ -67,6 +67,10 @@ class SlotTable(SlotFitting):
 
     def _apply(self, res: Reservation, ks: int, ke: int, sign: int) -> None:
         """Take (``sign=-1``) or give back (``+1``) ``res``'s resources in rows ``ks:ke``."""
+        if sign < 0 and self._width < self._n_nodes:
+            top = int(np.maximum.reduce(res.nodes, initial=-1)) + 1
+            if top > self._width:
+                self._widen(top)
         rows, by_row = self._change_rows(ks, ke)
         cells = (by_row, res.nodes)
         before = self._free[cells]
@@ -310,7 +314,10 @@ class SlotTable(SlotFitting):
 
     def lease_counts_at(self, t: float) -> np.ndarray:
         """Number of reservations on every node at ``t``."""
-        return self._nres[self._slot[self._row(t)]].copy()
+        row = self._nres[self._slot[self._row(t)]]
+        if self._width == self._n_nodes:
+            return row.copy()
+        return self._every_node(row, 0)
 
     def capacity_lasts_until(self, t: float, until: float = math.inf) -> np.ndarray:
         """For every node, the first time in ``(t, until)`` at which some resource's free
@@ -323,10 +330,10 @@ class SlotTable(SlotFitting):
         now = self._free[self._slot[k]]
         drops = (self._free[self._slots(k + 1, ke)] < now - EPS).any(axis=2)
         dropped = drops.any(axis=0)
-        if dropped.any():
+        if dropped.any():   # (the nodes past the rows' width are free all the time)
             first = drops.argmax(axis=0)
             times = np.asarray(self._t[k + 1:ke])
-            out[dropped] = times[first[dropped]]
+            out[:self._width][dropped] = times[first[dropped]]
         return out
 
     def reservations_at(self, node: int, t: float) -> list[Reservation]:
@@ -406,8 +413,12 @@ class SlotTable(SlotFitting):
         if len(set(self._slot)) != n or set(self._slot) & set(self._spare):
             raise AssertionError("slot table rows share slots")
         slots = self._slots(0, n)
-        free = np.broadcast_to(self.capacity, (n,) + self.capacity.shape).copy()
-        nres = np.zeros((n, self.capacity.shape[0]), dtype=np.int32)
+        width = self._width
+        if any(len(r.nodes) and int(r.nodes.max()) >= width
+               for r in self._reservations.values()):
+            raise AssertionError("slot table holds a reservation past its rows' width")
+        free = np.broadcast_to(self.capacity[:width], (n, width) + self.capacity.shape[1:]).copy()
+        nres = np.zeros((n, width), dtype=np.int32)
         for res in self._reservations.values():
             ks, ke = self._span(max(res.start, self._t[0]), res.end)
             free[ks:ke, res.nodes] -= res.amounts
@@ -419,7 +430,10 @@ class SlotTable(SlotFitting):
         if not (nres == self._nres[slots]).all():
             raise AssertionError("slot table reservation counts differ from its reservations")
         for shape in self._shapes.values():
-            if not np.allclose(shape.totals[slots], shape.fits(free).sum(axis=1)):
+            tail = shape.fits(self.capacity[width:]).sum()
+            if shape.tail_total != tail:
+                raise AssertionError("slot table VM totals past its width differ from its nodes")
+            if not np.allclose(shape.totals[slots], shape.fits(free).sum(axis=1) + tail):
                 raise AssertionError("slot table VM totals differ from its profile")
         horizon = self._t[0]
         starts: dict[float, int] = {}
