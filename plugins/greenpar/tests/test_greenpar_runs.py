@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import pytest
 
+import lm_greenpar.optimizing as optimizing
 from lease_manager.config.schema import load_config
 from lease_manager.run import Run
+from lm_greenpar import OFFLINE_NODE_LIMIT, SOLVE_NODE_LIMIT
 
 from lmg_helpers import PLUGINS, ROOT
 
@@ -79,3 +81,29 @@ def test_a_node_limited_solve_is_counted_and_the_run_does_not_depend_on_the_mach
     assert s["greenpar_depends_on_machine"] is False
     assert s["leases_completed"] == 7 and s["greenpar_sla_violations"] == 0
     assert capsys.readouterr().err == ""
+
+
+def test_each_policy_passes_its_own_limits_to_the_solver(monkeypatch):
+    """Offline's solve gets `offline-node-limit` and `offline-time-limit`, Aggressive's
+    solves `solve-node-limit` and `solve-time-limit` (not the other policy's): the defaults
+    (Offline 1,000 nodes and 1,800 s, Aggressive 5,000 and 600 s), values set, and a node
+    limit of 0 (none, passed as None)."""
+    seen: list[tuple[float, int | None]] = []
+    solve = optimizing.solve
+
+    def spy(problem, jobs, limit, gap, node_limit=None):
+        seen.append((limit, node_limit))
+        return solve(problem, jobs, limit, gap, node_limit)
+
+    monkeypatch.setattr(optimizing, "solve", spy)
+    cases = (("offline", (), (1800.0, OFFLINE_NODE_LIMIT)),
+             ("offline", ("greenpar.offline-node-limit=0",), (1800.0, None)),
+             ("offline", ("greenpar.offline-node-limit=7", "greenpar.solve-node-limit=9",
+                          "greenpar.offline-time-limit=50"), (50.0, 7)),
+             ("aggressive", (), (600.0, SOLVE_NODE_LIMIT)),
+             ("aggressive", ("greenpar.solve-node-limit=9", "greenpar.offline-node-limit=7",
+                             "greenpar.solve-time-limit=40"), (40.0, 9)))
+    for policy, settings, expected in cases:
+        seen.clear()
+        run(policy, *settings)
+        assert seen and all(call == expected for call in seen), (policy, settings, seen)
