@@ -97,10 +97,9 @@ class SlotFitting(SlotRows):
         through ``[s, s + duration)`` and the site-wide resources cover ``site_demand``. For a
         lease of identical VMs the test is exact (the mapper will succeed); with several groups
         it is necessary but not sufficient, and the caller tries the mapper at each candidate.
-        Candidates are ``after`` and the later breakpoints where some capacity may grow.
-        ``own`` (the lease's current reservation) and ``released`` (reservations that would be
-        given up, e.g. by preempted leases) count as free from ``after`` on.
-        """
+        Candidates are ``after`` and the later breakpoints where some capacity may grow. ``own``
+        (the lease's reservation) and ``released`` (reservations that would be given up, e.g.
+        by preempted leases) count as free from ``after`` on."""
         if not_after is not None and not_after < after:
             return
         times = self._t
@@ -118,10 +117,7 @@ class SlotFitting(SlotRows):
         prev_blocked = prev_blocked_rows.tolist()
         single = len(groups) == 1
         per_row: list[np.ndarray] = []   # per group: VMs per node and row, rows k0:k_end
-        # per group: the VMs the rows' nodes must host (the nodes past them host tail_total)
-        needs: Sequence[float] = demand.counts
-        if self._width < self._n_nodes:
-            needs = [count - shape.tail_total for shape, count in groups]
+        needs = self._row_needs(groups, demand.counts)
 
         def window_fits(i: int, j: int) -> bool:
             if prev_blocked[j - 1] >= i:
@@ -150,6 +146,14 @@ class SlotFitting(SlotRows):
             if s > after and s in grow_times:
                 if window_fits(i, int(ends[i])):
                     yield s
+
+    def _row_needs(self, groups: Sequence[tuple[_Shape, int]], counts: Sequence[int]
+                   ) -> Sequence[float]:
+        """Per group, the VMs the rows' nodes must host: all of them, less what the nodes
+        past the rows' width host (``tail_total``) when the rows do not hold every node."""
+        if self._width < self._n_nodes:
+            return [count - shape.tail_total for shape, count in groups]
+        return counts
 
     def _open_windows(self, k0: int, k_end: int, duration: float,
                       prev_blocked: np.ndarray) -> tuple[list[int], np.ndarray]:
