@@ -15,8 +15,8 @@ from collections.abc import Callable
 
 import numpy as np
 import pytest
+from table_changes import random_change
 
-from lease_manager.errors import OvercommitError
 from lease_manager.kernel.lease import VMRequest
 from lease_manager.kernel.profiles import runs_fit
 from lease_manager.kernel.resources import parse_site
@@ -55,34 +55,8 @@ def replay(seed: int, steps: int, patch: Callable[[SlotTable], None] | None,
     live: list[Reservation] = []
     seen: list[object] = []
     for step in range(steps):
-        op = rng.random()
-        lo = t.horizon
         watch.reset()
-        outcome: object = None
-        if op < 0.5:
-            r = random_reservation(rng, lo)
-            try:
-                live.append(t.add(r))
-            except OvercommitError:
-                outcome = "refused"
-        elif op < 0.6 and live:
-            t.remove(live.pop(rng.randrange(len(live))))
-        elif op < 0.75 and live:
-            r = rng.choice(live)
-            first = max(r.start, lo + 0.5)
-            t.truncate(r, first + rng.choice([0, 0.5, 1, 2, 4]))
-            if r.end <= r.start:
-                live.remove(r)
-        elif op < 0.85 and live:
-            r = rng.choice(live)
-            if not math.isinf(r.end):
-                try:
-                    t.extend(r, r.end + rng.choice([0.5, 1, 3, math.inf]))
-                except OvercommitError:
-                    outcome = "refused"
-        else:
-            ended = t.advance(lo + rng.choice([0.5, 1, 2, 4]))
-            live = [r for r in live if r not in ended]
+        outcome, live = random_change(t, rng, live, random_reservation)
         if step == steps // 3:
             t.room_at(SHAPES[3], t.horizon)
         seen.append((step, outcome, watch.lo, watch.hi, watch.freed, look(t, rng)))
