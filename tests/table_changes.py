@@ -4,7 +4,9 @@ on two tables and compare their answers."""
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+
+import numpy as np
 
 from lease_manager.errors import OvercommitError
 from lease_manager.kernel.slottable import Reservation, SlotTable
@@ -45,3 +47,15 @@ def random_change(t: SlotTable, rng: random.Random, live: list[Reservation],
         ended = t.advance(lo + rng.choice([0.5, 1, 2, 4]))
         live = [r for r in live if r not in ended]
     return outcome, live
+
+
+def vm_reservation(rng: random.Random, start: float, end: float, nodes: Sequence[int],
+                   counts: Sequence[int], vector: np.ndarray) -> Reservation:
+    """``counts[i]`` VMs of ``vector`` on ``nodes[i]`` over ``[start, end)``, drawing one unit
+    of power a VM; 7 times in 10 (drawn from ``rng``) with its VMs' nodes and shape."""
+    r = Reservation(None, start, end, np.array(nodes), np.array([c * vector for c in counts]),
+                    np.array([float(sum(counts))]))
+    if rng.random() < 0.7:
+        r.vm_nodes = tuple(n for n, c in zip(nodes, counts) for _ in range(c))
+        r.vm_shape = vector.tobytes()
+    return r

@@ -15,7 +15,7 @@ import random
 
 import numpy as np
 import pytest
-from table_changes import random_change
+from table_changes import random_change, vm_reservation
 
 from lease_manager.kernel.lease import VMRequest
 from lease_manager.kernel.mapper import place
@@ -171,14 +171,8 @@ def random_reservation(rng: random.Random, lo: float) -> tuple:
 
 
 def reservation(rng: random.Random, lo: float) -> Reservation:
-    """:func:`random_reservation` as a reservation, with its VMs' nodes 7 times in 10."""
-    start, end, nodes, counts, v = random_reservation(rng, lo)
-    r = Reservation(None, start, end, np.array(nodes), np.array([c * v for c in counts]),
-                    np.array([float(sum(counts))]))
-    if rng.random() < 0.7:
-        r.vm_nodes = tuple(n for n, c in zip(nodes, counts) for _ in range(c))
-        r.vm_shape = v.tobytes()
-    return r
+    """:func:`random_reservation` as a reservation."""
+    return vm_reservation(rng, *random_reservation(rng, lo))
 
 
 def answers(t: SlotTable, live: list[Reservation], rng: random.Random) -> list:

@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 import numpy as np
 import pytest
-from table_changes import random_change
+from table_changes import random_change, vm_reservation
 
 from lease_manager.kernel.lease import VMRequest
 from lease_manager.kernel.profiles import runs_fit
@@ -34,12 +34,7 @@ def random_reservation(rng: random.Random, lo: float) -> Reservation:
     counts = [rng.randint(1, 2) for _ in nodes]
     start = lo + rng.choice([0, 0, 1, 2, 5, 0.5]) + rng.randint(0, 20)
     end = math.inf if rng.random() < 0.1 else start + rng.choice([0.5, 1, 2, 3, 7, 15])
-    r = Reservation(None, start, end, np.array(nodes), np.array([c * v for c in counts]),
-                    np.array([float(sum(counts))]))
-    if rng.random() < 0.7:
-        r.vm_nodes = tuple(n for n, c in zip(nodes, counts) for _ in range(c))
-        r.vm_shape = v.tobytes()
-    return r
+    return vm_reservation(rng, start, end, nodes, counts, v)
 
 
 def replay(seed: int, steps: int, patch: Callable[[SlotTable], None] | None,
