@@ -336,8 +336,8 @@ def cap_window(config: Config, cap: StepSeries) -> StepSeries:
     start = float(starts[int(rng.integers(len(starts)))])
     if start + window > cap.times[-1]:
         raise config.error("power", "power-cap-window",
-                           f"the window drawn from the seed starts at {start:g} s, so "
-                           f"{window:g} s of it run past the cap series' last row "
+                           f"the window drawn from the seed starts at {start:g} s: "
+                           f"{window:g} s from there run past the cap series' last row "
                            f"({float(cap.times[-1]):g} s)")
     inside = (cap.times >= start) & (cap.times < start + window)
     times = np.concatenate([[0.0], cap.times[inside] - start, [window]])
