@@ -446,6 +446,11 @@ def core_options(policy_names: Mapping[str, tuple[str, ...]]) -> list[Option]:
             moved to time 0, with no power after it (Kassab et al. cut 1,000-hour windows of a
             year of weather). The window starts at one of the series' rows drawn from the run's
             seed: every run of a seed gets the same envelope. 0: the whole series."""),
+        Option("power", "power-cap-window-draw", DURATION, 0, maximum=MAX_SECONDS, doc="""
+            Draw the start of `power-cap-window` as for a window of this many seconds. Set to
+            the length of a window, it holds that window's start fixed while a longer
+            `power-cap-window` extends it (a window that then runs past the series' end is an
+            error). 0: the window's own length."""),
         Option("power", "power-cap-scale", FLOAT, 1.0, minimum=0, maximum=1e9, doc="""
             Multiply the `power-cap` envelope by this factor (Kassab et al.'s x1, x2, x5 and
             x10 envelopes: more panels and turbines)."""),

@@ -312,24 +312,33 @@ def power_cap_from_config(config: Config, model: PowerModel) -> StepSeries | Non
 def cap_window(config: Config, cap: StepSeries) -> StepSeries:
     """``cap`` scaled by ``[power] power-cap-scale`` and, with ``power-cap-window`` W > 0
     seconds, cut to the window ``[s, s + W)`` moved to time 0, with no power after it: ``s`` is
-    one of the series' times with ``s + W`` at most its last time, drawn from the run's seed
-    (one stream per site), so that every run of a seed has the same envelope."""
+    one of the series' times with ``s + D`` at most its last time, drawn from the run's seed
+    (one stream per site), so that every run of a seed has the same envelope. D is
+    ``power-cap-window-draw`` (0: W): with D fixed, a longer W keeps the start of the window
+    D would give and extends it."""
     scale = float(config.get("power", "power-cap-scale"))
     window = float(config.get("power", "power-cap-window"))
     if scale != 1.0:
         cap = StepSeries(cap.times, cap.values * scale)
     if window <= 0:
         return cap
-    starts = cap.times[cap.times + window <= cap.times[-1]]
+    draw = float(config.get("power", "power-cap-window-draw")) or window
+    name = "power-cap-window" if draw == window else "power-cap-window-draw"
+    starts = cap.times[cap.times + draw <= cap.times[-1]]
     if not len(starts):
-        raise config.error("power", "power-cap-window",
-                           f"{window:g} s is longer than the cap series "
+        raise config.error("power", name,
+                           f"{draw:g} s is longer than the cap series "
                            f"({float(cap.times[-1] - cap.times[0]):g} s from its first row to "
                            f"its last)")
     rng = np.random.default_rng([config.get("simulation", "seed"),
                                  zlib.crc32(f"power-cap-window:{config.site_name or ''}"
                                             .encode())])
     start = float(starts[int(rng.integers(len(starts)))])
+    if start + window > cap.times[-1]:
+        raise config.error("power", "power-cap-window",
+                           f"the window drawn from the seed starts at {start:g} s: "
+                           f"{window:g} s from there run past the cap series' last row "
+                           f"({float(cap.times[-1]):g} s)")
     inside = (cap.times >= start) & (cap.times < start + window)
     times = np.concatenate([[0.0], cap.times[inside] - start, [window]])
     values = np.concatenate([[float(cap.at(start))], cap.values[inside], [0.0]])

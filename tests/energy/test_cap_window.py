@@ -43,3 +43,38 @@ def test_a_window_of_the_series_drawn_from_the_seed_scaled_with_nothing_after(tm
 def test_a_window_longer_than_the_series_is_an_error(tmp_path):
     with pytest.raises(ConfigError, match="power-cap-window.*longer than the cap series"):
         cap(tmp_path, "power.power-cap-window=11:00:00")
+
+
+def test_a_window_draw_holds_the_start_while_the_window_grows(tmp_path):
+    """Rows every hour, 0 W to 100 W by 10 W (last row at hour 10). A 3-hour window starts at
+    one of hours 0-7; with ``power-cap-window-draw`` 3 hours, a 5-hour window starts where the
+    3-hour one does (drawn among hours 0-7, not 0-5) and goes on 2 more hours:
+
+        hour:          s    s+1  s+2 | s+3  s+4 | (5 h: no power after)
+        3 h window:   10s  10s+10 10s+20 | 0
+        5 h, draw 3:  10s  10s+10 10s+20   10s+30 10s+40 | 0
+
+    A start of hour 6 or 7 would run past the series' last row: an error naming the option."""
+    late = 0
+    for seed in range(30):
+        short = cap(tmp_path, "power.power-cap-window=3:00:00", seed=seed)
+        start = short.values[0] / 10
+        settings = ("power.power-cap-window=5:00:00", "power.power-cap-window-draw=3:00:00")
+        if start + 5 > 10:
+            late += 1
+            with pytest.raises(ConfigError, match="power-cap-window.*run past the cap series"):
+                cap(tmp_path, *settings, seed=seed)
+            continue
+        longer = cap(tmp_path, *settings, seed=seed)
+        assert longer.times.tolist() == [0, 3600, 7200, 10800, 14400, 18000]
+        assert longer.values.tolist() == [10 * (start + k) for k in range(5)] + [0]
+    assert late > 0
+
+
+def test_a_window_draw_of_the_window_itself_changes_nothing(tmp_path):
+    for seed in range(10):
+        plain = cap(tmp_path, "power.power-cap-window=3:00:00", seed=seed)
+        drawn = cap(tmp_path, "power.power-cap-window=3:00:00",
+                    "power.power-cap-window-draw=3:00:00", seed=seed)
+        assert drawn.times.tolist() == plain.times.tolist()
+        assert drawn.values.tolist() == plain.values.tolist()

@@ -23,6 +23,11 @@ envelope scale:
 Each also gets a sensitivity table: every planner's mean NM and NM whole against C* times
 1, 0.95, 0.9, 0.8 and 0.7, as a better planner (the paper's GA) would lower it.
 
+With ``--versus A,B`` (repeatable), each group ends with the paired comparison of planners A
+and B (:mod:`.paired`): on how many instances each has the lower NM (and NM whole), the ties,
+the exact two-sided sign test's p, and the same counts over the seeds' means; ``--phi-min W``
+keeps only the instances at phi_max >= W for it.
+
 Both readings of NM are printed (``lease_manager.experiments.relative``): NM, the part of each
 task's energy after the best makespan C*, and NM whole, the whole energy of each task that
 ends after C* (the paper's sentence, read literally).
@@ -35,7 +40,6 @@ phi_max, one line per planner, coloured by order as in the paper) and ``kassab-b
 from __future__ import annotations
 
 import argparse
-import math
 import statistics
 import sys
 from collections import defaultdict
@@ -45,20 +49,9 @@ from typing import Any
 
 from lease_manager import LeaseManagerError, instance_key, read_tasks, results_with_nm
 
-from .planners import PLANNER_NAMES
-
-#: colours by order, as in the paper's figures (LPT blue, TwoQs red, LPTPN green, LPP brown,
-#: LPN purple); line styles by class (list solid, binary search dashed, stripe dotted)
-COLOURS = {"lpt": "tab:blue", "twoqs": "tab:red", "lptpn": "tab:green", "lpp": "tab:brown",
-           "lpn": "tab:purple", "spt": "tab:gray", "random": "black", "ga": "yellowgreen"}
-
-
-def number(value: Any) -> float | None:
-    try:
-        out = float(value)
-    except (TypeError, ValueError):
-        return None
-    return out if math.isfinite(out) else None
+from .paired import parse_pair, versus_text
+from .plots import plot_grid, plot_nm
+from .tables import fmt, mean_by, number, ordered_planners, table
 
 
 def read_runs(directory: Path, factors: Sequence[float] = ()) -> list[dict[str, Any]]:
@@ -198,29 +191,6 @@ def complete(runs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
             == planners[(r["lengths"], r["scale"])]]
 
 
-def mean_by(runs: Sequence[dict[str, Any]], keys: Sequence[str], metric: str
-            ) -> dict[tuple, float]:
-    values: dict[tuple, list[float]] = defaultdict(list)
-    for run in runs:
-        if run[metric] is not None:
-            values[tuple(run[k] for k in keys)].append(run[metric])
-    return {k: statistics.fmean(v) for k, v in values.items()}
-
-
-def ordered_planners(names: Sequence[str]) -> list[str]:
-    known = [p for p in PLANNER_NAMES if p in names]
-    return known + sorted(set(names) - set(known))
-
-
-def table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
-    return "\n".join("  ".join(c.rjust(w) for c, w in zip(r, widths)) for r in [head, *rows])
-
-
-def fmt(x: float | None, digits: int = 3) -> str:
-    return "-" if x is None else f"{x:.{digits}f}"
-
-
 def phi_sweep(runs: Sequence[dict[str, Any]]) -> str:
     """Figs 2-3 and Tables 1-3 for runs of one kind of task and scale."""
     planners = ordered_planners(sorted({r["planner"] for r in runs}))
@@ -341,72 +311,12 @@ def grid_text(pmaxes: Sequence[float], phis: Sequence[float],
             + table(["phi\\p", *(f"{pm:g}" for pm in pmaxes)], rows))
 
 
-def plot_nm(runs: Sequence[dict[str, Any]], path: Path, title: str) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    nm = mean_by(runs, ("planner", "phimax"), "nm")
-    planners = ordered_planners(sorted({r["planner"] for r in runs}))
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    for pl in planners:
-        points = sorted((p, v) for (name, p), v in nm.items() if name == pl)
-        if not points:
-            continue
-        order = pl.split("-")[-1]
-        style = "--" if pl.startswith("bs-") else ":" if pl.startswith("stripe-") else \
-            "-." if pl == "ga" else "-"
-        ax.plot([p for p, _ in points], [v for _, v in points], style, marker="o",
-                markersize=3, color=COLOURS.get(order, "tab:olive"), label=pl)
-    ax.set_xlabel("phi_max, the tasks' maximum power (W)")
-    ax.set_ylabel("average NM")
-    ax.set_title(title)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=6, ncol=2)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-
-
-def plot_grid(pmaxes: Sequence[float], phis: Sequence[float],
-              best: dict[tuple[float, float], str], path: Path, title: str) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import numpy as np
-    from matplotlib.colors import ListedColormap
-    from matplotlib.patches import Patch
-
-    names = ordered_planners(sorted(set(best.values())))
-    index = {n: i for i, n in enumerate(names)}
-    grid = np.full((len(phis), len(pmaxes)), np.nan)
-    for (pm, ph), name in best.items():
-        grid[phis.index(ph), pmaxes.index(pm)] = index[name]
-    tab20 = plt.get_cmap("tab20")
-    cmap = ListedColormap([tab20(i) for i in range(max(len(names), 1))])
-    fig, ax = plt.subplots(figsize=(7, 5))
-    ax.imshow(grid, origin="lower", cmap=cmap, vmin=-0.5, vmax=len(names) - 0.5,
-              aspect="auto")
-    ax.set_xticks(range(len(pmaxes)), [f"{p:g}" for p in pmaxes])
-    ax.set_yticks(range(len(phis)), [f"{p:g}" for p in phis])
-    ax.set_xlabel("p_max, the tasks' maximum length (intervals)")
-    ax.set_ylabel("phi_max, the tasks' maximum power (W)")
-    ax.set_title(title)
-    ax.legend(handles=[Patch(color=cmap(index[n]), label=n) for n in names], fontsize=6,
-              loc="upper left", bbox_to_anchor=(1.01, 1))
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-
-
 def print_groups(runs: list[dict[str, Any]], directory: Path, map_factors: list[float],
-                 plots: bool) -> None:
+                 plots: bool, pairs: Sequence[tuple[str, str]] = (),
+                 phi_min: float | None = None) -> None:
     """Print (and with ``plots`` draw) each group of runs of one task set and envelope scale:
-    the Figs 4-5 maps over a grid of p_max, else the phi sweep of Figs 2-3."""
+    the Figs 4-5 maps over a grid of p_max, else the phi sweep of Figs 2-3; then the sign
+    tests of ``pairs`` (at phi_max >= ``phi_min``)."""
     groups: dict[tuple[str, float], list[dict[str, Any]]] = defaultdict(list)
     for run in complete(runs):
         groups[(run["lengths"], run["scale"])].append(run)
@@ -441,6 +351,9 @@ def print_groups(runs: list[dict[str, Any]], directory: Path, map_factors: list[
             if plots:
                 plot_nm(group, directory / "plots" / f"kassab-nm-{tag}.png",
                         f"average NM, {lengths} tasks, envelope x{scale:g}")
+        if pairs:
+            print()
+            print(versus_text(group, pairs, phi_min))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -451,6 +364,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--map-factor", type=float, action="append", metavar="F",
                         help=f"draw the Figs 4-5 maps against C* x F, 0 < F <= 1 (repeatable; "
                              f"default {MAP_FACTOR:g})")
+    parser.add_argument("--versus", action="append", metavar="A,B", default=[],
+                        help="compare planners A and B instance by instance: wins, losses, "
+                             "ties and the exact two-sided sign test (repeatable)")
+    parser.add_argument("--phi-min", type=float, metavar="W",
+                        help="the sign tests count only the instances at phi_max >= W")
     args = parser.parse_args(argv)
     directory = Path(args.dir)
     map_factors = args.map_factor or [MAP_FACTOR]
@@ -472,7 +390,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"lm-kassab-figures: error: no finished planning runs with NM in {directory}",
               file=sys.stderr)
         return 2
-    print_groups(runs, directory, map_factors, args.plots)
+    try:
+        pairs = [parse_pair(v, sorted({r["planner"] for r in runs})) for v in args.versus]
+    except ValueError as exc:
+        print(f"lm-kassab-figures: error: {exc}", file=sys.stderr)
+        return 2
+    print_groups(runs, directory, map_factors, args.plots, pairs, args.phi_min)
     if args.plots:
         print(f"\nplots in {directory / 'plots'}/")
     return 0

@@ -151,3 +151,19 @@ def test_the_best_planner_grid_of_figs_4_and_5(tmp_path, capsys):
     assert main([str(out), "--map-factor", "0"]) == 2
     assert capsys.readouterr().err == ("lm-kassab-figures: error: --map-factor 0: give a "
                                        "factor in (0, 1]\n")
+
+    # --versus: lpt beats lptpn at both stepped points (0 against 10/245, and 0 against 40/245
+    # whole) and ties at both 1,000 W points; over the one seed's mean, 0 against 0.020.
+    # Sign test: 2 wins, 0 losses: p = 2 x (1/2)^2 = 0.5; at phi_max >= 70, 1 / 0: p = 1.
+    assert main([str(out), "--versus", "lpt,lptpn"]) == 0
+    text = capsys.readouterr().out
+    assert "paired sign tests over 4 instances (1 seeds; lower NM" in text
+    assert "      NM  lpt vs lptpn         2         0     2  0.5           1 / 0 / 0" in text
+    assert "NM whole  lpt vs lptpn         2         0     2  0.5           1 / 0 / 0" in text
+    assert main([str(out), "--versus", "lpt,lptpn", "--phi-min", "70"]) == 0
+    text = capsys.readouterr().out
+    assert "paired sign tests over 2 instances (1 seeds, phi_max >= 70; lower NM" in text
+    assert "      NM  lpt vs lptpn         1         0     1  1           1 / 0 / 0" in text
+    assert main([str(out), "--versus", "lpt,ga"]) == 2
+    assert capsys.readouterr().err == ("lm-kassab-figures: error: --versus lpt,ga: no runs of "
+                                       "planner 'ga' (planners here: lpt, lptpn)\n")

@@ -140,3 +140,33 @@ def test_genetic_operators_keep_permutations():
                       one_cut_ox(order, tuple(reversed(order)), rng)):
             assert sorted(child) == list(order)
     assert one_cut_ox((0, 1, 2, 3), (3, 2, 1, 0), np.random.default_rng(1))[0] == 0
+
+
+@pytest.mark.parametrize("planner, first", [("lpt", "A"), ("random", "A"), ("lptpn", "B"),
+                                            ("twoqs", "B"), ("lpn", "B")])
+def test_the_opening_interval_of_a_stretch_goes_to_the_first(tmp_path, planner, first):
+    """Issue 39, Fig. 3 (x10): the mechanism by which LPTPN, TwoQs and LPN end after LPT, and
+    Random need not. Envelope: 20 W in 0-1 (a boot), 30 W in 1-2 (one machine and one task:
+    A and B together need 10 + 10 + 20 = 40 W), then 100 W. Tasks (length, W): A (4, 10), the
+    longest; B (3, 20), of the larger p x phi (60 against 40) and power. LPT and Random (the
+    given order A B) place A first, LPTPN, TwoQs (LPTPN's B, then LPT's A) and LPN place B
+    first. Whichever comes first boots m0 0-1 and takes 1-2; the other waits to 2 on m0's
+    second core:
+
+        A first:  m0 [boot 0-1][A 1-5]             B first:  m0 [boot 0-1][B 1-4]
+                             [B 2-5]                                    [A 2-6]
+        power: 0-1 20 | 1-2 20 | 2-5 40          power: 0-1 20 | 1-2 30 | 2-4 40 | 4-6 20
+        makespan 5                                makespan 6
+
+    Against C* = 5, B first leaves A's last second (10 W) after C*: NM 10 / 100 = 0.1 (NM
+    whole: A's 40 / 100). In Fig. 3's instances the longest task is the one kept waiting, by a
+    stretch of the envelope rather than by one interval."""
+    run, leases = plan(tmp_path, [(4, 10), (3, 20)], [(0, 20), (1, 30), (2, 100)], planner)
+    if first == "A":
+        assert gantt(leases) == [(1, 1, 5, 0), (2, 2, 5, 0)]
+        assert steps(run) == [(0, 20), (1, 20), (2, 40), (5, 40)]
+        assert run.summary["makespan"] == 5
+    else:
+        assert gantt(leases) == [(1, 2, 6, 0), (2, 1, 4, 0)]
+        assert steps(run) == [(0, 20), (1, 30), (2, 40), (4, 20), (6, 20)]
+        assert run.summary["makespan"] == 6
