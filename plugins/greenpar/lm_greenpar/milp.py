@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import attrs
 import numpy as np
@@ -143,6 +143,22 @@ class _Model:
         """HiGHS's result on the model (``scipy.optimize.milp``'s ``OptimizeResult``: its
         status, message, ``x``, the values of the variables (None: no solution), ``fun``,
         the objective, and ``mip_node_count``)."""
+        # scipy.optimize costs about 0.4 CPU-s to import: only runs that solve pay for it
+        from scipy.optimize import Bounds, LinearConstraint, milp
+
+        matrix, lo, hi = self.matrix()
+        options = {"time_limit": max(time_limit, 0.1), "disp": False, "mip_rel_gap": gap}
+        if node_limit is not None:
+            options["node_limit"] = int(node_limit)
+        return milp(np.array(self.cols), constraints=LinearConstraint(matrix, lo, hi),
+                    integrality=np.array(self.integer), bounds=Bounds(self.lower, self.upper),
+                    options=options)
+
+    def matrix(self):
+        """The rows as a sparse matrix (``scipy.sparse.csr_array``) and their lower and
+        upper bounds."""
+        from scipy import sparse
+
         data: list[float] = []
         ri: list[int] = []
         ci: list[int] = []
@@ -155,17 +171,8 @@ class _Model:
                 data.append(value)
             lo.append(a)
             hi.append(upper_bound)
-        # scipy.optimize costs about 0.4 CPU-s to import: only runs that solve pay for it
-        from scipy import sparse
-        from scipy.optimize import Bounds, LinearConstraint, milp
-
         matrix = sparse.csr_array((data, (ri, ci)), shape=(len(self.rows), len(self.cols)))
-        options = {"time_limit": max(time_limit, 0.1), "disp": False, "mip_rel_gap": gap}
-        if node_limit is not None:
-            options["node_limit"] = int(node_limit)
-        return milp(np.array(self.cols), constraints=LinearConstraint(matrix, lo, hi),
-                    integrality=np.array(self.integer), bounds=Bounds(self.lower, self.upper),
-                    options=options)
+        return matrix, lo, hi
 
 
 def stopped_by_node_limit(status: int, message: str, nodes: int | None,
@@ -178,11 +185,20 @@ def stopped_by_node_limit(status: int, message: str, nodes: int | None,
     return "solution limit" in message.lower() or (nodes is not None and nodes >= node_limit)
 
 
-def solve(problem: Problem, jobs: Sequence[Job], time_limit: float, gap: float = 1e-4,
-          node_limit: int | None = None) -> Solution:
-    """Solve the MILP (see the module docstring) within ``node_limit`` branch-and-bound nodes
-    (None: no limit) and ``time_limit`` wall-clock seconds."""
-    t_start = time.process_time()
+@attrs.frozen
+class Built:
+    """The MILP of a problem as built: the model, and per job its allocations' variables by
+    epoch (index, servers, VMs, speedup) and its slack variable."""
+
+    model: _Model
+    xs: dict[int, dict[int, _Options]]
+    slack: dict[int, int]
+    #: per job with a choice of VMs: the binary of each VM count
+    ys: dict[int, dict[int, int]]
+
+
+def build(problem: Problem, jobs: Sequence[Job]) -> Built:
+    """The MILP of the module docstring for ``problem`` and ``jobs``, not solved."""
     horizon = len(problem.green)
     lengths = np.full(horizon, problem.epoch)
     if problem.first_length is not None:
@@ -191,9 +207,62 @@ def solve(problem: Problem, jobs: Sequence[Job], time_limit: float, gap: float =
     n_jobs = max(len(jobs), 1)
     xs: dict[int, dict[int, _Options]] = {}   # job -> k -> vars
     slack: dict[int, int] = {}
+    ys: dict[int, dict[int, int]] = {}
     for job in jobs:
-        xs[job.key], slack[job.key] = _add_job(model, problem, job, lengths, n_jobs)
+        xs[job.key], slack[job.key], ys[job.key] = _add_job(model, problem, job, lengths,
+                                                            n_jobs)
     _add_epochs(model, problem, lengths)
+    return Built(model, xs, slack, ys)
+
+
+def plan_values(built: Built, plans: Mapping[int, Sequence[int]], vms: Mapping[int, int]
+                ) -> dict[int, float] | None:
+    """The integer variables' values of a plan: per job its VM count and its servers in each
+    epoch (0: not running). None if the plan gives a job an allocation the model does not
+    have (another VM count, a server count it may not have then, or an epoch outside its
+    own)."""
+    values: dict[int, float] = {}
+    for key, by_epoch in built.xs.items():
+        plan, v = plans[key], vms[key]
+        if any(n and k not in by_epoch for k, n in enumerate(plan)):
+            return None
+        for k, here in by_epoch.items():
+            n = plan[k] if k < len(plan) else 0
+            for i, n_i, v_i, _ in here:
+                values[i] = 1.0 if n and (n_i, v_i) == (n, v) else 0.0
+            if n and not any(n_i == n and v_i == v for _, n_i, v_i, _ in here):
+                return None
+        for v_y, y in built.ys.get(key, {}).items():
+            values[y] = 1.0 if v_y == v else 0.0
+    return values
+
+
+def complete(built: Built, values: Mapping[int, float]) -> tuple[np.ndarray, float] | None:
+    """The cheapest point of the model whose integer variables are ``values`` (the
+    continuous ones, slack, migrations and brown energy, at their least), and its
+    objective; None if no point has them (a row only integer variables enter is broken)."""
+    from scipy.optimize import Bounds, LinearConstraint, milp
+
+    model = built.model
+    lower = np.array(model.lower, dtype=float)
+    upper = np.array(model.upper, dtype=float)
+    for i, value in values.items():
+        lower[i] = upper[i] = value
+    matrix, lo, hi = model.matrix()
+    result = milp(np.array(model.cols), constraints=LinearConstraint(matrix, lo, hi),
+                  bounds=Bounds(lower, upper), options={"disp": False})
+    if result.status != 0 or result.x is None:
+        return None
+    return np.asarray(result.x), float(result.fun)
+
+
+def solve(problem: Problem, jobs: Sequence[Job], time_limit: float, gap: float = 1e-4,
+          node_limit: int | None = None) -> Solution:
+    """Solve the MILP (see the module docstring) within ``node_limit`` branch-and-bound nodes
+    (None: no limit) and ``time_limit`` wall-clock seconds."""
+    t_start = time.process_time()
+    built = build(problem, jobs)
+    model, xs, slack, horizon = built.model, built.xs, built.slack, built.model.horizon
     result = model.solve(time_limit, gap, node_limit)
     status, message, x = int(result.status), str(result.message), result.x
     nodes = getattr(result, "mip_node_count", None)
@@ -221,10 +290,11 @@ def solve(problem: Problem, jobs: Sequence[Job], time_limit: float, gap: float =
 
 
 def _add_job(model: _Model, problem: Problem, job: Job, lengths: np.ndarray, n_jobs: int
-             ) -> tuple[dict[int, _Options], int]:
+             ) -> tuple[dict[int, _Options], int, dict[int, int]]:
     """A job's variables and rows: its VM count, its allocations in each epoch it may run
     (one at most; it runs in its first; contiguous), its cumulative SLA, its migrations and
-    its completion. Returns its allocations' variables by epoch and its slack variable."""
+    its completion. Returns its allocations' variables by epoch, its slack variable and its
+    VM counts' binaries (none if it has one VM count)."""
     last = min(model.horizon, job.first + epochs_needed(job, problem.epoch))
     vm_counts = sorted({v for _, v, _ in job.options})
     ys: dict[int, int] | None = None
@@ -261,7 +331,7 @@ def _add_job(model: _Model, problem: Problem, job: Job, lengths: np.ndarray, n_j
             _add_migration(model, problem, job, k, servers, prev_servers)
         prev_servers = servers
     model.row(dict(progress), job.work, math.inf)                    # completion
-    return xs, slack
+    return xs, slack, ys or {}
 
 
 def _allocations(model: _Model, problem: Problem, job: Job, k: int, length: float,
