@@ -105,6 +105,8 @@ class Solution:
     #: the objective of the starting plan HiGHS was given (None: none, or not a point of
     #: the model)
     start_objective: float | None = None
+    #: jobs of the starting plan not kept as requested (:func:`requested_start`)
+    start_changed: int = 0
 
     @property
     def ok(self) -> bool:
@@ -336,10 +338,12 @@ def plan_values(built: Built, plans: Mapping[int, Sequence[int]], vms: Mapping[i
     return values
 
 
-def complete(built: Built, values: Mapping[int, float]) -> tuple[np.ndarray, float] | None:
-    """The cheapest point of the model whose integer variables are ``values`` (the
-    continuous ones, slack, migrations and brown energy, at their least), and its
-    objective; None if no point has them (a row only integer variables enter is broken)."""
+def complete(built: Built, values: Mapping[int, float], gap: float = 0.0,
+             node_limit: int | None = None) -> tuple[np.ndarray, float] | None:
+    """The cheapest point of the model whose variables listed in ``values`` have those
+    values, and its objective; None if none is found. With every integer variable listed,
+    the rest (slack, migrations, brown energy) are at their least (an LP); with some left
+    free, HiGHS chooses them (a MILP, within ``gap`` and ``node_limit``)."""
     from scipy.optimize import Bounds, LinearConstraint, milp
 
     model = built.model
@@ -348,11 +352,46 @@ def complete(built: Built, values: Mapping[int, float]) -> tuple[np.ndarray, flo
     for i, value in values.items():
         lower[i] = upper[i] = value
     matrix, lo, hi = model.matrix()
+    options: dict[str, Any] = {"disp": False, "mip_rel_gap": gap}
+    if node_limit is not None:
+        options["node_limit"] = int(node_limit)
     result = milp(np.array(model.cols), constraints=LinearConstraint(matrix, lo, hi),
-                  bounds=Bounds(lower, upper), options={"disp": False})
-    if result.status != 0 or result.x is None:
+                  integrality=np.array(model.integer), bounds=Bounds(lower, upper),
+                  options=options)
+    if result.x is None:
         return None
     return np.asarray(result.x), float(result.fun)
+
+
+def requested_start(problem: Problem, jobs: Sequence[Job], built: Built, gap: float,
+                    node_limit: int | None) -> tuple[np.ndarray, float, int] | None:
+    """A point of the model from every job's requested plan (:func:`requested_plan`), its
+    objective, and how many jobs it could not keep as requested; None if none is found.
+
+    The model counts a job running in an epoch for the whole epoch, so requested plans
+    that follow one another inside an epoch can add up to more than the site there (0524:
+    56 servers in an epoch where Baseline's jobs hold at most 48 at once). The jobs
+    running in such an epoch are then left to HiGHS (within ``gap`` and ``node_limit``),
+    the others kept as requested."""
+    horizon = built.model.horizon
+    picks = {job.key: requested_plan(problem, job, horizon) for job in jobs}
+    plans = {k: p for k, (p, _) in picks.items()}
+    values = plan_values(built, plans, {k: v for k, (_, v) in picks.items()})
+    if values is None:
+        return None
+    if not plans:
+        return None
+    counted = np.sum([p for p in plans.values()], axis=0)
+    over = [k for k in range(horizon) if counted[k] > problem.capacity]
+    free = {key for key, plan in plans.items() if any(plan[k] for k in over)}
+    for key in free:
+        for here in built.xs[key].values():
+            for i, *_ in here:
+                del values[i]
+        for y in built.ys.get(key, {}).values():
+            del values[y]
+    point = complete(built, values, gap, node_limit)
+    return None if point is None else (*point, len(free))
 
 
 def requested_plan(problem: Problem, job: Job, horizon: int) -> tuple[list[int], int]:
@@ -385,14 +424,12 @@ def solve(problem: Problem, jobs: Sequence[Job], time_limit: float, gap: float =
     built = build(problem, jobs)
     model, xs, slack, horizon = built.model, built.xs, built.slack, built.model.horizon
     start_objective = None
+    start_changed = 0
     if start_requested:
         start = None
-        picks = {job.key: requested_plan(problem, job, horizon) for job in jobs}
-        values = plan_values(built, {k: p for k, (p, _) in picks.items()},
-                             {k: v for k, (_, v) in picks.items()})
-        point = complete(built, values) if values is not None else None
+        point = requested_start(problem, jobs, built, gap, node_limit)
         if point is not None:
-            start, start_objective = point
+            start, start_objective, start_changed = point
         result: Any = model.solve_from(start, time_limit, gap, node_limit)
     else:
         result = model.solve(time_limit, gap, node_limit)
@@ -404,7 +441,8 @@ def solve(problem: Problem, jobs: Sequence[Job], time_limit: float, gap: float =
     by_nodes = stopped_by_node_limit(status, message, nodes, node_limit)
     if x is None:
         return Solution(status, message, limited, seconds, math.nan, {}, {}, {},
-                        node_limited=by_nodes, nodes=nodes, start_objective=start_objective)
+                        node_limited=by_nodes, nodes=nodes, start_objective=start_objective,
+                        start_changed=start_changed)
     vms: dict[int, int] = {}
     plans: dict[int, list[int]] = {}
     for job in jobs:
@@ -418,7 +456,7 @@ def solve(problem: Problem, jobs: Sequence[Job], time_limit: float, gap: float =
         vms.setdefault(job.key, job.options[0][1])
     return Solution(status, message, limited, seconds, float(result.fun), vms, plans,
                     {j: float(x[s]) for j, s in slack.items()}, node_limited=by_nodes,
-                    nodes=nodes, start_objective=start_objective)
+                    nodes=nodes, start_objective=start_objective, start_changed=start_changed)
 
 
 def _add_job(model: _Model, problem: Problem, job: Job, lengths: np.ndarray, n_jobs: int
