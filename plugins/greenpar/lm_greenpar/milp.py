@@ -352,10 +352,15 @@ def complete(built: Built, values: Mapping[int, float], gap: float = 0.0,
     for i, value in values.items():
         lower[i] = upper[i] = value
     matrix, lo, hi = model.matrix()
+    constraints = LinearConstraint(matrix, lo, hi)
+    if all(i in values for i, integral in enumerate(model.integer) if integral):
+        result = milp(np.array(model.cols), constraints=constraints,
+                      bounds=Bounds(lower, upper), options={"disp": False})
+        return (np.asarray(result.x), float(result.fun)) if result.status == 0 else None
     options: dict[str, Any] = {"disp": False, "mip_rel_gap": gap}
     if node_limit is not None:
         options["node_limit"] = int(node_limit)
-    result = milp(np.array(model.cols), constraints=LinearConstraint(matrix, lo, hi),
+    result = milp(np.array(model.cols), constraints=constraints,
                   integrality=np.array(model.integer), bounds=Bounds(lower, upper),
                   options=options)
     if result.x is None:
