@@ -211,9 +211,10 @@ def _solver_options() -> list[Option]:
                maximum=MAX_NODE_LIMIT, doc="""
             Offline: the most branch-and-bound nodes its one MILP solve may explore (0: no
             limit), as `solve-node-limit`: deterministic, so that an Offline run does not
-            depend on the machine. Offline's solve of a whole day does not reach the 1% gap
-            in any budget we could measure; on 0524 HiGHS' best plan stays the same from
-            node 102 to at least 1,975, and 1,000 nodes took 118 CPU-s (README)."""),
+            depend on the machine. The solve starts from Baseline's plan, so a solve stopped
+            here never returns a plan the MILP prices above it; on the days of the README
+            it stops here on 0501 and 0524 (59 and 377 CPU-s, 60 of them completing
+            Baseline's plan on 0524) and reaches the 1% gap first on 0519 (101 CPU-s)."""),
         Option("greenpar", "offline-time-limit", DURATION, 1800.0, maximum=MAX_SECONDS, doc="""
             Offline: the longest its one MILP solve over the whole workload may take
             (wall-clock seconds), a safety net behind `offline-node-limit` (the paper let

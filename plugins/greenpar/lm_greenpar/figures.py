@@ -22,7 +22,9 @@ setting the tool prints, per policy, the means over seeds of
 A ``reactive`` run with a non-default reading (``[greenpar] reactive-slack``,
 ``reactive-growth``, ``reactive-resize-scope``) is its own policy, e.g. ``reactive[above-request]``.
 
-Each setting is printed per trace, then (with several) over all of them. With ``--plots`` it
+Each setting is printed per trace, then (with several) over the traces every policy of the
+setting has (a line names the traces left out, so that no policy is averaged over days the
+others lack). With ``--plots`` it
 draws ``DIR/plots/greenpar-fig7-K.png`` (bars as Fig. 7), one per table.
 """
 
@@ -250,6 +252,26 @@ def figure(runs: Sequence[dict[str, Any]]) -> dict[str, dict[str, float]]:
     return out
 
 
+def common_days(runs: Sequence[dict[str, Any]]) -> tuple[list[dict[str, Any]], str]:
+    """The runs on the traces (days) that every policy among ``runs`` has, so that an
+    all-traces mean compares the policies over the same days, and a line naming the days
+    left out and the policies without them ("" if none is left out)."""
+    days: dict[str, set[str]] = defaultdict(set)
+    for run in runs:
+        days[run["policy"]].add(run["trace"])
+    every = set.intersection(*days.values()) if days else set()
+    left = sorted({r["trace"] for r in runs} - every)
+    kept = [r for r in runs if r["trace"] in every]
+    if not left:
+        return kept, ""
+    line = "left out: " + "; ".join(
+        f"{day} (no run of {', '.join(sorted(p for p, have in days.items() if day not in have))})"
+        for day in left)
+    if not kept:
+        return kept, f"no trace run by every policy; {line}"
+    return kept, line
+
+
 COLUMNS = (("brown", "brown/ref"), ("green", "green/ref"), ("vms", "VMs/ref"),
            ("brown_vs_baseline_%", "brown vs base %"),
            ("runtime_vs_baseline_%", "runtime vs base %"),
@@ -319,11 +341,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     for setting, group in sorted(settings.items()):
         traces = sorted({r["trace"] for r in group})
         parts = [(f"{setting}, {t}", [r for r in group if r["trace"] == t]) for t in traces]
+        notes = {}
         if len(traces) > 1:
-            parts.append((f"{setting}, all {len(traces)} traces", group))
+            kept, note = common_days(group)
+            if kept:
+                title = f"{setting}, all {len({r['trace'] for r in kept})} traces"
+                parts.append((title, kept))
+                notes[title] = note
+            else:
+                print(f"\n{setting}, all traces: {note}")
         for title, runs_of in parts:
             data = figure(runs_of)
             print(f"\n{title}")
+            if notes.get(title):
+                print(notes[title])
             print(table(data))
             if args.plots:
                 k += 1

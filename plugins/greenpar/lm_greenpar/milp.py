@@ -31,13 +31,23 @@ give the same nodes, plan and status on any machine. ``time_limit`` (wall-clock 
 safety net only: where it stops a solve depends on the machine's speed and load. Either way
 the solve returns the best plan found, if HiGHS has one (it may have none when a limit stops
 it early: the solution is then empty, as for an infeasible problem).
+
+A solve may start from every job's requested plan (``start_requested``, Offline's): HiGHS
+(``highspy``, whose ``setSolution`` takes a starting point; scipy's ``milp`` takes none) then
+has that plan as its first incumbent, so a solve stopped by a limit returns nothing worse.
+Stopped at 1,000 nodes on day 0501 without it, HiGHS' plan paid 812 server-seconds of SLA
+slack, $811,669 by this objective, where the requested plan, a point of the same MILP, costs
+$0.733.
 """
 
 from __future__ import annotations
 
 import math
+import os
+import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import attrs
 import numpy as np
@@ -63,6 +73,7 @@ class Job:
     current: int | None = None          #: servers it has now (None: not started)
     slowdown: float = 1.1    #: F (bounds how many epochs it may run)
     hold: int = 0            #: its first epochs in which it keeps ``current`` servers
+    requested: int | None = None        #: N, the servers it asked for (None: not known)
 
 
 @attrs.frozen
@@ -91,6 +102,11 @@ class Solution:
     slack: dict[int, float]
     node_limited: bool = False      #: the node limit stopped it (deterministic)
     nodes: int | None = None        #: branch-and-bound nodes HiGHS solved
+    #: the objective of the starting plan HiGHS was given (None: none, or not a point of
+    #: the model)
+    start_objective: float | None = None
+    #: jobs of the starting plan not kept as requested (:func:`requested_start`)
+    start_changed: int = 0
 
     @property
     def ok(self) -> bool:
@@ -110,6 +126,48 @@ def epochs_needed(job: Job, epoch: float) -> int:
 
 #: the variables of a job in one epoch: (index, servers, VMs, speedup) of each allocation
 _Options = list[tuple[int, int, int, float]]
+
+
+@attrs.frozen
+class _Result:
+    """A solve's outcome in ``scipy.optimize.milp``'s terms."""
+
+    status: int
+    message: str
+    x: np.ndarray | None
+    fun: float
+    mip_node_count: int
+
+
+#: HiGHS' model statuses as scipy's ``milp`` reports them (others: 4, with HiGHS' words)
+_STATUS = {"kOptimal": 0, "kTimeLimit": 1, "kInfeasible": 2, "kUnbounded": 3,
+           "kUnboundedOrInfeasible": 3}
+
+
+def _highs():
+    """A ``highspy.Highs``. HiGHS writes its banner to the process's standard output when
+    the first one is made, before any option can silence it: that once, the output is
+    discarded, so that a quiet run stays quiet."""
+    import highspy
+
+    global _BANNER_SHOWN
+    if _BANNER_SHOWN:
+        return highspy.Highs()
+    sys.stdout.flush()
+    saved = os.dup(1)
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, 1)
+        h = highspy.Highs()
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+        os.close(null)
+    _BANNER_SHOWN = True
+    return h
+
+
+_BANNER_SHOWN = False
 
 
 class _Model:
@@ -143,6 +201,65 @@ class _Model:
         """HiGHS's result on the model (``scipy.optimize.milp``'s ``OptimizeResult``: its
         status, message, ``x``, the values of the variables (None: no solution), ``fun``,
         the objective, and ``mip_node_count``)."""
+        # scipy.optimize costs about 0.4 CPU-s to import: only runs that solve pay for it
+        from scipy.optimize import Bounds, LinearConstraint, milp
+
+        matrix, lo, hi = self.matrix()
+        options = {"time_limit": max(time_limit, 0.1), "disp": False, "mip_rel_gap": gap}
+        if node_limit is not None:
+            options["node_limit"] = int(node_limit)
+        return milp(np.array(self.cols), constraints=LinearConstraint(matrix, lo, hi),
+                    integrality=np.array(self.integer), bounds=Bounds(self.lower, self.upper),
+                    options=options)
+
+    def solve_from(self, start: np.ndarray | None, time_limit: float, gap: float,
+                   node_limit: int | None = None) -> _Result:
+        """HiGHS (``highspy``) on the model, given ``start`` (a point of the model, or None)
+        as its first incumbent: the plan it returns is then never worse than ``start``."""
+        import highspy
+
+        matrix, lo, hi = self.matrix()
+        lp = highspy.HighsLp()
+        lp.num_col_, lp.num_row_ = len(self.cols), len(self.rows)
+        lp.col_cost_ = np.array(self.cols, dtype=float)
+        lp.col_lower_ = np.array(self.lower, dtype=float)
+        lp.col_upper_ = np.array(self.upper, dtype=float)
+        lp.row_lower_ = np.array(lo, dtype=float)
+        lp.row_upper_ = np.array(hi, dtype=float)
+        lp.a_matrix_.format_ = highspy.MatrixFormat.kRowwise
+        lp.a_matrix_.num_col_, lp.a_matrix_.num_row_ = lp.num_col_, lp.num_row_
+        lp.a_matrix_.start_ = matrix.indptr
+        lp.a_matrix_.index_ = matrix.indices
+        lp.a_matrix_.value_ = matrix.data
+        lp.integrality_ = [highspy.HighsVarType.kInteger if i else
+                           highspy.HighsVarType.kContinuous for i in self.integer]
+        h = _highs()
+        h.setOptionValue("output_flag", False)
+        h.passModel(lp)
+        h.setOptionValue("time_limit", max(time_limit, 0.1))
+        h.setOptionValue("mip_rel_gap", gap)
+        if node_limit is not None:
+            h.setOptionValue("mip_max_nodes", int(node_limit))
+        if start is not None:
+            given = highspy.HighsSolution()
+            given.col_value = [float(v) for v in start]
+            given.value_valid = True
+            h.setSolution(given)
+        h.run()
+        info = h.getInfo()
+        model_status = h.getModelStatus()
+        status = _STATUS.get(model_status.name, 4)
+        x = (np.array(h.getSolution().col_value)
+             if info.primal_solution_status == highspy.SolutionStatus.kSolutionStatusFeasible
+             else None)
+        return _Result(status, f"HiGHS: {h.modelStatusToString(model_status)}", x,
+                       float(info.objective_function_value), int(info.mip_node_count))
+
+    def matrix(self):
+        """The rows as a sparse matrix (``scipy.sparse.csr_array``) and their lower and
+        upper bounds."""
+        from scipy import sparse
+
         data: list[float] = []
         ri: list[int] = []
         ci: list[int] = []
@@ -155,17 +272,8 @@ class _Model:
                 data.append(value)
             lo.append(a)
             hi.append(upper_bound)
-        # scipy.optimize costs about 0.4 CPU-s to import: only runs that solve pay for it
-        from scipy import sparse
-        from scipy.optimize import Bounds, LinearConstraint, milp
-
         matrix = sparse.csr_array((data, (ri, ci)), shape=(len(self.rows), len(self.cols)))
-        options = {"time_limit": max(time_limit, 0.1), "disp": False, "mip_rel_gap": gap}
-        if node_limit is not None:
-            options["node_limit"] = int(node_limit)
-        return milp(np.array(self.cols), constraints=LinearConstraint(matrix, lo, hi),
-                    integrality=np.array(self.integer), bounds=Bounds(self.lower, self.upper),
-                    options=options)
+        return matrix, lo, hi
 
 
 def stopped_by_node_limit(status: int, message: str, nodes: int | None,
@@ -178,11 +286,20 @@ def stopped_by_node_limit(status: int, message: str, nodes: int | None,
     return "solution limit" in message.lower() or (nodes is not None and nodes >= node_limit)
 
 
-def solve(problem: Problem, jobs: Sequence[Job], time_limit: float, gap: float = 1e-4,
-          node_limit: int | None = None) -> Solution:
-    """Solve the MILP (see the module docstring) within ``node_limit`` branch-and-bound nodes
-    (None: no limit) and ``time_limit`` wall-clock seconds."""
-    t_start = time.process_time()
+@attrs.frozen
+class Built:
+    """The MILP of a problem as built: the model, and per job its allocations' variables by
+    epoch (index, servers, VMs, speedup) and its slack variable."""
+
+    model: _Model
+    xs: dict[int, dict[int, _Options]]
+    slack: dict[int, int]
+    #: per job with a choice of VMs: the binary of each VM count
+    ys: dict[int, dict[int, int]]
+
+
+def build(problem: Problem, jobs: Sequence[Job]) -> Built:
+    """The MILP of the module docstring for ``problem`` and ``jobs``, not solved."""
     horizon = len(problem.green)
     lengths = np.full(horizon, problem.epoch)
     if problem.first_length is not None:
@@ -191,10 +308,136 @@ def solve(problem: Problem, jobs: Sequence[Job], time_limit: float, gap: float =
     n_jobs = max(len(jobs), 1)
     xs: dict[int, dict[int, _Options]] = {}   # job -> k -> vars
     slack: dict[int, int] = {}
+    ys: dict[int, dict[int, int]] = {}
     for job in jobs:
-        xs[job.key], slack[job.key] = _add_job(model, problem, job, lengths, n_jobs)
+        xs[job.key], slack[job.key], ys[job.key] = _add_job(model, problem, job, lengths,
+                                                            n_jobs)
     _add_epochs(model, problem, lengths)
-    result = model.solve(time_limit, gap, node_limit)
+    return Built(model, xs, slack, ys)
+
+
+def plan_values(built: Built, plans: Mapping[int, Sequence[int]], vms: Mapping[int, int]
+                ) -> dict[int, float] | None:
+    """The integer variables' values of a plan: per job its VM count and its servers in each
+    epoch (0: not running). None if the plan gives a job an allocation the model does not
+    have (another VM count, a server count it may not have then, or an epoch outside its
+    own)."""
+    values: dict[int, float] = {}
+    for key, by_epoch in built.xs.items():
+        plan, v = plans[key], vms[key]
+        if any(n and k not in by_epoch for k, n in enumerate(plan)):
+            return None
+        for k, here in by_epoch.items():
+            n = plan[k] if k < len(plan) else 0
+            for i, n_i, v_i, _ in here:
+                values[i] = 1.0 if n and (n_i, v_i) == (n, v) else 0.0
+            if n and not any(n_i == n and v_i == v for _, n_i, v_i, _ in here):
+                return None
+        for v_y, y in built.ys.get(key, {}).items():
+            values[y] = 1.0 if v_y == v else 0.0
+    return values
+
+
+def complete(built: Built, values: Mapping[int, float], gap: float = 0.0,
+             node_limit: int | None = None) -> tuple[np.ndarray, float] | None:
+    """The cheapest point of the model whose variables listed in ``values`` have those
+    values, and its objective; None if none is found. With every integer variable listed,
+    the rest (slack, migrations, brown energy) are at their least (an LP); with some left
+    free, HiGHS chooses them (a MILP, within ``gap`` and ``node_limit``)."""
+    from scipy.optimize import Bounds, LinearConstraint, milp
+
+    model = built.model
+    lower = np.array(model.lower, dtype=float)
+    upper = np.array(model.upper, dtype=float)
+    for i, value in values.items():
+        lower[i] = upper[i] = value
+    matrix, lo, hi = model.matrix()
+    constraints = LinearConstraint(matrix, lo, hi)
+    if all(i in values for i, integral in enumerate(model.integer) if integral):
+        result = milp(np.array(model.cols), constraints=constraints,
+                      bounds=Bounds(lower, upper), options={"disp": False})
+        return (np.asarray(result.x), float(result.fun)) if result.status == 0 else None
+    options: dict[str, Any] = {"disp": False, "mip_rel_gap": gap}
+    if node_limit is not None:
+        options["node_limit"] = int(node_limit)
+    result = milp(np.array(model.cols), constraints=constraints,
+                  integrality=np.array(model.integer), bounds=Bounds(lower, upper),
+                  options=options)
+    if result.x is None:
+        return None
+    return np.asarray(result.x), float(result.fun)
+
+
+def requested_start(problem: Problem, jobs: Sequence[Job], built: Built, gap: float,
+                    node_limit: int | None) -> tuple[np.ndarray, float, int] | None:
+    """A point of the model from every job's requested plan (:func:`requested_plan`), its
+    objective, and how many jobs it could not keep as requested; None if none is found.
+
+    The model counts a job running in an epoch for the whole epoch, so requested plans
+    that follow one another inside an epoch can add up to more than the site there (0524:
+    56 servers in an epoch where Baseline's jobs hold at most 48 at once). The jobs
+    running in such an epoch are then left to HiGHS (within ``gap`` and ``node_limit``),
+    the others kept as requested."""
+    horizon = built.model.horizon
+    picks = {job.key: requested_plan(problem, job, horizon) for job in jobs}
+    plans = {k: p for k, (p, _) in picks.items()}
+    values = plan_values(built, plans, {k: v for k, (_, v) in picks.items()})
+    if values is None:
+        return None
+    if not plans:
+        return None
+    counted = np.sum([p for p in plans.values()], axis=0)
+    over = [k for k in range(horizon) if counted[k] > problem.capacity]
+    free = {key for key, plan in plans.items() if any(plan[k] for k in over)}
+    for key in free:
+        for here in built.xs[key].values():
+            for i, *_ in here:
+                del values[i]
+        for y in built.ys.get(key, {}).values():
+            del values[y]
+    point = complete(built, values, gap, node_limit)
+    return None if point is None else (*point, len(free))
+
+
+def requested_plan(problem: Problem, job: Job, horizon: int) -> tuple[list[int], int]:
+    """A job's servers in each epoch and its VMs when it runs as it asked (GreenPar's
+    Baseline): N servers with 2N VMs from its first epoch until its work is done."""
+    n = job.requested
+    if n is None:
+        raise ValueError(f"job {job.key}: its requested servers are not known")
+    speed = {(m, v): sp for m, v, sp in job.options}[(n, 2 * n)]
+    plan = [0] * horizon
+    done, k = 0.0, job.first
+    while done < job.work - 1e-9 and k < horizon:
+        length = (job.first_length if k == job.first and job.first_length is not None
+                  else problem.epoch)
+        plan[k] = n
+        done += speed * length
+        k += 1
+    return plan, 2 * n
+
+
+def solve(problem: Problem, jobs: Sequence[Job], time_limit: float, gap: float = 1e-4,
+          node_limit: int | None = None, start_requested: bool = False) -> Solution:
+    """Solve the MILP (see the module docstring) within ``node_limit`` branch-and-bound nodes
+    (None: no limit) and ``time_limit`` wall-clock seconds.
+
+    With ``start_requested``, HiGHS (``highspy``) starts from every job's requested plan
+    (:func:`requested_plan`) when that plan is a point of the model, so the plan it returns
+    is never worse; without, ``scipy.optimize.milp`` solves it as it is."""
+    t_start = time.process_time()
+    built = build(problem, jobs)
+    model, xs, slack, horizon = built.model, built.xs, built.slack, built.model.horizon
+    start_objective = None
+    start_changed = 0
+    if start_requested:
+        start = None
+        point = requested_start(problem, jobs, built, gap, node_limit)
+        if point is not None:
+            start, start_objective, start_changed = point
+        result: Any = model.solve_from(start, time_limit, gap, node_limit)
+    else:
+        result = model.solve(time_limit, gap, node_limit)
     status, message, x = int(result.status), str(result.message), result.x
     nodes = getattr(result, "mip_node_count", None)
     nodes = None if nodes is None else int(nodes)
@@ -203,7 +446,8 @@ def solve(problem: Problem, jobs: Sequence[Job], time_limit: float, gap: float =
     by_nodes = stopped_by_node_limit(status, message, nodes, node_limit)
     if x is None:
         return Solution(status, message, limited, seconds, math.nan, {}, {}, {},
-                        node_limited=by_nodes, nodes=nodes)
+                        node_limited=by_nodes, nodes=nodes, start_objective=start_objective,
+                        start_changed=start_changed)
     vms: dict[int, int] = {}
     plans: dict[int, list[int]] = {}
     for job in jobs:
@@ -217,14 +461,15 @@ def solve(problem: Problem, jobs: Sequence[Job], time_limit: float, gap: float =
         vms.setdefault(job.key, job.options[0][1])
     return Solution(status, message, limited, seconds, float(result.fun), vms, plans,
                     {j: float(x[s]) for j, s in slack.items()}, node_limited=by_nodes,
-                    nodes=nodes)
+                    nodes=nodes, start_objective=start_objective, start_changed=start_changed)
 
 
 def _add_job(model: _Model, problem: Problem, job: Job, lengths: np.ndarray, n_jobs: int
-             ) -> tuple[dict[int, _Options], int]:
+             ) -> tuple[dict[int, _Options], int, dict[int, int]]:
     """A job's variables and rows: its VM count, its allocations in each epoch it may run
     (one at most; it runs in its first; contiguous), its cumulative SLA, its migrations and
-    its completion. Returns its allocations' variables by epoch and its slack variable."""
+    its completion. Returns its allocations' variables by epoch, its slack variable and its
+    VM counts' binaries (none if it has one VM count)."""
     last = min(model.horizon, job.first + epochs_needed(job, problem.epoch))
     vm_counts = sorted({v for _, v, _ in job.options})
     ys: dict[int, int] | None = None
@@ -261,7 +506,7 @@ def _add_job(model: _Model, problem: Problem, job: Job, lengths: np.ndarray, n_j
             _add_migration(model, problem, job, k, servers, prev_servers)
         prev_servers = servers
     model.row(dict(progress), job.work, math.inf)                    # completion
-    return xs, slack
+    return xs, slack, ys or {}
 
 
 def _allocations(model: _Model, problem: Problem, job: Job, k: int, length: float,

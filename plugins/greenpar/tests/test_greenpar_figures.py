@@ -71,3 +71,39 @@ def test_reactive_readings_label_their_runs():
                            ["greenpar.reactive-slack=above-request",
                             "greenpar.reactive-growth=while-short"])]
     assert label == ["reactive", "reactive[above-request]", "reactive[above-request,while-short]"]
+
+
+def test_all_traces_keep_only_the_days_every_policy_has():
+    """Baseline and Offline ran on days A, B and C, Aggressive only on A and C: the
+    all-traces mean compares them on A and C, and names B as left out. Baseline's brown
+    energy is 100 (A), 10 (B), 300 (C); over A and C its mean is 200, not 410/3."""
+    from lm_greenpar.figures import common_days
+
+    brown = {"A": 100, "B": 10, "C": 300}
+    runs = [{"policy": p, "trace": day, "summary": summary(brown[day], 1, 1, 1)}
+            for p in ("baseline", "offline") for day in "ABC"]
+    runs += [{"policy": "aggressive", "trace": day, "summary": summary(brown[day], 1, 1, 1)}
+             for day in "AC"]
+    kept, note = common_days(runs)
+    assert sorted({r["trace"] for r in kept}) == ["A", "C"]
+    assert len(kept) == 6
+    assert note == "left out: B (no run of aggressive)"
+    assert figure(kept)["baseline"]["brown_kwh"] == pytest.approx(200 / 3.6e6)
+    everything, none_left = common_days([r for r in runs if r["trace"] != "B"])
+    assert len(everything) == 6 and none_left == ""
+    nothing, line = common_days([runs[0], {**runs[-1], "trace": "C"},
+                                 {"policy": "offline", "trace": "B", "summary": {}}])
+    assert nothing == [] and line.startswith("no trace run by every policy")
+
+
+def test_the_all_traces_block_names_the_days_left_out(tmp_path, capsys, monkeypatch):
+    """lm-greenpar-figures prints the line under the all-traces block's title."""
+    import lm_greenpar.figures as figures
+
+    runs = [{"policy": p, "trace": day, "setting": "S", "seed": 1,
+             "summary": summary(100, 1, 1, 1)}
+            for p, days in (("baseline", "AB"), ("offline", "A")) for day in days]
+    monkeypatch.setattr(figures, "read_runs", lambda directory: runs)
+    assert figures.main([str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "S, all 1 traces\nleft out: B (no run of offline)\n" in out

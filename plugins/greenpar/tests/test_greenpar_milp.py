@@ -119,3 +119,152 @@ def test_the_node_limit_stops_a_solve_deterministically():
     assert free.servers == plans and free.objective == pytest.approx(0.0304)
     assert solve(BRANCHING, [ONE, TWO], time_limit=600, gap=0.0, node_limit=5).node_limited
 
+
+
+#: green enough in epoch 0 for 4 servers; job A (asked 1 server) arrives in epoch 0, job B
+#: (asked 2) in epoch 1
+STARTED = Problem(epoch=900, green=[400, 300, 400, 0], price=[0.1] * 4, base_watts=0,
+                  server_watts=100, migration_joules=0, capacity=4, beta_cost=0.01)
+JOB_A = Job(1, ((1, 2, 1.0), (2, 2, 1.6), (1, 4, 0.9), (2, 4, 1.8), (4, 4, 2.8)), work=1800,
+            sla_rate=1 / 1.1, requested=1)
+JOB_B = Job(2, ((1, 4, 1.0), (2, 4, 2.0), (4, 4, 3.0)), work=3600, sla_rate=2 / 1.1, first=1,
+            requested=2)
+
+
+def test_a_solve_started_from_the_requested_plan_never_returns_a_worse_one():
+    """
+    The requested plan (Baseline's: N servers, 2N VMs, from arrival to the end of the work):
+    epoch      0 (400 W)   1 (300 W)   2 (400 W)   3 (0 W)
+    job A      1 (2 VMs)   1           -           -          900 + 900 = 1,800
+    job B      -           2 (4 VMs)   2           -          1,800 + 1,800 = 3,600
+    power      100 W       300 W       200 W       0          all green: no brown
+    run time 4 job-epochs x 0.25 h x $0.01 / 2 jobs = $0.005; SLA kept (A: 900 >= 900/1.1
+    by epoch 0's end; B: 1,800 >= 900 x 2/1.1), so no slack.
+
+    The optimum (enumeration): A on 4 servers with 4 VMs in epoch 0 (2.8 x 900 = 2,520 >=
+    1,800 on 400 W of green), B as asked: 3 job-epochs, $0.00375.
+
+    Stopped before its first node (node limit 0), HiGHS alone has no plan at all; started
+    from the requested plan it returns that plan (slack-free, $0.005); with one node, or no
+    limit, it finds the optimum either way."""
+    assert enumerate_best(STARTED, [JOB_A, JOB_B]) == (pytest.approx(0.00375),
+                                                       {1: [4, 0, 0, 0], 2: [0, 2, 2, 0]})
+    alone = solve(STARTED, [JOB_A, JOB_B], time_limit=600, gap=0.0, node_limit=0)
+    assert not alone.ok and alone.start_objective is None
+    started = solve(STARTED, [JOB_A, JOB_B], time_limit=600, gap=0.0, node_limit=0,
+                    start_requested=True)
+    assert started.ok and started.node_limited and not started.time_limited
+    assert started.start_objective == pytest.approx(0.005)
+    assert started.objective == pytest.approx(0.005)
+    assert started.servers == {1: [1, 1, 0, 0], 2: [0, 2, 2, 0]}
+    assert started.vms == {1: 2, 2: 4}
+    assert started.slack == {1: pytest.approx(0), 2: pytest.approx(0)}
+    for limit in (1, None):
+        best = solve(STARTED, [JOB_A, JOB_B], time_limit=600, gap=0.0, node_limit=limit,
+                     start_requested=True)
+        assert best.status == 0 and best.objective == pytest.approx(0.00375)
+        assert best.servers[1] == [4, 0, 0, 0] and best.vms[1] == 4
+
+
+def requested_cost(problem: Problem, jobs: list[Job]) -> float | None:
+    """The objective of every job at its requested servers from its first epoch, priced by
+    hand as :func:`enumerate_best` prices a plan (None: over the capacity)."""
+    servers = [0.0] * len(problem.green)
+    runtime = 0.0
+    for job in jobs:
+        n = job.requested
+        speed = {(m, v): sp for m, v, sp in job.options}[(n, 2 * n)]
+        done, k = 0.0, job.first
+        while done < job.work - 1e-9:
+            servers[k] += n
+            done += speed * problem.epoch
+            runtime += problem.epoch / 3600
+            k += 1
+    if max(servers) > problem.capacity:
+        return None
+    brown = sum(price * max(0.0, (problem.base_watts + problem.server_watts * s - green)
+                            * problem.epoch) / 3.6e6
+                for s, green, price in zip(servers, problem.green, problem.price))
+    return brown + problem.beta_cost * runtime / len(jobs)
+
+
+def random_instance(rng) -> tuple[Problem, list[Job]]:
+    horizon = rng.randint(4, 7)
+    capacity = rng.randint(3, 6)
+    jobs = []
+    for key in range(rng.randint(2, 5)):
+        n = rng.choice([1, 2])
+        options = tuple((m, v, n if (m, v) == (n, 2 * n) else round(m * rng.uniform(0.6, 1), 2))
+                        for v in (2 * n, 4 * n) for m in (1, 2, 4) if v / 4 <= m <= v)
+        epochs = rng.randint(1, horizon - 2)
+        jobs.append(Job(key, options, work=n * 900 * epochs, sla_rate=n / 1.1,
+                        first=rng.randint(0, horizon - epochs - 1), requested=n))
+    problem = Problem(epoch=900, green=[rng.choice([0, 150, 300, 600]) for _ in range(horizon)],
+                      price=[rng.choice([0.1, 0.3]) for _ in range(horizon)], base_watts=20,
+                      server_watts=100, migration_joules=3600, capacity=capacity,
+                      beta_cost=0.04)
+    return problem, jobs
+
+
+def test_a_started_solve_never_ends_worse_than_the_requested_plan():
+    """On 30 seeded small instances, stopped at 0 or 1 node or not at all: the start's
+    objective is the requested plan's priced by hand, and the plan returned never costs
+    more (when the requested plans overflow the site in some epoch, the start is repaired or
+    absent: the next test)."""
+    import random
+
+    rng = random.Random(39)
+    over = 0
+    for _ in range(30):
+        problem, jobs = random_instance(rng)
+        expected = requested_cost(problem, jobs)
+        over += expected is None
+        for limit in (0, 1, None):
+            s = solve(problem, jobs, time_limit=600, gap=0.0, node_limit=limit,
+                      start_requested=True)
+            if expected is None:    # over the site: the jobs of the epochs over it are
+                assert s.start_objective is None or s.start_changed > 0   # left to HiGHS
+                assert s.start_objective is None or s.objective <= s.start_objective + 1e-9
+                continue
+            assert s.start_changed == 0
+            assert s.start_objective == pytest.approx(expected, rel=1e-9, abs=1e-12)
+            assert s.ok and s.objective <= s.start_objective * (1 + 1e-9) + 1e-12
+            assert sum(s.slack.values()) == pytest.approx(0, abs=1e-6)
+    assert 0 < over < 30    # both cases are exercised
+
+
+def test_requested_plans_over_the_site_in_an_epoch_are_left_to_the_solver():
+    """The MILP counts a job for the whole of every epoch it runs in. A (2 servers, 1,350 s
+    of work at its requested speed) ends half-way through epoch 1, where B (2 servers)
+    arrives: at no instant do they hold more than 2 of the 3 servers, but as requested
+    plans epoch 1 counts 4:
+
+        epoch      0        1            2
+        A          2        2 (to 450 s) -
+        B          -        2 (from 450) 2
+        C          -        -            1
+        counted    2        4 > 3        3
+
+    So the requested plans are not a point of the model; the jobs running in epoch 1 (A and
+    B) are left to HiGHS, C keeps its requested plan, and the solve started from that point
+    never ends above it."""
+    from lm_greenpar.milp import build, requested_start
+
+    problem = Problem(epoch=900, green=[0, 0, 0, 0], price=[0.1] * 4, base_watts=0,
+                      server_watts=100, migration_joules=0, capacity=3, beta_cost=0.01)
+    options = ((1, 4, 1.0), (2, 4, 2.0), (4, 4, 3.0))
+    jobs = [Job(1, options, work=2.0 * 1350, sla_rate=2 / 1.1, requested=2),
+            Job(2, options, work=2.0 * 900, sla_rate=2 / 1.1, first=1, first_length=450,
+                requested=2),
+            Job(3, ((1, 2, 1.0), (2, 2, 1.6)), work=900, sla_rate=1 / 1.1, first=2,
+                requested=1)]
+    built = build(problem, jobs)
+    found = requested_start(problem, jobs, built, gap=0.0, node_limit=None)
+    assert found is not None
+    x, objective, changed = found
+    assert changed == 2
+    c_vars = {n: i for i, n, _, _ in built.xs[3][2]}
+    assert x[c_vars[1]] == pytest.approx(1) and x[c_vars[2]] == pytest.approx(0)
+    s = solve(problem, jobs, time_limit=600, gap=0.0, node_limit=1, start_requested=True)
+    assert s.start_changed == 2 and s.start_objective == pytest.approx(objective)
+    assert s.ok and s.objective <= objective * (1 + 1e-9)

@@ -62,6 +62,16 @@ def test_the_optimising_policies_report_their_solves(summaries):
         assert summaries[policy]["greenpar_solves_failed"] == 0
 
 
+def test_offline_reports_its_plan_against_the_requested_plan(summaries):
+    """Offline's solve starts from Baseline's plan: the summary gives both MILP objectives,
+    the plan's never above the start's; Aggressive has no such fields."""
+    s = summaries["offline"]
+    assert s["greenpar_start_objective"] > 0
+    assert s["greenpar_plan_objective"] <= s["greenpar_start_objective"] * (1 + 1e-9)
+    assert s["greenpar_start_kept"] in (0, 1)
+    assert "greenpar_start_objective" not in summaries["aggressive"]
+
+
 def test_a_time_limited_solve_is_counted_and_the_run_says_it_depends_on_the_machine(capsys):
     s = run("offline", "greenpar.offline-time-limit=0.001", "greenpar.mip-gap=0").summary
     assert s["greenpar_solves_time_limited"] == 1
@@ -87,22 +97,23 @@ def test_each_policy_passes_its_own_limits_to_the_solver(monkeypatch):
     """Offline's solve gets `offline-node-limit` and `offline-time-limit`, Aggressive's
     solves `solve-node-limit` and `solve-time-limit` (not the other policy's): the defaults
     (Offline 1,000 nodes and 1,800 s, Aggressive 5,000 and 600 s), values set, and a node
-    limit of 0 (none, passed as None)."""
-    seen: list[tuple[float, int | None]] = []
+    limit of 0 (none, passed as None). Only Offline's solve starts from the requested plan:
+    Aggressive's solves are those of scipy's HiGHS, as before."""
+    seen: list[tuple[float, int | None, bool]] = []
     solve = optimizing.solve
 
-    def spy(problem, jobs, limit, gap, node_limit=None):
-        seen.append((limit, node_limit))
-        return solve(problem, jobs, limit, gap, node_limit)
+    def spy(problem, jobs, limit, gap, node_limit=None, start_requested=False):
+        seen.append((limit, node_limit, start_requested))
+        return solve(problem, jobs, limit, gap, node_limit, start_requested)
 
     monkeypatch.setattr(optimizing, "solve", spy)
-    cases = (("offline", (), (1800.0, OFFLINE_NODE_LIMIT)),
-             ("offline", ("greenpar.offline-node-limit=0",), (1800.0, None)),
+    cases = (("offline", (), (1800.0, OFFLINE_NODE_LIMIT, True)),
+             ("offline", ("greenpar.offline-node-limit=0",), (1800.0, None, True)),
              ("offline", ("greenpar.offline-node-limit=7", "greenpar.solve-node-limit=9",
-                          "greenpar.offline-time-limit=50"), (50.0, 7)),
-             ("aggressive", (), (600.0, SOLVE_NODE_LIMIT)),
+                          "greenpar.offline-time-limit=50"), (50.0, 7, True)),
+             ("aggressive", (), (600.0, SOLVE_NODE_LIMIT, False)),
              ("aggressive", ("greenpar.solve-node-limit=9", "greenpar.offline-node-limit=7",
-                             "greenpar.solve-time-limit=40"), (40.0, 9)))
+                             "greenpar.solve-time-limit=40"), (40.0, 9, False)))
     for policy, settings, expected in cases:
         seen.clear()
         run(policy, *settings)
