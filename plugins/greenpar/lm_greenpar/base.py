@@ -57,6 +57,8 @@ class GreenParPolicy(AllocationPolicy):
         self.resize_interval: float = cfg.get("greenpar", "resize-interval")
         #: changes made within the interval because the SLA needed them
         self.forced_resizes = 0
+        #: decisions changed to make room for a job that must grow to keep its SLA
+        self.sla_guard_changes = 0
         #: decisions made at an arrival for the running jobs, carried out at that instant
         self._stored: tuple[float, dict[int, tuple[int, int]]] | None = None
 
@@ -277,6 +279,53 @@ class GreenParPolicy(AllocationPolicy):
                         self.forced_resizes += 1
                     out.append((lease, self.shape(lease, n, v)))
         return out
+
+    def make_room(self, wanted: dict[int, tuple[int, int]], leases: list[Lease], now: float
+                  ) -> frozenset[int]:
+        """The SLA guard: if the jobs that must grow to keep their SLA (wanted above their
+        servers, their current ones breaking it over :meth:`span`) need more servers than are
+        free at ``now`` once ``wanted`` is carried out, the other jobs' grows wait and jobs
+        with room to spare shrink to the fewest servers that keep their own SLA (the most
+        servers freed first). ``wanted`` is changed in place, only if that frees enough (each
+        change counted in ``sla_guard_changes``); returns the jobs shrunk, which change even
+        within their ``resize-interval``. A plan (a solver's, cut short, or one that did not
+        see the jobs the scheduler started meanwhile) may count on servers that others hold
+        by then: without the guard the grow is refused and the SLA broken."""
+        def must_grow(lease: Lease) -> bool:
+            n = self.nodes(lease)
+            return wanted[lease.id][0] > n and not self.keeps_sla(
+                lease, now, n, lease.vms.count, self.span(now))
+
+        needy = {l.id for l in leases if l.id in wanted and must_grow(l)}
+        if not needy:
+            return frozenset()
+        change = {l.id: wanted[l.id][0] - self.nodes(l) for l in leases if l.id in wanted}
+        short = sum(change.values()) - self.free_servers(now)
+        if short <= 0:
+            return frozenset()
+        others = [l for l in leases if l.id in wanted and l.id not in needy]
+        new: dict[int, tuple[int, int]] = {}
+        for lease in others:   # the other grows wait
+            if change[lease.id] > 0:
+                short -= change[lease.id]
+                new[lease.id] = (self.nodes(lease), lease.vms.count)
+        donors = []
+        for lease in others:
+            n = min(self.least_servers(lease, now), new.get(lease.id, wanted[lease.id])[0])
+            if n < new.get(lease.id, wanted[lease.id])[0]:
+                donors.append((n - new.get(lease.id, wanted[lease.id])[0], lease.id, lease, n))
+        forced = set()
+        for freed, _, lease, n in sorted(donors, key=lambda d: d[:2]):
+            if short <= 0:
+                break
+            short += freed
+            new[lease.id] = (n, lease.vms.count)
+            forced.add(lease.id)
+        if short > 0:
+            return frozenset()   # not enough room: the plan stands (the grow may be refused)
+        self.sla_guard_changes += len(new)
+        wanted.update(new)
+        return frozenset(forced)
 
     def store(self, now: float, wanted: dict[int, tuple[int, int]]) -> None:
         self._stored = (now, wanted)

@@ -183,8 +183,9 @@ class Optimizing(GreenParPolicy):
 
     def follow(self, now: float) -> list[tuple[Lease, Allocation]]:
         running = self.running()
-        return self.decisions({l.id: (self.planned(l, now), l.vms.count) for l in running},
-                              running, now)
+        wanted = {l.id: (self.planned(l, now), l.vms.count) for l in running}
+        forced = self.make_room(wanted, running, now)
+        return self.decisions(wanted, running, now, forced)
 
     def time_limit_option(self) -> str:
         return "solve-time-limit"
@@ -206,7 +207,8 @@ class Optimizing(GreenParPolicy):
                 "greenpar_solves_failed": self.failed,
                 "greenpar_solver_cpu_seconds": round(self.solver_seconds, 3),
                 "greenpar_sla_slack": self.slack,
-                "greenpar_unsafe_starts": self.unsafe_starts}
+                "greenpar_unsafe_starts": self.unsafe_starts,
+                "greenpar_sla_guard_changes": self.sla_guard_changes}
 
 
 class Aggressive(Optimizing):
