@@ -248,7 +248,8 @@ def test_requested_plans_over_the_site_in_an_epoch_are_left_to_the_solver():
     So the requested plans are not a point of the model; the jobs running in epoch 1 (A and
     B) are left to HiGHS, C keeps its requested plan, and the solve started from that point
     never ends above it."""
-    from lm_greenpar.milp import build, requested_start
+    from lm_greenpar.milp import build
+    from lm_greenpar.milp_start import requested_start
 
     problem = Problem(epoch=900, green=[0, 0, 0, 0], price=[0.1] * 4, base_watts=0,
                       server_watts=100, migration_joules=0, capacity=3, beta_cost=0.01)
