@@ -311,9 +311,10 @@ class GreenParPolicy(AllocationPolicy):
                 new[lease.id] = (self.nodes(lease), lease.vms.count)
         donors = []
         for lease in others:
-            n = min(self.least_servers(lease, now), new.get(lease.id, wanted[lease.id])[0])
-            if n < new.get(lease.id, wanted[lease.id])[0]:
-                donors.append((n - new.get(lease.id, wanted[lease.id])[0], lease.id, lease, n))
+            planned = new.get(lease.id, wanted[lease.id])[0]
+            n = min(self.least_servers(lease, now), planned)
+            if n < planned:
+                donors.append((n - planned, lease.id, lease, n))
         forced = set()
         for freed, _, lease, n in sorted(donors, key=lambda d: d[:2]):
             if short <= 0:

@@ -126,8 +126,6 @@ def epochs_needed(job: Job, epoch: float) -> int:
 _Options = list[tuple[int, int, int, float]]
 
 
-
-
 class _Model:
     """The MILP as it is built: its variables (cost, bounds, integrality) and rows, in the
     order they are added, and per epoch the terms of its capacity and brown-energy rows."""

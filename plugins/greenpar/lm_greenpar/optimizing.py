@@ -39,9 +39,7 @@ def solve(problem: Problem, jobs: list[Job], limit: float, gap: float,
     """:func:`.milp.solve` (its module loads with the first solve: start-up)."""
     from .milp import solve as milp_solve
 
-    if start_requested:
-        return milp_solve(problem, jobs, limit, gap, node_limit, start_requested=True)
-    return milp_solve(problem, jobs, limit, gap, node_limit)
+    return milp_solve(problem, jobs, limit, gap, node_limit, start_requested=start_requested)
 
 
 class Optimizing(GreenParPolicy):
@@ -264,8 +262,7 @@ class Aggressive(Optimizing):
 
 class Offline(Optimizing):
     """GreenPar's Offline: the MILP over every job of the workload, known in advance, with
-    the actual green production, solved once (``[greenpar] offline-time-limit``), HiGHS
-    starting from Baseline's plan.
+    the actual green production, solved once (``[greenpar] offline-time-limit``).
 
     HiGHS starts from Baseline's plan (every job at its requested servers from its arrival,
     when the site holds them all), so that a solve stopped by its limits never returns a
