@@ -28,7 +28,40 @@ class Baseline(GreenParPolicy):
         return self.shape(lease, n, 2 * n)
 
 
-class Reactive(GreenParPolicy):
+class RevertingPolicy(GreenParPolicy):
+    """A heuristic policy that keeps section 3.1's rule: GreenPar "reverts back to the
+    user-requested resource allocations when utilization becomes so high that jobs cannot be
+    started immediately upon arrival". It tracks the jobs that arrived at the current
+    instant (``_arrived``: their servers) and those of them that could not start at once
+    (``_waiting``); :meth:`jobs_waiting` says whether a job waits."""
+
+    def __init__(self, ctx):
+        super().__init__(ctx)
+        #: servers given to the jobs that arrived at ``_arrived_at`` (not running yet)
+        self._arrived: dict[int, int] = {}
+        self._arrived_at = -math.inf
+        #: jobs that arrived at ``_arrived_at`` and could not start at once
+        self._waiting: set[int] = set()
+
+    def arrival_instant(self, now: float) -> None:
+        """Start a new arrival instant at ``now`` (jobs that arrived earlier at this instant
+        keep theirs)."""
+        if now != self._arrived_at:
+            self._arrived, self._arrived_at, self._waiting = {}, now, set()
+
+    def jobs_waiting(self, now: float) -> bool:
+        """Does a job wait: reserved to start later, queued since an earlier instant, or
+        arrived now and unable to start at once?"""
+        scheduler = self.ctx.scheduler
+        if any(self.is_job(l) for l in scheduler.planned()):
+            return True
+        arrived_now = self._arrived if now == self._arrived_at else {}
+        waiting_now = self._waiting if now == self._arrived_at else set()
+        return any(self.is_job(l) and (l.id not in arrived_now or l.id in waiting_now)
+                   for l in scheduler.waiting())
+
+
+class Reactive(RevertingPolicy):
     """GreenPar's Reactive (Fig. 2): every job at the fewest servers that keep its SLA over
     the next epoch, then, while the green power predicted for the next epoch powers more
     servers, the job with the best marginal speedup per added server doubles its servers.
@@ -59,18 +92,12 @@ class Reactive(GreenParPolicy):
         self.resize_scope: str = ctx.config.get("greenpar", "reactive-resize-scope")
         #: when the site last changed a running job's allocation (scope "site")
         self._round = -math.inf
-        #: servers given to the jobs that arrived at ``_arrived_at`` (not running yet)
-        self._arrived: dict[int, int] = {}
-        self._arrived_at = -math.inf
-        #: jobs that arrived at ``_arrived_at`` and could not start at once
-        self._waiting: set[int] = set()
 
     def initial(self, lease: Lease, now: float) -> Allocation | None:
         if not self.is_job(lease):
             return None
         n_req = self.requested(lease)
-        if now != self._arrived_at:     # jobs that arrived earlier at this instant keep theirs
-            self._arrived, self._arrived_at, self._waiting = {}, now, set()
+        self.arrival_instant(now)
         running = self.running()
         plan = self.plan(now, running, [lease], self._arrived)
         n = plan[lease.id][0]
@@ -100,17 +127,6 @@ class Reactive(GreenParPolicy):
             return False
         return (self.resize_scope == "job" or self.resize_interval <= 0
                 or now - self._round >= self.resize_interval - 1e-6)
-
-    def jobs_waiting(self, now: float) -> bool:
-        """Does a job wait: reserved to start later, queued since an earlier instant, or
-        arrived now and unable to start at once?"""
-        scheduler = self.ctx.scheduler
-        if any(self.is_job(l) for l in scheduler.planned()):
-            return True
-        arrived_now = self._arrived if now == self._arrived_at else {}
-        waiting_now = self._waiting if now == self._arrived_at else set()
-        return any(self.is_job(l) and (l.id not in arrived_now or l.id in waiting_now)
-                   for l in scheduler.waiting())
 
     def minimum(self, lease: Lease, now: float, new: bool) -> int:
         """Fig. 2, lines 14-20: the fewest servers keeping the average speedup at SP(N)/F
@@ -256,25 +272,35 @@ class Nebulous(GreenParPolicy):
         times = [t for t, _, _, _ in m.history] + [now]
         return sum(n * (b - a) for (a, n, _, _), b in zip(m.history, times[1:]))
 
-    def floor(self, lease: Lease, now: float) -> int:
-        """The fewest servers keeping the average allocation at N/F after another epoch."""
+    def floor(self, lease: Lease, now: float, span: float | None = None) -> int:
+        """The fewest servers keeping the average allocation at N/F for another ``span``
+        seconds (default: one epoch). The average only falls while the job is below N/F, so
+        it holds throughout if it holds at the span's end."""
+        span = self.epoch if span is None else span
         v = lease.vms.count
         have = self.allocation_so_far(lease, now)
-        need = self.requested(lease) / self.slowdown * (self.elapsed(lease, now) + self.epoch)
+        need = self.requested(lease) / self.slowdown * (self.elapsed(lease, now) + span)
         for n, _ in self.options(lease, v):
-            if have + n * self.epoch >= need - 1e-9:
+            if have + n * span >= need - 1e-9:
                 return n
         return self.options(lease, v)[-1][0]
 
     def must_change(self, lease: Lease, now: float) -> bool:
-        """Nebulous' SLA is its allocation floor."""
+        """Nebulous' SLA is its allocation floor: would the job fall below it before the
+        next epoch?"""
         return self.floor(lease, now) > self.nodes(lease)
 
     def reallocate(self, now, reasons):
         running = self.running()
         if not running:
             return []
-        n = {l.id: max(self.nodes(l), self.floor(l, now)) for l in running}
+        # a decision keeps the floor until the job may be decided on again (with
+        # resize-interval, an hour: else a shrink is undone, forced, an epoch later); a job
+        # changed less than resize-interval ago is held unless its floor needs more now
+        span = self.span(now)
+        fl = {l.id: self.floor(l, now, span if self.may_resize(l, now) else None)
+              for l in running}
+        n = {l.id: max(self.nodes(l), fl[l.id]) for l in running}
         # jobs changed less than resize-interval ago keep their servers (above their floor)
         allowed = {l.id: ([k for k, _ in self.options(l, l.vms.count)]
                           if self.may_resize(l, now) else [n[l.id]]) for l in running}
@@ -304,8 +330,7 @@ class Nebulous(GreenParPolicy):
                 shrank = False
                 for l in order:
                     half = n[l.id] // 2
-                    if (half in allowed[l.id] and half >= self.floor(l, now)
-                            and used > green_servers):
+                    if half in allowed[l.id] and half >= fl[l.id] and used > green_servers:
                         n[l.id] = half
                         used -= half
                         shrank = True

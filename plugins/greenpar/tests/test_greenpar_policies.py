@@ -288,6 +288,41 @@ def test_nebulous_floor_at_its_boundary_without_green(tmp_path):
     assert r.summary["greenpar_allocation_sla_violations"] == 0
 
 
+def test_nebulous_shrinks_only_for_as_long_as_its_floor_holds_within_the_resize_interval(
+        tmp_path):
+    """With jobs resized at most once an hour (``resize-interval = 3600``, the paper's
+    experiments), a shrink must keep Nebulous' floor (average allocation >= N/F) for the
+    hour the job is then held, not only for one epoch: else it is undone, forced, an epoch
+    later (0524: 50 forced changes). Job P (N = 2, 4 VMs: 1.5 on 1 server, 2.0 on 2), 6 h
+    at N (work 43,200), no green (G = 0), F = 1.1, N/F = 1.818, no migration time.
+
+    At an epoch's start the decision's span is 3,600 s. At N all along (2e server-seconds
+    after e seconds), 1 server for the hour keeps the floor if 2e + 3,600 >= 1.818 (e +
+    3,600), i.e. e >= 16,200 s: P shrinks at 4:30 (exactly on its boundary: 36,000 server-
+    seconds against 36,000) and is held until 5:30 (19,800). Then 1 server for another hour
+    would give 39,600 < 1.818 x 23,400 = 42,545: back to 2.
+    (Before: the floor looked one epoch ahead, 2e + 900 >= 1.818 (e + 900) from e = 4,050:
+    P shrank at 1:15 and was forced back at 1:30, again at 2:30, 4:00 and 5:15: 4 forced
+    changes in 6 h.)
+
+    Work: 32,400 by 4:30, 5,400 by 5:30 (1.5 a second), the other 5,400 at 2.0 take 2,700 s:
+    P ends at 22,500 s (1.04 x 6 h), average allocation 41,400 / 22,500 = 1.84 servers.
+
+    servers  0:00  4:30  5:30  6:15
+    P         2     1     2     -
+    power   200 W 100 W 200 W   (100 W a busy server): 4,140,000 J
+    """
+    table = speedups(tmp_path / "sp.csv", {"P": {4: {1: 1.5, 2: 2.0, 4: 2.2}}})
+    p = job(1, "P", 2, 6 * 3600)
+    r = simulate([p], "nebulous", f"greenpar.speedups={table}",
+                 "greenpar.resize-interval=3600")
+    assert allocations(p) == [(0, 2), (16200, 1), (19800, 2)]
+    assert p.end == pytest.approx(22500)
+    assert r.summary["greenpar_forced_resizes"] == 0
+    assert r.summary["energy_joules"] == pytest.approx(4_140_000)
+    assert r.summary["greenpar_allocation_sla_violations"] == 0
+
+
 def test_reactive_takes_a_shrunk_jobs_servers_back_before_a_waiting_job_is_promised_them(
         tmp_path, table):
     """Reactive shrinks a job for one epoch (Fig. 2, line 16: "assume that j will run for
