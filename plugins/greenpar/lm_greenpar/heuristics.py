@@ -203,23 +203,22 @@ class Reactive(RevertingPolicy):
         return {i: (n[i], vms[i]) for i in n}
 
 
-class Nebulous(GreenParPolicy):
+class Nebulous(RevertingPolicy):
     """GreenPar's Nebulous: only a speedup hint (excellent, good, fair, poor) and a run-time
     estimate (the mean run time of the application's earlier jobs; none for its first). A
     job starts with 4N VMs on 2N servers if the predicted green power covers 2N more servers
     for its estimated run time, else 2N VMs on N. Each epoch, green power above what the
     jobs draw goes one step (a doubling) at a time to the jobs with the best hint and the
     lowest average allocation against N; a deficit takes servers back in the reverse order;
-    a job's average allocation never falls below N/F."""
+    a job's average allocation never falls below N/F. While a job waits (it could not
+    start on arrival), every running job is back at N servers at least, grown ones at N
+    when they may change, and none grows (section 3.1, as Reactive)."""
 
     name = "nebulous"
 
     def __init__(self, ctx):
         super().__init__(ctx)
         self.history: dict[str, list[float]] = defaultdict(list)
-        #: servers of the jobs that arrived at ``_arrived_at`` (not running yet)
-        self._arrived: dict[int, int] = {}
-        self._arrived_at = -math.inf
 
     def hint(self, lease: Lease) -> int:
         """0 (excellent) to 3 (poor): what doubling its servers at the reference gives."""
@@ -243,9 +242,10 @@ class Nebulous(GreenParPolicy):
         if not self.is_job(lease):
             return None
         n = self.requested(lease)
-        if now != self._arrived_at:
-            self._arrived, self._arrived_at = {}, now
+        self.arrival_instant(now)
         free = self.free_servers(now) - sum(self._arrived.values())
+        if free < n:    # cannot start at once on the servers now free: running jobs revert
+            self._waiting.add(lease.id)
         estimate = self.estimate(lease)
         k, v = n, 2 * n
         if estimate is not None and free >= 2 * n and 4 * n in dict(
@@ -301,6 +301,8 @@ class Nebulous(GreenParPolicy):
         fl = {l.id: self.floor(l, now, span if self.may_resize(l, now) else None)
               for l in running}
         n = {l.id: max(self.nodes(l), fl[l.id]) for l in running}
+        if self.jobs_waiting(now):
+            return self.revert(now, running, fl)
         # jobs changed less than resize-interval ago keep their servers (above their floor)
         allowed = {l.id: ([k for k, _ in self.options(l, l.vms.count)]
                           if self.may_resize(l, now) else [n[l.id]]) for l in running}
@@ -336,6 +338,21 @@ class Nebulous(GreenParPolicy):
                         shrank = True
         return self.decisions({i: (k, l.vms.count) for l in running
                                for i, k in [(l.id, n[l.id])]}, running, now)
+
+    def revert(self, now: float, running: list[Lease], fl: dict[int, int]
+               ) -> list[tuple[Lease, Allocation]]:
+        """Section 3.1: while a job waits, every running job at its requested N servers (or
+        its floor ``fl``, if more): a job below N goes back at once, within its
+        ``resize-interval`` if need be (counted as forced), so that a waiting job is not
+        promised its servers; a grown one gives its extra servers back when it may change;
+        none grows."""
+        wanted = {}
+        for l in running:
+            keep = not self.may_resize(l, now)
+            n = max(self.requested(l), fl[l.id], self.nodes(l) if keep else 0)
+            wanted[l.id] = (n, l.vms.count)
+        back = frozenset(l.id for l in running if wanted[l.id][0] > self.nodes(l))
+        return self.decisions(wanted, running, now, forced=back)
 
 
 def _mean_forecast(policy: GreenParPolicy, issued: float, start: float, end: float) -> float:
