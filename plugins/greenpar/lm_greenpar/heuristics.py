@@ -219,12 +219,21 @@ class Nebulous(RevertingPolicy):
     def __init__(self, ctx):
         super().__init__(ctx)
         self.history: dict[str, list[float]] = defaultdict(list)
+        #: what the hint measures: "servers" (of 2N VMs) or "resources" (servers and VMs)
+        self.hint_reading: str = ctx.config.get("greenpar", "nebulous-hint")
+        #: "allocation": every server-second counts to the floor; "within-f": at most N
+        self.slack_reading: str = ctx.config.get("greenpar", "nebulous-slack")
 
     def hint(self, lease: Lease) -> int:
-        """0 (excellent) to 3 (poor): what doubling its servers at the reference gives."""
+        """0 (excellent) to 3 (poor): what doubling its servers at the reference gives (with
+        ``nebulous-hint = resources``, doubling its servers and VMs, if it may run 4N)."""
         n = self.requested(lease)
         options = dict(self.options(lease, 2 * n))
         gain = options.get(2 * n, options[n]) / options[n]
+        if self.hint_reading == "resources":
+            bigger = dict(self.options(lease, 4 * n))
+            if 2 * n in bigger:
+                gain = bigger[2 * n] / options[n]
         return 0 if gain >= 1.7 else 1 if gain >= 1.4 else 2 if gain >= 1.15 else 3
 
     def estimate(self, lease: Lease) -> float | None:
@@ -265,12 +274,12 @@ class Nebulous(RevertingPolicy):
             t += 3600.0
         return 0.0 if math.isinf(least) else least
 
-    def allocation_so_far(self, lease: Lease, now: float) -> float:
-        """Server-seconds the job has had."""
+    def allocation_so_far(self, lease: Lease, now: float, cap: float = math.inf) -> float:
+        """Server-seconds the job has had (counting at most ``cap`` servers at a time)."""
         m = lease.malleable
         assert m is not None
         times = [t for t, _, _, _ in m.history] + [now]
-        return sum(n * (b - a) for (a, n, _, _), b in zip(m.history, times[1:]))
+        return sum(min(n, cap) * (b - a) for (a, n, _, _), b in zip(m.history, times[1:]))
 
     def floor(self, lease: Lease, now: float, span: float | None = None) -> int:
         """The fewest servers keeping the average allocation at N/F for another ``span``
@@ -278,10 +287,11 @@ class Nebulous(RevertingPolicy):
         it holds throughout if it holds at the span's end."""
         span = self.epoch if span is None else span
         v = lease.vms.count
-        have = self.allocation_so_far(lease, now)
+        cap = self.requested(lease) if self.slack_reading == "within-f" else math.inf
+        have = self.allocation_so_far(lease, now, cap)
         need = self.requested(lease) / self.slowdown * (self.elapsed(lease, now) + span)
         for n, _ in self.options(lease, v):
-            if have + n * span >= need - 1e-9:
+            if have + min(n, cap) * span >= need - 1e-9:
                 return n
         return self.options(lease, v)[-1][0]
 
