@@ -8,9 +8,11 @@ estimate for the first job of an application).
 
 from __future__ import annotations
 
+import csv
+
 import pytest
 
-from lmg_helpers import allocations, green, job, simulate, speedups
+from lmg_helpers import ROOT, allocations, green, job, simulate, speedups
 
 
 @pytest.mark.parametrize("reading, x_end, y_end, joules", [
@@ -86,3 +88,19 @@ def test_nebulous_slack_reading_decides_whether_servers_held_in_the_sun_are_spen
     assert p.end == pytest.approx(end)
     assert r.summary["brown_joules"] == pytest.approx(brown)
     assert r.summary["greenpar_allocation_sla_violations"] == 0
+
+
+def test_the_is_only_table_is_the_shipped_is_rows_under_every_name():
+    """``etc/greenpar-nebulous-speedups-is-only.csv`` (the IS-only day of cause 7) gives every
+    application IS's row of the shipped table, for the same (app, VMs, servers) as the
+    EP-only table."""
+    def rows(path):
+        with open(path, newline="") as fh:
+            return [(r["app"], r["vms"], r["servers"], r["speedup"]) for r in csv.DictReader(fh)]
+
+    shipped = {(v, n): sp for app, v, n, sp in
+               rows(ROOT / "plugins/greenpar/lm_greenpar/data/speedups.csv") if app == "IS"}
+    is_only = rows(ROOT / "etc/greenpar-nebulous-speedups-is-only.csv")
+    ep_only = rows(ROOT / "etc/greenpar-speedups-ep-only.csv")
+    assert [r[:3] for r in is_only] == [r[:3] for r in ep_only]
+    assert all(sp == shipped[v, n] for _, v, n, sp in is_only)
