@@ -179,6 +179,19 @@ def _resizing_options() -> list[Option]:
             at most once per interval. `site`: the site changes running jobs' allocations in
             at most one round per interval (section 5: "the system" migrated VMs at most
             once an hour); a change the SLA needs is made anyway."""),
+        Option("greenpar", "nebulous-hint", STRING, "servers", choices=("servers", "resources"),
+               doc="""
+            Nebulous: what a job's speedup hint (excellent >= 1.7, good >= 1.4, fair >=
+            1.15, else poor) measures. `servers`: doubling the servers of its 2N VMs at N,
+            SP(2N, 2N) / SP(N, 2N), the growth Nebulous gives a running job. `resources`:
+            doubling servers and VMs, SP(2N, 4N) / SP(N, 2N), how the application scales
+            (README, cause 7)."""),
+        Option("greenpar", "nebulous-slack", STRING, "allocation",
+               choices=("allocation", "within-f"), doc="""
+            Nebulous: what its floor (average allocation >= N/F) counts. `allocation`: every
+            server-second, so servers held above N in the sun may be spent below N later.
+            `within-f`: servers above N count as N, so a job goes below N only on F's own
+            slack: a diagnostic of the README's cause 7, not a reading of the text."""),
     ]
 
 

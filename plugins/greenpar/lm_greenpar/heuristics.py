@@ -28,7 +28,40 @@ class Baseline(GreenParPolicy):
         return self.shape(lease, n, 2 * n)
 
 
-class Reactive(GreenParPolicy):
+class RevertingPolicy(GreenParPolicy):
+    """A heuristic policy that keeps section 3.1's rule: GreenPar "reverts back to the
+    user-requested resource allocations when utilization becomes so high that jobs cannot be
+    started immediately upon arrival". It tracks the jobs that arrived at the current
+    instant (``_arrived``: their servers) and those of them that could not start at once
+    (``_waiting``); :meth:`jobs_waiting` says whether a job waits."""
+
+    def __init__(self, ctx):
+        super().__init__(ctx)
+        #: servers given to the jobs that arrived at ``_arrived_at`` (not running yet)
+        self._arrived: dict[int, int] = {}
+        self._arrived_at = -math.inf
+        #: jobs that arrived at ``_arrived_at`` and could not start at once
+        self._waiting: set[int] = set()
+
+    def arrival_instant(self, now: float) -> None:
+        """Start a new arrival instant at ``now`` (jobs that arrived earlier at this instant
+        keep theirs)."""
+        if now != self._arrived_at:
+            self._arrived, self._arrived_at, self._waiting = {}, now, set()
+
+    def jobs_waiting(self, now: float) -> bool:
+        """Does a job wait: reserved to start later, queued since an earlier instant, or
+        arrived now and unable to start at once?"""
+        scheduler = self.ctx.scheduler
+        if any(self.is_job(l) for l in scheduler.planned()):
+            return True
+        arrived_now = self._arrived if now == self._arrived_at else {}
+        waiting_now = self._waiting if now == self._arrived_at else set()
+        return any(self.is_job(l) and (l.id not in arrived_now or l.id in waiting_now)
+                   for l in scheduler.waiting())
+
+
+class Reactive(RevertingPolicy):
     """GreenPar's Reactive (Fig. 2): every job at the fewest servers that keep its SLA over
     the next epoch, then, while the green power predicted for the next epoch powers more
     servers, the job with the best marginal speedup per added server doubles its servers.
@@ -59,18 +92,12 @@ class Reactive(GreenParPolicy):
         self.resize_scope: str = ctx.config.get("greenpar", "reactive-resize-scope")
         #: when the site last changed a running job's allocation (scope "site")
         self._round = -math.inf
-        #: servers given to the jobs that arrived at ``_arrived_at`` (not running yet)
-        self._arrived: dict[int, int] = {}
-        self._arrived_at = -math.inf
-        #: jobs that arrived at ``_arrived_at`` and could not start at once
-        self._waiting: set[int] = set()
 
     def initial(self, lease: Lease, now: float) -> Allocation | None:
         if not self.is_job(lease):
             return None
         n_req = self.requested(lease)
-        if now != self._arrived_at:     # jobs that arrived earlier at this instant keep theirs
-            self._arrived, self._arrived_at, self._waiting = {}, now, set()
+        self.arrival_instant(now)
         running = self.running()
         plan = self.plan(now, running, [lease], self._arrived)
         n = plan[lease.id][0]
@@ -100,17 +127,6 @@ class Reactive(GreenParPolicy):
             return False
         return (self.resize_scope == "job" or self.resize_interval <= 0
                 or now - self._round >= self.resize_interval - 1e-6)
-
-    def jobs_waiting(self, now: float) -> bool:
-        """Does a job wait: reserved to start later, queued since an earlier instant, or
-        arrived now and unable to start at once?"""
-        scheduler = self.ctx.scheduler
-        if any(self.is_job(l) for l in scheduler.planned()):
-            return True
-        arrived_now = self._arrived if now == self._arrived_at else {}
-        waiting_now = self._waiting if now == self._arrived_at else set()
-        return any(self.is_job(l) and (l.id not in arrived_now or l.id in waiting_now)
-                   for l in scheduler.waiting())
 
     def minimum(self, lease: Lease, now: float, new: bool) -> int:
         """Fig. 2, lines 14-20: the fewest servers keeping the average speedup at SP(N)/F
@@ -187,29 +203,37 @@ class Reactive(GreenParPolicy):
         return {i: (n[i], vms[i]) for i in n}
 
 
-class Nebulous(GreenParPolicy):
+class Nebulous(RevertingPolicy):
     """GreenPar's Nebulous: only a speedup hint (excellent, good, fair, poor) and a run-time
     estimate (the mean run time of the application's earlier jobs; none for its first). A
     job starts with 4N VMs on 2N servers if the predicted green power covers 2N more servers
     for its estimated run time, else 2N VMs on N. Each epoch, green power above what the
     jobs draw goes one step (a doubling) at a time to the jobs with the best hint and the
     lowest average allocation against N; a deficit takes servers back in the reverse order;
-    a job's average allocation never falls below N/F."""
+    a job's average allocation never falls below N/F. While a job waits (it could not
+    start on arrival), every running job is back at N servers at least, grown ones at N
+    when they may change, and none grows (section 3.1, as Reactive)."""
 
     name = "nebulous"
 
     def __init__(self, ctx):
         super().__init__(ctx)
         self.history: dict[str, list[float]] = defaultdict(list)
-        #: servers of the jobs that arrived at ``_arrived_at`` (not running yet)
-        self._arrived: dict[int, int] = {}
-        self._arrived_at = -math.inf
+        #: what the hint measures: "servers" (of 2N VMs) or "resources" (servers and VMs)
+        self.hint_reading: str = ctx.config.get("greenpar", "nebulous-hint")
+        #: "allocation": every server-second counts to the floor; "within-f": at most N
+        self.slack_reading: str = ctx.config.get("greenpar", "nebulous-slack")
 
     def hint(self, lease: Lease) -> int:
-        """0 (excellent) to 3 (poor): what doubling its servers at the reference gives."""
+        """0 (excellent) to 3 (poor): what doubling its servers at the reference gives (with
+        ``nebulous-hint = resources``, doubling its servers and VMs, if it may run 4N)."""
         n = self.requested(lease)
         options = dict(self.options(lease, 2 * n))
         gain = options.get(2 * n, options[n]) / options[n]
+        if self.hint_reading == "resources":
+            bigger = dict(self.options(lease, 4 * n))
+            if 2 * n in bigger:
+                gain = bigger[2 * n] / options[n]
         return 0 if gain >= 1.7 else 1 if gain >= 1.4 else 2 if gain >= 1.15 else 3
 
     def estimate(self, lease: Lease) -> float | None:
@@ -227,9 +251,10 @@ class Nebulous(GreenParPolicy):
         if not self.is_job(lease):
             return None
         n = self.requested(lease)
-        if now != self._arrived_at:
-            self._arrived, self._arrived_at = {}, now
+        self.arrival_instant(now)
         free = self.free_servers(now) - sum(self._arrived.values())
+        if free < n:    # cannot start at once on the servers now free: running jobs revert
+            self._waiting.add(lease.id)
         estimate = self.estimate(lease)
         k, v = n, 2 * n
         if estimate is not None and free >= 2 * n and 4 * n in dict(
@@ -249,32 +274,45 @@ class Nebulous(GreenParPolicy):
             t += 3600.0
         return 0.0 if math.isinf(least) else least
 
-    def allocation_so_far(self, lease: Lease, now: float) -> float:
-        """Server-seconds the job has had."""
+    def allocation_so_far(self, lease: Lease, now: float, cap: float = math.inf) -> float:
+        """Server-seconds the job has had (counting at most ``cap`` servers at a time)."""
         m = lease.malleable
         assert m is not None
         times = [t for t, _, _, _ in m.history] + [now]
-        return sum(n * (b - a) for (a, n, _, _), b in zip(m.history, times[1:]))
+        return sum(min(n, cap) * (b - a) for (a, n, _, _), b in zip(m.history, times[1:]))
 
-    def floor(self, lease: Lease, now: float) -> int:
-        """The fewest servers keeping the average allocation at N/F after another epoch."""
+    def floor(self, lease: Lease, now: float, span: float | None = None) -> int:
+        """The fewest servers keeping the average allocation at N/F for another ``span``
+        seconds (default: one epoch). The average only falls while the job is below N/F, so
+        it holds throughout if it holds at the span's end."""
+        span = self.epoch if span is None else span
         v = lease.vms.count
-        have = self.allocation_so_far(lease, now)
-        need = self.requested(lease) / self.slowdown * (self.elapsed(lease, now) + self.epoch)
+        cap = self.requested(lease) if self.slack_reading == "within-f" else math.inf
+        have = self.allocation_so_far(lease, now, cap)
+        need = self.requested(lease) / self.slowdown * (self.elapsed(lease, now) + span)
         for n, _ in self.options(lease, v):
-            if have + n * self.epoch >= need - 1e-9:
+            if have + min(n, cap) * span >= need - 1e-9:
                 return n
         return self.options(lease, v)[-1][0]
 
     def must_change(self, lease: Lease, now: float) -> bool:
-        """Nebulous' SLA is its allocation floor."""
+        """Nebulous' SLA is its allocation floor: would the job fall below it before the
+        next epoch?"""
         return self.floor(lease, now) > self.nodes(lease)
 
     def reallocate(self, now, reasons):
         running = self.running()
         if not running:
             return []
-        n = {l.id: max(self.nodes(l), self.floor(l, now)) for l in running}
+        # a decision keeps the floor until the job may be decided on again (with
+        # resize-interval, an hour: else a shrink is undone, forced, an epoch later); a job
+        # changed less than resize-interval ago is held unless its floor needs more now
+        span = self.span(now)
+        fl = {l.id: self.floor(l, now, span if self.may_resize(l, now) else None)
+              for l in running}
+        n = {l.id: max(self.nodes(l), fl[l.id]) for l in running}
+        if self.jobs_waiting(now):
+            return self.revert(now, running, fl)
         # jobs changed less than resize-interval ago keep their servers (above their floor)
         allowed = {l.id: ([k for k, _ in self.options(l, l.vms.count)]
                           if self.may_resize(l, now) else [n[l.id]]) for l in running}
@@ -304,13 +342,27 @@ class Nebulous(GreenParPolicy):
                 shrank = False
                 for l in order:
                     half = n[l.id] // 2
-                    if (half in allowed[l.id] and half >= self.floor(l, now)
-                            and used > green_servers):
+                    if half in allowed[l.id] and half >= fl[l.id] and used > green_servers:
                         n[l.id] = half
                         used -= half
                         shrank = True
         return self.decisions({i: (k, l.vms.count) for l in running
                                for i, k in [(l.id, n[l.id])]}, running, now)
+
+    def revert(self, now: float, running: list[Lease], fl: dict[int, int]
+               ) -> list[tuple[Lease, Allocation]]:
+        """Section 3.1: while a job waits, every running job at its requested N servers (or
+        its floor ``fl``, if more): a job below N goes back at once, within its
+        ``resize-interval`` if need be (counted as forced), so that a waiting job is not
+        promised its servers; a grown one gives its extra servers back when it may change;
+        none grows."""
+        wanted = {}
+        for l in running:
+            keep = not self.may_resize(l, now)
+            n = max(self.requested(l), fl[l.id], self.nodes(l) if keep else 0)
+            wanted[l.id] = (n, l.vms.count)
+        back = frozenset(l.id for l in running if wanted[l.id][0] > self.nodes(l))
+        return self.decisions(wanted, running, now, forced=back)
 
 
 def _mean_forecast(policy: GreenParPolicy, issued: float, start: float, end: float) -> float:

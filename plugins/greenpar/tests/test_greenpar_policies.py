@@ -288,6 +288,88 @@ def test_nebulous_floor_at_its_boundary_without_green(tmp_path):
     assert r.summary["greenpar_allocation_sla_violations"] == 0
 
 
+def test_nebulous_shrinks_only_for_as_long_as_its_floor_holds_within_the_resize_interval(
+        tmp_path):
+    """With jobs resized at most once an hour (``resize-interval = 3600``, the paper's
+    experiments), a shrink must keep Nebulous' floor (average allocation >= N/F) for the
+    hour the job is then held, not only for one epoch: else it is undone, forced, an epoch
+    later (0524: 50 forced changes). Job P (N = 2, 4 VMs: 1.5 on 1 server, 2.0 on 2), 6 h
+    at N (work 43,200), no green (G = 0), F = 1.1, N/F = 1.818, no migration time.
+
+    At an epoch's start the decision's span is 3,600 s. At N all along (2e server-seconds
+    after e seconds), 1 server for the hour keeps the floor if 2e + 3,600 >= 1.818 (e +
+    3,600), i.e. e >= 16,200 s: P shrinks at 4:30 (exactly on its boundary: 36,000 server-
+    seconds against 36,000) and is held until 5:30 (19,800). Then 1 server for another hour
+    would give 39,600 < 1.818 x 23,400 = 42,545: back to 2.
+    (Before: the floor looked one epoch ahead, 2e + 900 >= 1.818 (e + 900) from e = 4,050:
+    P shrank at 1:15 and was forced back at 1:30, again at 2:30, 4:00 and 5:15: 4 forced
+    changes in 6 h.)
+
+    Work: 32,400 by 4:30, 5,400 by 5:30 (1.5 a second), the other 5,400 at 2.0 take 2,700 s:
+    P ends at 22,500 s (1.04 x 6 h), average allocation 41,400 / 22,500 = 1.84 servers.
+
+    servers  0:00  4:30  5:30  6:15
+    P         2     1     2     -
+    power   200 W 100 W 200 W   (100 W a busy server): 4,140,000 J
+    """
+    table = speedups(tmp_path / "sp.csv", {"P": {4: {1: 1.5, 2: 2.0, 4: 2.2}}})
+    p = job(1, "P", 2, 6 * 3600)
+    r = simulate([p], "nebulous", f"greenpar.speedups={table}",
+                 "greenpar.resize-interval=3600")
+    assert allocations(p) == [(0, 2), (16200, 1), (19800, 2)]
+    assert p.end == pytest.approx(22500)
+    assert r.summary["greenpar_forced_resizes"] == 0
+    assert r.summary["energy_joules"] == pytest.approx(4_140_000)
+    assert r.summary["greenpar_allocation_sla_violations"] == 0
+
+
+def test_nebulous_takes_a_shrunk_jobs_servers_back_while_a_job_waits(tmp_path, table):
+    """GreenPar (3.1) "reverts back to the user-requested resource allocations when
+    utilization becomes so high that jobs cannot be started immediately upon arrival": the
+    overview's rule holds for Nebulous as for Reactive. Without it, a waiting job is given
+    the servers a shrunk job gave up, and the shrunk job cannot take them back when its
+    floor needs them: it ends below its average allocation of N/F.
+
+    3 servers, no green (G = 0), F = 1.25 (N/F = 1.6), no migration time, no resize
+    interval. A (N = 2, V = 4: SP 1.0 on 1 server, 2.0 on 2), 4,000 s at N (work 8,000).
+    L: a plain lease on 1 server, 0 to 2,400 s. B (app A, N = 2), submitted at 2,000 s,
+    1,800 s at N (work 3,600; no estimate yet for app A: 4 VMs).
+
+    A's floor, the fewest servers n with (server-seconds so far) + n x span >= 1.6 x
+    (elapsed + span), span to the next epoch: at 0 and 900, 2 (1,800 + 900 = 2,700 <
+    2,880 at 900); at 1,800, 1 (3,600 + 900 = 4,500 >= 4,320): 2 -> 1. At 2,000 B arrives:
+    1 server free, B needs 2, so it waits.
+
+    Before: A stays on 1 server; L ends at 2,400 and B starts on A's freed server and L's.
+    At 2,700 A's floor is 2 (4,500 + 900 < 1.6 x 3,600 = 5,760), but no server is free until
+    B ends at 4,200; A, 6,000 done then, runs its last 2,000 on 2 servers and ends at
+    5,200 with 3,600 + 2,400 + 2,000 = 8,000 server-seconds: 1.54 < 1.6 on average.
+    Now: at 2,000 A is back on N = 2 servers (3,800 done, 4,200 left: 2,100 s) and stays
+    there while B waits; it ends at 4,100 (8,400 server-seconds over 4,100 s: 2.05). B
+    starts on A's servers at 4,100; its floor keeps it on 2 (at 5,400, 2,600 + 900 <
+    1.6 x 2,200 = 3,520) until it ends at 5,900.
+
+    server   0      1,800  2,000  2,400       4,100        5,900
+    0        A ---------------------------------|B ----------|
+    1        A ------|      A ------------------|B ----------|
+    2        L ----------------------|
+    Busy servers (100 W each): 3 to 1,800, 2 to 2,000, 3 to 2,400, 2 to 5,900:
+    1,400,000 J.
+    """
+    a = job(1, "A", 2, 4000)
+    plain = Lease(2, LeaseType.BEST_EFFORT, 0.0, VMRequest.uniform(1, [2.0, 4096.0]),
+                  2400, 2400)
+    b = job(3, "A", 2, 1800, submit=2000)
+    r = simulate([a, plain, b], "nebulous", f"greenpar.speedups={table}",
+                 "greenpar.slowdown=1.25", servers=3)
+    assert allocations(a) == [(0, 2), (1800, 1), (2000, 2)]
+    assert a.end == pytest.approx(4100)
+    assert allocations(b) == [(4100, 2)] and b.end == pytest.approx(5900)
+    assert r.summary["greenpar_allocation_sla_violations"] == 0
+    assert r.summary["resizes_refused"] == 0
+    assert r.summary["energy_joules"] == pytest.approx(1_400_000)
+
+
 def test_reactive_takes_a_shrunk_jobs_servers_back_before_a_waiting_job_is_promised_them(
         tmp_path, table):
     """Reactive shrinks a job for one epoch (Fig. 2, line 16: "assume that j will run for
