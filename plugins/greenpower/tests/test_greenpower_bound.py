@@ -1,0 +1,50 @@
+"""The compulsory-part bound (``lm_greenpower.bound``) on hand-computed envelopes."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from lm_greenpower.bound import Overload, compulsory_overload, task_starts
+
+#: W per interval: 30, but 24 in interval 3, and nothing from 6
+CAP = np.array([30.0, 30, 30, 24, 30, 30, 0, 0])
+
+
+def test_starts_are_the_runs_of_the_envelope_at_or_above_the_need():
+    assert task_starts(4, 20.0, CAP).tolist() == [0, 1, 2]      # [x, x + 4) inside 0-5
+    assert task_starts(4, 25.0, CAP).tolist() == []             # interval 3 splits 0-5
+    assert task_starts(2, 25.0, CAP).tolist() == [0, 1, 4]
+    assert task_starts(9, 0.0, CAP).tolist() == []              # longer than the envelope
+
+
+def test_two_compulsory_parts_over_the_envelope():
+    """Machines of 10 W, 2 cores. A (4 intervals, 10 W) needs 20 W: it can start at 0, 1 or 2,
+    so it runs through [2, 4) whatever the plan. B (5, 5 W) needs 15 W: starts 0 or 1, so it
+    runs through [1, 5).
+
+        interval      0   1   2   3   4   5   6   7
+        envelope     30  30  30  24  30  30   0   0
+        A compulsory          ##  ##
+        B compulsory      ##  ##  ##  ##
+        need              15  25  25  15                (one machine: 10 W + the tasks')
+
+    At 3 A and B need 10 + 10 + 5 = 25 W > 24: no plan places both. At 2 they need 25 <= 30."""
+    assert compulsory_overload([4, 5], [10, 5], CAP, 10.0, 2) == Overload(3, (0, 1), 25.0, 24.0)
+
+
+def test_enough_power_or_more_machines():
+    """With 25 W in interval 3 they fit (None). With 1 core a machine, two tasks need two
+    machines: 2 x 10 + 15 = 35 W > 30 at 2, the first overload."""
+    roomy = CAP.copy()
+    roomy[3] = 25.0
+    assert compulsory_overload([4, 5], [10, 5], roomy, 10.0, 2) is None
+    assert compulsory_overload([4, 5], [10, 5], roomy, 10.0, 1) == Overload(2, (0, 1), 35.0,
+                                                                            30.0)
+
+
+def test_a_task_with_no_start_and_a_task_free_to_move():
+    """C (7 intervals) fits nowhere: left out (no plan places it, so none is short of it).
+    D (2 intervals, 10 W) can start at 0 to 4: its starts span more than 2, so it has no
+    compulsory part. Only A remains: 20 W <= 24."""
+    assert task_starts(2, 20.0, CAP).tolist() == [0, 1, 2, 3, 4]
+    assert compulsory_overload([4, 7, 2], [10, 1, 10], CAP, 10.0, 2) is None
