@@ -11,10 +11,15 @@ at some interval, no plan places all those tasks, whatever its order, machines o
 bound leaves boots out, so it only errs towards finding nothing).
 
 This is the timetable bound of cumulative scheduling. :func:`compulsory_overload` finds the
-first interval where it holds. Kassab et al.'s NM counts a task left out by one plan and
-placed by another whole (section 5.2, as ``lease_manager.experiments.relative`` reads it): when
-the tasks some plan placed overload the envelope, every plan leaves one of them out, and every
-planner, the GA too, has NM above 0.
+first interval where it holds. :func:`incompatible_pair` looks at pairs instead: two tasks
+that run at the same time draw at least ``p_stat + phi_a + phi_b`` (on one machine of two
+cores or more); if every pair of their starts overlaps somewhere the envelope has less,
+no plan places both, though their compulsory parts may never meet.
+
+Kassab et al.'s NM counts a task left out by one plan and placed by another whole (section
+5.2, as ``lease_manager.experiments.relative`` reads it): when the tasks some plan placed
+cannot all be placed (either bound), every plan leaves one of them out, and every planner,
+the GA too, has NM above 0.
 """
 
 from __future__ import annotations
@@ -42,6 +47,56 @@ def task_starts(length: int, need: float, cap: np.ndarray) -> np.ndarray:
         return np.zeros(0, dtype=np.int64)
     bad = np.concatenate([[0], np.cumsum(cap < need)])
     return np.flatnonzero(bad[length:] == bad[:len(bad) - length])
+
+
+def _range_min(cap: np.ndarray) -> list[np.ndarray]:
+    """Sparse table: ``table[k][x]`` is the least of ``cap[x:x + 2**k]``."""
+    table = [cap.astype(float)]
+    k = 1
+    while 2 ** k <= len(cap):
+        prev = table[-1]
+        half = 2 ** (k - 1)
+        table.append(np.minimum(prev[:len(prev) - half], prev[half:]))
+        k += 1
+    return table
+
+
+def _least(table: list[np.ndarray], lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """The least of ``cap[lo:hi]`` for each pair (``hi > lo``)."""
+    k = np.floor(np.log2(hi - lo)).astype(np.int64)
+    out = np.empty(len(lo))
+    for level in np.unique(k).tolist():
+        sel = k == level
+        row = table[level]
+        out[sel] = np.minimum(row[lo[sel]], row[hi[sel] - 2 ** level])
+    return out
+
+
+def incompatible_pair(lengths: Sequence[int], watts: Sequence[float], cap: np.ndarray,
+                      p_stat: float, cores: int, max_starts: int = 1000
+                      ) -> tuple[int, int] | None:
+    """Two tasks (indices) that no plan places both, or None if no pair of the tasks with at
+    most ``max_starts`` starts is one: every start of the one and every start of the other
+    overlap at an interval where the envelope is below what both draw together (``p_stat``
+    once with ``cores`` >= 2, twice with one core, plus their powers). Boots are left out,
+    as in :func:`compulsory_overload`."""
+    starts = [task_starts(int(length), p_stat + float(phi), cap)
+              for length, phi in zip(lengths, watts)]
+    hard = [i for i, xs in enumerate(starts) if 0 < len(xs) <= max_starts]
+    table = _range_min(cap)
+    machines = 1 if cores >= 2 else 2
+    for n, a in enumerate(hard):
+        for b in hard[n + 1:]:
+            xa, xb = starts[a], starts[b]
+            pa, pb = int(lengths[a]), int(lengths[b])
+            if xa[0] + pa <= xb[-1] or xb[0] + pb <= xa[-1]:
+                continue                                  # they can run one after the other
+            lo = np.maximum.outer(xa, xb).ravel()
+            hi = np.minimum.outer(xa + pa, xb + pb).ravel()
+            need = machines * p_stat + float(watts[a]) + float(watts[b])
+            if not (_least(table, lo, hi) >= need - 1e-9).any():
+                return a, b
+    return None
 
 
 def compulsory_overload(lengths: Sequence[int], watts: Sequence[float], cap: np.ndarray,

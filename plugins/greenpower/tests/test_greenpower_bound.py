@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from lm_greenpower.bound import Overload, compulsory_overload, task_starts
+from lm_greenpower.bound import Overload, compulsory_overload, incompatible_pair, task_starts
 
 #: W per interval: 30, but 24 in interval 3, and nothing from 6
 CAP = np.array([30.0, 30, 30, 24, 30, 30, 0, 0])
@@ -48,3 +48,35 @@ def test_a_task_with_no_start_and_a_task_free_to_move():
     compulsory part. Only A remains: 20 W <= 24."""
     assert task_starts(2, 20.0, CAP).tolist() == [0, 1, 2, 3, 4]
     assert compulsory_overload([4, 7, 2], [10, 1, 10], CAP, 10.0, 2) is None
+
+
+def test_a_pair_that_always_meets_in_a_dip():
+    """Machines of 10 W, 2 cores; the envelope 30 W but 24 W in intervals 2-3, nothing from 6.
+    A (4, 10 W) needs 20 W: starts 0, 1, 2, so it runs through 2-3 whatever the plan. B (3,
+    5 W) needs 15 W: starts 0 to 3, and each covers 2 or 3. Together they need 10 + 10 + 5 =
+    25 W > 24: every pair of starts overlaps in the dip, so no plan places both.
+
+        interval      0   1   2   3   4   5   6
+        envelope     30  30  24  24  30  30   0
+        A compulsory          ##  ##                   (B has none: 20 W alone there)
+
+    The compulsory parts never overload (20 W <= 24), the pair does. With 25 W in the dip, B
+    at 0 and A at 0 share 0-2 at 25 W: compatible. With 1-core machines they need two
+    machines, 35 W: B at 0 and A at 2 share only interval 2, still too little at 30 W."""
+    cap = np.array([30.0, 30, 24, 24, 30, 30, 0])
+    assert task_starts(3, 15.0, cap).tolist() == [0, 1, 2, 3]
+    assert compulsory_overload([4, 3], [10, 5], cap, 10.0, 2) is None
+    assert incompatible_pair([4, 3], [10, 5], cap, 10.0, 2) == (0, 1)
+    assert incompatible_pair([4, 3], [10, 5], cap, 10.0, 2, max_starts=3) is None  # B: 4 starts
+    roomy = cap.copy()
+    roomy[2:4] = 25.0
+    assert incompatible_pair([4, 3], [10, 5], roomy, 10.0, 2) is None
+    assert incompatible_pair([4, 3], [10, 5], np.array([40.0, 40, 30, 30, 40, 40, 0]), 10.0,
+                             1) == (0, 1)
+
+
+def test_a_pair_that_can_run_one_after_the_other():
+    """Over 0-6 (30 W, 24 W in 2-3) A (4) and B (3) fit one after the other: A 0-4, B 4-7;
+    no dip matters then."""
+    cap = np.array([30.0, 30, 24, 24, 30, 30, 30, 0])
+    assert incompatible_pair([4, 3], [10, 5], cap, 10.0, 2) is None
