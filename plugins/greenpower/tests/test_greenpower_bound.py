@@ -1,8 +1,10 @@
-"""The compulsory-part bound (``lm_greenpower.bound``) on hand-computed envelopes."""
+"""The compulsory-part and pair bounds (``lm_greenpower.bound``) on hand-computed envelopes,
+and on the four Fig. 2 instances where the GA stays above NM 0 (issue 39)."""
 
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from lm_greenpower.bound import Overload, compulsory_overload, incompatible_pair, task_starts
 
@@ -80,3 +82,52 @@ def test_a_pair_that_can_run_one_after_the_other():
     no dip matters then."""
     cap = np.array([30.0, 30, 24, 24, 30, 30, 30, 0])
     assert incompatible_pair([4, 3], [10, 5], cap, 10.0, 2) is None
+
+
+def fig_2_run(planner: str, phi_max: int):
+    """Fig. 2's instance of seed 81 at ``phi_max`` under the 80 m envelope with the 2,000-hour
+    window of etc/kassab-fig2-80m-window-sweep.ini, planned by ``planner`` (finished)."""
+    import lm_greenpower
+    from lease_manager import Plugins, load_run
+
+    from lmk_helpers import ROOT
+
+    run = load_run(ROOT / "etc" / "kassab.ini", [
+        f"power.power-cap={ROOT / 'etc' / 'kassab-envelope-sand-point-80m.csv'}",
+        "power.power-cap-window=7200000", "power.power-cap-window-draw=3600000",
+        f"tracefile.tracefile={ROOT / 'traces' / 'kassab-50-tasks.csv'}",
+        f"greenpower.max-watts={phi_max}", "simulation.seed=81",
+        f"planning.policy-planner={planner}"],
+        plugins=Plugins(entry_points=False, extra=[lm_greenpower]))
+    run.run()
+    return run
+
+
+@pytest.mark.parametrize("phi_max, ids, where", [
+    (105, (16, 22, 27, 42), Overload(9145, (0, 1, 2, 3), 432.0, 414.874)),
+    (120, (16, 28), Overload(8998, (0, 1), 217.0, 206.327)),
+    (135, (16, 28), Overload(8998, (0, 1), 232.0, 206.327)),
+    (150, (16, 27, 42), Overload(9135, (0, 1, 2), 429.0, 415.852))])
+def test_the_four_fig_2_instances_no_plan_can_place_whole(phi_max, ids, where):
+    """Issue 39: the 4 instances of Fig. 2 (seed 81, phi_max 105-150, the 2,000-hour window)
+    on which the GA stays above NM 0. Each task listed can start only within one stretch of
+    the envelope (hours 885-915), so its compulsory part is fixed, and there the parts need
+    more than the envelope: at phi_max 150, tasks 16 (466 intervals, 96 W), 27 (315, 109 W) and
+    42 (399, 129 W) all run through interval 9135 in any plan that places them, 95 + 334 =
+    429 W against 415.852 W. Every task listed is placed by some planner of the sweep (at
+    105 and 150 LPT and LPN between them, checked here; 28 at 120 and 135 by the GA only), so
+    NM counts each whole for a plan that leaves it out, and every plan leaves one out: NM > 0
+    for every planner, the GA too."""
+    run = fig_2_run("lpt", phi_max)
+    board = run.planning.board
+    tasks = {t.lease_id: t for t in run.planning.tasks}
+    got = compulsory_overload([tasks[i].length for i in ids], [tasks[i].watts for i in ids],
+                              board.cap[:board.horizon], board.platform.p_stat,
+                              board.platform.cores)
+    assert got is not None and got.interval == where.interval and got.tasks == where.tasks
+    assert got.need == pytest.approx(where.need) and got.cap == pytest.approx(where.cap)
+    if phi_max in (105, 150):
+        placed = [{t.lease_id for t, _ in r.planning.board.placements}
+                  for r in (run, fig_2_run("lpn", phi_max))]
+        assert set(ids) <= placed[0] | placed[1]
+        assert not any(set(ids) <= p for p in placed)
