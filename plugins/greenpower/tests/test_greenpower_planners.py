@@ -187,9 +187,10 @@ def test_lptpn_defers_a_long_low_power_task_past_a_gap(tmp_path, planner):
         power: 0-1 20 | 1-5 41 | 5-6 15 | 6-9 0 | 9-10 20 | 10-16 21       makespan 16
 
     Against C* = 14, LPTPN leaves 2 s of A (22 of 190 W s) after C*: NM 0.116 (NM whole
-    66 / 190). In Fig. 2's instances the deferred task is long (median 306 intervals) and
-    draws little (median 20 W): p x phi ranks it 21st, p 9th; the machine's static power
-    (95 W), which p x phi leaves out, makes it as hard to place as a hungrier one."""
+    66 / 190). In Fig. 2's instances (seeds 101-120, the 80 m envelope) the tasks LPTPN ends
+    after C* are long (median 292 intervals) and draw little (median 9 W): p x phi ranks them
+    22nd, p 7th; the machine's static power (95 W), which p x phi leaves out, makes them as
+    hard to place as hungrier ones."""
     run, leases = plan(tmp_path, [(6, 11), (4, 31)], [(0, 50), (7, 20), (10, 50)], planner)
     if planner == "lpt":
         assert gantt(leases) == [(1, 1, 7, 0), (2, 10, 14, 0)]
