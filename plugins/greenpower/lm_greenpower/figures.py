@@ -25,8 +25,9 @@ Each also gets a sensitivity table: every planner's mean NM and NM whole against
 
 With ``--versus A,B`` (repeatable), each group ends with the paired comparison of planners A
 and B (:mod:`.paired`): on how many instances each has the lower NM (and NM whole), the ties,
-the exact two-sided sign test's p, and the same counts over the seeds' means; ``--phi-min W``
-keeps only the instances at phi_max >= W for it.
+the exact two-sided sign test's p, the same counts and test over the seeds' means, and the
+mean of A's NM minus B's over the instances; ``--phi-min W`` keeps only the instances at
+phi_max >= W for it.
 
 Both readings of NM are printed (``lease_manager.experiments.relative``): NM, the part of each
 task's energy after the best makespan C*, and NM whole, the whole energy of each task that
@@ -366,7 +367,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                              f"default {MAP_FACTOR:g})")
     parser.add_argument("--versus", action="append", metavar="A,B", default=[],
                         help="compare planners A and B instance by instance: wins, losses, "
-                             "ties and the exact two-sided sign test (repeatable)")
+                             "ties, the exact two-sided sign test (over the instances and "
+                             "the seeds' means) and the mean NM difference (repeatable)")
     parser.add_argument("--phi-min", type=float, metavar="W",
                         help="the sign tests count only the instances at phi_max >= W")
     args = parser.parse_args(argv)

@@ -7,7 +7,9 @@ is left out. The exact two-sided sign test then gives the probability, were A an
 likely to win, of a split at least as uneven: twice the binomial tail of the smaller count,
 capped at 1. The instances of one seed share its envelope window, so they are not
 independent: the same counts over the seeds' means (each planner's mean NM over the seed's
-points) are the conservative reading, printed beside them.
+points), with their own sign test, are the conservative reading, printed beside them. The
+mean of A's NM minus B's over the instances is printed too: the paper's figures plot mean NM,
+and a planner can lose most instances by a little and still have the lower mean.
 """
 
 from __future__ import annotations
@@ -46,7 +48,8 @@ def versus(runs: Sequence[dict[str, Any]], a: str, b: str, metric: str = "nm"
            ) -> dict[str, Any]:
     """Planner ``a`` against ``b`` over the instances both ran (``runs`` of one kind of task
     and scale, as :func:`lm_greenpower.figures.read_runs` gives them): the instances' and the
-    seeds' (wins, losses, ties), and the sign test's p over the instances."""
+    seeds' (wins, losses, ties), the sign test's p over each, and the mean of ``a``'s value
+    minus ``b``'s over the instances (None without one)."""
     values: dict[tuple, dict[str, float]] = defaultdict(dict)
     for run in runs:
         if run["planner"] in (a, b) and run[metric] is not None:
@@ -58,8 +61,11 @@ def versus(runs: Sequence[dict[str, Any]], a: str, b: str, metric: str = "nm"
     seeds = [(statistics.fmean(x for x, _ in p), statistics.fmean(y for _, y in p))
              for p in by_seed.values()]
     instances = split([(v[a], v[b]) for v in both.values()])
-    return {"instances": instances, "seeds": split(seeds),
-            "p": sign_test(instances[0], instances[1])}
+    by_seeds = split(seeds)
+    mean = statistics.fmean(v[a] - v[b] for v in both.values()) if both else None
+    return {"instances": instances, "seeds": by_seeds,
+            "p": sign_test(instances[0], instances[1]),
+            "p_seeds": sign_test(by_seeds[0], by_seeds[1]), "mean": mean}
 
 
 def versus_text(runs: Sequence[dict[str, Any]], pairs: Sequence[tuple[str, str]],
@@ -77,12 +83,15 @@ def versus_text(runs: Sequence[dict[str, Any]], pairs: Sequence[tuple[str, str]]
             got = versus(kept, a, b, metric)
             wins, losses, ties = got["instances"]
             s_wins, s_losses, s_ties = got["seeds"]
+            mean = "-" if got["mean"] is None else f"{got['mean']:+.4f}"
             rows.append([label, f"{a} vs {b}", str(wins), str(losses), str(ties),
-                         f"{got['p']:.2g}", f"{s_wins} / {s_losses} / {s_ties}"])
-    head = ["metric", "A vs B", "A better", "B better", "ties", "p", "seeds A / B / tied"]
+                         f"{got['p']:.2g}", f"{s_wins} / {s_losses} / {s_ties}",
+                         f"{got['p_seeds']:.2g}", mean])
+    head = ["metric", "A vs B", "A better", "B better", "ties", "p", "seeds A / B / tied",
+            "p seeds", "mean A-B"]
     return (f"paired sign tests over {n} instances ({seeds} seeds{where}; lower NM better, "
             f"ties left out; p: exact two-sided sign test over the instances; seeds: the "
-            f"same over each seed's mean)\n" + table(head, rows))
+            f"same over each seed's mean; mean A-B: over the instances)\n" + table(head, rows))
 
 
 def parse_pair(text: str, known: Sequence[str]) -> tuple[str, str]:

@@ -32,8 +32,9 @@ def test_wins_losses_ties_by_instance_and_by_seed():
                  phi 45  A 0.3  B 0.2   B                 phi 45  A 0.2  B 0.4  A
 
     instances: A 3, B 2, tie 1; p = 2 x (1 + 5 + 10) / 32 = 1. Seed means: seed 1 A 0.4 / 3,
-    B 0.4 / 3: a tie; seed 2 A 0.7 / 3 < B 0.8 / 3: A. A planner C's runs are ignored, and a
-    run without NM (B's at seed 3) leaves its instance out."""
+    B 0.4 / 3: a tie; seed 2 A 0.7 / 3 < B 0.8 / 3: A; p = 2 x 1 / 2 = 1. Mean of A - B over
+    the six: (0 - 0.1 + 0.1 - 0.2 + 0.3 - 0.2) / 6 = -0.1 / 6. A planner C's runs are
+    ignored, and a run without NM (B's at seed 3) leaves its instance out."""
     a = [(1, 15, 0.0), (1, 30, 0.1), (1, 45, 0.3), (2, 15, 0.1), (2, 30, 0.4), (2, 45, 0.2)]
     b = [(1, 15, 0.0), (1, 30, 0.2), (1, 45, 0.2), (2, 15, 0.3), (2, 30, 0.1), (2, 45, 0.4)]
     runs = [run("A", *x) for x in a] + [run("B", *x) for x in b]
@@ -41,7 +42,9 @@ def test_wins_losses_ties_by_instance_and_by_seed():
     got = versus(runs, "A", "B")
     assert got["instances"] == (3, 2, 1)
     assert got["seeds"] == (1, 0, 1)
-    assert got["p"] == 1.0
+    assert got["p"] == 1.0 and got["p_seeds"] == 1.0
+    assert got["mean"] == pytest.approx(-0.1 / 6)
+    assert versus(runs, "A", "D")["mean"] is None                # no instance in common
     assert split([(0.0, 1e-13), (0.0, 1.0)]) == (1, 0, 1)     # within TIE: a tie
 
 
