@@ -164,9 +164,12 @@ class _Model:
         options = {"time_limit": max(time_limit, 0.1), "disp": False, "mip_rel_gap": gap}
         if node_limit is not None:
             options["node_limit"] = int(node_limit)
-        return milp(np.array(self.cols), constraints=LinearConstraint(matrix, lo, hi),
-                    integrality=np.array(self.integer), bounds=Bounds(self.lower, self.upper),
-                    options=options)
+        from .solver_output import without_debug_line
+
+        return without_debug_line(lambda: milp(
+            np.array(self.cols), constraints=LinearConstraint(matrix, lo, hi),
+            integrality=np.array(self.integer), bounds=Bounds(self.lower, self.upper),
+            options=options))
 
     def matrix(self):
         """The rows as a sparse matrix (``scipy.sparse.csr_array``) and their lower and
