@@ -14,7 +14,11 @@ setting the tool prints, per policy, the means over seeds of
 - brown energy and average run time against ``baseline`` (% change: negative is a saving;
   Fig. 7's right axis is the run-time reduction, i.e. minus this), the run time two ways:
   the change of the mean run time, and the mean of each job's own change against its run
-  under Baseline (the paper's "percentage reduction of jobs" reads either way);
+  under Baseline (the paper's "percentage reduction of jobs" reads either way). Run time
+  is end - start, so it leaves out the waits the GreenPar policies cause (a job that could
+  not start on arrival; Baseline never makes one wait): beside it are the jobs that waited,
+  the mean wait over all jobs, and the turnaround (wait + run time, end - submit) the same
+  two ways;
 - GreenPar's objective (1) as the MILP prices it (brown cost + beta x the kWh of one server
   in an hour x the brown price x the average run time in hours), SLA violations and
   resizes.
@@ -99,16 +103,28 @@ def policy_label(config) -> str:
     return f"{policy}[{','.join(readings)}]" if readings else policy
 
 
-def run_times(run_dir: Path) -> dict[str, float]:
-    """Each finished job's run time (end - start) by lease id, from ``leases.csv``."""
+def job_times(run_dir: Path) -> dict[str, tuple[float, float, float]]:
+    """Each finished job's (submit, start, end) by lease id, from ``leases.csv``."""
     path = run_dir / "leases.csv"
     try:
         with open(path, newline="") as fh:
-            return {r["lease_id"]: float(r["end"]) - float(r["start"])
+            return {r["lease_id"]: (float(r["submit"]), float(r["start"]), float(r["end"]))
                     for r in csv.DictReader(fh) if r["state"] == "done"}
     except (OSError, KeyError, ValueError) as exc:
-        raise LeaseManagerError(f"{path}: cannot read the leases' run times "
+        raise LeaseManagerError(f"{path}: cannot read the leases' times "
                                 f"({type(exc).__name__}: {exc})") from None
+
+
+def wait_figures(times: dict[str, tuple[float, float, float]]) -> dict[str, float]:
+    """From each job's (submit, start, end): the jobs that waited (started after their
+    submission), the mean wait over all jobs and the mean turnaround (end - submit), in s
+    (nan without a job)."""
+    waits = [start - submit for submit, start, _ in times.values()]
+    return {"greenpar_jobs_waited": float(sum(w > 1e-6 for w in waits)),
+            "greenpar_mean_wait": statistics.fmean(waits) if waits else math.nan,
+            "greenpar_avg_turnaround": (statistics.fmean(end - submit for submit, _, end
+                                                         in times.values())
+                                        if times else math.nan)}
 
 
 def mean_job_change(times: dict[str, float], base: dict[str, float]) -> float:
@@ -121,17 +137,28 @@ def mean_job_change(times: dict[str, float], base: dict[str, float]) -> float:
 
 
 def job_changes(runs: Sequence[dict[str, Any]]) -> None:
-    """Set each run's ``greenpar_job_runtime_change_%``: :func:`mean_job_change` against the
-    Baseline run of its setting, trace and seed (nan without one)."""
+    """Set each run's :func:`wait_figures` and its ``greenpar_job_runtime_change_%`` and
+    ``greenpar_job_turnaround_change_%``: :func:`mean_job_change` of the run times and of
+    the turnarounds against the Baseline run of its setting, trace and seed (nan without
+    one)."""
     groups: dict[tuple[Any, ...], list[dict[str, Any]]] = defaultdict(list)
     for run in runs:
         groups[run["setting"], run["trace"], run["seed"]].append(run)
     for group in groups.values():
         base = next((r for r in group if r["policy"] == "baseline"), None)
-        base_times = run_times(base["dir"]) if base is not None else {}
+        base_times = job_times(base["dir"]) if base is not None else {}
+        base_run = {k: end - start for k, (_, start, end) in base_times.items()}
+        base_turn = {k: end - submit for k, (submit, _, end) in base_times.items()}
         for run in group:
-            run["summary"]["greenpar_job_runtime_change_%"] = (
-                mean_job_change(run_times(run["dir"]), base_times) if base_times else math.nan)
+            times = job_times(run["dir"])
+            summary = run["summary"]
+            summary.update(wait_figures(times))
+            run_of = {k: end - start for k, (_, start, end) in times.items()}
+            turn_of = {k: end - submit for k, (submit, _, end) in times.items()}
+            summary["greenpar_job_runtime_change_%"] = (
+                mean_job_change(run_of, base_run) if base_times else math.nan)
+            summary["greenpar_job_turnaround_change_%"] = (
+                mean_job_change(turn_of, base_turn) if base_times else math.nan)
 
 
 def power_rows(run_dir: Path) -> np.ndarray:
@@ -240,6 +267,12 @@ def figure(runs: Sequence[dict[str, Any]]) -> dict[str, dict[str, float]]:
                                               / mean(base, "greenpar_avg_runtime") - 1
                                               ) if base else math.nan
         row["job_runtime_vs_baseline_%"] = mean(group, "greenpar_job_runtime_change_%")
+        row["jobs_waited"] = mean(group, "greenpar_jobs_waited")
+        row["mean_wait_s"] = mean(group, "greenpar_mean_wait")
+        row["turnaround_vs_baseline_%"] = 100 * (mean(group, "greenpar_avg_turnaround")
+                                                 / mean(base, "greenpar_avg_turnaround") - 1
+                                                 ) if base else math.nan
+        row["job_turnaround_vs_baseline_%"] = mean(group, "greenpar_job_turnaround_change_%")
         row["brown_kwh"] = mean(group, "greenpar_window_brown_joules") / 3.6e6
         row["green_kwh"] = mean(group, "greenpar_window_green_joules") / 3.6e6
         row["window_h"] = mean(group, "greenpar_window_hours")
@@ -276,6 +309,9 @@ COLUMNS = (("brown", "brown/ref"), ("green", "green/ref"), ("vms", "VMs/ref"),
            ("brown_vs_baseline_%", "brown vs base %"),
            ("runtime_vs_baseline_%", "runtime vs base %"),
            ("job_runtime_vs_baseline_%", "per-job runtime vs base %"),
+           ("jobs_waited", "jobs waited"), ("mean_wait_s", "mean wait s"),
+           ("turnaround_vs_baseline_%", "turnaround vs base %"),
+           ("job_turnaround_vs_baseline_%", "per-job turnaround vs base %"),
            ("brown_kwh", "brown kWh"),
            ("green_kwh", "green kWh"), ("avg_runtime_h", "runtime h"),
            ("window_h", "window h"), ("objective", "objective $"),

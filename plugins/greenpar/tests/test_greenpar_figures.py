@@ -107,3 +107,54 @@ def test_the_all_traces_block_names_the_days_left_out(tmp_path, capsys, monkeypa
     assert figures.main([str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "S, all 1 traces\nleft out: B (no run of offline)\n" in out
+
+
+def write_leases(directory, jobs):
+    directory.mkdir(parents=True)
+    lines = ["lease_id,state,submit,start,end"]
+    lines += [f"{k},{state},{submit},{start},{end}" for k, state, submit, start, end in jobs]
+    (directory / "leases.csv").write_text("\n".join(lines) + "\n")
+    return directory
+
+
+def test_waits_and_turnaround_against_baseline(tmp_path):
+    """Baseline starts every job on arrival; the policy shortens job 1 and makes job 2 wait
+    900 s for servers:
+
+        time        0    100  200         900  1000 1050
+        baseline 1  |==============================|          run 1,000, turnaround 1,000
+        baseline 2       |====|                               run   100, turnaround   100
+        policy   1  |=========================|               run   900, turnaround   900
+        policy   2       .......... wait ...........|==|      run    50, turnaround   950
+
+    Run time: mean 550 -> 475 s (-13.6%); per job -10% and -50%, a mean of -30%.
+    Waits: 1 job waited; 0 and 900 s, a mean of 450 s over the two jobs.
+    Turnaround: mean 550 -> 925 s (+68.2%); per job -10% and +850%, a mean of +420%.
+    """
+    from lm_greenpar.figures import job_changes
+
+    base_dir = write_leases(tmp_path / "b", [("1", "done", 0, 0, 1000),
+                                             ("2", "done", 100, 100, 200)])
+    policy_dir = write_leases(tmp_path / "p", [("1", "done", 0, 0, 900),
+                                               ("2", "done", 100, 1000, 1050)])
+    runs = [{"policy": "baseline", "setting": "S", "trace": "T", "seed": 1, "dir": base_dir,
+             "summary": summary(1, 1, 1, 550)},
+            {"policy": "aggressive", "setting": "S", "trace": "T", "seed": 1,
+             "dir": policy_dir, "summary": summary(1, 1, 1, 475)}]
+    job_changes(runs)
+    base, policy = runs[0]["summary"], runs[1]["summary"]
+    assert base["greenpar_jobs_waited"] == 0 and base["greenpar_mean_wait"] == 0
+    assert base["greenpar_job_turnaround_change_%"] == pytest.approx(0)
+    assert policy["greenpar_jobs_waited"] == 1
+    assert policy["greenpar_mean_wait"] == pytest.approx(450)
+    assert policy["greenpar_avg_turnaround"] == pytest.approx(925)
+    assert policy["greenpar_job_runtime_change_%"] == pytest.approx(-30)
+    assert policy["greenpar_job_turnaround_change_%"] == pytest.approx(420)
+    assert base["greenpar_avg_turnaround"] == pytest.approx(550)
+    data = figure(runs)
+    assert data["aggressive"]["jobs_waited"] == 1
+    assert data["aggressive"]["mean_wait_s"] == pytest.approx(450)
+    assert data["aggressive"]["runtime_vs_baseline_%"] == pytest.approx(100 * (475 / 550 - 1))
+    assert data["aggressive"]["turnaround_vs_baseline_%"] == pytest.approx(100 * (925 / 550 - 1))
+    assert data["aggressive"]["job_turnaround_vs_baseline_%"] == pytest.approx(420)
+    assert "per-job turnaround vs base %" in table(data)
