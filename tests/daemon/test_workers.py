@@ -69,11 +69,14 @@ def test_the_thread_that_accepts_a_connection_serves_it_and_then_the_next():
     try:
         for i in range(20):
             server.ask(f"c{i}")
+            # the thread that served it is back in accept(), beside the one started in its
+            # place; a next connection sooner could find it still closing this one and start
+            # a third, as the scheduler decides: waiting makes the count exact
+            wait_for(lambda: server.idle == 2, what="two threads in accept()")
         serving = {server.served[f"c{i}"] for i in range(20)}
         assert set(server.accepted_by) == serving      # no hand-over between threads
-        # not a thread per connection: one client at a time, so at most the thread closing
-        # the last connection, the one that took its place in accept(), and one more
-        assert len(serving) <= 3
+        # not a thread per connection: the first thread and the one started in its place
+        assert len(serving) <= 2
     finally:
         server.stop()
 
