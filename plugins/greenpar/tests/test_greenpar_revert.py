@@ -204,3 +204,53 @@ def test_the_revert_and_the_hourly_migration_limit(tmp_path, monkeypatch):
     assert calls == [1, 2, 1]
     assert r.summary["greenpar_forced_resizes"] == 0
     assert r.summary["energy_joules"] == pytest.approx(1.8e6)
+
+
+def test_offline_reverts_then_follows_its_plan_again(tmp_path, monkeypatch):
+    """Offline, its one solve scripted: A (N = 2, 4,000 s at N, work 8,000) planned on 4, 4,
+    2, then 4 servers in 15-minute epochs; B (N = 2, submitted at 1,000 s, 1,000 s at N) on 2
+    from its arrival epoch. At 1,000 B's 2 servers do not fit beside A's 4 (4 servers).
+
+    off: B waits, reserved behind A. At 1,800 A follows its plan to 2 servers (done 7,200),
+    which does not move B's reservation; A ends at 2,200 and B starts then (A's early end
+    moves it), ends at 3,200.
+    at-arrival: A goes back to N = 2 at 1,000 (done 4,000) and B starts at once, ends at
+    2,000. Once no job waits Offline follows its plan again: 2 at 1,800 (A keeps it), 4 at
+    2,700 (done 4,000 + 2 x 1,700 = 7,400), A ends at 2,700 + 600 / 4 = 2,850.
+
+    off:         server 0      1,000  1,800  2,200   3,200
+                 0-1    A ----------------------|
+                 2-3    A ---------------|      B -------|
+    at-arrival:  0-1    A ---------------------------| (2,850)
+                 2-3    A ------|B ----------| (2,000) |A (2,700-2,850)
+    Busy servers x 100 W: off 4 to 1,800, 2 to 3,200 (1,000,000 J); at-arrival 4 to 2,000,
+    2 to 2,700, 4 to 2,850 (1,000,000 J).
+    """
+    import lm_greenpar.optimizing as optimizing
+    from lm_greenpar.milp import Solution
+
+    def fake(problem, jobs, limit, gap, node_limit=None, start_requested=False):
+        e = len(problem.green)
+        plan = {1: ([4, 4, 2] + [4] * e)[:e], 2: ([0, 2] + [2] * e)[:e]}
+        return Solution(0, "optimal", False, 0.0, 0.0, {1: 4, 2: 4}, plan, {})
+
+    for revert in ("off", "at-arrival"):
+        monkeypatch.setattr(optimizing, "solve", fake)
+        table = speedups(tmp_path / "sp.csv", TABLE)
+        a, b = job(1, "A", 2, 4000), job(2, "A", 2, 1000, submit=1000)
+        r = simulate([a, b], "offline", f"greenpar.speedups={table}",
+                     "greenpar.slowdown=1.25", f"greenpar.optimizing-revert={revert}",
+                     servers=4)
+        monkeypatch.undo()
+        assert r.summary["energy_joules"] == pytest.approx(1e6)
+        assert r.summary["greenpar_sla_violations"] == 0
+        if revert == "off":
+            assert allocations(a) == [(0, 4), (1800, 2)]
+            assert a.end == pytest.approx(2200)
+            assert (b.start, b.end) == (pytest.approx(2200), pytest.approx(3200))
+        else:
+            assert allocations(a) == [(0, 4), (1000, 2), (2700, 4)]
+            assert allocations(b) == [(1000, 2)]
+            assert (b.start, b.end) == (1000, 2000)
+            assert a.end == pytest.approx(2850)
+            assert r.summary["greenpar_revert_waits"] == 1
