@@ -158,6 +158,21 @@ def _resizing_options() -> list[Option]:
             hour: 3600. A job whose SLA would break before the next epoch changes anyway
             (counted in `greenpar_forced_resizes`); Aggressive's MILP keeps a job changed
             too recently at its servers until it may change."""),
+        Option("greenpar", "optimizing-revert", STRING, "off",
+               choices=("off", "at-arrival", "within-interval"), doc="""
+            Aggressive and Offline: section 3.1's rule, GreenPar "reverts back to the
+            user-requested resource allocations when utilization becomes so high that jobs
+            cannot be started immediately upon arrival". While a job waits (its plan does
+            not fit at its arrival, or it is queued), every running job goes back to its
+            requested servers (more if its SLA needs them), the plan is not followed and new
+            jobs start as they asked; once no job waits, Aggressive solves again and Offline
+            follows its plan again. `at-arrival`: at the arrival of a job that cannot start,
+            the running jobs revert at once, even those changed within `resize-interval`
+            (counted in `greenpar_forced_resizes`), so that it starts then; later, within
+            the interval. `within-interval`: always within the interval (a job that waits
+            has a reservation that only an early end moves earlier: a later revert does not
+            start it; README). `off` (the default for now): no revert, the shipped figures'
+            runs (README, departures)."""),
         Option("greenpar", "reactive-slack", STRING, "sla", choices=("sla", "above-request"),
                doc="""
             Reactive: the slack a running job may be shrunk into. `sla`: any the SLA leaves

@@ -18,6 +18,13 @@ Both keep each job's cumulative SLA at every epoch (a plan cut short by migratio
 topped up by the fewest servers that keep it), keep a job whose plan has ended at its last
 allocation until it finishes, and fall back to the requested allocation when the problem has
 no solution (a job that could not start at once).
+
+With ``[greenpar] optimizing-revert`` both keep section 3.1's rule, GreenPar "reverts back to
+the user-requested resource allocations when utilization becomes so high that jobs cannot be
+started immediately upon arrival": while a job waits, every running job goes back to its
+requested servers (:meth:`Optimizing.revert`), the plan is not followed and new jobs start as
+they asked, without a solve; once no job waits, Aggressive solves again and Offline follows
+its plan again.
 """
 
 from __future__ import annotations
@@ -28,7 +35,8 @@ from typing import TYPE_CHECKING
 
 from lease_manager import Allocation, Lease, hookimpl
 
-from .base import GreenParPolicy, beta_server_watts, mean_over
+from .base import beta_server_watts, mean_over
+from .heuristics import RevertingPolicy
 
 if TYPE_CHECKING:   # (the MILP module, with its attrs classes, loads when a policy solves)
     from .milp import Job, Problem, Solution
@@ -42,8 +50,9 @@ def solve(problem: Problem, jobs: list[Job], limit: float, gap: float,
     return milp_solve(problem, jobs, limit, gap, node_limit, start_requested=start_requested)
 
 
-class Optimizing(GreenParPolicy):
-    """What ``aggressive`` and ``offline`` share: problems, plans, statistics."""
+class Optimizing(RevertingPolicy):
+    """What ``aggressive`` and ``offline`` share: problems, plans, statistics, and section
+    3.1's revert (``[greenpar] optimizing-revert``)."""
 
     def __init__(self, ctx):
         super().__init__(ctx)
@@ -67,6 +76,15 @@ class Optimizing(GreenParPolicy):
         self.unsafe_starts = 0
         #: give HiGHS every job's requested plan as its starting solution (Offline)
         self.start_requested = False
+        #: section 3.1's revert ([greenpar] optimizing-revert): "off", "at-arrival" or
+        #: "within-interval"
+        self.revert_mode: str = ctx.config.get("greenpar", "optimizing-revert")
+        self.revert_on = self.revert_mode != "off"
+        #: the last decisions were a revert (a job waited)
+        self._reverting = False
+        #: jobs that could not start on arrival by the plan, and revert decisions made
+        self.revert_waits = 0
+        self.revert_changes = 0
 
     # --------------------------------------------------------------------- problems
     def grid(self, now: float) -> float:
@@ -185,6 +203,72 @@ class Optimizing(GreenParPolicy):
         forced = self.make_room(wanted, running, now)
         return self.decisions(wanted, running, now, forced)
 
+    # ---------------------------------------------------------- section 3.1's revert
+    def start_servers(self, lease: Lease, now: float, n: int, v: int) -> int:
+        """The servers :meth:`start_shape` gives a job planned to start on ``n``."""
+        if self.new_job_margin(lease, now, n, v) < -1e-6:
+            return self.least_new_servers(lease, now, v)
+        return n
+
+    def fits_now(self, n: int, now: float) -> bool:
+        """Would a new job on ``n`` servers start at ``now``, with the running jobs on the
+        servers the plan gives them now and the jobs that arrived at this instant on
+        theirs?"""
+        running = self.running()
+        needed = (sum(self.planned(l, now) for l in running) + sum(self._arrived.values())
+                  + n)
+        return needed <= self.free_servers(now) + sum(self.nodes(l) for l in running)
+
+    def as_asked(self, lease: Lease, waits: bool) -> Allocation:
+        """A new job's requested shape (N servers, 2N VMs); ``waits``: it could not start on
+        arrival by the plan."""
+        n = self.requested(lease)
+        self._arrived[lease.id] = n
+        if waits:
+            self._waiting.add(lease.id)
+            self.revert_waits += 1
+        return self.shape(lease, n, 2 * n)
+
+    def revert_wanted(self, now: float) -> dict[int, tuple[int, int]]:
+        """Every running job on its requested servers (with its VMs), or on the fewest that
+        keep its SLA if those do not."""
+        wanted = {}
+        span = self.span(now)
+        for lease in self.running():
+            v = lease.vms.count
+            allowed = [m for m, _ in self.options(lease, v)]
+            n_req = self.requested(lease)
+            n = min((m for m in allowed if m >= n_req), default=allowed[-1])
+            if not self.keeps_sla(lease, now, n, v, span):
+                n = max(n, self.least_servers(lease, now))
+            wanted[lease.id] = (n, v)
+        return wanted
+
+    def revert(self, now: float) -> list[tuple[Lease, Allocation]]:
+        """Section 3.1's revert, while a job waits: the running jobs back on their requested
+        servers. With ``at-arrival``, at the arrival of a job that cannot start they revert
+        at once; otherwise a job changed within ``resize-interval`` reverts once it may
+        change (the hourly migration limit), unless its SLA needs it. The SLA guard
+        (:meth:`~.base.GreenParPolicy.make_room`) acts as when following a plan."""
+        running = self.running()
+        wanted = self.revert_wanted(now)
+        forced = self.make_room(wanted, running, now)
+        if (self.revert_mode == "at-arrival" and now == self._arrived_at
+                and self._waiting):
+            forced = frozenset(l.id for l in running)
+        out = self.decisions(wanted, running, now, forced)
+        self.revert_changes += len(out)
+        return out
+
+    def reverts_now(self, now: float) -> bool:
+        """Does a job wait, with the revert on (the decisions at ``now`` are a revert)?
+        Records it: Aggressive solves again once the waits end."""
+        if not self.revert_on:
+            return False
+        waiting = self.jobs_waiting(now)
+        self._reverting = waiting
+        return waiting
+
     def time_limit_option(self) -> str:
         return "solve-time-limit"
 
@@ -198,7 +282,9 @@ class Optimizing(GreenParPolicy):
 
     @hookimpl
     def collect_summary(self):
-        return {**self.resize_summary(), "greenpar_solves": self.solves,
+        revert = ({"greenpar_revert_waits": self.revert_waits,
+                   "greenpar_revert_changes": self.revert_changes} if self.revert_on else {})
+        return {**self.resize_summary(), **revert, "greenpar_solves": self.solves,
                 "greenpar_solves_time_limited": self.limited,
                 "greenpar_solves_node_limited": self.node_limited,
                 "greenpar_depends_on_machine": self.limited > 0,
@@ -245,18 +331,33 @@ class Aggressive(Optimizing):
         n = self.requested(lease)
         if now != self._new_at:
             self._new, self._new_at = [], now
+        if self.revert_on:
+            self.arrival_instant(now)
+            if self.jobs_waiting(now):
+                return self.as_asked(lease, waits=False)   # reverted: no solve
         self._new.append(lease)
         solution = self.solve_now(now, self._new)
         if solution is None or not solution.ok or solution.servers[lease.id][0] == 0:
             self._new.remove(lease)
+            if self.revert_on:
+                return self.as_asked(lease, waits=True)
             return self.shape(lease, n, 2 * n)   # cannot start at once: as asked
         self.store(now, {})
-        return self.start_shape(lease, now, solution.servers[lease.id][0],
-                                solution.vms[lease.id])
+        planned, vms = solution.servers[lease.id][0], solution.vms[lease.id]
+        if self.revert_on:
+            start = self.start_servers(lease, now, planned, vms)
+            if not self.fits_now(start, now):
+                self._new.remove(lease)
+                return self.as_asked(lease, waits=True)
+            self._arrived[lease.id] = start
+        return self.start_shape(lease, now, planned, vms)
 
     def reallocate(self, now, reasons):
-        if self.stored(now) is None and ({"end", "policy"} & reasons):
-            self.solve_now(now, [])
+        resuming = self._reverting
+        if self.reverts_now(now):
+            return self.revert(now)
+        if self.stored(now) is None and (resuming or {"end", "policy"} & reasons):
+            self.solve_now(now, [])   # (after a revert: the plan saw none of it)
         return self.follow(now)
 
 
@@ -316,12 +417,26 @@ class Offline(Optimizing):
         n = self.requested(lease)
         plan = self.plan.get(lease.id)
         k = math.floor(now / self.epoch + 1e-9)
+        if self.revert_on:
+            self.arrival_instant(now)
+            if self.jobs_waiting(now):
+                return self.as_asked(lease, waits=False)
         if plan is None or not (0 <= k < len(plan)) or plan[k] == 0:
+            if self.revert_on:
+                return self.as_asked(lease, waits=True)
             return self.shape(lease, n, 2 * n)
-        return self.start_shape(lease, now, plan[k], self.plan_vms[lease.id])
+        vms = self.plan_vms[lease.id]
+        if self.revert_on:
+            start = self.start_servers(lease, now, plan[k], vms)
+            if not self.fits_now(start, now):
+                return self.as_asked(lease, waits=True)
+            self._arrived[lease.id] = start
+        return self.start_shape(lease, now, plan[k], vms)
 
     def reallocate(self, now, reasons):
-        return self.follow(now)
+        if self.reverts_now(now):
+            return self.revert(now)
+        return self.follow(now)   # (after a revert: the plan again)
 
     def next_event(self, now: float) -> float:
         return math.inf   # it knows the actual production: forecasts do not concern it
