@@ -323,6 +323,19 @@ def test_nebulous_shrinks_only_for_as_long_as_its_floor_holds_within_the_resize_
     assert r.summary["greenpar_allocation_sla_violations"] == 0
 
 
+def a_job_arrives_while_one_is_shrunk(policy: str, table):
+    """The scenario of the two tests below: A (N = 2, 4,000 s at N), a plain lease on 1
+    server from 0 to 2,400 s, and B (N = 2, 1,800 s) submitted at 2,000 s, on 3 servers,
+    F = 1.25, under ``policy``. Returns A, B and the run."""
+    a = job(1, "A", 2, 4000)
+    plain = Lease(2, LeaseType.BEST_EFFORT, 0.0, VMRequest.uniform(1, [2.0, 4096.0]),
+                  2400, 2400)
+    b = job(3, "A", 2, 1800, submit=2000)
+    r = simulate([a, plain, b], policy, f"greenpar.speedups={table}",
+                 "greenpar.slowdown=1.25", servers=3)
+    return a, b, r
+
+
 def test_nebulous_takes_a_shrunk_jobs_servers_back_while_a_job_waits(tmp_path, table):
     """GreenPar (3.1) "reverts back to the user-requested resource allocations when
     utilization becomes so high that jobs cannot be started immediately upon arrival": the
@@ -356,12 +369,7 @@ def test_nebulous_takes_a_shrunk_jobs_servers_back_while_a_job_waits(tmp_path, t
     Busy servers (100 W each): 3 to 1,800, 2 to 2,000, 3 to 2,400, 2 to 5,900:
     1,400,000 J.
     """
-    a = job(1, "A", 2, 4000)
-    plain = Lease(2, LeaseType.BEST_EFFORT, 0.0, VMRequest.uniform(1, [2.0, 4096.0]),
-                  2400, 2400)
-    b = job(3, "A", 2, 1800, submit=2000)
-    r = simulate([a, plain, b], "nebulous", f"greenpar.speedups={table}",
-                 "greenpar.slowdown=1.25", servers=3)
+    a, b, r = a_job_arrives_while_one_is_shrunk("nebulous", table)
     assert allocations(a) == [(0, 2), (1800, 1), (2000, 2)]
     assert a.end == pytest.approx(4100)
     assert allocations(b) == [(4100, 2)] and b.end == pytest.approx(5900)
@@ -402,12 +410,7 @@ def test_reactive_takes_a_shrunk_jobs_servers_back_before_a_waiting_job_is_promi
     (before: server 1 idle 1,800-2,400, then B 2,400-4,200, A on 2 servers 4,200-5,200)
     Busy servers (100 W each): 3 to 1,800, 2 to 2,000, 3 to 2,400, 2 to 5,900.
     """
-    a = job(1, "A", 2, 4000)
-    plain = Lease(2, LeaseType.BEST_EFFORT, 0.0, VMRequest.uniform(1, [2.0, 4096.0]),
-                  2400, 2400)
-    b = job(3, "A", 2, 1800, submit=2000)
-    r = simulate([a, plain, b], "reactive", f"greenpar.speedups={table}",
-                 "greenpar.slowdown=1.25", servers=3)
+    a, b, r = a_job_arrives_while_one_is_shrunk("reactive", table)
     assert allocations(a) == [(0, 2), (1800, 1), (2000, 2)]
     assert a.end == pytest.approx(4100)
     assert (b.start, b.end) == (pytest.approx(4100), pytest.approx(5900))
