@@ -229,6 +229,25 @@ class Optimizing(RevertingPolicy):
             self.revert_waits += 1
         return self.shape(lease, n, 2 * n)
 
+    def start_while_waiting(self, lease: Lease, now: float) -> Allocation | None:
+        """With the revert on and a job waiting: a new job as asked, without a plan (None:
+        the policy plans it)."""
+        if not self.revert_on:
+            return None
+        self.arrival_instant(now)
+        return self.as_asked(lease, waits=False) if self.jobs_waiting(now) else None
+
+    def start_if_fits(self, lease: Lease, now: float, planned: int,
+                      vms: int) -> Allocation | None:
+        """A new job on its plan's start; with the revert on, None if that does not fit now
+        (the caller starts it as asked, waiting)."""
+        if self.revert_on:
+            start = self.start_servers(lease, now, planned, vms)
+            if not self.fits_now(start, now):
+                return None
+            self._arrived[lease.id] = start
+        return self.start_shape(lease, now, planned, vms)
+
     def revert_wanted(self, now: float) -> dict[int, tuple[int, int]]:
         """Every running job on its requested servers (with its VMs), or on the fewest that
         keep its SLA if those do not."""
@@ -331,10 +350,9 @@ class Aggressive(Optimizing):
         n = self.requested(lease)
         if now != self._new_at:
             self._new, self._new_at = [], now
-        if self.revert_on:
-            self.arrival_instant(now)
-            if self.jobs_waiting(now):
-                return self.as_asked(lease, waits=False)   # reverted: no solve
+        reverted = self.start_while_waiting(lease, now)
+        if reverted is not None:
+            return reverted   # no solve
         self._new.append(lease)
         solution = self.solve_now(now, self._new)
         if solution is None or not solution.ok or solution.servers[lease.id][0] == 0:
@@ -343,14 +361,12 @@ class Aggressive(Optimizing):
                 return self.as_asked(lease, waits=True)
             return self.shape(lease, n, 2 * n)   # cannot start at once: as asked
         self.store(now, {})
-        planned, vms = solution.servers[lease.id][0], solution.vms[lease.id]
-        if self.revert_on:
-            start = self.start_servers(lease, now, planned, vms)
-            if not self.fits_now(start, now):
-                self._new.remove(lease)
-                return self.as_asked(lease, waits=True)
-            self._arrived[lease.id] = start
-        return self.start_shape(lease, now, planned, vms)
+        started = self.start_if_fits(lease, now, solution.servers[lease.id][0],
+                                     solution.vms[lease.id])
+        if started is None:
+            self._new.remove(lease)
+            return self.as_asked(lease, waits=True)
+        return started
 
     def reallocate(self, now, reasons):
         resuming = self._reverting
@@ -417,21 +433,15 @@ class Offline(Optimizing):
         n = self.requested(lease)
         plan = self.plan.get(lease.id)
         k = math.floor(now / self.epoch + 1e-9)
-        if self.revert_on:
-            self.arrival_instant(now)
-            if self.jobs_waiting(now):
-                return self.as_asked(lease, waits=False)
+        reverted = self.start_while_waiting(lease, now)
+        if reverted is not None:
+            return reverted
         if plan is None or not (0 <= k < len(plan)) or plan[k] == 0:
             if self.revert_on:
                 return self.as_asked(lease, waits=True)
             return self.shape(lease, n, 2 * n)
-        vms = self.plan_vms[lease.id]
-        if self.revert_on:
-            start = self.start_servers(lease, now, plan[k], vms)
-            if not self.fits_now(start, now):
-                return self.as_asked(lease, waits=True)
-            self._arrived[lease.id] = start
-        return self.start_shape(lease, now, plan[k], vms)
+        started = self.start_if_fits(lease, now, plan[k], self.plan_vms[lease.id])
+        return started if started is not None else self.as_asked(lease, waits=True)
 
     def reallocate(self, now, reasons):
         if self.reverts_now(now):
