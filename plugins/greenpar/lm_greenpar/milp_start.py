@@ -4,8 +4,6 @@ never returns a plan the MILP prices above that start (issue 39)."""
 
 from __future__ import annotations
 
-import os
-import sys
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -38,19 +36,12 @@ def new_highs():
     discarded, so that a quiet run stays quiet."""
     import highspy
 
+    from .solver_output import filtered_stdout
+
     global _BANNER_SHOWN
     if _BANNER_SHOWN:
         return highspy.Highs()
-    sys.stdout.flush()
-    saved = os.dup(1)
-    null = os.open(os.devnull, os.O_WRONLY)
-    try:
-        os.dup2(null, 1)
-        h = highspy.Highs()
-    finally:
-        os.dup2(saved, 1)
-        os.close(saved)
-        os.close(null)
+    h = filtered_stdout(highspy.Highs, lambda line: False)
     _BANNER_SHOWN = True
     return h
 

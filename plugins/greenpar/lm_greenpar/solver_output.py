@@ -40,28 +40,34 @@ _FLUSH = _libc_flush()
 def without_debug_line(solve: Callable[[], T]) -> T:
     """``solve()``'s result. Whatever it writes to the standard output (file descriptor 1),
     C code's included, is written back after it, except :data:`DEBUG_LINE`."""
-    if _FLUSH is None:
-        return solve()
+    return filtered_stdout(solve, lambda line: line.rstrip("\r\n") != DEBUG_LINE)
+
+
+def filtered_stdout(call: Callable[[], T], keep: Callable[[str], bool]) -> T:
+    """``call()``'s result. What it writes to the standard output (file descriptor 1, C
+    code's included) is captured, and the lines ``keep`` accepts are written back after it,
+    even if it raises."""
     sys.stdout.flush()
-    _FLUSH()
+    if _FLUSH is not None:
+        _FLUSH()
     with tempfile.TemporaryFile() as captured:
         saved = os.dup(1)
         os.dup2(captured.fileno(), 1)
         try:
-            return solve()
+            return call()
         finally:
-            _FLUSH()
+            if _FLUSH is not None:
+                _FLUSH()
             os.dup2(saved, 1)
             os.close(saved)
-            _write_back(captured)
+            _write_back(captured, keep)
 
 
-def _write_back(captured: IO[bytes]) -> None:
-    """Write what ``captured`` holds to the standard output, except :data:`DEBUG_LINE`."""
+def _write_back(captured: IO[bytes], keep: Callable[[str], bool]) -> None:
+    """Write the lines of ``captured`` that ``keep`` accepts to the standard output."""
     captured.seek(0)
     text = captured.read().decode(errors="replace")
-    kept = "".join(line for line in text.splitlines(keepends=True)
-                   if line.rstrip("\r\n") != DEBUG_LINE)
+    kept = "".join(line for line in text.splitlines(keepends=True) if keep(line))
     if kept:
         sys.stdout.write(kept)
         sys.stdout.flush()
