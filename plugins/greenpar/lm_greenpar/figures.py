@@ -115,6 +115,14 @@ def job_times(run_dir: Path) -> dict[str, tuple[float, float, float]]:
                                 f"({type(exc).__name__}: {exc})") from None
 
 
+def durations(times: dict[str, tuple[float, float, float]]
+              ) -> tuple[dict[str, float], dict[str, float]]:
+    """Each job's run time (end - start) and turnaround (end - submit), from
+    :func:`job_times`."""
+    return ({k: end - start for k, (_, start, end) in times.items()},
+            {k: end - submit for k, (submit, _, end) in times.items()})
+
+
 def wait_figures(times: dict[str, tuple[float, float, float]]) -> dict[str, float]:
     """From each job's (submit, start, end): the jobs that waited (started after their
     submission), the mean wait over all jobs and the mean turnaround (end - submit), in s
@@ -147,14 +155,12 @@ def job_changes(runs: Sequence[dict[str, Any]]) -> None:
     for group in groups.values():
         base = next((r for r in group if r["policy"] == "baseline"), None)
         base_times = job_times(base["dir"]) if base is not None else {}
-        base_run = {k: end - start for k, (_, start, end) in base_times.items()}
-        base_turn = {k: end - submit for k, (submit, _, end) in base_times.items()}
+        base_run, base_turn = durations(base_times)
         for run in group:
             times = job_times(run["dir"])
             summary = run["summary"]
             summary.update(wait_figures(times))
-            run_of = {k: end - start for k, (_, start, end) in times.items()}
-            turn_of = {k: end - submit for k, (submit, _, end) in times.items()}
+            run_of, turn_of = durations(times)
             summary["greenpar_job_runtime_change_%"] = (
                 mean_job_change(run_of, base_run) if base_times else math.nan)
             summary["greenpar_job_turnaround_change_%"] = (
