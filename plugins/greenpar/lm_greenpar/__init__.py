@@ -158,7 +158,7 @@ def _resizing_options() -> list[Option]:
             hour: 3600. A job whose SLA would break before the next epoch changes anyway
             (counted in `greenpar_forced_resizes`); Aggressive's MILP keeps a job changed
             too recently at its servers until it may change."""),
-        Option("greenpar", "optimizing-revert", STRING, "off",
+        Option("greenpar", "optimizing-revert", STRING, "at-arrival",
                choices=("off", "at-arrival", "within-interval"), doc="""
             Aggressive and Offline: section 3.1's rule, GreenPar "reverts back to the
             user-requested resource allocations when utilization becomes so high that jobs
@@ -171,8 +171,8 @@ def _resizing_options() -> list[Option]:
             (counted in `greenpar_forced_resizes`), so that it starts then; later, within
             the interval. `within-interval`: always within the interval (a job that waits
             has a reservation that only an early end moves earlier: a later revert does not
-            start it; README). `off` (the default for now): no revert, the shipped figures'
-            runs (README, departures)."""),
+            start it; README). `off`: no revert (a job that waits queues while the running
+            jobs follow the plan; the default before issue 39's re-runs)."""),
         Option("greenpar", "reactive-slack", STRING, "sla", choices=("sla", "above-request"),
                doc="""
             Reactive: the slack a running job may be shrunk into. `sla`: any the SLA leaves

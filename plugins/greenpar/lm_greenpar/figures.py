@@ -23,8 +23,10 @@ setting the tool prints, per policy, the means over seeds of
   in an hour x the brown price x the average run time in hours), SLA violations and
   resizes.
 
-A ``reactive`` run with a non-default reading (``[greenpar] reactive-slack``,
-``reactive-growth``, ``reactive-resize-scope``) is its own policy, e.g. ``reactive[above-request]``.
+A run with a non-default reading of its policy is its own policy, e.g.
+``reactive[above-request]``, ``nebulous[within-f]`` or ``offline[off]`` (``[greenpar]
+reactive-slack``, ``reactive-growth``, ``reactive-resize-scope``; ``nebulous-hint``,
+``nebulous-slack``; ``optimizing-revert`` for Aggressive and Offline).
 
 Each setting is printed per trace, then (with several) over the traces every policy of the
 setting has (a line names the traces left out, so that no policy is averaged over days the
@@ -58,9 +60,12 @@ from lease_manager import (
 )
 
 POLICIES = ("baseline", "reactive", "nebulous", "aggressive", "offline")
-#: Reactive's reading options and their defaults (a run with others is labelled by them)
-READINGS = (("reactive-slack", "sla"), ("reactive-growth", "fit"),
-            ("reactive-resize-scope", "job"))
+#: each policy's reading options and their defaults (a run with others is labelled by them)
+_REVERT = (("optimizing-revert", "at-arrival"),)
+READINGS = {"reactive": (("reactive-slack", "sla"), ("reactive-growth", "fit"),
+                         ("reactive-resize-scope", "job")),
+            "nebulous": (("nebulous-hint", "servers"), ("nebulous-slack", "allocation")),
+            "aggressive": _REVERT, "offline": _REVERT}
 DAYS = {"high": "High", "medium": "Medium", "low": "Low"}
 
 
@@ -94,11 +99,9 @@ def read_runs(directory: Path) -> list[dict[str, Any]]:
 
 
 def policy_label(config) -> str:
-    """The run's allocation policy, with Reactive's non-default readings in brackets."""
+    """The run's allocation policy, with its non-default readings in brackets."""
     policy = config.get("malleable", "policy-allocation")
-    if policy != "reactive":
-        return policy
-    readings = [value for option, default in READINGS
+    readings = [value for option, default in READINGS.get(policy, ())
                 if (value := config.get("greenpar", option)) != default]
     return f"{policy}[{','.join(readings)}]" if readings else policy
 

@@ -73,6 +73,26 @@ def test_reactive_readings_label_their_runs():
     assert label == ["reactive", "reactive[above-request]", "reactive[above-request,while-short]"]
 
 
+def test_every_policys_readings_label_its_runs():
+    """Aggressive's and Offline's revert off (the default is at-arrival) and Nebulous'
+    within-f are policies of their own, so that two readings are never averaged as seeds."""
+    from lease_manager.config.schema import load_config
+    from lease_manager.plugins import Plugins
+
+    schema = Plugins().schema
+    cases = {("aggressive",): "aggressive",
+             ("aggressive", "greenpar.optimizing-revert=off"): "aggressive[off]",
+             ("offline", "greenpar.optimizing-revert=within-interval"): "offline[within-interval]",
+             ("nebulous",): "nebulous",
+             ("nebulous", "greenpar.nebulous-slack=within-f"): "nebulous[within-f]",
+             ("nebulous", "greenpar.optimizing-revert=off"): "nebulous",
+             ("baseline", "greenpar.reactive-slack=above-request"): "baseline"}
+    for (policy, *extra), expected in cases.items():
+        config = load_config(None, schema, ["simulation.resources=2 CPU:2",
+                                            f"malleable.policy-allocation={policy}", *extra])
+        assert policy_label(config) == expected
+
+
 def test_all_traces_keep_only_the_days_every_policy_has():
     """Baseline and Offline ran on days A, B and C, Aggressive only on A and C: the
     all-traces mean compares them on A and C, and names B as left out. Baseline's brown
