@@ -219,6 +219,15 @@ class Optimizing(RevertingPolicy):
                   + n)
         return needed <= self.free_servers(now) + sum(self.nodes(l) for l in running)
 
+    def unplanned(self, lease: Lease, now: float) -> Allocation:
+        """A new job without a plan to start now (a failed solve, or no servers for it now):
+        as asked. With the revert on, it waits, and the running jobs revert, only if it does
+        not fit as asked beside the running jobs on their planned servers."""
+        n = self.requested(lease)
+        if not self.revert_on:
+            return self.shape(lease, n, 2 * n)
+        return self.as_asked(lease, waits=not self.fits_now(n, now))
+
     def as_asked(self, lease: Lease, waits: bool) -> Allocation:
         """A new job's requested shape (N servers, 2N VMs); ``waits``: it could not start on
         arrival by the plan."""
@@ -347,7 +356,6 @@ class Aggressive(Optimizing):
     def initial(self, lease: Lease, now: float) -> Allocation | None:
         if not self.is_job(lease):
             return None
-        n = self.requested(lease)
         if now != self._new_at:
             self._new, self._new_at = [], now
         reverted = self.start_while_waiting(lease, now)
@@ -357,9 +365,7 @@ class Aggressive(Optimizing):
         solution = self.solve_now(now, self._new)
         if solution is None or not solution.ok or solution.servers[lease.id][0] == 0:
             self._new.remove(lease)
-            if self.revert_on:
-                return self.as_asked(lease, waits=True)
-            return self.shape(lease, n, 2 * n)   # cannot start at once: as asked
+            return self.unplanned(lease, now)
         self.store(now, {})
         started = self.start_if_fits(lease, now, solution.servers[lease.id][0],
                                      solution.vms[lease.id])
@@ -430,16 +436,13 @@ class Offline(Optimizing):
             return None
         if not self.solved:
             self.solve_all(lease, now)
-        n = self.requested(lease)
         plan = self.plan.get(lease.id)
         k = math.floor(now / self.epoch + 1e-9)
         reverted = self.start_while_waiting(lease, now)
         if reverted is not None:
             return reverted
         if plan is None or not (0 <= k < len(plan)) or plan[k] == 0:
-            if self.revert_on:
-                return self.as_asked(lease, waits=True)
-            return self.shape(lease, n, 2 * n)
+            return self.unplanned(lease, now)
         started = self.start_if_fits(lease, now, plan[k], self.plan_vms[lease.id])
         return started if started is not None else self.as_asked(lease, waits=True)
 

@@ -85,3 +85,6 @@ def test_aggressive_makes_room_for_a_job_that_must_grow(tmp_path, monkeypatch):
     assert r.summary["greenpar_sla_guard_changes"] == 1
     assert r.summary["greenpar_forced_resizes"] == 0
     assert r.summary["greenpar_sla_violations"] == 0
+    # B had no plan (the failed solve) but fit as asked: it did not wait, nothing reverted
+    assert r.summary["greenpar_revert_waits"] == 0
+    assert r.summary["greenpar_revert_changes"] == 0
