@@ -1,23 +1,23 @@
 """``lm-garg-figures DIR``: Garg et al.'s figures from a sweep's runs (``etc/garg-fig*-sweep.ini``).
 
 Every finished run under DIR (``PROFILE/TRACE/seed-N`` with ``run.json`` and ``summary.json``)
-is placed by its configuration: its line is (site selection, operating point, and the slot fit
-and promise horizon when they are not the defaults) and its point the
-share of high-urgency leases (runs at arrival rate 100), the arrival rate (runs with 40% high
-urgency) or, with ``--by carbon-sd``, the spread of the sites' drawn carbon rates, as in the
-paper's figures. For each metric the tool prints the mean over seeds at
-every point, one column per line (and the section 4.3 bound, for the carbon and profit per
-CPU-hour: the bound as printed, every lease in one cycle, and the reading that honours arrival
-times), and with ``--plots`` draws them into ``DIR/plots/garg-METRIC-by-X.png`` (METRIC
-without its ``garg_`` prefix). Then, at every point, each site's share of the work executed and
-of the energy cost (%, means over seeds), which decide most of the averages: a site's DVS saving
-counts in proportion to its share of the cost; and the share of the work the carbon bound (as
-printed) maps to each site, beside which a carbon policy's distance to the bound is read.
-Last, at every point, each line's level penalty: its energy per CPU-hour over the same leases'
-at their least-energy levels (means over seeds), the share of its work at each level, and each
-site's part of the penalty. A line's energy is its least-level energy times its penalty, so
-the change between two lines splits exactly into where and what they ran (the least-level
-energies) and the levels they ran it at (the penalties).
+is placed by its configuration: its line is (site selection, operating point, and the slot fit,
+the high-urgency deadline ratio and the promise horizon when they are not the defaults) and its
+point the share of high-urgency leases (runs at arrival rate 100), the arrival rate (runs with
+40% high urgency) or, with ``--by carbon-sd``, the spread of the sites' drawn carbon rates, as
+in the paper's figures. For each metric the tool prints the mean over seeds at every point, one
+column per line (and the section 4.3 bound, for the carbon and profit per CPU-hour: the bound as
+printed, every lease in one cycle, and the reading that honours arrival times), and with
+``--plots`` draws them into ``DIR/plots/garg-METRIC-by-X.png`` (METRIC without its ``garg_``
+prefix). Then, at every point, each site's share of the work executed and of the energy cost (%,
+means over seeds), which decide most of the averages: a site's DVS saving counts in proportion
+to its share of the cost; and the share of the work the carbon bound (as printed) maps to each
+site, beside which a carbon policy's distance to the bound is read. Last, at every point, each
+line's level penalty: its energy per CPU-hour over the same leases' at their least-energy levels
+(means over seeds), the share of its work at each level, and each site's part of the penalty. A
+line's energy is its least-level energy times its penalty, so the change between two lines
+splits exactly into where and what they ran (the least-level energies) and the levels they ran
+it at (the penalties).
 """
 
 from __future__ import annotations
@@ -48,6 +48,8 @@ LABELS = {"garg_cost_per_cpu_hour": "energy cost ($ per CPU-hour)",
           "garg_profit_per_cpu_hour": "profit ($ per CPU-hour)",
           "garg_energy_per_cpu_hour": "energy (J per CPU-hour)"}
 MEDIUM_RATE, DEFAULT_SHARE = 100.0, 0.4
+#: the paper's high-urgency deadline ratio (mean, variance); another is named in the line
+PAPER_HIGH_URGENCY = (4.0, 2.0)
 
 
 def read_runs(directory: Path) -> list[dict[str, Any]]:
@@ -78,6 +80,9 @@ def read_runs(directory: Path) -> list[dict[str, Any]]:
             line += " / redrawn"
         if config.get("dvfs", "slot-fit") != "profile":
             line += f" / {config.get('dvfs', 'slot-fit')}"
+        mean, variance = config.get("dvfs", "high-urgency")
+        if (mean, variance) != PAPER_HIGH_URGENCY:
+            line += f" / high urgency {mean:g} {variance:g}"
         horizon = config.get("dvfs", "promise-horizon")
         if math.isfinite(horizon):
             line += f" / horizon {horizon:g} s"

@@ -163,3 +163,19 @@ def test_the_level_penalty_split_by_site_and_level(tmp_path, capsys):
         "each site's energy above its least-energy levels (points of the penalty)",
         "           line  urgent %     a    b",
         "gmce / prev-dvs       100  25.0  0.0"]
+
+
+def test_a_high_urgency_ratio_other_than_the_papers_is_a_line_of_its_own(tmp_path, capsys):
+    """Every lease high urgency; deadline ratio mean 4 (the paper's), 6 and 8 (variance 2):
+    three lines, the paper's unnamed."""
+    for mean, energy in ((4, 1.0), (6, 2.0), (8, 3.0)):
+        fake_run(tmp_path, f"our-hu100-mean{mean}", 1,
+                 ["dvfs.urgent-share=1", f"dvfs.high-urgency={mean} 2"],
+                 garg_energy_per_cpu_hour=energy)
+    assert main([str(tmp_path), "--metric", "garg_energy_per_cpu_hour", "--by", "share"]) == 0
+    out = capsys.readouterr().out.split("\n")
+    assert out[2:4] == [
+        "urgent %  gmce / our-dvs  gmce / our-dvs / high urgency 6 2  "
+        "gmce / our-dvs / high urgency 8 2",
+        "     100               1                                  2  "
+        "                                3"]
