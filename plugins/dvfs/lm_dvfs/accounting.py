@@ -1,19 +1,23 @@
 """Probe ``garg-accounting``: the paper's metrics (eqs 3-9) per site and in total.
 
-For every lease that finished, with n CPUs, e seconds of work at f_max (its work done) and
-its DVFS level on its site: energy E (with cooling), energy cost, carbon, profit from
-execution and from data transfer, and the workload executed, n x e. Summary fields (all
-``garg_`` prefixed): ``energy_joules``, ``energy_cost``, ``carbon_kg``, ``profit``,
-``profit_exec``, ``profit_data``, ``workload_cpu_hours``, ``leases``, the paper's averages per
-unit of workload ``carbon_per_cpu_hour``, ``cost_per_cpu_hour``, ``energy_per_cpu_hour`` and
-``profit_per_cpu_hour``; the bounds of section 4.3 (:mod:`.bounds`) for every lease submitted,
-``carbon_bound_per_cpu_hour`` (lower) and ``profit_bound_per_cpu_hour`` (upper), with the
-workload the carbon bound fits, ``bound_workload_cpu_hours`` (every lease in one cycle, as
-printed), and the same with ``bound_arrivals`` in place of ``bound`` for the reading in which
-no lease starts before it is submitted; the CPU-hours each bound as printed maps to each site,
-``carbon_bound_site_cpu_hours`` and ``profit_bound_site_cpu_hours`` (site name to CPU-hours);
-``bad_data_leases``, leases that ran with an invalid ``data-gb`` (counted as no data); and
-``garg_sites`` with the same per site (and its COP).
+For every lease that finished, with n CPUs, e seconds of work at f_max (its work done) and its
+DVFS level on its site: energy E (with cooling), energy cost, carbon, profit from execution and
+from data transfer, and the workload executed, n x e. Summary fields (all ``garg_`` prefixed):
+``energy_joules``, ``energy_cost``, ``carbon_kg``, ``profit``, ``profit_exec``, ``profit_data``,
+``workload_cpu_hours``, ``leases``, the paper's averages per unit of workload
+``carbon_per_cpu_hour``, ``cost_per_cpu_hour``, ``energy_per_cpu_hour`` and
+``profit_per_cpu_hour``; ``energy_least_level_joules``, the energy the same leases would take at
+the same sites at their least-energy levels (the level OurDVS starts from), and its average
+``energy_least_level_per_cpu_hour`` (a policy's energy over it is its level penalty: what its
+stepping up, or PrevDVS's start at f_min, costs); the bounds of section 4.3 (:mod:`.bounds`) for
+every lease submitted, ``carbon_bound_per_cpu_hour`` (lower) and ``profit_bound_per_cpu_hour``
+(upper), with the workload the carbon bound fits, ``bound_workload_cpu_hours`` (every lease in
+one cycle, as printed), and the same with ``bound_arrivals`` in place of ``bound`` for the
+reading in which no lease starts before it is submitted; the CPU-hours each bound as printed maps
+to each site, ``carbon_bound_site_cpu_hours`` and ``profit_bound_site_cpu_hours`` (site name to
+CPU-hours); ``bad_data_leases``, leases that ran with an invalid ``data-gb`` (counted as no
+data); and ``garg_sites`` with the same per site (and its COP, and ``level_cpu_hours``: the work
+run at each of its levels, lowest first).
 """
 
 from __future__ import annotations
@@ -31,10 +35,12 @@ if TYPE_CHECKING:
     from lease_manager import Lease, RunContext
 
 FIELDS = ("energy_joules", "energy_cost", "carbon_kg", "profit", "profit_exec", "profit_data",
-          "workload_cpu_hours", "leases")
+          "workload_cpu_hours", "leases", "energy_least_level_joules")
 
 
-def _totals(outcomes: list[Outcome]) -> dict[str, float]:
+def _totals(outcomes: list[Outcome], least: list[float]) -> dict[str, float]:
+    """The sums and averages over ``outcomes``; ``least``: each one's energy at its
+    least-energy level."""
     out = {
         "energy_joules": sum(o.energy for o in outcomes),
         "energy_cost": sum(o.cost for o in outcomes),
@@ -44,10 +50,12 @@ def _totals(outcomes: list[Outcome]) -> dict[str, float]:
         "profit_data": sum(o.profit_data for o in outcomes),
         "workload_cpu_hours": sum(o.workload for o in outcomes) / 3600.0,
         "leases": float(len(outcomes)),
+        "energy_least_level_joules": sum(least),
     }
     work = out["workload_cpu_hours"]
     for name, field in (("carbon", "carbon_kg"), ("cost", "energy_cost"),
-                        ("energy", "energy_joules"), ("profit", "profit")):
+                        ("energy", "energy_joules"), ("profit", "profit"),
+                        ("energy_least_level", "energy_least_level_joules")):
         out[f"{name}_per_cpu_hour"] = out[field] / work if work > 0 else 0.0
     return out
 
@@ -63,6 +71,10 @@ class GargAccounting(Policy):
         self.prices = prices_from(ctx.config)
         self._economics: dict[str, SiteEconomics | None] = {}
         self.outcomes: dict[str, list[Outcome]] = {}
+        #: per site, each outcome's energy (J) at its lease's least-energy level
+        self.least: dict[str, list[float]] = {}
+        #: per site, the CPU-seconds of work run at each level
+        self.level_work: dict[str, list[float]] = {}
         #: every lease submitted, for the bounds
         self.leases: list[Lease] = []
         #: leases that ran with an invalid ``data-gb`` attribute (counted as no data)
@@ -77,6 +89,8 @@ class GargAccounting(Policy):
             self._economics[name] = None if model is None else SiteEconomics(
                 name, model, site.site.capacity[:, model.cpu], site.config.get("power", "gamma"))
             self.outcomes[name] = []
+            self.least[name] = []
+            self.level_work[name] = [0.0] * model.levels if model is not None else []
         return self._economics[name]
 
     @hookimpl
@@ -94,13 +108,21 @@ class GargAccounting(Policy):
         if isinstance(lease_data_gb(lease), str):
             self.bad_data += 1   # ran with its data counted as 0 (no meta-scheduler refused it)
         level = econ.model.top_level if lease.level is None else lease.level
-        self.outcomes[site].append(econ.outcome(lease, level, lease.start, self.prices,
-                                                work=lease.work_done))
+        outcome = econ.outcome(lease, level, lease.start, self.prices, work=lease.work_done)
+        self.outcomes[site].append(outcome)
+        self.level_work[site][level] += outcome.workload
+        try:
+            least = econ.least_energy_level(lease)
+        except ValueError:   # a bad gamma (the lease ran at f_max): no other level to compare
+            least = level
+        self.least[site].append(outcome.energy if least == level else econ.outcome(
+            lease, least, lease.start, self.prices, work=lease.work_done).energy)
 
     @hookimpl
     def collect_summary(self, ctx: RunContext) -> dict[str, Any]:
         every = [o for outcomes in self.outcomes.values() for o in outcomes]
-        summary: dict[str, Any] = {f"garg_{k}": v for k, v in _totals(every).items()}
+        least = [e for energies in self.least.values() for e in energies]
+        summary: dict[str, Any] = {f"garg_{k}": v for k, v in _totals(every, least).items()}
         summary["garg_bad_data_leases"] = self.bad_data
         sites = []
         for name, site in (ctx.sites or {"": ctx}).items():
@@ -124,10 +146,12 @@ class GargAccounting(Policy):
         if ctx.sites:
             summary["garg_sites"] = {}
             for name in ctx.sites:
-                fields: dict[str, float | None] = {**_totals(self.outcomes.get(name, []))}
+                fields: dict[str, Any] = {**_totals(self.outcomes.get(name, []),
+                                                    self.least.get(name, []))}
                 econ = self._site(name)
                 if econ is not None:   # as drawn, when the configuration draws it; None: inf
                     cop = econ.model.cop
                     fields["cop"] = None if math.isinf(cop) else cop
+                    fields["level_cpu_hours"] = [w / 3600.0 for w in self.level_work[name]]
                 summary["garg_sites"][name] = fields
         return summary

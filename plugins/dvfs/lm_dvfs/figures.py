@@ -1,18 +1,23 @@
 """``lm-garg-figures DIR``: Garg et al.'s figures from a sweep's runs (``etc/garg-fig*-sweep.ini``).
 
 Every finished run under DIR (``PROFILE/TRACE/seed-N`` with ``run.json`` and ``summary.json``)
-is placed by its configuration: its line is (site selection, operating point, and the slot fit
-and promise horizon when they are not the defaults) and its point the
-share of high-urgency leases (runs at arrival rate 100), the arrival rate (runs with 40% high
-urgency) or, with ``--by carbon-sd``, the spread of the sites' drawn carbon rates, as in the
-paper's figures. For each metric the tool prints the mean over seeds at
-every point, one column per line (and the section 4.3 bound, for the carbon and profit per
-CPU-hour: the bound as printed, every lease in one cycle, and the reading that honours arrival
-times), and with ``--plots`` draws them into ``DIR/plots/garg-METRIC-by-X.png`` (METRIC
-without its ``garg_`` prefix). Then, at every point, each site's share of the work executed and
-of the energy cost (%, means over seeds), which decide most of the averages: a site's DVS saving
-counts in proportion to its share of the cost; and the share of the work the carbon bound (as
-printed) maps to each site, beside which a carbon policy's distance to the bound is read.
+is placed by its configuration: its line is (site selection, operating point, and the slot fit,
+the high-urgency deadline ratio and the promise horizon when they are not the defaults) and its
+point the share of high-urgency leases (runs at arrival rate 100), the arrival rate (runs with
+40% high urgency) or, with ``--by carbon-sd``, the spread of the sites' drawn carbon rates, as
+in the paper's figures. For each metric the tool prints the mean over seeds at every point, one
+column per line (and the section 4.3 bound, for the carbon and profit per CPU-hour: the bound as
+printed, every lease in one cycle, and the reading that honours arrival times), and with
+``--plots`` draws them into ``DIR/plots/garg-METRIC-by-X.png`` (METRIC without its ``garg_``
+prefix). Then, at every point, each site's share of the work executed and of the energy cost (%,
+means over seeds), which decide most of the averages: a site's DVS saving counts in proportion
+to its share of the cost; and the share of the work the carbon bound (as printed) maps to each
+site, beside which a carbon policy's distance to the bound is read. Last, at every point, each
+line's level penalty: its energy per CPU-hour over the same leases' at their least-energy levels
+(means over seeds), the share of its work at each level, and each site's part of the penalty. A
+line's energy is its least-level energy times its penalty, so the change between two lines
+splits exactly into where and what they ran (the least-level energies) and the levels they ran
+it at (the penalties).
 """
 
 from __future__ import annotations
@@ -43,6 +48,8 @@ LABELS = {"garg_cost_per_cpu_hour": "energy cost ($ per CPU-hour)",
           "garg_profit_per_cpu_hour": "profit ($ per CPU-hour)",
           "garg_energy_per_cpu_hour": "energy (J per CPU-hour)"}
 MEDIUM_RATE, DEFAULT_SHARE = 100.0, 0.4
+#: the paper's high-urgency deadline ratio (mean, variance); another is named in the line
+PAPER_HIGH_URGENCY = (4.0, 2.0)
 
 
 def read_runs(directory: Path) -> list[dict[str, Any]]:
@@ -73,6 +80,9 @@ def read_runs(directory: Path) -> list[dict[str, Any]]:
             line += " / redrawn"
         if config.get("dvfs", "slot-fit") != "profile":
             line += f" / {config.get('dvfs', 'slot-fit')}"
+        mean, variance = config.get("dvfs", "high-urgency")
+        if (mean, variance) != PAPER_HIGH_URGENCY:
+            line += f" / high urgency {mean:g} {variance:g}"
         horizon = config.get("dvfs", "promise-horizon")
         if math.isfinite(horizon):
             line += f" / horizon {horizon:g} s"
@@ -162,6 +172,74 @@ def shares_table(data: dict[tuple[str, float], dict[str, dict[str, float]]], x: 
     return "\n".join("  ".join(c.rjust(w) for c, w in zip(r, widths)) for r in [head, *rows])
 
 
+def level_penalties(runs: Sequence[dict[str, Any]], x: str
+                    ) -> dict[tuple[str, float], dict[str, Any]]:
+    """By (line, point) of the ``x`` axis, means over seeds: ``least``, the energy per
+    CPU-hour at the leases' least-energy levels; ``penalty``, the energy per CPU-hour over
+    ``least`` (ratio of the means); ``levels``, the share of the work (%) at each level (lowest
+    first; sites with fewer levels count in the lower ones); ``sites``, each site's energy above
+    its least-energy levels in points of the penalty (they sum to 100 x (penalty - 1)). Runs
+    without the fields (``garg_energy_least_level_joules``, ``garg_sites.*.level_cpu_hours``)
+    or without work are left out."""
+    sums: dict[tuple[str, float], dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    for run in runs:
+        summary = run["summary"]
+        sites = summary.get("garg_sites")
+        work = summary.get("garg_workload_cpu_hours")
+        least = summary.get("garg_energy_least_level_joules")
+        if (not on_axis(run, x) or not isinstance(sites, dict) or not sites
+                or not isinstance(work, (int, float)) or not work > 0
+                or not isinstance(least, (int, float))
+                or not all(isinstance(f.get("level_cpu_hours"), list) for f in sites.values())):
+            continue
+        point = sums[run["line"], run[x]]   # a site or level missing from a run counts 0
+        point["runs"] += 1
+        point["energy"] += float(summary["garg_energy_joules"]) / work
+        point["least"] += float(least) / work
+        for name, fields in sites.items():
+            for k, hours in enumerate(fields["level_cpu_hours"]):
+                point[f"level:{k}"] += 100.0 * float(hours) / work
+            point[f"site:{name}"] += (float(fields.get("energy_joules") or 0.0)
+                                      - float(fields.get("energy_least_level_joules") or 0.0)
+                                      ) / work
+    out: dict[tuple[str, float], dict[str, Any]] = {}
+    for key, point in sorted(sums.items()):
+        means = {name: v / point["runs"] for name, v in point.items()}
+        mean_least = means["least"]
+        out[key] = {
+            "least": mean_least,
+            "penalty": means["energy"] / mean_least if mean_least > 0 else math.nan,
+            "levels": [means[n] for n in sorted((n for n in means if n.startswith("level:")),
+                                                key=lambda n: int(n[6:]))],
+            "sites": {n[5:]: 100.0 * v / mean_least if mean_least > 0 else math.nan
+                      for n, v in means.items() if n.startswith("site:")}}
+    return out
+
+
+def penalty_tables(data: dict[tuple[str, float], dict[str, Any]], x: str) -> str:
+    """Two tables: per (line, point), the least-level energy, the penalty and the work's share
+    at each level; then each site's points of the penalty."""
+    point = (lambda p: f"{p * 100:g}") if x == "share" else (lambda p: f"{p:g}")
+    width = max(len(d["levels"]) for d in data.values())
+    head = ["line", HEADS[x], "J per CPU-h at least levels", "penalty"] + [
+        f"L{k} %" for k in range(width)]
+    rows = [[line, point(p), f"{d['least']:.5g}", f"x{d['penalty']:.3f}"]
+            + [f"{v:.1f}" for v in d["levels"]] + ["-"] * (width - len(d["levels"]))
+            for (line, p), d in data.items()]
+    names = list(dict.fromkeys(n for d in data.values() for n in d["sites"]))
+    head2 = ["line", HEADS[x]] + names
+    rows2 = [[line, point(p)] + [f"{d['sites'][n]:.1f}" if n in d["sites"] else "-"
+                                 for n in names]
+             for (line, p), d in data.items()]
+    parts = []
+    for h, rs in ((head, rows), (head2, rows2)):
+        widths = [max(len(r[i]) for r in [h, *rs]) for i in range(len(h))]
+        parts.append("\n".join("  ".join(c.rjust(w) for c, w in zip(r, widths))
+                               for r in [h, *rs]))
+    return parts[0] + "\n\neach site's energy above its least-energy levels (points of the " \
+        "penalty)\n" + parts[1]
+
+
 #: the line of :func:`site_shares` that holds the carbon bound's site mix
 BOUND_SHARES = "carbon bound (4.3)"
 HEADS = {"share": "urgent %", "rate": "rate", "carbon-sd": "carbon sd"}
@@ -242,6 +320,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"\neach site's share of the work executed / of the energy cost (%), by "
                   f"{TITLES[x]}")
             print(shares_table(shares, x))
+            printed = True
+        penalties = level_penalties(runs, x)
+        if len({p for _, p in penalties}) > (0 if args.by else 1):
+            print(f"\neach line's level penalty (its energy per CPU-hour over the same work's at "
+                  f"its least-energy levels) and its work at each level (%), by {TITLES[x]}")
+            print(penalty_tables(penalties, x))
             printed = True
     if not printed:
         axes = ", ".join(args.by or ("share", "rate"))

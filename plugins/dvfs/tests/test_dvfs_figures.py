@@ -131,3 +131,51 @@ def test_an_axis_of_one_point_is_shown_when_named_and_said_when_not(tmp_path, ca
     assert main([str(tmp_path), "--metric", "garg_profit_per_cpu_hour"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("lm-garg-figures: error: nothing to show in ") and "\n" not in err
+
+
+def test_the_level_penalty_split_by_site_and_level(tmp_path, capsys):
+    """gmce / prev-dvs at 100% high urgency, two seeds. Seed 1: 10 CPU-hours, 30 J, 20 J at
+    the least-energy levels; site a 24 J (14 J least), 2 CPU-h at level 0 and 3 at level 1;
+    site b 6 J (6 least), 5 CPU-h at level 1. Seed 2: 20 CPU-h, 40 J, 40 J least, all at a's
+    level 1. Per CPU-hour: energy 3 and 2 (mean 2.5), least 2 and 2 (mean 2): penalty 1.25;
+    a's part 100 x mean(10/10, 0) / 2 = 25 points, b's 0; level 0 holds 20% and 0% (mean 10%),
+    level 1 80% and 100% (90%)."""
+    per_seed = {1: (10, 30, 20, {"a": (24, 14, [2, 3]), "b": (6, 6, [0, 5])}),
+                2: (20, 40, 40, {"a": (40, 40, [0, 20])})}
+    for seed, (work, energy, least, sites) in per_seed.items():
+        fake_run(tmp_path, "prev-hu1", seed,
+                 ["dvfs.urgent-share=1", "power.policy-operating-point=prev-dvs"],
+                 garg_workload_cpu_hours=work, garg_energy_joules=energy,
+                 garg_energy_per_cpu_hour=energy / work, garg_energy_least_level_joules=least,
+                 garg_sites={name: {"workload_cpu_hours": sum(levels), "energy_cost": 1,
+                                    "energy_joules": e, "energy_least_level_joules": e_least,
+                                    "level_cpu_hours": levels}
+                             for name, (e, e_least, levels) in sites.items()})
+    assert main([str(tmp_path), "--metric", "garg_energy_per_cpu_hour", "--by", "share"]) == 0
+    out = capsys.readouterr().out.split("\n")
+    start = out.index("each line's level penalty (its energy per CPU-hour over the same work's "
+                      "at its least-energy levels) and its work at each level (%), by share of "
+                      "high urgency (rate 100)")
+    assert out[start + 1:start + 7] == [
+        "           line  urgent %  J per CPU-h at least levels  penalty  L0 %  L1 %",
+        "gmce / prev-dvs       100                            2   x1.250  10.0  90.0",
+        "",
+        "each site's energy above its least-energy levels (points of the penalty)",
+        "           line  urgent %     a    b",
+        "gmce / prev-dvs       100  25.0  0.0"]
+
+
+def test_a_high_urgency_ratio_other_than_the_papers_is_a_line_of_its_own(tmp_path, capsys):
+    """Every lease high urgency; deadline ratio mean 4 (the paper's), 6 and 8 (variance 2):
+    three lines, the paper's unnamed."""
+    for mean, energy in ((4, 1.0), (6, 2.0), (8, 3.0)):
+        fake_run(tmp_path, f"our-hu100-mean{mean}", 1,
+                 ["dvfs.urgent-share=1", f"dvfs.high-urgency={mean} 2"],
+                 garg_energy_per_cpu_hour=energy)
+    assert main([str(tmp_path), "--metric", "garg_energy_per_cpu_hour", "--by", "share"]) == 0
+    out = capsys.readouterr().out.split("\n")
+    assert out[2:4] == [
+        "urgent %  gmce / our-dvs  gmce / our-dvs / high urgency 6 2  "
+        "gmce / our-dvs / high urgency 8 2",
+        "     100               1                                  2  "
+        "                                3"]

@@ -81,3 +81,43 @@ def test_prev_dvs_starts_at_the_lowest_level_and_without_dvs_at_f_max():
     flat = deadline_lease(1, 1, 100, 0, 200)
     run([flat], *ONE_NODE, "power.policy-operating-point=without-dvs")
     assert flat.level == 4 and flat.end == 100
+
+
+ONE_SITE = ("site:ny.resources=1 CPU:1 Memory:1024", f"site:ny.cubic-law={NEW_YORK}",
+            "site:ny.cubic-idle=not-counted", "simulation.policy-site-selection=edf-est",
+            "simulation.site-selection-cycle=50", "accounting.probes=garg-accounting")
+
+
+@pytest.mark.parametrize("policy", ["prev-dvs", "our-dvs"])
+def test_the_level_penalty_is_the_energy_over_the_same_work_at_least_energy_levels(policy):
+    """One New York CPU (no cooling); two leases of 100 s of work at f_max, submitted at 10,
+    decided at 50 in EDF order: L2 (deadline 250), then L1 (deadline 1000). The least-energy
+    level is 3 (1.51875 GHz: 108.18 J per 100 s of work).
+
+    prev-dvs: L2 at level 0 would end at 316.7 > 250: level 1 (T = 188.24 s); L1 at level 0
+    (T = 266.67 s):
+        time   50          238.2              504.9
+        cpu    [L2, 1.0 GHz)[L1, 0.675 GHz----)
+        power  71.56 W      67.31 W
+        energy 71.558 x 188.24 + 67.306 x 266.67 = 13,470 + 17,948 = 31,418 J
+        least  2 x 108.18 x 100 = 21,635 J: penalty 1.452; work 100 s at level 0, 100 at 1
+    our-dvs: both at level 3 ([50, 168.5), [168.5, 287.0)): energy = least, penalty 1."""
+    leases = [deadline_lease(1, 1, 100, 10, 1000), deadline_lease(2, 1, 100, 10, 250)]
+    s = run(leases, *ONE_SITE, f"power.policy-operating-point={policy}").summary
+    least = 2 * p(1.51875) * 100 * 1.8 / 1.51875
+    assert least == pytest.approx(21635.3, abs=0.1)
+    if policy == "prev-dvs":
+        assert [x.level for x in leases] == [0, 1]
+        energy = p(0.95625) * 100 * 1.8 / 0.95625 + p(0.675) * 100 * 1.8 / 0.675
+        assert energy == pytest.approx(31418, abs=1)
+        levels = [100 / 3600, 100 / 3600, 0, 0, 0]
+    else:
+        assert [x.level for x in leases] == [3, 3]
+        energy = least
+        levels = [0, 0, 0, 200 / 3600, 0]
+    assert s["garg_energy_joules"] == pytest.approx(energy)
+    assert s["garg_energy_least_level_joules"] == pytest.approx(least)
+    assert s["garg_energy_least_level_per_cpu_hour"] == pytest.approx(least / (200 / 3600))
+    site = s["garg_sites"]["ny"]
+    assert site["energy_least_level_joules"] == pytest.approx(least)
+    assert site["level_cpu_hours"] == pytest.approx(levels)
