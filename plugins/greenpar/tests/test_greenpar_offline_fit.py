@@ -34,9 +34,9 @@ def test_the_plan_changes_a_job_within_the_hourly_limit_and_the_next_job_waits(t
     The MILP (solved for real): A on 2 servers, 4 in the sunny epoch (2,700 of work on
     green), then 2 again beside B: A 2, 4, 2, 2 (work 1,800 + 2,700 + 1,800 + 1,800), B 2, 2
     from its arrival. Brown by the MILP's count 540 kJ for A (epoch 0 and epochs 2-3 on 2)
-    against 720 kJ for A on 4 throughout, which ends one epoch sooner but saves only $0.00125
-    of run time (a quarter hour, halved over two jobs): it plans A's change at 900 and back
-    at 1,800, 900 s apart. Capacity: epoch 2 holds A 2 + B 2 = 4.
+    against 720 kJ ($0.005 more) for A on 4 throughout, which ends one epoch sooner but saves
+    only $0.00125 of run time (a quarter hour, halved over two jobs): it plans A's change at
+    900 and back at 1,800, 900 s apart. Capacity: epoch 2 holds A 2 + B 2 = 4.
 
     resize-interval = 0 (the plan followed): A shrinks at 1,800 (done 1,800 + 2,700 = 4,500)
     and ends at 1,800 + 3,500 / 2 = 3,550; B starts on arrival on its planned 2, ends 3,000.
