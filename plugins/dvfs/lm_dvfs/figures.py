@@ -28,7 +28,7 @@ import math
 import statistics
 import sys
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -284,6 +284,17 @@ def plot(data: dict[str, dict[float, float]], metric: str, x: str, path: Path) -
     plt.close(fig)
 
 
+
+def print_if_varied(rows: dict[tuple[str, float], Any], named: bool,
+                    render: Callable[[Any, str], str], x: str, title: str) -> bool:
+    """Print ``render(rows, x)`` under ``title`` if its lines have two points along ``x``
+    (one, if the axis was named); True if printed."""
+    if len({point for _, point in rows}) <= (0 if named else 1):
+        return False
+    print(f"\n{title}")
+    print(render(rows, x))
+    return True
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="lm-garg-figures", description=__doc__.splitlines()[0])
     parser.add_argument("dir", help="a sweep's output directory")
@@ -315,18 +326,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                 plot(data, metric, x,
                      directory / "plots" / f"garg-{metric.removeprefix('garg_')}-by-{x}.png")
     for x in args.by or ("share", "rate"):
-        shares = site_shares(runs, x)
-        if len({p for _, p in shares}) > (0 if args.by else 1):
-            print(f"\neach site's share of the work executed / of the energy cost (%), by "
-                  f"{TITLES[x]}")
-            print(shares_table(shares, x))
-            printed = True
-        penalties = level_penalties(runs, x)
-        if len({p for _, p in penalties}) > (0 if args.by else 1):
-            print(f"\neach line's level penalty (its energy per CPU-hour over the same work's at "
-                  f"its least-energy levels) and its work at each level (%), by {TITLES[x]}")
-            print(penalty_tables(penalties, x))
-            printed = True
+        printed |= print_if_varied(
+            site_shares(runs, x), bool(args.by), shares_table, x,
+            f"each site's share of the work executed / of the energy cost (%), by {TITLES[x]}")
+        printed |= print_if_varied(
+            level_penalties(runs, x), bool(args.by), penalty_tables, x,
+            f"each line's level penalty (its energy per CPU-hour over the same work's at its "
+            f"least-energy levels) and its work at each level (%), by {TITLES[x]}")
     if not printed:
         axes = ", ".join(args.by or ("share", "rate"))
         print(f"lm-garg-figures: error: nothing to show in {directory}: no metric asked for "
