@@ -159,6 +159,12 @@ def site_shares(runs: Sequence[dict[str, Any]], x: str
             for key, sites in sorted(values.items())}
 
 
+def aligned(head: list[str], rows: list[list[str]]) -> str:
+    """``head`` and ``rows`` as right-aligned columns, two spaces apart."""
+    widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
+    return "\n".join("  ".join(c.rjust(w) for c, w in zip(r, widths)) for r in [head, *rows])
+
+
 def shares_table(data: dict[tuple[str, float], dict[str, dict[str, float]]], x: str) -> str:
     """One row per (line, point), one column per site: "work% / cost%"."""
     names = list(dict.fromkeys(name for sites in data.values() for name in sites))
@@ -168,8 +174,7 @@ def shares_table(data: dict[tuple[str, float], dict[str, dict[str, float]]], x: 
                 + (f"{sites[n]['cost']:.1f}" if "cost" in sites[n] else "-")) if n in sites
                else "-" for n in names]
             for (line, p), sites in data.items()]
-    widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
-    return "\n".join("  ".join(c.rjust(w) for c, w in zip(r, widths)) for r in [head, *rows])
+    return aligned(head, rows)
 
 
 def level_penalties(runs: Sequence[dict[str, Any]], x: str
@@ -231,13 +236,8 @@ def penalty_tables(data: dict[tuple[str, float], dict[str, Any]], x: str) -> str
     rows2 = [[line, point(p)] + [f"{d['sites'][n]:.1f}" if n in d["sites"] else "-"
                                  for n in names]
              for (line, p), d in data.items()]
-    parts = []
-    for h, rs in ((head, rows), (head2, rows2)):
-        widths = [max(len(r[i]) for r in [h, *rs]) for i in range(len(h))]
-        parts.append("\n".join("  ".join(c.rjust(w) for c, w in zip(r, widths))
-                               for r in [h, *rs]))
-    return parts[0] + "\n\neach site's energy above its least-energy levels (points of the " \
-        "penalty)\n" + parts[1]
+    return (aligned(head, rows) + "\n\neach site's energy above its least-energy levels "
+            "(points of the penalty)\n" + aligned(head2, rows2))
 
 
 #: the line of :func:`site_shares` that holds the carbon bound's site mix
@@ -257,8 +257,7 @@ def table(data: dict[str, dict[float, float]], x: str) -> str:
     rows = [[f"{p * 100:g}" if x == "share" else f"{p:g}"]
             + [f"{data[line][p]:.5g}" if p in data[line] else "-" for line in lines]
             for p in points]
-    widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
-    return "\n".join("  ".join(c.rjust(w) for c, w in zip(r, widths)) for r in [head, *rows])
+    return aligned(head, rows)
 
 
 def plot(data: dict[str, dict[float, float]], metric: str, x: str, path: Path) -> None:
@@ -284,7 +283,6 @@ def plot(data: dict[str, dict[float, float]], metric: str, x: str, path: Path) -
     plt.close(fig)
 
 
-
 def print_if_varied(rows: dict[tuple[str, float], Any], named: bool,
                     render: Callable[[Any, str], str], x: str, title: str) -> bool:
     """Print ``render(rows, x)`` under ``title`` if its lines have two points along ``x``
@@ -294,6 +292,7 @@ def print_if_varied(rows: dict[tuple[str, float], Any], named: bool,
     print(f"\n{title}")
     print(render(rows, x))
     return True
+
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="lm-garg-figures", description=__doc__.splitlines()[0])
