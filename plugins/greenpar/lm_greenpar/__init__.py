@@ -23,6 +23,7 @@ __version__ = "0.1.0"
 import math
 
 from lease_manager import (
+    BOOLEAN,
     DURATION,
     FLOAT,
     INTEGER,
@@ -158,6 +159,13 @@ def _resizing_options() -> list[Option]:
             hour: 3600. A job whose SLA would break before the next epoch changes anyway
             (counted in `greenpar_forced_resizes`); Aggressive's MILP keeps a job changed
             too recently at its servers until it may change."""),
+        Option("greenpar", "plan-resize-interval", BOOLEAN, False, doc="""
+            Aggressive and Offline: the MILP keeps `resize-interval` too (not in the paper's
+            Fig. 3): a job's servers change at most once in any `resize-interval`, its start
+            not counted, as the run allows. Without it the plan may change a job in
+            consecutive epochs, which the run then cannot follow: the job keeps servers the
+            plan gave to the next arrival, which then waits (README, cause 4). The solve
+            costs more (a binary per possible change)."""),
         Option("greenpar", "optimizing-revert", STRING, "at-arrival",
                choices=("off", "at-arrival", "within-interval"), doc="""
             Aggressive and Offline: section 3.1's rule, GreenPar "reverts back to the

@@ -60,8 +60,9 @@ from lease_manager import (
 )
 
 POLICIES = ("baseline", "reactive", "nebulous", "aggressive", "offline")
-#: each policy's reading options and their defaults (a run with others is labelled by them)
-_REVERT = (("optimizing-revert", "at-arrival"),)
+#: each policy's reading options and their defaults (a run with others is labelled by them;
+#: a switch that is on, by its name)
+_REVERT = (("optimizing-revert", "at-arrival"), ("plan-resize-interval", False))
 READINGS = {"reactive": (("reactive-slack", "sla"), ("reactive-growth", "fit"),
                          ("reactive-resize-scope", "job")),
             "nebulous": (("nebulous-hint", "servers"), ("nebulous-slack", "allocation")),
@@ -101,7 +102,8 @@ def read_runs(directory: Path) -> list[dict[str, Any]]:
 def policy_label(config) -> str:
     """The run's allocation policy, with its non-default readings in brackets."""
     policy = config.get("malleable", "policy-allocation")
-    readings = [value for option, default in READINGS.get(policy, ())
+    readings = [option if value is True else str(value)
+                for option, default in READINGS.get(policy, ())
                 if (value := config.get("greenpar", option)) != default]
     return f"{policy}[{','.join(readings)}]" if readings else policy
 

@@ -18,6 +18,10 @@ sum_o x[j,k,o]``.
   ``hold`` epochs;
 - migrations: ``d[j,k] >= |S[j,k] - S[j,k-1]|`` while the job runs in both epochs
   (S = sum n x; the running jobs' allocation before epoch 0 is known), energy ME x d;
+- with ``Problem.resize_interval`` (not in Fig. 3; ``[greenpar] plan-resize-interval``): a
+  binary ``c[j,k] >= d[j,k] / M`` marks a change at epoch k's start, and the changes of a job
+  whose starts lie less than the interval apart sum to 1 at most, so the plan changes a job
+  no more often than the run may (its start is not a change, as in the run);
 - brown energy (kWh): ``b[k] >= (base + P sum n x) len + ME sum d - GE len``, ``b >= 0``;
 - objective (1): ``sum_k PB[k] b[k] + beta_cost x (1/|J|) sum r len / 3600`` (eq. 6: the
   average run time in hours, the jobs' earlier run time being a constant).
@@ -85,6 +89,8 @@ class Problem:
     capacity: int
     beta_cost: float                #: $ per hour of average run time
     first_length: float | None = None   #: seconds of epoch 0 (None: an epoch)
+    #: a job's servers change at most once within this many seconds (0: no limit)
+    resize_interval: float = 0.0
 
 
 @attrs.frozen
@@ -212,6 +218,10 @@ class Built:
     slack: dict[int, int]
     #: per job with a choice of VMs: the binary of each VM count
     ys: dict[int, dict[int, int]]
+    #: per job: the binary of a change at each epoch's start (``resize_interval`` only)
+    changes: dict[int, dict[int, int]] = attrs.field(factory=dict)
+    #: per job: its first epoch, and its servers before it (None: not started)
+    before: dict[int, tuple[int, int | None]] = attrs.field(factory=dict)
 
 
 def build(problem: Problem, jobs: Sequence[Job]) -> Built:
@@ -225,11 +235,15 @@ def build(problem: Problem, jobs: Sequence[Job]) -> Built:
     xs: dict[int, dict[int, _Options]] = {}   # job -> k -> vars
     slack: dict[int, int] = {}
     ys: dict[int, dict[int, int]] = {}
+    changes: dict[int, dict[int, int]] = {}
     for job in jobs:
-        xs[job.key], slack[job.key], ys[job.key] = _add_job(model, problem, job, lengths,
-                                                            n_jobs)
+        xs[job.key], slack[job.key], ys[job.key], moves = _add_job(model, problem, job,
+                                                                   lengths, n_jobs)
+        if problem.resize_interval > 0:
+            changes[job.key] = _add_changes(model, problem, job, lengths, moves)
     _add_epochs(model, problem, lengths)
-    return Built(model, xs, slack, ys)
+    before = {job.key: (job.first, job.current) for job in jobs}
+    return Built(model, xs, slack, ys, changes, before)
 
 
 def solve(problem: Problem, jobs: Sequence[Job], time_limit: float, gap: float = 1e-4,
@@ -282,11 +296,12 @@ def solve(problem: Problem, jobs: Sequence[Job], time_limit: float, gap: float =
 
 
 def _add_job(model: _Model, problem: Problem, job: Job, lengths: np.ndarray, n_jobs: int
-             ) -> tuple[dict[int, _Options], int, dict[int, int]]:
+             ) -> tuple[dict[int, _Options], int, dict[int, int], dict[int, int]]:
     """A job's variables and rows: its VM count, its allocations in each epoch it may run
     (one at most; it runs in its first; contiguous), its cumulative SLA, its migrations and
-    its completion. Returns its allocations' variables by epoch, its slack variable and its
-    VM counts' binaries (none if it has one VM count)."""
+    its completion. Returns its allocations' variables by epoch, its slack variable, its
+    VM counts' binaries (none if it has one VM count) and its migration variables by
+    epoch."""
     last = min(model.horizon, job.first + epochs_needed(job, problem.epoch))
     vm_counts = sorted({v for _, v, _ in job.options})
     ys: dict[int, int] | None = None
@@ -298,6 +313,7 @@ def _add_job(model: _Model, problem: Problem, job: Job, lengths: np.ndarray, n_j
     progress: dict[int, float] = {}
     elapsed = job.elapsed
     prev_servers: dict[int, float] | None = None
+    moves: dict[int, int] = {}
     for k in range(job.first, last):
         length = (job.first_length if k == job.first and job.first_length is not None
                   else lengths[k])
@@ -320,10 +336,10 @@ def _add_job(model: _Model, problem: Problem, job: Job, lengths: np.ndarray, n_j
             model.row(sla, -job.done, math.inf)
         servers = {i: float(n) for i, n, _, _ in here}
         if prev_servers is not None or job.current is not None:
-            _add_migration(model, problem, job, k, servers, prev_servers)
+            moves[k] = _add_migration(model, problem, job, k, servers, prev_servers)
         prev_servers = servers
     model.row(dict(progress), job.work, math.inf)                    # completion
-    return xs, slack, ys or {}
+    return xs, slack, ys or {}, moves
 
 
 def _allocations(model: _Model, problem: Problem, job: Job, k: int, length: float,
@@ -345,10 +361,10 @@ def _allocations(model: _Model, problem: Problem, job: Job, k: int, length: floa
 
 
 def _add_migration(model: _Model, problem: Problem, job: Job, k: int,
-                   servers: dict[int, float], prev_servers: dict[int, float] | None) -> None:
+                   servers: dict[int, float], prev_servers: dict[int, float] | None) -> int:
     """The servers a job gains or loses from epoch ``k - 1`` (or its current allocation) to
     ``k`` while it runs in both: ``d >= |S[k] - S[k-1]|``, each a row relaxed by a big M when
-    it does not run in epoch ``k``."""
+    it does not run in epoch ``k``. Returns ``d``'s variable."""
     d = model.var(0.0, 0.0, math.inf, integral=False)
     model.migrations[k][d] = problem.migration_joules
     big = float(max(n for n, _, _ in job.options))
@@ -364,6 +380,32 @@ def _add_migration(model: _Model, problem: Problem, job: Job, k: int,
             coefs[i] = coefs.get(i, 0.0) + big
         coefs[d] = -1.0
         model.row(coefs, -math.inf, big + const)
+    return d
+
+
+def _add_changes(model: _Model, problem: Problem, job: Job, lengths: np.ndarray,
+                 moves: dict[int, int]) -> dict[int, int]:
+    """``resize_interval`` for one job: a binary ``c[k]`` per migration variable ``d[k]``
+    (``d <= M c``: no servers move unless ``c`` is 1) and, from each ``k``, one change at most
+    among the epochs that start less than the interval after ``k`` does. Epochs held by
+    ``job.hold`` have no change to mark (the job keeps its servers there). Returns the
+    binaries by epoch."""
+    big = float(max(n for n, _, _ in job.options))
+    starts = np.concatenate(([0.0], np.cumsum(lengths)))   # (a new job's start marks none)
+    changes: dict[int, int] = {}
+    for k, d in sorted(moves.items()):
+        if k < job.first + job.hold:
+            continue
+        c = model.var(0.0)
+        model.row({d: 1.0, c: -big}, -math.inf, 0.0)
+        changes[k] = c
+    for k, c in changes.items():
+        window = {c: 1.0}
+        window.update({c2: 1.0 for k2, c2 in changes.items()
+                       if k2 > k and starts[k2] - starts[k] < problem.resize_interval - 1e-6})
+        if len(window) > 1:
+            model.row(window, -math.inf, 1.0)
+    return changes
 
 
 def _add_epochs(model: _Model, problem: Problem, lengths: np.ndarray) -> None:
@@ -408,10 +450,13 @@ def enumerate_best(problem: Problem, jobs: Sequence[Job]) -> tuple[float, dict[i
         for job, (_, combo) in zip(jobs, pick):
             plan = [0] * horizon
             done, elapsed, prev = job.done, job.elapsed, job.current
+            changed: list[float] = []
             for step, (n, sp) in enumerate(combo):
                 k = job.first + step
                 if step < job.hold and n != job.current:
                     ok = False
+                if prev is not None and n != prev:
+                    changed.append(float(np.sum(lengths[:k])))
                 plan[k] = n
                 servers[k] += n
                 done += sp * lengths[k]
@@ -423,6 +468,8 @@ def enumerate_best(problem: Problem, jobs: Sequence[Job]) -> tuple[float, dict[i
                 prev = n
                 runtime += lengths[k] / 3600.0
             if done - job.done < job.work - 1e-9:
+                ok = False
+            if any(b - a < problem.resize_interval - 1e-6 for a, b in zip(changed, changed[1:])):
                 ok = False
             plan_out[job.key] = plan
         if not ok or (servers > problem.capacity).any():

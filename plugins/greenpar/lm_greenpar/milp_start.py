@@ -112,6 +112,10 @@ def plan_values(built: Built, plans: Mapping[int, Sequence[int]], vms: Mapping[i
                 return None
         for v_y, y in built.ys.get(key, {}).items():
             values[y] = 1.0 if v_y == v else 0.0
+        first, current = built.before[key]
+        for k, c in built.changes.get(key, {}).items():
+            before = current if k == first else plan[k - 1]
+            values[c] = 1.0 if plan[k] and before and plan[k] != before else 0.0
     return values
 
 
@@ -172,6 +176,8 @@ def requested_start(problem: Problem, jobs: Sequence[Job], built: Built, gap: fl
                 del values[i]
         for y in built.ys.get(key, {}).values():
             del values[y]
+        for c in built.changes.get(key, {}).values():
+            del values[c]
     point = complete(built, values, gap, node_limit)
     return None if point is None else (*point, len(free))
 

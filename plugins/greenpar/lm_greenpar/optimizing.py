@@ -85,6 +85,10 @@ class Optimizing(RevertingPolicy):
         #: jobs that could not start on arrival by the plan, and revert decisions made
         self.revert_waits = 0
         self.revert_changes = 0
+        #: the MILP keeps resize-interval too ([greenpar] plan-resize-interval)
+        self.plan_interval: float = (self.resize_interval if
+                                     ctx.config.get("greenpar", "plan-resize-interval")
+                                     else 0.0)
 
     # --------------------------------------------------------------------- problems
     def grid(self, now: float) -> float:
@@ -114,7 +118,7 @@ class Optimizing(RevertingPolicy):
                        server_watts=self.busy_watts - self.idle_watts,
                        migration_joules=self.migration_energy, capacity=self.servers,
                        beta_cost=self.beta * self.runtime_watts / 1000 * mean_price,
-                       first_length=first_length)
+                       first_length=first_length, resize_interval=self.plan_interval)
 
     def job_running(self, lease: Lease, now: float) -> Job:
         from .milp import Job

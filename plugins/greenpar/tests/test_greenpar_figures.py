@@ -74,8 +74,8 @@ def test_reactive_readings_label_their_runs():
 
 
 def test_every_policys_readings_label_its_runs():
-    """Aggressive's and Offline's revert off (the default is at-arrival) and Nebulous'
-    within-f are policies of their own, so that two readings are never averaged as seeds."""
+    """Aggressive's and Offline's revert off (the default is at-arrival) or their MILP with
+    the resize interval, and Nebulous' within-f, are policies of their own, so that two readings are never averaged as seeds."""
     from lease_manager.config.schema import load_config
     from lease_manager.plugins import Plugins
 
@@ -83,6 +83,10 @@ def test_every_policys_readings_label_its_runs():
     cases = {("aggressive",): "aggressive",
              ("aggressive", "greenpar.optimizing-revert=off"): "aggressive[off]",
              ("offline", "greenpar.optimizing-revert=within-interval"): "offline[within-interval]",
+             ("offline", "greenpar.plan-resize-interval=true"): "offline[plan-resize-interval]",
+             ("aggressive", "greenpar.optimizing-revert=off",
+              "greenpar.plan-resize-interval=true"): "aggressive[off,plan-resize-interval]",
+             ("offline", "greenpar.plan-resize-interval=false"): "offline",
              ("nebulous",): "nebulous",
              ("nebulous", "greenpar.nebulous-slack=within-f"): "nebulous[within-f]",
              ("nebulous", "greenpar.optimizing-revert=off"): "nebulous",

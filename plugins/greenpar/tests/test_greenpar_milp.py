@@ -269,3 +269,63 @@ def test_requested_plans_over_the_site_in_an_epoch_are_left_to_the_solver():
     s = solve(problem, jobs, time_limit=600, gap=0.0, node_limit=1, start_requested=True)
     assert s.start_changed == 2 and s.start_objective == pytest.approx(objective)
     assert s.ok and s.objective <= objective * (1 + 1e-9)
+
+
+def test_the_resize_interval_keeps_the_plan_to_one_change_an_interval():
+    """``resize_interval`` (``[greenpar] plan-resize-interval``), PROBLEM with 3,600 J a
+    server moved. Without the limit the best plan changes job 1 at every epoch:
+
+    epoch      0 (0 W)   1 (300 W)   2 (400 W)   3 (0 W)
+    job 1      1 (2->1)  2 (1->2)    4 (2->4)    -        4 servers moved: 14,400 J
+    job 2      1 (2 VMs) 1           -           -
+    brown      183.6 kJ  3.6 kJ      7.2 kJ      0        $0.0051 + 0.0001 + 0.0002
+    run time   5 job-epochs: $0.00625                     objective $0.01165
+
+    With an interval of 1,800 s (two epochs) job 1 may not change in two consecutive epochs,
+    so it keeps its 2 servers (9,000 s of work it needs in three epochs either way):
+
+    job 1      2         2           2           -        nothing moved
+    job 2      1         1           -           -
+    brown      270 kJ    0 (300 W)   0 (200 W)   0        $0.0075
+    run time   5 job-epochs: $0.00625                     objective $0.01375
+
+    (job 1 on 2, 2, 4 would cost $0.0002 more: 7.2 kJ of moves in epoch 2 beyond the sun.)
+    Enumerating every plan with the same rule finds the same optimum."""
+    moving = attrs.evolve(PROBLEM, migration_joules=3600)
+    free = solve(moving, [ONE, TWO], time_limit=30, gap=0.0)
+    assert free.servers == {1: [1, 2, 4, 0], 2: [1, 1, 0, 0]}
+    assert free.objective == pytest.approx(0.01165)
+    limited = attrs.evolve(moving, resize_interval=1800)
+    solution = solve(limited, [ONE, TWO], time_limit=30, gap=0.0)
+    cost, plans = enumerate_best(limited, [ONE, TWO])
+    assert solution.servers == plans == {1: [2, 2, 2, 0], 2: [1, 1, 0, 0]}
+    assert solution.objective == pytest.approx(0.01375) == pytest.approx(cost)
+
+
+@pytest.mark.parametrize("first_length", [300, 600])
+@pytest.mark.parametrize("interval", [900, 1200, 1800])
+@pytest.mark.parametrize("green", [[0, 300, 400, 0], [400, 0, 400, 400], [0, 800, 0, 800]])
+def test_the_resize_interval_matches_enumeration(first_length, interval, green):
+    """Solved part-way through epoch 0 (job 1 may change now, at 0, and then only at an
+    epoch's start ``interval`` or more later: with 300 s left of epoch 0 and 1,200 s, not at
+    300 but at 1,200), the MILP's optimum is the enumeration's."""
+    problem = attrs.evolve(PROBLEM, migration_joules=3600, resize_interval=interval,
+                           first_length=first_length, green=green)
+    solution = solve(problem, [ONE, TWO], time_limit=30, gap=0.0)
+    cost, _ = enumerate_best(problem, [ONE, TWO])
+    assert solution.status == 0
+    assert solution.objective == pytest.approx(cost)
+
+
+def test_a_started_solve_keeps_the_resize_interval():
+    """Offline's start (every job's requested plan) marks no change, so it is a point of the
+    model with the limit: the solve from it ends at the enumeration's optimum."""
+    new_one = attrs.evolve(ONE, current=None, requested=2, first=0,
+                           options=((1, 4, 1.0), (2, 4, 2.0), (4, 4, 3.0)))
+    new_two = attrs.evolve(TWO, requested=1)
+    problem = attrs.evolve(PROBLEM, migration_joules=3600, resize_interval=1800)
+    solution = solve(problem, [new_one, new_two], time_limit=30, gap=0.0,
+                     start_requested=True)
+    cost, _ = enumerate_best(problem, [new_one, new_two])
+    assert solution.start_objective is not None
+    assert solution.objective == pytest.approx(cost)

@@ -15,13 +15,13 @@ from lmg_helpers import allocations, green, job, simulate, speedups
 TABLE = {"A": {4: {1: 1.0, 2: 2.0, 4: 3.0}, 8: {2: 1.5, 4: 2.9}}}
 
 
-def run(tmp_path, interval: float):
+def run(tmp_path, interval: float, sun: float = 400, *settings: str):
     table = speedups(tmp_path / "sp.csv", TABLE)
-    solar = green(tmp_path / "solar", [(0, 0), (900, 400), (1800, 0)])
+    solar = green(tmp_path / "solar", [(0, 0), (900, sun), (1800, 0)])
     a, b = job(1, "A", 2, 4000), job(2, "A", 2, 1000, submit=2000)
     r = simulate([a, b], "offline", f"greenpar.speedups={table}", "greenpar.slowdown=1.25",
-                 "greenpar.beta=1", f"greenpar.resize-interval={interval:g}", servers=4,
-                 solar=solar)
+                 "greenpar.beta=1", f"greenpar.resize-interval={interval:g}", *settings,
+                 servers=4, solar=solar)
     return a, b, r
 
 
@@ -68,3 +68,45 @@ def test_the_plan_changes_a_job_within_the_hourly_limit_and_the_next_job_waits(t
     assert r.summary["greenpar_revert_waits"] == 1
     assert r.summary["greenpar_forced_resizes"] == 1
     assert r.summary["energy_joules"] == pytest.approx(1.11e6)
+
+
+def test_a_plan_that_keeps_the_interval_is_followed_and_no_job_waits(tmp_path):
+    """The same jobs, 300 W of sun in [900, 1,800), resize-interval = 1,800.
+
+    Without `plan-resize-interval` the plan is as above, A 2, 4, 2, 2 (brown 180 + 90 + 360
+    + 360 kJ by the MILP's count), and the run cannot follow it: B waits, A reverts.
+
+    With it, the MILP may change A once in any two epochs (its start is not a change), and
+    B must run on 2 from its arrival in epoch 2 (1 server is below its SLA rate, and A + B
+    fit in 4). The cheapest plans, by the MILP's count (brown at $0.1/kWh, run time $0.01
+    per hour averaged over the two jobs):
+
+        A 2, 2, 2, 2, 1   brown 180 + 0 + 360 + 360 + 90 = 990 kJ   7 job-epochs  $0.03625
+        A 4, 2, 2, 2      360 + 0 + 360 + 360 = 1,080 kJ             6             $0.0375
+        A 2, 2, 2, 2, 2   1,080 kJ                                   7             $0.03875
+        A 4, 4, 1, 1, 1   360 + 90 + 270 + 270 + 90 = 1,080 kJ      7             $0.03875
+
+    (A on 1 server any earlier breaks its cumulative SLA, 1.6 x elapsed; A on 4 in epoch 2
+    leaves no room for B.) So A keeps 2 servers until 3,600 (7,200 done) and ends its last
+    800 on 1 at 4,400, inside its SLA (1.25 x 4,000 = 5,000). B starts on arrival on its
+    planned 2 and ends at 3,000. No job waits.
+
+        server  0           900   1,800 2,000        3,000   3,600    4,400
+        0       A ----------------------------------------------------|
+        1       A --------------------------------------------|
+        2-3                             B ----------|
+    Busy watts: 200 to 2,000, 400 to 3,000, 200 to 3,600, 100 to 4,400 (1,000,000 J); 180,000
+    J green (A's 200 W under 300 W of sun in [900, 1,800)).
+    """
+    a, b, r = run(tmp_path, 1800, 300)
+    assert allocations(a) == [(0, 2), (900, 4), (2000, 2)]
+    assert r.summary["greenpar_revert_waits"] == 1
+
+    a, b, r = run(tmp_path, 1800, 300, "greenpar.plan-resize-interval=true")
+    assert allocations(a) == [(0, 2), (3600, 1)]
+    assert allocations(b) == [(2000, 2)]
+    assert a.end == pytest.approx(4400) and b.end == pytest.approx(3000)
+    assert r.summary["greenpar_revert_waits"] == 0
+    assert r.summary["greenpar_forced_resizes"] == 0
+    assert r.summary["energy_joules"] == pytest.approx(1.0e6)
+    assert r.summary["green_used_joules"] == pytest.approx(1.8e5)
