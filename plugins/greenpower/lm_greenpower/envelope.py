@@ -17,8 +17,8 @@ open terrain); the paper gives no height, and the default (10 m) leaves the spee
 ``etc/kassab-envelope-sand-point-80m.csv`` is Sand Point at an 80 m hub: 185 W on average,
 14.5% of hours at 0 W, 40% below a machine's 95 W. The authors' released envelope (a column of
 a French wind-farm power file, which has no licence and is not copied here) averages 279 W, with
-4.8% of hours at 0 W and 19.5% below 95 W: no site of the bundled data is that windy
-(Sand Point's median wind at 10 m is 4.6 m/s).
+4.8% of hours at 0 W and 19.5% below 95 W: no TMY3 site pvlib ships is that windy (Sand
+Point's median wind at 10 m is 4.6 m/s); the Texas panhandle's modelled wind below is.
 
 ``--weather FILE`` reads the weather from a CSV instead (``read_weather``): a header
 ``hour,ghi,wind_speed_<H>m`` naming the height ``H`` (m) at which the wind is given, then one
