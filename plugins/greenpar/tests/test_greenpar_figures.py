@@ -75,7 +75,8 @@ def test_reactive_readings_label_their_runs():
 
 def test_every_policys_readings_label_its_runs():
     """Aggressive's and Offline's revert off (the default is at-arrival) or their MILP with
-    the resize interval, and Nebulous' within-f, are policies of their own, so that two readings are never averaged as seeds."""
+    the resize interval, and Nebulous' within-f, are policies of their own, so that two
+    readings are never averaged as seeds."""
     from lease_manager.config.schema import load_config
     from lease_manager.plugins import Plugins
 

@@ -158,7 +158,6 @@ def test_the_best_planner_grid_of_figs_4_and_5(tmp_path, capsys):
     assert main([str(out), "--versus", "lpt,lptpn"]) == 0
     text = capsys.readouterr().out
     assert "paired sign tests over 4 instances (1 seeds; lower NM" in text
-    open("/tmp/kassab8/figtext.txt", "w").write(text)
     assert "      NM  lpt vs lptpn         2         0     2  0.5           1 / 0 / 0" in text
     assert "NM whole  lpt vs lptpn         2         0     2  0.5           1 / 0 / 0" in text
     assert main([str(out), "--versus", "lpt,lptpn", "--phi-min", "70"]) == 0
