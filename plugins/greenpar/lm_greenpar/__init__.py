@@ -159,28 +159,7 @@ def _resizing_options() -> list[Option]:
             hour: 3600. A job whose SLA would break before the next epoch changes anyway
             (counted in `greenpar_forced_resizes`); Aggressive's MILP keeps a job changed
             too recently at its servers until it may change."""),
-        Option("greenpar", "plan-resize-interval", BOOLEAN, False, doc="""
-            Aggressive and Offline: the MILP keeps `resize-interval` too (not in the paper's
-            Fig. 3): a job's servers change at most once in any `resize-interval`, its start
-            not counted, as the run allows. Without it the plan may change a job in
-            consecutive epochs, which the run then cannot follow: the job keeps servers the
-            plan gave to the next arrival, which then waits (README, cause 4). The solve
-            costs more (a binary per possible change)."""),
-        Option("greenpar", "optimizing-revert", STRING, "at-arrival",
-               choices=("off", "at-arrival", "within-interval"), doc="""
-            Aggressive and Offline: section 3.1's rule, GreenPar "reverts back to the
-            user-requested resource allocations when utilization becomes so high that jobs
-            cannot be started immediately upon arrival". While a job waits (its plan does
-            not fit at its arrival, or it is queued), every running job goes back to its
-            requested servers (more if its SLA needs them), the plan is not followed and new
-            jobs start as they asked; once no job waits, Aggressive solves again and Offline
-            follows its plan again. `at-arrival`: at the arrival of a job that cannot start,
-            the running jobs revert at once, even those changed within `resize-interval`
-            (counted in `greenpar_forced_resizes`), so that it starts then; later, within
-            the interval. `within-interval`: always within the interval (a job that waits
-            has a reservation that only an early end moves earlier: a later revert does not
-            start it; README). `off`: no revert (a job that waits queues while the running
-            jobs follow the plan; the default before issue 39's re-runs)."""),
+        *_optimizing_options(),
         Option("greenpar", "reactive-slack", STRING, "sla", choices=("sla", "above-request"),
                doc="""
             Reactive: the slack a running job may be shrunk into. `sla`: any the SLA leaves
@@ -215,6 +194,34 @@ def _resizing_options() -> list[Option]:
             server-second, so servers held above N in the sun may be spent below N later.
             `within-f`: servers above N count as N, so a job goes below N only on F's own
             slack: a diagnostic of the README's cause 7, not a reading of the text."""),
+    ]
+
+
+def _optimizing_options() -> list[Option]:
+    """Aggressive's and Offline's plans: the MILP's resize limit and section 3.1's revert."""
+    return [
+        Option("greenpar", "plan-resize-interval", BOOLEAN, False, doc="""
+            Aggressive and Offline: the MILP keeps `resize-interval` too (not in the paper's
+            Fig. 3): a job's servers change at most once in any `resize-interval`, its start
+            not counted, as the run allows. Without it the plan may change a job in
+            consecutive epochs, which the run then cannot follow: the job keeps servers the
+            plan gave to the next arrival, which then waits (README, cause 4). The solve
+            costs more (a binary per possible change)."""),
+        Option("greenpar", "optimizing-revert", STRING, "at-arrival",
+               choices=("off", "at-arrival", "within-interval"), doc="""
+            Aggressive and Offline: section 3.1's rule, GreenPar "reverts back to the
+            user-requested resource allocations when utilization becomes so high that jobs
+            cannot be started immediately upon arrival". While a job waits (its plan does
+            not fit at its arrival, or it is queued), every running job goes back to its
+            requested servers (more if its SLA needs them), the plan is not followed and new
+            jobs start as they asked; once no job waits, Aggressive solves again and Offline
+            follows its plan again. `at-arrival`: at the arrival of a job that cannot start,
+            the running jobs revert at once, even those changed within `resize-interval`
+            (counted in `greenpar_forced_resizes`), so that it starts then; later, within
+            the interval. `within-interval`: always within the interval (a job that waits
+            has a reservation that only an early end moves earlier: a later revert does not
+            start it; README). `off`: no revert (a job that waits queues while the running
+            jobs follow the plan; the default before issue 39's re-runs)."""),
     ]
 
 
