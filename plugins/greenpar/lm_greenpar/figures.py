@@ -62,11 +62,11 @@ from lease_manager import (
 POLICIES = ("baseline", "reactive", "nebulous", "aggressive", "offline")
 #: each policy's reading options and their defaults (a run with others is labelled by them;
 #: a switch that is on, by its name)
-_REVERT = (("optimizing-revert", "at-arrival"), ("plan-resize-interval", False))
+_OPTIMIZING = (("optimizing-revert", "at-arrival"), ("plan-resize-interval", False))
 READINGS = {"reactive": (("reactive-slack", "sla"), ("reactive-growth", "fit"),
                          ("reactive-resize-scope", "job")),
             "nebulous": (("nebulous-hint", "servers"), ("nebulous-slack", "allocation")),
-            "aggressive": _REVERT, "offline": _REVERT}
+            "aggressive": _OPTIMIZING, "offline": _OPTIMIZING}
 DAYS = {"high": "High", "medium": "Medium", "low": "Low"}
 
 
