@@ -111,6 +111,8 @@ class Solution:
     start_objective: float | None = None
     #: jobs of the starting plan not kept as requested (:func:`requested_start`)
     start_changed: int = 0
+    #: HiGHS' dual bound: no point of the model has a lower objective (None: not finite)
+    dual_bound: float | None = None
 
     @property
     def ok(self) -> bool:
@@ -272,13 +274,15 @@ def solve(problem: Problem, jobs: Sequence[Job], time_limit: float, gap: float =
     status, message, x = int(result.status), str(result.message), result.x
     nodes = getattr(result, "mip_node_count", None)
     nodes = None if nodes is None else int(nodes)
+    bound = getattr(result, "mip_dual_bound", None)
+    bound = float(bound) if bound is not None and math.isfinite(bound) else None
     seconds = time.process_time() - t_start
     limited = status == 1
     by_nodes = stopped_by_node_limit(status, message, nodes, node_limit)
     if x is None:
         return Solution(status, message, limited, seconds, math.nan, {}, {}, {},
                         node_limited=by_nodes, nodes=nodes, start_objective=start_objective,
-                        start_changed=start_changed)
+                        start_changed=start_changed, dual_bound=bound)
     vms: dict[int, int] = {}
     plans: dict[int, list[int]] = {}
     for job in jobs:
@@ -292,7 +296,8 @@ def solve(problem: Problem, jobs: Sequence[Job], time_limit: float, gap: float =
         vms.setdefault(job.key, job.options[0][1])
     return Solution(status, message, limited, seconds, float(result.fun), vms, plans,
                     {j: float(x[s]) for j, s in slack.items()}, node_limited=by_nodes,
-                    nodes=nodes, start_objective=start_objective, start_changed=start_changed)
+                    nodes=nodes, start_objective=start_objective, start_changed=start_changed,
+                    dual_bound=bound)
 
 
 def _add_job(model: _Model, problem: Problem, job: Job, lengths: np.ndarray, n_jobs: int

@@ -23,6 +23,7 @@ class _Result:
     x: np.ndarray | None
     fun: float
     mip_node_count: int
+    mip_dual_bound: float
 
 
 #: HiGHS' model statuses as scipy's ``milp`` reports them (others: 4, with HiGHS' words)
@@ -90,7 +91,8 @@ def solve_from(model: _Model, start: np.ndarray | None, time_limit: float, gap: 
          if info.primal_solution_status == highspy.SolutionStatus.kSolutionStatusFeasible
          else None)
     return _Result(status, f"HiGHS: {h.modelStatusToString(model_status)}", x,
-                   float(info.objective_function_value), int(info.mip_node_count))
+                   float(info.objective_function_value), int(info.mip_node_count),
+                   float(info.mip_dual_bound))
 
 
 def plan_values(built: Built, plans: Mapping[int, Sequence[int]], vms: Mapping[int, int]

@@ -397,7 +397,8 @@ class Offline(Optimizing):
     stopped at 1,000 nodes with a plan paying 812 server-seconds of SLA slack ($811,669)
     while Baseline's plan, a point of the same MILP, costs $0.733. The summary gives both
     objectives (``greenpar_start_objective``, None when Baseline's plan is not a point of the
-    MILP, and ``greenpar_plan_objective``) and whether HiGHS found nothing better than the
+    MILP, and ``greenpar_plan_objective``), HiGHS' dual bound (``greenpar_plan_dual_bound``:
+    no plan of the MILP costs less) and whether HiGHS found nothing better than the
     start (``greenpar_start_kept``). Where Baseline's plans add up to more than the site in
     an epoch (the MILP counts a job for the whole of every epoch it runs in), the jobs
     running in it are left to HiGHS and the rest kept (``greenpar_start_changed_jobs``;
@@ -414,6 +415,7 @@ class Offline(Optimizing):
         self.start_objective: float | None = None
         self.start_changed = 0
         self.plan_objective: float | None = None
+        self.plan_dual_bound: float | None = None
 
     def time_limit_option(self) -> str:
         return "offline-time-limit"
@@ -431,6 +433,7 @@ class Offline(Optimizing):
         solution = self.run_solver(self.problem(0.0, self.epoch, epochs, None), jobs)
         self.start_objective = solution.start_objective
         self.start_changed = solution.start_changed
+        self.plan_dual_bound = solution.dual_bound
         if solution.ok:
             self.plan_objective = solution.objective
             self.adopt(0.0, solution)
@@ -466,4 +469,5 @@ class Offline(Optimizing):
                 "greenpar_start_objective": self.start_objective,
                 "greenpar_start_changed_jobs": self.start_changed,
                 "greenpar_plan_objective": self.plan_objective,
+                "greenpar_plan_dual_bound": self.plan_dual_bound,
                 "greenpar_start_kept": int(kept)}

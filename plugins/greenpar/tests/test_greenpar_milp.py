@@ -117,6 +117,9 @@ def test_the_node_limit_stops_a_solve_deterministically():
     free = solve(BRANCHING, [ONE, TWO], time_limit=600, gap=0.0, node_limit=6)
     assert free.status == 0 and not free.node_limited and free.nodes == 5
     assert free.servers == plans and free.objective == pytest.approx(0.0304)
+    # HiGHS' dual bound: never above the optimum, and equal to it once proved
+    assert first.dual_bound is not None and first.dual_bound <= 0.0304 + 1e-9
+    assert free.dual_bound == pytest.approx(0.0304)
     assert solve(BRANCHING, [ONE, TWO], time_limit=600, gap=0.0, node_limit=5).node_limited
 
 
@@ -164,6 +167,8 @@ def test_a_solve_started_from_the_requested_plan_never_returns_a_worse_one():
                      start_requested=True)
         assert best.status == 0 and best.objective == pytest.approx(0.00375)
         assert best.servers[1] == [4, 0, 0, 0] and best.vms[1] == 4
+        assert best.dual_bound == pytest.approx(0.00375)
+    assert started.dual_bound is None   # stopped before its first node: no finite bound yet
 
 
 def requested_cost(problem: Problem, jobs: list[Job]) -> float | None:

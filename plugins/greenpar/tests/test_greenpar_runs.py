@@ -64,11 +64,13 @@ def test_the_optimising_policies_report_their_solves(summaries):
 
 def test_offline_reports_its_plan_against_the_requested_plan(summaries):
     """Offline's solve starts from Baseline's plan: the summary gives both MILP objectives,
-    the plan's never above the start's; Aggressive has no such fields."""
+    the plan's never above the start's, and HiGHS' dual bound, never above the plan's;
+    Aggressive has no such fields."""
     s = summaries["offline"]
     assert s["greenpar_start_objective"] > 0
     assert s["greenpar_plan_objective"] <= s["greenpar_start_objective"] * (1 + 1e-9)
     assert s["greenpar_start_kept"] in (0, 1)
+    assert s["greenpar_plan_dual_bound"] <= s["greenpar_plan_objective"] * (1 + 1e-9)
     assert "greenpar_start_objective" not in summaries["aggressive"]
 
 
