@@ -15,6 +15,7 @@ import numpy as np
 
 from lease_manager.kernel.enum_members import members
 from lease_manager.kernel.lease import Lease, LeaseState, LeaseType
+from lease_manager.kernel.slot_rows import EPS
 from lease_manager.kernel.slottable import Reservation, ReservationKind
 
 if TYPE_CHECKING:
@@ -343,8 +344,10 @@ class Backfiller:
             self._start_at_once(lease, plan, now)
         else:
             self._commit(lease, plan, now)
-        if plan[-1].end - plan[0].start < self._length(lease) and not lease.image_nodes:
+        if plan[-1].end - plan[0].start < self._length(lease) - EPS * max(1.0, plan[-1].end) \
+                and not lease.image_nodes:
             # it runs in front of an AR and yields to it: a preemption planned from the start
+            # (not a span that rounds below the length: end - start loses the end's last bits)
             lease.preemptions += 1
             sched._emit("lease_preempted", lease=lease, now=now)
         return True
